@@ -1,0 +1,2 @@
+//! The `vfs` binary (in progress).
+fn main() {}

@@ -1,0 +1,1 @@
+//! Launch composition and the MCP server for vfs (in progress).

@@ -1,0 +1,1 @@
+//! Conformance kit, leak checker and static checks for vfs (in progress).

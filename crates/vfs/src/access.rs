@@ -1,0 +1,206 @@
+//! The two ways in: the agent accessor and the privileged accessor.
+//!
+//! Tools hold an [`AgentAccessor`]: it sees agent-facing mounts only, and to it an internal root
+//! does not exist. Infrastructure that must reach an internal root (the exchange logger) holds
+//! a [`PrivilegedAccessor`], a distinct type that only
+//! [`MountRegistry::mint_privileged`](crate::MountRegistry::mint_privileged) creates, for one
+//! named root, and that reaches nothing else. Neither type can be turned into the other.
+
+use crate::error::Error;
+use crate::ops::{
+    Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
+    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead, Tree, WriteOptions, WriteOutcome,
+};
+use crate::registry::{MountInfo, MountRegistry};
+
+/// Who is asking: decides which mounts exist for the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// An agent, through the tools: agent-facing mounts only.
+    Agent,
+    /// The holder of a privileged capability for one internal mount (its index).
+    Privileged(usize),
+}
+
+/// What agents' tools use. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AgentAccessor {
+    registry: MountRegistry,
+}
+
+impl AgentAccessor {
+    pub(crate) fn new(registry: MountRegistry) -> Self {
+        Self { registry }
+    }
+
+    fn context(&self) -> Context<'_> {
+        Context::new(&self.registry.inner, Caller::Agent)
+    }
+
+    /// The registry behind this accessor.
+    #[must_use]
+    pub fn registry(&self) -> &MountRegistry {
+        &self.registry
+    }
+
+    /// The agent-facing mounts with their rights and overrides.
+    #[must_use]
+    pub fn list_mounts(&self) -> Vec<MountInfo> {
+        self.registry.agent_mounts()
+    }
+
+    /// Reads a text file, whole or a window of lines, bounded by the read cap.
+    pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
+        self.context().read_text(path, window)
+    }
+
+    /// Reads several text files; each gets its own result.
+    pub fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
+        self.context().read_multiple(paths)
+    }
+
+    /// Reads an image or audio file as base64, bounded by the media cap.
+    pub fn read_media(&self, path: &str) -> Result<MediaRead, Error> {
+        self.context().read_media(path)
+    }
+
+    /// Writes a file atomically.
+    pub fn write(&self, path: &str, content: &str, options: &WriteOptions) -> Result<WriteOutcome, Error> {
+        self.context().write(path, content.as_bytes(), options)
+    }
+
+    /// Applies exact-text edits to a file atomically and returns a unified diff.
+    pub fn edit(&self, path: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
+        self.context().edit(path, edits, options)
+    }
+
+    /// Creates a directory and its parents; succeeds if it exists.
+    pub fn create_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
+        self.context().create_directory(path)
+    }
+
+    /// Lists a directory (`/` lists the agent-facing mounts).
+    pub fn list(&self, path: &str) -> Result<Listing, Error> {
+        self.context().list(path)
+    }
+
+    /// A bounded recursive tree.
+    pub fn tree(&self, path: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
+        self.context().tree(path, max_depth, excludes)
+    }
+
+    /// Finds files and directories whose names match a glob.
+    pub fn search_files(&self, path: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
+        self.context().search_files(path, pattern, excludes)
+    }
+
+    /// Searches file contents with the ripgrep crates.
+    pub fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
+        self.context().grep(request)
+    }
+
+    /// Size, kind, times, rights and the version token.
+    pub fn info(&self, path: &str) -> Result<FileInfo, Error> {
+        self.context().info(path)
+    }
+
+    /// Moves or renames a file or directory.
+    pub fn move_path(
+        &self,
+        source: &str,
+        destination: &str,
+        overwrite: bool,
+        expected_version: Option<&str>,
+    ) -> Result<MoveOutcome, Error> {
+        self.context().move_path(source, destination, overwrite, expected_version)
+    }
+
+    /// Deletes a file, a link, or (with `recursive`) a directory tree.
+    pub fn delete(&self, path: &str, recursive: bool, expected_version: Option<&str>) -> Result<DeleteOutcome, Error> {
+        self.context().delete(path, recursive, expected_version)
+    }
+}
+
+/// The capability to reach one internal root. Only
+/// [`MountRegistry::mint_privileged`](crate::MountRegistry::mint_privileged) creates one.
+///
+/// # Privilege
+/// Every method reaches the internal root this accessor was minted for, and only that root:
+/// a path under any other root gets the same answer as a root that does not exist.
+#[derive(Debug)]
+pub struct PrivilegedAccessor {
+    registry: MountRegistry,
+    mount: usize,
+}
+
+impl PrivilegedAccessor {
+    pub(crate) fn new(registry: MountRegistry, mount: usize) -> Self {
+        Self { registry, mount }
+    }
+
+    fn context(&self) -> Context<'_> {
+        Context::new(&self.registry.inner, Caller::Privileged(self.mount))
+    }
+
+    /// The root this accessor reaches.
+    #[must_use]
+    pub fn root(&self) -> &str {
+        self.registry.inner.mounts[self.mount].root.as_str()
+    }
+
+    /// Reads a text file under the root.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
+        self.context().read_text(path, window)
+    }
+
+    /// Writes a file under the root atomically.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn write(&self, path: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
+        self.context().write(path, content, options)
+    }
+
+    /// Lists a directory under the root.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn list(&self, path: &str) -> Result<Listing, Error> {
+        self.context().list(path)
+    }
+
+    /// Narrows this capability to appending: the form a logger holds.
+    #[must_use]
+    pub fn into_append_only(self) -> AppendOnlyAccessor {
+        AppendOnlyAccessor { inner: self }
+    }
+}
+
+/// An append-only capability for one internal root: it creates files and appends to them,
+/// and can neither read, replace nor delete anything.
+///
+/// # Privilege
+/// Reaches the internal root it was narrowed from.
+#[derive(Debug)]
+pub struct AppendOnlyAccessor {
+    inner: PrivilegedAccessor,
+}
+
+impl AppendOnlyAccessor {
+    /// The root this accessor reaches.
+    #[must_use]
+    pub fn root(&self) -> &str {
+        self.inner.root()
+    }
+
+    /// Opens (creating if needed) a file under the root for appending.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn open_append(&self, path: &str) -> Result<crate::ops::AppendFile, Error> {
+        self.inner.context().open_append(path)
+    }
+}

@@ -1,0 +1,295 @@
+//! The one error type of the crate, safe to show to an agent by construction.
+//!
+//! Every [`Error`] is built by a constructor in this module from a [`VirtualPath`] and fixed
+//! wording; none takes a host path, and OS errors contribute only their [`std::io::ErrorKind`]
+//! (whose text never carries a path). The unknown-root error is built in exactly one place,
+//! [`Error::unknown_root`], and internal roots use it too, so "internal" and "does not exist"
+//! are the same bytes (DESIGN 4.2 step 4).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::path::{ParsePathError, VirtualPath};
+use crate::spec::Access;
+
+/// What went wrong, for callers that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The path is not a valid virtual path.
+    InvalidPath,
+    /// No agent-facing mount serves the path (also: an internal root, to an agent).
+    UnknownRoot,
+    /// The path does not exist inside its mount.
+    NotFound,
+    /// The destination exists and `overwrite` was not given.
+    AlreadyExists,
+    /// The mount's rights do not grant the access.
+    PermissionDenied,
+    /// A file was expected.
+    NotAFile,
+    /// A directory was expected.
+    NotADirectory,
+    /// A FIFO, socket or device: vfs serves only regular files and directories.
+    Unsupported,
+    /// A symbolic link leads outside its mount.
+    Escape,
+    /// Too many symbolic links (a loop).
+    SymlinkLoop,
+    /// The operation refuses to act through a symbolic link.
+    Symlink,
+    /// `expectedVersion` did not match the file's current version.
+    VersionMismatch,
+    /// An edit's `oldText` matched no place, or more than one.
+    EditMismatch,
+    /// The input or the result is larger than the bound.
+    TooLarge,
+    /// An argument is malformed.
+    InvalidArgument,
+    /// A directory is not empty and `recursive` was not given.
+    DirectoryNotEmpty,
+    /// The host refused or failed the operation.
+    Io,
+}
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    path: Option<VirtualPath>,
+    message: String,
+    source: Option<std::io::Error>,
+}
+
+/// An agent-safe error: a kind, the virtual path concerned, and a message naming only virtual
+/// paths.
+#[derive(Clone)]
+pub struct Error(Arc<Inner>);
+
+impl Error {
+    fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: String) -> Self {
+        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None }))
+    }
+
+    /// The kind, to match on.
+    #[must_use]
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind
+    }
+
+    /// The virtual path the error is about, if any.
+    #[must_use]
+    pub fn path(&self) -> Option<&VirtualPath> {
+        self.0.path.as_ref()
+    }
+
+    pub(crate) fn invalid_path(error: &ParsePathError) -> Self {
+        Self::build(ErrorKind::InvalidPath, None, error.to_string())
+    }
+
+    /// The single constructor for "no such root", used for unknown and internal roots alike.
+    /// It names the agent-facing mounts and never the path asked for, so nothing in the answer
+    /// depends on whether the root exists for someone else.
+    #[cold]
+    pub(crate) fn unknown_root(mount_table: &str) -> Self {
+        let message = if mount_table.is_empty() {
+            "no mount serves this path, and no mounts are available".to_owned()
+        } else {
+            format!("no mount serves this path; available mounts: {mount_table}")
+        };
+        Self::build(ErrorKind::UnknownRoot, None, message)
+    }
+
+    pub(crate) fn not_found(path: &VirtualPath) -> Self {
+        Self::build(ErrorKind::NotFound, Some(path), format!("`{path}` does not exist"))
+    }
+
+    pub(crate) fn already_exists(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::AlreadyExists,
+            Some(path),
+            format!("`{path}` already exists; pass `overwrite: true` to replace it"),
+        )
+    }
+
+    pub(crate) fn denied(path: &VirtualPath, access: Access, scope: &str, rights: &str, grantors: &str) -> Self {
+        let message = if grantors.is_empty() {
+            format!(
+                "cannot {} `{path}`: `{scope}` is mounted {rights}, and no mount grants {}",
+                access.as_str(),
+                access.as_str()
+            )
+        } else {
+            format!(
+                "cannot {} `{path}`: `{scope}` is mounted {rights}; mounts that grant {}: {grantors}",
+                access.as_str(),
+                access.as_str()
+            )
+        };
+        Self::build(ErrorKind::PermissionDenied, Some(path), message)
+    }
+
+    pub(crate) fn not_a_file(path: &VirtualPath) -> Self {
+        Self::build(ErrorKind::NotAFile, Some(path), format!("`{path}` is a directory, not a file"))
+    }
+
+    pub(crate) fn not_a_directory(path: &VirtualPath) -> Self {
+        Self::build(ErrorKind::NotADirectory, Some(path), format!("`{path}` is not a directory"))
+    }
+
+    pub(crate) fn unsupported(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Unsupported,
+            Some(path),
+            format!("`{path}` is not a regular file or directory (a FIFO, socket or device); vfs does not open it"),
+        )
+    }
+
+    pub(crate) fn escape(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Escape,
+            Some(path),
+            format!("`{path}` goes through a symbolic link that leads outside its mount; it is not followed"),
+        )
+    }
+
+    pub(crate) fn symlink_loop(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::SymlinkLoop,
+            Some(path),
+            format!("`{path}` goes through too many symbolic links (a loop?)"),
+        )
+    }
+
+    pub(crate) fn symlink(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Symlink,
+            Some(path),
+            format!(
+                "`{path}` is a symbolic link; vfs does not write or delete through links, so address the file it points to"
+            ),
+        )
+    }
+
+    pub(crate) fn version_mismatch(path: &VirtualPath, current: &str) -> Self {
+        Self::build(
+            ErrorKind::VersionMismatch,
+            Some(path),
+            format!("`{path}` changed since you read it: its version is now `{current}`; read it again and retry"),
+        )
+    }
+
+    pub(crate) fn edit_mismatch(path: &VirtualPath, edit: usize, count: usize) -> Self {
+        let message = if count == 0 {
+            format!("edit {edit} for `{path}`: `oldText` was not found; read the file and copy the text exactly")
+        } else {
+            format!(
+                "edit {edit} for `{path}`: `oldText` matches {count} places; add surrounding lines to make it unique, or pass `replaceAll: true`"
+            )
+        };
+        Self::build(ErrorKind::EditMismatch, Some(path), message)
+    }
+
+    pub(crate) fn too_large(path: Option<&VirtualPath>, what: &str) -> Self {
+        let message = match path {
+            Some(path) => format!("`{path}`: {what}"),
+            None => what.to_owned(),
+        };
+        Self::build(ErrorKind::TooLarge, path, message)
+    }
+
+    pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::build(ErrorKind::InvalidArgument, None, message.into())
+    }
+
+    pub(crate) fn not_empty(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::DirectoryNotEmpty,
+            Some(path),
+            format!("`{path}` is a directory that is not empty; pass `recursive: true` to delete it with its contents"),
+        )
+    }
+
+    /// An OS error: only its kind's description reaches the text; the error itself is kept as
+    /// the source for operator logs.
+    pub(crate) fn io(path: &VirtualPath, error: std::io::Error) -> Self {
+        let kind = error.kind();
+        let description = match kind {
+            std::io::ErrorKind::PermissionDenied => "the host refused access".to_owned(),
+            std::io::ErrorKind::StorageFull => "the disk is full".to_owned(),
+            std::io::ErrorKind::ReadOnlyFilesystem => "the host file system is read-only".to_owned(),
+            std::io::ErrorKind::InvalidData => "the file is not valid UTF-8 text".to_owned(),
+            other => format!("the host reported: {}", describe_io_kind(other)),
+        };
+        Self(Arc::new(Inner {
+            kind: ErrorKind::Io,
+            path: Some(path.clone()),
+            message: format!("`{path}`: {description}"),
+            source: Some(error),
+        }))
+    }
+
+    pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {
+        Self::build(ErrorKind::Io, Some(path), format!("`{path}` changed while vfs was working on it; try again"))
+    }
+}
+
+/// `io::ErrorKind`'s Display is fixed wording without paths; we still spell out the common ones
+/// so that the text does not depend on the standard library version.
+fn describe_io_kind(kind: std::io::ErrorKind) -> String {
+    match kind {
+        std::io::ErrorKind::NotFound => "not found".to_owned(),
+        std::io::ErrorKind::AlreadyExists => "already exists".to_owned(),
+        std::io::ErrorKind::Interrupted => "interrupted".to_owned(),
+        std::io::ErrorKind::UnexpectedEof => "unexpected end of file".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Error")
+            .field("kind", &self.0.kind)
+            .field("path", &self.0.path)
+            .field("message", &self.0.message)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source.as_ref().map(|error| error as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<ParsePathError> for Error {
+    fn from(error: ParsePathError) -> Self {
+        Self::invalid_path(&error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_never_carry_os_text_with_paths() {
+        let path = VirtualPath::new("/src/a").unwrap();
+        let os = std::io::Error::other("open /home/secret/a failed");
+        let error = Error::io(&path, os);
+        assert_eq!(error.to_string(), "`/src/a`: the host reported: other error");
+        assert!(std::error::Error::source(&error).is_some());
+    }
+
+    #[test]
+    fn error_is_send_sync_static() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Error>();
+    }
+}

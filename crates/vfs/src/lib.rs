@@ -1,0 +1,61 @@
+//! A virtual filesystem for AI agents: **a physical path is never a virtual path, and no
+//! physical path ever reaches an agent.** Agents name files by virtual paths such as
+//! `/src/main.rs`; the registry maps each virtual root to a directory it opened once, resolves
+//! every request beneath that directory's handle, applies rights and visibility, and answers in
+//! virtual paths only.
+//!
+//! # Brief overview
+//!
+//! - [`MountSpec`] parses the operator's mount strings (`./data:/src:ro`).
+//! - [`MountRegistry`] is built once by [`MountRegistryBuilder`], then frozen and shared; each
+//!   mount has [`Rights`] and a [`Visibility`].
+//! - [`VirtualPath`] is the only path type agents' requests carry.
+//! - [`AgentAccessor`] is what tools use; [`PrivilegedAccessor`] is the capability that reaches
+//!   one internal root, minted in one place ([`MountRegistry::mint_privileged`]).
+//! - [`Error`] is safe to show to an agent by construction.
+//!
+//! # Example
+//!
+//! ```
+//! use vfs::{MountRegistry, ReadWindow};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("hello.txt"), "hi\n").unwrap();
+//! let spec = format!("{}:/src:ro", dir.path().display()).parse()?;
+//! let registry = MountRegistry::builder().mount(spec).build()?;
+//! let agent = registry.agent();
+//!
+//! let read = agent.read_text("/src/hello.txt", &ReadWindow::default())?;
+//! assert_eq!(read.content, "hi\n");
+//!
+//! let denied = agent.write("/src/new.txt", "x", &Default::default()).unwrap_err();
+//! assert_eq!(
+//!     denied.to_string(),
+//!     "cannot write `/src/new.txt`: `/src` is mounted ro, and no mount grants write"
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor};
+pub use error::{Error, ErrorKind};
+pub use ops::{
+    AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
+    GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead,
+    Tree, TreeNode, WriteOptions, WriteOutcome,
+};
+pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
+pub use registry::{
+    ConfigError, Limits, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo, Visibility,
+};
+pub use scrub::REDACTED;
+pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights};
+
+mod access;
+mod error;
+mod ops;
+mod path;
+mod registry;
+mod scrub;
+mod spec;
+mod storage;

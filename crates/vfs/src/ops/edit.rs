@@ -1,0 +1,203 @@
+//! Exact-text edits with a unified diff.
+//!
+//! An edit names text that must occur exactly once (or `replaceAll`), so an agent never changes
+//! a place it did not mean; the count is in the error when it does not. Replacement text is
+//! literal (`$1` stays `$1`), a CRLF file keeps CRLF, and the diff names virtual paths only.
+
+use super::Context;
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::spec::Access;
+use crate::storage::local::{self, Kind, Replace};
+
+/// One replacement.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Edit {
+    /// Text to find, exactly.
+    pub old_text: String,
+    /// Text to put in its place.
+    pub new_text: String,
+}
+
+/// Options of `edit_file`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EditOptions {
+    /// Replace every occurrence instead of requiring exactly one.
+    pub replace_all: bool,
+    /// Compute the diff without writing.
+    pub dry_run: bool,
+    /// Fail unless the file's current version is this one.
+    pub expected_version: Option<String>,
+}
+
+/// The result of an edit.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditOutcome {
+    /// The file.
+    pub path: VirtualPath,
+    /// A unified diff naming the virtual path.
+    pub diff: String,
+    /// False for a dry run.
+    pub applied: bool,
+    /// How many places changed.
+    pub replacements: usize,
+    /// The version after the edit (or the current one, for a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl EditOutcome {
+    /// The agent-facing text: the diff, with a header line.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let verb = if self.applied { "edited" } else { "dry run, nothing written:" };
+        let mut text = format!(
+            "{verb} `{}` ({} replacement{})\n",
+            self.path,
+            self.replacements,
+            if self.replacements == 1 { "" } else { "s" }
+        );
+        text.push_str(&self.diff);
+        text
+    }
+}
+
+/// Applies `edits` in order to `content`; returns the new content and the replacement count.
+fn apply(path: &VirtualPath, content: &str, edits: &[Edit], replace_all: bool) -> Result<(String, usize), Error> {
+    let crlf = content.contains("\r\n");
+    let mut current = content.to_owned();
+    let mut total = 0;
+    for (index, edit) in edits.iter().enumerate() {
+        if edit.old_text.is_empty() {
+            return Err(Error::invalid_argument(format!("edit {}: `oldText` is empty", index + 1)));
+        }
+        let (old, new) = if crlf && !edit.old_text.contains("\r\n") {
+            (edit.old_text.replace('\n', "\r\n"), edit.new_text.replace('\n', "\r\n"))
+        } else {
+            (edit.old_text.clone(), edit.new_text.clone())
+        };
+        let count = current.matches(old.as_str()).count();
+        if count == 0 || (count > 1 && !replace_all) {
+            return Err(Error::edit_mismatch(path, index + 1, count));
+        }
+        current =
+            if replace_all { current.replace(old.as_str(), &new) } else { current.replacen(old.as_str(), &new, 1) };
+        total += count;
+    }
+    Ok((current, total))
+}
+
+fn unified_diff(path: &VirtualPath, before: &str, after: &str) -> String {
+    let name = path.as_str();
+    similar::TextDiff::from_lines(before, after).unified_diff().context_radius(3).header(name, name).to_string()
+}
+
+impl Context<'_> {
+    pub(crate) fn edit(&self, input: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
+        let result = self.edit_inner(input, edits, options);
+        self.audit("edit_file", input, 0, &result);
+        result
+    }
+
+    fn edit_inner(&self, input: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
+        let path = Self::parse(input)?;
+        if edits.is_empty() {
+            return Err(Error::invalid_argument("`edits` is empty; give at least one {oldText, newText}"));
+        }
+        let access = if options.dry_run { Access::Read } else { Access::Write };
+        let resolved = self.locate(&path, access, false, false)?;
+        let Some(name) = &resolved.name else {
+            return Err(Error::not_a_file(&path));
+        };
+        let _lock = local::lock_directory(&resolved.parent, &path)?;
+        let Some(stat) = local::stat_child(&resolved.parent, name) else {
+            return Err(Error::not_found(&path));
+        };
+        if stat.kind == Kind::Symlink {
+            return Err(Error::symlink(&path));
+        }
+        let (mut file, stat) = local::open_file_in(&resolved.parent, name, stat, &path)?;
+        let cap = self.registry.limits.write_bytes;
+        if stat.size > cap {
+            return Err(Error::too_large(
+                Some(&path),
+                &format!("the file has {} bytes, more than the {cap}-byte edit cap", stat.size),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(stat.size as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, cap + 1), &mut bytes)
+            .map_err(|error| Error::io(&path, error))?;
+        let before_version = local::version_of_bytes(&bytes);
+        if let Some(expected) = &options.expected_version
+            && before_version.as_deref() != Some(expected.as_str())
+        {
+            let current = before_version.unwrap_or_default();
+            return Err(Error::version_mismatch(&path, &current));
+        }
+        let before = String::from_utf8(bytes)
+            .map_err(|_| Error::invalid_argument(format!("`{path}` is not UTF-8 text; it cannot be edited as text")))?;
+        let (after, replacements) = apply(&path, &before, edits, options.replace_all)?;
+        if after.len() as u64 > cap {
+            return Err(Error::too_large(Some(&path), &format!("the edited file would exceed the {cap}-byte cap")));
+        }
+        let diff = unified_diff(&path, &before, &after);
+        if options.dry_run {
+            return Ok(EditOutcome { path, diff, applied: false, replacements, version: before_version });
+        }
+        local::write_atomic(&resolved.parent, name, &mut after.as_bytes(), Replace::Always, stat.mode & 0o7777, &path)?;
+        Ok(EditOutcome { version: local::version_of_bytes(after.as_bytes()), path, diff, applied: true, replacements })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path() -> VirtualPath {
+        VirtualPath::new("/w/a.txt").unwrap()
+    }
+
+    fn edit(old: &str, new: &str) -> Edit {
+        Edit { old_text: old.into(), new_text: new.into() }
+    }
+
+    #[test]
+    fn unique_match_replaces_literally() {
+        let (text, count) = apply(&path(), "a $x b", &[edit("$x", "$1")], false).unwrap();
+        assert_eq!((text.as_str(), count), ("a $1 b", 1));
+    }
+
+    #[test]
+    fn ambiguous_match_names_the_count() {
+        let error = apply(&path(), "x x x", &[edit("x", "y")], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "edit 1 for `/w/a.txt`: `oldText` matches 3 places; add surrounding lines to make it unique, or pass `replaceAll: true`"
+        );
+        let (text, count) = apply(&path(), "x x x", &[edit("x", "y")], true).unwrap();
+        assert_eq!((text.as_str(), count), ("y y y", 3));
+    }
+
+    #[test]
+    fn missing_match_is_an_error() {
+        let error = apply(&path(), "abc", &[edit("zzz", "y")], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "edit 1 for `/w/a.txt`: `oldText` was not found; read the file and copy the text exactly"
+        );
+    }
+
+    #[test]
+    fn crlf_is_preserved() {
+        let (text, _) = apply(&path(), "one\r\ntwo\r\nthree\r\n", &[edit("one\ntwo", "uno\ndos")], false).unwrap();
+        assert_eq!(text, "uno\r\ndos\r\nthree\r\n");
+    }
+
+    #[test]
+    fn diff_names_virtual_paths() {
+        let diff = unified_diff(&path(), "a\nb\n", "a\nc\n");
+        assert_eq!(diff, "--- /w/a.txt\n+++ /w/a.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+    }
+}

@@ -1,0 +1,317 @@
+//! Content search with the ripgrep crates, over files opened beneath handles.
+//!
+//! `grep-regex` compiles the pattern, `grep-searcher` searches each already-opened file (binary
+//! files are skipped at the first NUL), and `ignore`'s gitignore matcher decides which entries
+//! a `.gitignore` excludes. The walking itself is ours (DESIGN 4.2 step 9): a path-based walker
+//! would reopen by host path the race that handle-based resolution closes.
+
+use std::path::PathBuf;
+
+use globset::GlobBuilder;
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use super::walk::Flow;
+use super::{Context, Handle};
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::spec::Access;
+use crate::storage::local::{self, Kind};
+
+/// Longest line text returned; longer lines are cut with `…`.
+const MAX_LINE_CHARS: usize = 500;
+/// Largest `.gitignore` read.
+const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
+/// Default `maxResults`.
+const DEFAULT_RESULTS: usize = 200;
+
+/// A content search.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GrepRequest {
+    /// A regular expression (or literal text with `literal`).
+    pub pattern: String,
+    /// Where to search: a directory or a file (default `/`: every agent-facing mount).
+    pub path: Option<String>,
+    /// Only files whose name (or relative path, if it has a `/`) matches this glob.
+    pub include: Option<String>,
+    /// Match without regard to case.
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Treat `pattern` as literal text.
+    #[serde(default)]
+    pub literal: bool,
+    /// Lines of context before and after each match.
+    pub context: Option<usize>,
+    /// Most matches returned (default 200).
+    pub max_results: Option<usize>,
+}
+
+/// One line of output.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepLine {
+    /// The file.
+    pub path: VirtualPath,
+    /// The 1-based line number.
+    pub line: u64,
+    /// The line's text (without its line ending; long lines cut).
+    pub text: String,
+    /// True for a matching line, false for context.
+    pub is_match: bool,
+}
+
+/// The result of `grep`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepResult {
+    /// Matching and context lines, grouped by file in walk order.
+    pub lines: Vec<GrepLine>,
+    /// How many matching lines.
+    pub matches: usize,
+    /// How many files were searched.
+    pub files_searched: usize,
+    /// True when `maxResults` stopped the search.
+    pub truncated: bool,
+}
+
+impl GrepResult {
+    /// The agent-facing text: `path:line:text` for matches, `path-line-text` for context, as
+    /// ripgrep prints them.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for line in &self.lines {
+            let separator = if line.is_match { ':' } else { '-' };
+            text.push_str(&format!("{}{separator}{}{separator}{}\n", line.path, line.line, line.text));
+        }
+        if self.matches == 0 {
+            text.push_str(&format!("no matches in {} files\n", self.files_searched));
+        }
+        if self.truncated {
+            text.push_str(&format!(
+                "[truncated at {} matches; narrow with `path`, `include` or a more specific pattern, or raise `maxResults`]\n",
+                self.matches
+            ));
+        }
+        text
+    }
+}
+
+struct Collector<'a> {
+    path: &'a VirtualPath,
+    lines: &'a mut Vec<GrepLine>,
+    matches: &'a mut usize,
+    limit: usize,
+}
+
+fn line_text(bytes: &[u8]) -> String {
+    let trimmed = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+    let text = String::from_utf8_lossy(trimmed);
+    if text.chars().count() > MAX_LINE_CHARS {
+        let mut cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+        cut.push('…');
+        cut
+    } else {
+        text.into_owned()
+    }
+}
+
+impl Sink for Collector<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        if *self.matches >= self.limit {
+            return Ok(false);
+        }
+        *self.matches += 1;
+        self.lines.push(GrepLine {
+            path: self.path.clone(),
+            line: found.line_number().unwrap_or(0),
+            text: line_text(found.bytes()),
+            is_match: true,
+        });
+        Ok(*self.matches < self.limit)
+    }
+
+    fn context(&mut self, _: &Searcher, context: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        if matches!(context.kind(), SinkContextKind::Before | SinkContextKind::After) {
+            self.lines.push(GrepLine {
+                path: self.path.clone(),
+                line: context.line_number().unwrap_or(0),
+                text: line_text(context.bytes()),
+                is_match: false,
+            });
+        }
+        Ok(true)
+    }
+}
+
+/// The `.gitignore` matchers of the directories above the current one.
+struct IgnoreStack {
+    levels: Vec<(usize, Gitignore)>,
+}
+
+impl IgnoreStack {
+    fn ignored(&self, path: &VirtualPath, is_directory: bool) -> bool {
+        for (_, matcher) in self.levels.iter().rev() {
+            let found = matcher.matched(PathBuf::from(path.as_str()), is_directory);
+            if found.is_ignore() {
+                return true;
+            }
+            if found.is_whitelist() {
+                return false;
+            }
+        }
+        false
+    }
+}
+
+impl Context<'_> {
+    pub(crate) fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
+        let result = self.grep_inner(request);
+        self.audit("grep", request.path.as_deref().unwrap_or("/"), 0, &result);
+        result
+    }
+
+    fn grep_inner(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
+        if request.pattern.is_empty() {
+            return Err(Error::invalid_argument("`pattern` is empty"));
+        }
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(request.case_insensitive)
+            .fixed_strings(request.literal)
+            .line_terminator(Some(b'\n'))
+            .build(&request.pattern)
+            .map_err(|_| {
+                Error::invalid_argument(format!(
+                    "`{}` is not a valid regular expression; pass `literal: true` to search for the text as written",
+                    request.pattern
+                ))
+            })?;
+        let include = match &request.include {
+            Some(glob) => Some((
+                glob.contains('/'),
+                GlobBuilder::new(glob)
+                    .literal_separator(glob.contains('/'))
+                    .build()
+                    .map_err(|_| Error::invalid_argument(format!("`include` pattern `{glob}` is not a valid glob")))?
+                    .compile_matcher(),
+            )),
+            None => None,
+        };
+        let context = request.context.unwrap_or(0).min(20);
+        let limit = request.max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, self.registry.limits.matches);
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .before_context(context)
+            .after_context(context)
+            .build();
+        let start = Self::parse(request.path.as_deref().unwrap_or("/"))?;
+        let mut lines = Vec::new();
+        let mut matches = 0usize;
+        let mut files_searched = 0usize;
+        let mut truncated = false;
+
+        let mut search_one =
+            |path: &VirtualPath, directory: &Handle, name: &str, files: &mut usize, stop: &mut bool| {
+                let Some(stat) = local::stat_child(directory, name) else { return };
+                let Ok((file, _)) = local::open_file_in(directory, name, stat, path) else { return };
+                *files += 1;
+                let mut sink = Collector { path, lines: &mut lines, matches: &mut matches, limit };
+                let _ = searcher.search_reader(&matcher, file, &mut sink);
+                if matches >= limit {
+                    *stop = true;
+                }
+            };
+
+        // A single file: search it alone.
+        let roots = if start.is_root() || self.registry.route(self.caller, &start).is_err() {
+            let roots = self.roots_below(&start);
+            if roots.is_empty() {
+                // Let routing produce the one unknown-root answer.
+                self.registry.route(self.caller, &start)?;
+            }
+            roots
+        } else {
+            let resolved = self.locate(&start, Access::Read, true, false)?;
+            match resolved.kind() {
+                Some(Kind::File) => {
+                    let name = resolved.name.clone().unwrap_or_default();
+                    let mut stop = false;
+                    search_one(&start, &resolved.parent, &name, &mut files_searched, &mut stop);
+                    return Ok(GrepResult { lines, matches, files_searched, truncated: stop });
+                }
+                Some(Kind::Directory) => vec![start.clone()],
+                Some(_) => return Err(Error::unsupported(&start)),
+                None => return Err(Error::not_found(&start)),
+            }
+        };
+
+        for root in roots {
+            let directory = self.open_walk_root(&root)?;
+            let mut ignores = IgnoreStack { levels: Vec::new() };
+            Self::load_gitignore(&directory, &root, 0, &mut ignores);
+            let mut stop = false;
+            let max_depth = self.registry.limits.depth;
+            let completed = self.walk(&directory, &root, "", 0, max_depth, &mut |visit| {
+                while ignores.levels.last().is_some_and(|(depth, _)| *depth >= visit.depth) {
+                    ignores.levels.pop();
+                }
+                match visit.kind {
+                    Kind::Directory => {
+                        if visit.name == ".git" || ignores.ignored(visit.path, true) {
+                            return Flow::SkipDirectory;
+                        }
+                        if let Ok((handle, _)) = local::open_subdirectory(visit.directory, visit.name, visit.path) {
+                            Self::load_gitignore(&std::sync::Arc::new(handle), visit.path, visit.depth, &mut ignores);
+                        }
+                        Flow::Continue
+                    }
+                    Kind::File => {
+                        if ignores.ignored(visit.path, false) {
+                            return Flow::Continue;
+                        }
+                        if let Some((by_path, glob)) = &include {
+                            let subject = if *by_path { visit.relative } else { visit.name };
+                            if !glob.is_match(subject) {
+                                return Flow::Continue;
+                            }
+                        }
+                        search_one(visit.path, visit.directory, visit.name, &mut files_searched, &mut stop);
+                        if stop { Flow::Stop } else { Flow::Continue }
+                    }
+                    Kind::Symlink | Kind::Special => Flow::Continue,
+                }
+            })?;
+            if !completed || stop {
+                truncated = true;
+                break;
+            }
+        }
+        Ok(GrepResult { lines, matches, files_searched, truncated })
+    }
+
+    /// Reads `.gitignore` in `directory` (through the handle) onto the stack at `depth`.
+    fn load_gitignore(directory: &Handle, path: &VirtualPath, depth: usize, ignores: &mut IgnoreStack) {
+        let Some(stat) = local::stat_child(directory, ".gitignore") else { return };
+        if stat.kind != Kind::File || stat.size > MAX_GITIGNORE_BYTES {
+            return;
+        }
+        let Ok((mut file, _)) = local::open_file_in(directory, ".gitignore", stat, path) else { return };
+        let mut text = String::new();
+        if std::io::Read::read_to_string(&mut file, &mut text).is_err() {
+            return;
+        }
+        let mut builder = GitignoreBuilder::new(PathBuf::from(path.as_str()));
+        for line in text.lines() {
+            let _ = builder.add_line(None, line);
+        }
+        if let Ok(matcher) = builder.build() {
+            ignores.levels.push((depth, matcher));
+        }
+    }
+}

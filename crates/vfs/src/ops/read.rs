@@ -1,0 +1,441 @@
+//! Reading: text windows, several files at once, media, and file information.
+//!
+//! Reads are bounded before they start: the byte cap limits what is read from disk, not just
+//! what is returned, and skipping lines streams through the file without keeping it, so a
+//! window deep in a multi-gigabyte file costs time proportional to the skip but constant memory.
+
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+
+use base64::Engine as _;
+
+use super::{Context, rfc3339};
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::spec::Access;
+use crate::storage::local::{self, Kind, OpenFile};
+
+/// Which lines of a text file to read. All optional; `head`/`tail` and `offset`/`limit` do not
+/// mix. `offset` is 1-based.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadWindow {
+    /// The first N lines.
+    pub head: Option<u64>,
+    /// The last N lines.
+    pub tail: Option<u64>,
+    /// Start at this line (1-based).
+    pub offset: Option<u64>,
+    /// At most this many lines.
+    pub limit: Option<u64>,
+}
+
+/// The result of reading text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextRead {
+    /// The virtual path read.
+    pub path: VirtualPath,
+    /// The text.
+    pub content: String,
+    /// The first line returned (1-based; 0 when nothing was returned).
+    pub start_line: u64,
+    /// How many lines were returned.
+    pub line_count: u64,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// True when more of the file follows what was returned.
+    pub truncated: bool,
+    /// How to read on, when truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// The version token, when the whole file was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl TextRead {
+    /// What the agent reads: the text, and a note when there is more.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match &self.next {
+            Some(next) => {
+                let mut text = self.content.clone();
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&format!("[{next}]"));
+                text
+            }
+            None => self.content.clone(),
+        }
+    }
+}
+
+/// One file's outcome in `read_multiple_files`: the path as given, and its text or its error.
+pub type FileResult = (String, Result<TextRead, Error>);
+
+/// A media file as base64.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MediaRead {
+    /// The virtual path read.
+    pub path: VirtualPath,
+    /// The MIME type guessed from the extension.
+    pub mime_type: String,
+    /// The content, base64.
+    pub data: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// What `get_file_info` reports.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileInfo {
+    /// The virtual path.
+    pub path: VirtualPath,
+    /// `file` or `directory`.
+    pub kind: &'static str,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification, RFC 3339 UTC.
+    pub modified: String,
+    /// The rights at this path.
+    pub rights: &'static str,
+    /// The opaque version token (files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl FileInfo {
+    /// The agent-facing text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "path: {}\nkind: {}\nsize: {}\nmodified: {}\nrights: {}\n",
+            self.path, self.kind, self.size, self.modified, self.rights
+        );
+        if let Some(version) = &self.version {
+            text.push_str(&format!("version: {version}\n"));
+        }
+        text
+    }
+}
+
+const BINARY_PROBE: usize = 8 * 1024;
+
+impl Context<'_> {
+    pub(crate) fn read_text(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
+        let result = self.read_text_inner(input, window);
+        self.audit("read_text_file", input, result.as_ref().map_or(0, |read| read.content.len() as u64), &result);
+        result
+    }
+
+    fn read_text_inner(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
+        validate_window(window)?;
+        let path = Self::parse(input)?;
+        let resolved = self.locate(&path, Access::Read, true, false)?;
+        let (file, stat) = local::open_file(&resolved, &path)?;
+        let cap = self.registry.limits.read_bytes;
+        let read = if let Some(count) = window.tail {
+            read_tail(file, stat.size, count, cap)
+        } else {
+            let offset = window.offset.unwrap_or(1).max(1);
+            let limit = window.head.or(window.limit);
+            read_forward(file, offset, limit, cap)
+        }
+        .map_err(|error| Error::io(&path, error))?;
+        let content = decode(&path, read.bytes)?;
+        let whole = read.start_line <= 1 && !read.more && window.tail.is_none_or(|_| read.start_line == 1);
+        let version = if whole { local::version_of_bytes(content.as_bytes()) } else { None };
+        let next = if read.more && window.tail.is_some() {
+            Some(format!(
+                "the last lines exceed the {cap}-byte cap; showing the last {} whole or partial lines; use offset/limit to page from the start",
+                read.line_count
+            ))
+        } else if read.more {
+            let next_line = read.start_line.max(1) + read.line_count;
+            Some(if read.capped {
+                format!(
+                    "truncated at the {cap}-byte cap; the file has {} bytes; read on with offset: {next_line} (or use head/tail/limit)",
+                    stat.size
+                )
+            } else {
+                format!("more lines follow; read on with offset: {next_line}")
+            })
+        } else {
+            None
+        };
+        Ok(TextRead {
+            path,
+            content,
+            start_line: if read.line_count == 0 { 0 } else { read.start_line },
+            line_count: read.line_count,
+            size: stat.size,
+            truncated: read.more,
+            next,
+            version,
+        })
+    }
+
+    pub(crate) fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
+        let limit = self.registry.limits.files_per_call;
+        if paths.is_empty() {
+            return Err(Error::invalid_argument("`paths` is empty; give one or more virtual paths"));
+        }
+        if paths.len() > limit {
+            return Err(Error::too_large(
+                None,
+                &format!("{} paths given, at most {limit} per call; split the list", paths.len()),
+            ));
+        }
+        let budget = self.registry.limits.read_bytes.saturating_mul(4);
+        let mut used = 0u64;
+        let mut results = Vec::with_capacity(paths.len());
+        for input in paths {
+            if used >= budget {
+                results.push((
+                    input.clone(),
+                    Err(Error::too_large(
+                        None,
+                        &format!("skipped: this call's results reached {budget} bytes; read the rest in another call"),
+                    )),
+                ));
+                continue;
+            }
+            let result = self.read_text(input, &ReadWindow::default());
+            if let Ok(read) = &result {
+                used += read.content.len() as u64;
+            }
+            results.push((input.clone(), result));
+        }
+        Ok(results)
+    }
+
+    pub(crate) fn read_media(&self, input: &str) -> Result<MediaRead, Error> {
+        let path = Self::parse(input)?;
+        let resolved = self.locate(&path, Access::Read, true, false)?;
+        let (file, stat) = local::open_file(&resolved, &path)?;
+        let cap = self.registry.limits.media_bytes;
+        if stat.size > cap {
+            return Err(Error::too_large(
+                Some(&path),
+                &format!("the file has {} bytes, more than the {cap}-byte media cap", stat.size),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(stat.size as usize);
+        file.take(cap + 1).read_to_end(&mut bytes).map_err(|error| Error::io(&path, error))?;
+        if bytes.len() as u64 > cap {
+            return Err(Error::too_large(Some(&path), &format!("the file grew past the {cap}-byte media cap")));
+        }
+        let result = Ok(MediaRead {
+            mime_type: mime_type(path.file_name().unwrap_or_default()).to_owned(),
+            data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+            size: bytes.len() as u64,
+            path,
+        });
+        self.audit("read_media_file", input, bytes.len() as u64, &result);
+        result
+    }
+
+    pub(crate) fn info(&self, input: &str) -> Result<FileInfo, Error> {
+        let path = Self::parse(input)?;
+        let resolved = self.locate(&path, Access::Read, true, false)?;
+        let Some(stat) = resolved.stat else {
+            return Err(Error::not_found(&path));
+        };
+        let rights = self.rights_at(&resolved);
+        let (kind, version) = match stat.kind {
+            Kind::Directory => ("directory", None),
+            Kind::File => {
+                let (mut file, stat) = local::open_file(&resolved, &path)?;
+                let version = local::version_of_file(&mut file, &stat).map_err(|error| Error::io(&path, error))?;
+                ("file", Some(version))
+            }
+            Kind::Special | Kind::Symlink => return Err(Error::unsupported(&path)),
+        };
+        Ok(FileInfo { path, kind, size: stat.size, modified: rfc3339(stat.modified.0), rights, version })
+    }
+}
+
+fn validate_window(window: &ReadWindow) -> Result<(), Error> {
+    let lines = [window.head, window.tail, window.limit];
+    if lines.iter().flatten().any(|&count| count == 0) {
+        return Err(Error::invalid_argument("`head`, `tail` and `limit` must be at least 1"));
+    }
+    if window.offset == Some(0) {
+        return Err(Error::invalid_argument("`offset` is 1-based: the first line is `offset: 1`"));
+    }
+    if window.head.is_some() && window.tail.is_some() {
+        return Err(Error::invalid_argument("give `head` or `tail`, not both"));
+    }
+    if (window.head.is_some() || window.tail.is_some()) && (window.offset.is_some() || window.limit.is_some()) {
+        return Err(Error::invalid_argument("`head`/`tail` do not mix with `offset`/`limit`; use one pair"));
+    }
+    Ok(())
+}
+
+/// Bytes read and where they sit in the file.
+struct Window {
+    bytes: Vec<u8>,
+    start_line: u64,
+    line_count: u64,
+    /// More content follows.
+    more: bool,
+    /// The byte cap stopped the read.
+    capped: bool,
+}
+
+/// Skips `offset - 1` lines without keeping them, then reads up to `limit` lines or `cap` bytes.
+fn read_forward(file: OpenFile, offset: u64, limit: Option<u64>, cap: u64) -> io::Result<Window> {
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut skipped = 0u64;
+    while skipped + 1 < offset {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(Window { bytes: Vec::new(), start_line: offset, line_count: 0, more: false, capped: false });
+        }
+        if let Some(index) = memchr(b'\n', buffer) {
+            reader.consume(index + 1);
+            skipped += 1;
+        } else {
+            let length = buffer.len();
+            reader.consume(length);
+        }
+    }
+    let mut bytes = Vec::new();
+    let mut lines = 0u64;
+    loop {
+        if limit.is_some_and(|limit| lines >= limit) {
+            let more = !reader.fill_buf()?.is_empty();
+            return Ok(Window { bytes, start_line: offset, line_count: lines, more, capped: false });
+        }
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+                lines += 1;
+            }
+            return Ok(Window { bytes, start_line: offset, line_count: lines, more: false, capped: false });
+        }
+        let room = (cap as usize).saturating_sub(bytes.len());
+        if room == 0 {
+            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+                lines += 1;
+            }
+            return Ok(Window { bytes, start_line: offset, line_count: lines, more: true, capped: true });
+        }
+        let (take, newline) = match memchr(b'\n', buffer) {
+            Some(index) => (index + 1, true),
+            None => (buffer.len(), false),
+        };
+        let take_now = take.min(room);
+        bytes.extend_from_slice(&buffer[..take_now]);
+        reader.consume(take_now);
+        if newline && take_now == take {
+            lines += 1;
+        }
+    }
+}
+
+/// Reads the last `count` lines, backwards in chunks, never more than `cap` bytes.
+fn read_tail(mut file: OpenFile, size: u64, count: u64, cap: u64) -> io::Result<Window> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut position = size;
+    let mut collected: Vec<u8> = Vec::new();
+    // A final newline ends the last line; it does not start a new one.
+    let mut needed_newlines = count + 1;
+    let mut trailing_checked = false;
+    let mut start_found = false;
+    while position > 0 && (collected.len() as u64) < cap {
+        let length = CHUNK.min(position).min(cap - collected.len() as u64);
+        position -= length;
+        file.seek(SeekFrom::Start(position))?;
+        let mut chunk = vec![0u8; length as usize];
+        file.read_exact(&mut chunk)?;
+        if !trailing_checked {
+            trailing_checked = true;
+            if !chunk.ends_with(b"\n") {
+                needed_newlines -= 1;
+            }
+        }
+        let mut cut = None;
+        for (index, &byte) in chunk.iter().enumerate().rev() {
+            if byte == b'\n' {
+                needed_newlines -= 1;
+                if needed_newlines == 0 {
+                    cut = Some(index + 1);
+                    break;
+                }
+            }
+        }
+        chunk.extend_from_slice(&collected);
+        collected = chunk;
+        if let Some(cut) = cut {
+            collected.drain(..cut);
+            start_found = true;
+            break;
+        }
+    }
+    let reached_start = start_found || position == 0;
+    let line_count = memchr_count(&collected) + u64::from(!collected.is_empty() && !collected.ends_with(b"\n"));
+    Ok(Window {
+        bytes: collected,
+        // The first line number is unknown without counting from the start; report 1 only when
+        // the window reaches the start of the file.
+        start_line: u64::from(reached_start && !start_found),
+        line_count,
+        more: !reached_start,
+        capped: !reached_start,
+    })
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&byte| byte == needle)
+}
+
+fn memchr_count(haystack: &[u8]) -> u64 {
+    haystack.iter().fold(0, |count, &byte| count + u64::from(byte == b'\n'))
+}
+
+/// Bytes to text: refuses binary content, trims a character cut by the cap.
+fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, Error> {
+    if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
+        return Err(Error::invalid_argument(format!(
+            "`{path}` looks binary (it contains NUL bytes); use read_media_file for images and audio"
+        )));
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(error) => {
+            let utf8 = error.utf8_error();
+            if utf8.error_len().is_none() {
+                bytes = error.into_bytes();
+                bytes.truncate(utf8.valid_up_to());
+                Ok(String::from_utf8(bytes).unwrap_or_default())
+            } else {
+                Err(Error::invalid_argument(format!(
+                    "`{path}` is not UTF-8 text; use read_media_file for binary content"
+                )))
+            }
+        }
+    }
+}
+
+fn mime_type(name: &str) -> &'static str {
+    let extension = name.rsplit_once('.').map(|(_, extension)| extension.to_ascii_lowercase()).unwrap_or_default();
+    match extension.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "bmp" => "image/bmp",
+        "svg" => "image/svg+xml",
+        "ico" => "image/x-icon",
+        "mp3" => "audio/mpeg",
+        "wav" => "audio/wav",
+        "ogg" | "oga" => "audio/ogg",
+        "flac" => "audio/flac",
+        "m4a" => "audio/mp4",
+        _ => "application/octet-stream",
+    }
+}

@@ -1,0 +1,434 @@
+//! Listing, trees and name search, walked with handles.
+//!
+//! DESIGN 4.2 step 9: a walk opens every directory beneath the handle of its parent with
+//! `O_NOFOLLOW`, exactly as resolution does, so a directory swapped for a link during the walk
+//! ends that branch instead of leading outside. Links are reported, never followed. Internal
+//! directories lying physically inside a visible mount are left out, as if absent.
+
+use std::collections::BTreeMap;
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::{Context, Handle};
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::registry::Visibility;
+use crate::spec::Access;
+use crate::storage::local::{self, Kind};
+
+/// What an entry is, as an agent sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// A directory (or a mount root).
+    Directory,
+    /// A regular file.
+    File,
+    /// A symbolic link (not followed by walks).
+    Link,
+    /// A FIFO, socket or device (never opened).
+    Other,
+}
+
+impl EntryKind {
+    fn tag(self) -> &'static str {
+        match self {
+            EntryKind::Directory => "[DIR]",
+            EntryKind::File => "[FILE]",
+            EntryKind::Link => "[LINK]",
+            EntryKind::Other => "[OTHER]",
+        }
+    }
+
+    fn from_kind(kind: Kind) -> Self {
+        match kind {
+            Kind::Directory => EntryKind::Directory,
+            Kind::File => EntryKind::File,
+            Kind::Symlink => EntryKind::Link,
+            Kind::Special => EntryKind::Other,
+        }
+    }
+}
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ListEntry {
+    /// The entry's name.
+    pub name: String,
+    /// What it is.
+    pub kind: EntryKind,
+}
+
+/// The result of `list_directory`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Listing {
+    /// The directory listed.
+    pub path: VirtualPath,
+    /// Entries, sorted by name.
+    pub entries: Vec<ListEntry>,
+    /// How many entries the directory has.
+    pub total: usize,
+    /// True when `entries` stops short of `total`.
+    pub truncated: bool,
+}
+
+impl Listing {
+    /// The agent-facing text: `[DIR] name` / `[FILE] name` lines.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for entry in &self.entries {
+            text.push_str(entry.kind.tag());
+            text.push(' ');
+            text.push_str(&entry.name);
+            text.push('\n');
+        }
+        if self.entries.is_empty() {
+            text.push_str(&format!("`{}` is empty\n", self.path));
+        }
+        if self.truncated {
+            text.push_str(&format!(
+                "[truncated: showing {} of {} entries; narrow with search_files]\n",
+                self.entries.len(),
+                self.total
+            ));
+        }
+        text
+    }
+}
+
+/// One node of a tree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TreeNode {
+    /// The name.
+    pub name: String,
+    /// What it is.
+    #[serde(rename = "type")]
+    pub kind: EntryKind,
+    /// Children of a directory (absent beyond `maxDepth`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<TreeNode>>,
+}
+
+/// The result of `directory_tree`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Tree {
+    /// The root of the tree.
+    pub path: VirtualPath,
+    /// Its entries.
+    pub entries: Vec<TreeNode>,
+    /// How many nodes were returned.
+    pub count: usize,
+    /// True when the entry bound cut the tree.
+    pub truncated: bool,
+}
+
+impl Tree {
+    /// The agent-facing text: one line per node, indented two spaces per level, directories
+    /// ending in `/`.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        fn render(nodes: &[TreeNode], depth: usize, text: &mut String) {
+            for node in nodes {
+                text.push_str(&"  ".repeat(depth));
+                text.push_str(&node.name);
+                match node.kind {
+                    EntryKind::Directory => text.push('/'),
+                    EntryKind::Link => text.push_str(" (link)"),
+                    _ => {}
+                }
+                text.push('\n');
+                if let Some(children) = &node.children {
+                    render(children, depth + 1, text);
+                }
+            }
+        }
+        let mut text = format!("{}/\n", self.path.as_str().trim_end_matches('/'));
+        render(&self.entries, 1, &mut text);
+        if self.truncated {
+            text.push_str(&format!(
+                "[truncated after {} entries; pass a smaller maxDepth, excludePatterns, or a deeper path]\n",
+                self.count
+            ));
+        }
+        text
+    }
+}
+
+/// The result of `search_files`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NameSearch {
+    /// Matching virtual paths, in walk order.
+    pub matches: Vec<VirtualPath>,
+    /// True when the bound stopped the search.
+    pub truncated: bool,
+}
+
+impl NameSearch {
+    /// The agent-facing text: one virtual path per line.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for path in &self.matches {
+            text.push_str(path.as_str());
+            text.push('\n');
+        }
+        if self.matches.is_empty() {
+            text.push_str("no matches\n");
+        }
+        if self.truncated {
+            text.push_str(&format!(
+                "[truncated at {} matches; use a more specific pattern or path]\n",
+                self.matches.len()
+            ));
+        }
+        text
+    }
+}
+
+/// Compiles exclude patterns: each matches a name or a relative path at any depth.
+pub(crate) fn exclude_set(patterns: &[String]) -> Result<GlobSet, Error> {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        let pattern = pattern.trim_end_matches('/');
+        for candidate in [pattern.to_owned(), format!("**/{pattern}"), format!("**/{pattern}/**")] {
+            let glob = Glob::new(&candidate)
+                .map_err(|_| Error::invalid_argument(format!("exclude pattern `{pattern}` is not a valid glob")))?;
+            builder.add(glob);
+        }
+    }
+    builder.build().map_err(|_| Error::invalid_argument("exclude patterns are not valid globs"))
+}
+
+/// What a visitor tells the walk.
+pub(crate) enum Flow {
+    Continue,
+    SkipDirectory,
+    Stop,
+}
+
+/// One entry a walk visits.
+pub(crate) struct Visit<'a> {
+    pub(crate) path: &'a VirtualPath,
+    /// The path relative to the walk's start, `/`-joined.
+    pub(crate) relative: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) kind: Kind,
+    pub(crate) depth: usize,
+    pub(crate) directory: &'a Handle,
+}
+
+impl Context<'_> {
+    /// Walks below `directory` depth-first in name order, calling `visit` for each entry;
+    /// `max_depth` 1 visits only the directory's own entries. Returns false if stopped.
+    pub(crate) fn walk(
+        &self,
+        directory: &Handle,
+        path: &VirtualPath,
+        relative: &str,
+        depth: usize,
+        max_depth: usize,
+        visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
+    ) -> Result<bool, Error> {
+        let mut entries = local::read_directory(directory, path)?;
+        entries.sort_unstable_by(|left, right| left.name.cmp(&right.name));
+        for entry in entries {
+            if self.hidden_entry(directory, &entry) {
+                continue;
+            }
+            let child = path.join_trusted(&entry.name);
+            let child_relative =
+                if relative.is_empty() { entry.name.clone() } else { format!("{relative}/{}", entry.name) };
+            let flow = visit(&Visit {
+                path: &child,
+                relative: &child_relative,
+                name: &entry.name,
+                kind: entry.kind,
+                depth: depth + 1,
+                directory,
+            });
+            match flow {
+                Flow::Stop => return Ok(false),
+                Flow::SkipDirectory => {}
+                Flow::Continue => {
+                    if entry.kind == Kind::Directory && depth + 1 < max_depth {
+                        // A directory that vanished or turned into a link mid-walk ends its branch.
+                        let Ok((handle, _)) = local::open_subdirectory(directory, &entry.name, &child) else {
+                            continue;
+                        };
+                        let handle = std::sync::Arc::new(handle);
+                        if !self.walk(&handle, &child, &child_relative, depth + 1, max_depth, visit)? {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Opens a directory for walking: resolves, checks read rights, opens beneath handles.
+    pub(crate) fn open_walk_root(&self, path: &VirtualPath) -> Result<Handle, Error> {
+        let resolved = self.locate(path, Access::Read, true, false)?;
+        local::open_directory(&resolved, path)
+    }
+
+    /// Agent-facing roots strictly below `path`, as the next segment under it.
+    fn virtual_children(&self, path: &VirtualPath) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .registry
+            .mounts
+            .iter()
+            .enumerate()
+            .filter(|(index, mount)| {
+                self.registry.visible(self.caller, *index)
+                    && mount.root_path.starts_with(path)
+                    && mount.root_path != *path
+            })
+            .filter_map(|(_, mount)| mount.root_path.components().nth(path.components().count()).map(str::to_owned))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    pub(crate) fn list(&self, input: &str) -> Result<Listing, Error> {
+        let path = Self::parse(input)?;
+        let result = self.list_inner(path);
+        self.audit("list_directory", input, 0, &result);
+        result
+    }
+
+    fn list_inner(&self, path: VirtualPath) -> Result<Listing, Error> {
+        let limit = self.registry.limits.entries;
+        let virtual_names = self.virtual_children(&path);
+        let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
+        match self.open_walk_root(&path) {
+            Ok(directory) => {
+                for entry in local::read_directory(&directory, &path)? {
+                    if !self.hidden_entry(&directory, &entry) {
+                        entries.insert(entry.name, EntryKind::from_kind(entry.kind));
+                    }
+                }
+            }
+            Err(error) if error.kind() == crate::ErrorKind::UnknownRoot && !virtual_names.is_empty() => {}
+            Err(error) => return Err(error),
+        }
+        for name in virtual_names {
+            entries.insert(name, EntryKind::Directory);
+        }
+        let total = entries.len();
+        let entries: Vec<ListEntry> =
+            entries.into_iter().take(limit).map(|(name, kind)| ListEntry { name, kind }).collect();
+        Ok(Listing { truncated: entries.len() < total, total, entries, path })
+    }
+
+    pub(crate) fn tree(&self, input: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
+        let path = Self::parse(input)?;
+        let limit = self.registry.limits.entries;
+        let depth_cap = self.registry.limits.depth;
+        if max_depth == Some(0) {
+            return Err(Error::invalid_argument("`maxDepth` must be at least 1"));
+        }
+        let max_depth = max_depth.unwrap_or(depth_cap).min(depth_cap);
+        let excluded = exclude_set(excludes)?;
+        let directory = self.open_walk_root(&path)?;
+        // Build the nested structure from the depth-first, name-ordered visit sequence.
+        let mut stack: Vec<Vec<TreeNode>> = vec![Vec::new()];
+        let mut depths: Vec<usize> = Vec::new();
+        let mut count = 0usize;
+        let mut truncated = false;
+        let completed = self.walk(&directory, &path, "", 0, max_depth, &mut |visit| {
+            if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
+                return Flow::SkipDirectory;
+            }
+            if count >= limit {
+                truncated = true;
+                return Flow::Stop;
+            }
+            count += 1;
+            while depths.last().is_some_and(|&depth| depth >= visit.depth) {
+                close_level(&mut stack, &mut depths);
+            }
+            let kind = EntryKind::from_kind(visit.kind);
+            let node = TreeNode {
+                name: visit.name.to_owned(),
+                kind,
+                children: (kind == EntryKind::Directory && visit.depth < max_depth).then(Vec::new),
+            };
+            if node.children.is_some() {
+                stack.last_mut().expect("the stack holds the root level").push(node);
+                stack.push(Vec::new());
+                depths.push(visit.depth);
+            } else {
+                stack.last_mut().expect("the stack holds the root level").push(node);
+            }
+            Flow::Continue
+        })?;
+        truncated |= !completed;
+        while !depths.is_empty() {
+            close_level(&mut stack, &mut depths);
+        }
+        let entries = stack.pop().unwrap_or_default();
+        self.audit("directory_tree", input, 0, &Ok::<(), Error>(()));
+        Ok(Tree { path, entries, count, truncated })
+    }
+
+    pub(crate) fn search_files(&self, input: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
+        let path = Self::parse(input)?;
+        if pattern.is_empty() {
+            return Err(Error::invalid_argument("`pattern` is empty; use a glob such as `*.rs` or `**/test_*.py`"));
+        }
+        let by_path = pattern.contains('/');
+        let matcher = GlobBuilder::new(pattern)
+            .literal_separator(by_path)
+            .build()
+            .map_err(|_| Error::invalid_argument(format!("`{pattern}` is not a valid glob; try `*.rs` or `**/*.md`")))?
+            .compile_matcher();
+        let excluded = exclude_set(excludes)?;
+        let limit = self.registry.limits.entries;
+        let directory = self.open_walk_root(&path)?;
+        let mut matches = Vec::new();
+        let mut truncated = false;
+        self.walk(&directory, &path, "", 0, self.registry.limits.depth, &mut |visit| {
+            if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
+                return Flow::SkipDirectory;
+            }
+            let subject = if by_path { visit.relative } else { visit.name };
+            if matcher.is_match(subject) {
+                if matches.len() >= limit {
+                    truncated = true;
+                    return Flow::Stop;
+                }
+                matches.push(visit.path.clone());
+            }
+            Flow::Continue
+        })?;
+        let result = Ok(NameSearch { matches, truncated });
+        self.audit("search_files", input, 0, &result);
+        result
+    }
+
+    /// The agent-facing mounts whose roots lie at or below `path` (for searches from `/`).
+    pub(crate) fn roots_below(&self, path: &VirtualPath) -> Vec<VirtualPath> {
+        self.registry
+            .mounts
+            .iter()
+            .enumerate()
+            .filter(|(index, mount)| {
+                self.registry.visible(self.caller, *index)
+                    && mount.visibility == Visibility::AgentFacing
+                    && mount.root_path.starts_with(path)
+            })
+            .map(|(_, mount)| mount.root_path.clone())
+            .collect()
+    }
+}
+
+fn close_level(stack: &mut Vec<Vec<TreeNode>>, depths: &mut Vec<usize>) {
+    depths.pop();
+    let children = stack.pop().expect("a level was opened");
+    let parent = stack.last_mut().expect("the root level stays");
+    let node = parent.last_mut().expect("the directory node precedes its children");
+    node.children = Some(children);
+}

@@ -1,0 +1,344 @@
+//! Changing things: atomic writes, directories, moves, deletes, and the logger's appends.
+//!
+//! Every change to a file goes through [`local::write_atomic`] (temporary file in the same
+//! directory, `fsync`, rename), so a failure at any point leaves the previous content, and a
+//! link at the target is replaced rather than written through. A read-modify-write holds an
+//! advisory lock on the directory, so `expectedVersion` checks and the write they guard cannot
+//! be interleaved with another writer's, whether a thread or another process.
+
+use std::io::Write as _;
+
+use super::Context;
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::spec::Access;
+use crate::storage::local::{self, Kind, Replace};
+
+/// Options of `write_file`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Replace an existing file (default: refuse).
+    pub overwrite: bool,
+    /// Fail unless the file's current version is this one (implies `overwrite`).
+    pub expected_version: Option<String>,
+}
+
+/// The result of a write.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteOutcome {
+    /// The virtual path written.
+    pub path: VirtualPath,
+    /// Bytes written.
+    pub bytes: u64,
+    /// True when the file did not exist before.
+    pub created: bool,
+    /// The new version token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl WriteOutcome {
+    /// The agent-facing text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let verb = if self.created { "created" } else { "replaced" };
+        match &self.version {
+            Some(version) => format!("{verb} `{}` ({} bytes, version {version})", self.path, self.bytes),
+            None => format!("{verb} `{}` ({} bytes)", self.path, self.bytes),
+        }
+    }
+}
+
+/// The result of `create_directory`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CreateDirOutcome {
+    /// The directory.
+    pub path: VirtualPath,
+    /// False when it already existed.
+    pub created: bool,
+}
+
+impl CreateDirOutcome {
+    /// The agent-facing text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        if self.created {
+            format!("created directory `{}`", self.path)
+        } else {
+            format!("directory `{}` already exists", self.path)
+        }
+    }
+}
+
+/// The result of `move_file`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MoveOutcome {
+    /// Where it was.
+    pub source: VirtualPath,
+    /// Where it is.
+    pub destination: VirtualPath,
+    /// True when it crossed file systems and was copied, then removed.
+    pub copied: bool,
+}
+
+impl MoveOutcome {
+    /// The agent-facing text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        format!("moved `{}` to `{}`", self.source, self.destination)
+    }
+}
+
+/// The result of `delete_file`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeleteOutcome {
+    /// What was deleted.
+    pub path: VirtualPath,
+    /// `file`, `directory` or `link`.
+    pub kind: &'static str,
+}
+
+impl DeleteOutcome {
+    /// The agent-facing text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        format!("deleted {} `{}`", self.kind, self.path)
+    }
+}
+
+/// A file opened for appending by a privileged logger. Each [`AppendFile::append`] is one
+/// `write` on an `O_APPEND` descriptor, so concurrent appends never interleave within a record
+/// and a killed process leaves only whole records.
+#[derive(Debug)]
+pub struct AppendFile {
+    file: local::OpenFile,
+}
+
+impl AppendFile {
+    /// Appends one record (for a JSON-lines log: one line, newline included) and flushes it to
+    /// the kernel.
+    pub fn append(&mut self, record: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(record)?;
+        self.file.flush()
+    }
+
+    /// Flushes to stable storage.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+impl Context<'_> {
+    /// Checks `expected` against the current version of `name` in `directory`.
+    fn check_version(
+        directory: &std::os::fd::OwnedFd,
+        name: &str,
+        expected: &str,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        let Some(stat) = local::stat_child(directory, name) else {
+            return Err(Error::version_mismatch(path, "none (the file does not exist)"));
+        };
+        let (mut file, stat) = local::open_file_in(directory, name, stat, path)?;
+        let current = local::version_of_file(&mut file, &stat).map_err(|error| Error::io(path, error))?;
+        if current == expected { Ok(()) } else { Err(Error::version_mismatch(path, &current)) }
+    }
+
+    pub(crate) fn write(&self, input: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
+        let result = self.write_inner(input, content, options);
+        self.audit("write_file", input, content.len() as u64, &result);
+        result
+    }
+
+    fn write_inner(&self, input: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
+        let path = Self::parse(input)?;
+        let cap = self.registry.limits.write_bytes;
+        if content.len() as u64 > cap {
+            return Err(Error::too_large(
+                Some(&path),
+                &format!("the content has {} bytes, more than the {cap}-byte write cap", content.len()),
+            ));
+        }
+        let resolved = self.locate(&path, Access::Write, false, true)?;
+        let Some(name) = &resolved.name else {
+            return Err(Error::not_a_file(&path));
+        };
+        let _lock = local::lock_directory(&resolved.parent, &path)?;
+        let existing = local::stat_child(&resolved.parent, name);
+        let mut mode = 0o666;
+        if let Some(stat) = existing {
+            match stat.kind {
+                Kind::Symlink => return Err(Error::symlink(&path)),
+                Kind::Directory => return Err(Error::not_a_file(&path)),
+                Kind::Special => return Err(Error::unsupported(&path)),
+                Kind::File => {}
+            }
+            mode = stat.mode & 0o7777;
+            match &options.expected_version {
+                Some(expected) => Self::check_version(&resolved.parent, name, expected, &path)?,
+                None if !options.overwrite => return Err(Error::already_exists(&path)),
+                None => {}
+            }
+        } else if options.expected_version.is_some() {
+            return Err(Error::version_mismatch(&path, "none (the file does not exist)"));
+        }
+        let replace = if existing.is_some() { Replace::Always } else { Replace::Never };
+        let bytes = local::write_atomic(&resolved.parent, name, &mut &content[..], replace, mode, &path)?;
+        Ok(WriteOutcome { path, bytes, created: existing.is_none(), version: local::version_of_bytes(content) })
+    }
+
+    pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
+        let path = Self::parse(input)?;
+        let resolved = self.locate(&path, Access::Read, true, true)?;
+        let result = match (resolved.kind(), &resolved.name) {
+            (Some(Kind::Directory), _) | (_, None) => Ok(CreateDirOutcome { path, created: false }),
+            (Some(_), _) => Err(Error::not_a_directory(&path)),
+            (None, Some(name)) => {
+                self.registry.authorize(self.caller, resolved.mount, &resolved.rel, Access::Write, &path)?;
+                let created = local::make_directory(&resolved.parent, name, &path)?;
+                Ok(CreateDirOutcome { path, created })
+            }
+        };
+        self.audit("create_directory", input, 0, &result);
+        result
+    }
+
+    pub(crate) fn move_path(
+        &self,
+        source_input: &str,
+        destination_input: &str,
+        overwrite: bool,
+        expected_version: Option<&str>,
+    ) -> Result<MoveOutcome, Error> {
+        let result = self.move_inner(source_input, destination_input, overwrite, expected_version);
+        self.audit("move_file", source_input, 0, &result);
+        result
+    }
+
+    fn move_inner(
+        &self,
+        source_input: &str,
+        destination_input: &str,
+        overwrite: bool,
+        expected_version: Option<&str>,
+    ) -> Result<MoveOutcome, Error> {
+        let source = Self::parse(source_input)?;
+        let destination = Self::parse(destination_input)?;
+        let from = self.locate(&source, Access::Delete, false, false)?;
+        let Some(from_name) = &from.name else {
+            return Err(Error::invalid_argument(format!("cannot move `{source}`: it is a mount root")));
+        };
+        let Some(from_stat) = from.stat else {
+            return Err(Error::not_found(&source));
+        };
+        if from_stat.kind == Kind::Special {
+            return Err(Error::unsupported(&source));
+        }
+        if destination.starts_with(&source) && destination != source {
+            return Err(Error::invalid_argument(format!("cannot move `{source}` into itself")));
+        }
+        let to = self.locate(&destination, Access::Write, false, true)?;
+        let Some(to_name) = &to.name else {
+            return Err(Error::already_exists(&destination));
+        };
+        let _lock = local::lock_directory(&from.parent, &source)?;
+        if let Some(expected) = expected_version {
+            Self::check_version(&from.parent, from_name, expected, &source)?;
+        }
+        if let Some(existing) = local::stat_child(&to.parent, to_name) {
+            if !overwrite {
+                return Err(Error::already_exists(&destination));
+            }
+            if existing.kind == Kind::Directory {
+                return Err(Error::invalid_argument(format!(
+                    "cannot replace directory `{destination}`; delete it first"
+                )));
+            }
+        }
+        let replace = if overwrite { Replace::Always } else { Replace::Never };
+        match local::rename(&from.parent, from_name, &to.parent, to_name, replace, &destination) {
+            Ok(()) => Ok(MoveOutcome { source, destination, copied: false }),
+            Err(error) if error.kind() == crate::ErrorKind::Io && is_cross_device(&error) => {
+                if from_stat.kind != Kind::File {
+                    return Err(Error::invalid_argument(format!(
+                        "cannot move directory `{source}` to another file system; move its files one by one"
+                    )));
+                }
+                let (mut file, stat) = local::open_file_in(&from.parent, from_name, from_stat, &source)?;
+                local::write_atomic(&to.parent, to_name, &mut file, replace, stat.mode & 0o7777, &destination)?;
+                local::remove_file(&from.parent, from_name, &source)?;
+                Ok(MoveOutcome { source, destination, copied: true })
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    pub(crate) fn delete(
+        &self,
+        input: &str,
+        recursive: bool,
+        expected_version: Option<&str>,
+    ) -> Result<DeleteOutcome, Error> {
+        let result = self.delete_inner(input, recursive, expected_version);
+        self.audit("delete_file", input, 0, &result);
+        result
+    }
+
+    fn delete_inner(
+        &self,
+        input: &str,
+        recursive: bool,
+        expected_version: Option<&str>,
+    ) -> Result<DeleteOutcome, Error> {
+        let path = Self::parse(input)?;
+        let resolved = self.locate(&path, Access::Delete, false, false)?;
+        let Some(name) = &resolved.name else {
+            return Err(Error::invalid_argument(format!("cannot delete `{path}`: it is a mount root")));
+        };
+        let Some(stat) = resolved.stat else {
+            return Err(Error::not_found(&path));
+        };
+        let _lock = local::lock_directory(&resolved.parent, &path)?;
+        if let Some(expected) = expected_version {
+            Self::check_version(&resolved.parent, name, expected, &path)?;
+        }
+        let kind = match stat.kind {
+            Kind::Directory => {
+                if recursive {
+                    let registry = self.registry;
+                    let is_mount_root = |identity| registry.mount_at(identity).is_some();
+                    local::remove_tree(&resolved.parent, name, &path, &is_mount_root, 0)?;
+                } else {
+                    local::remove_directory(&resolved.parent, name, &path)?;
+                }
+                "directory"
+            }
+            Kind::Symlink => {
+                local::remove_file(&resolved.parent, name, &path)?;
+                "link"
+            }
+            Kind::File | Kind::Special => {
+                local::remove_file(&resolved.parent, name, &path)?;
+                "file"
+            }
+        };
+        Ok(DeleteOutcome { path, kind })
+    }
+
+    pub(crate) fn open_append(&self, input: &str) -> Result<AppendFile, Error> {
+        let path = Self::parse(input)?;
+        let resolved = self.locate(&path, Access::Write, false, true)?;
+        let Some(name) = &resolved.name else {
+            return Err(Error::not_a_file(&path));
+        };
+        let file = local::open_append(&resolved.parent, name, &path)?;
+        Ok(AppendFile { file })
+    }
+}
+
+fn is_cross_device(error: &Error) -> bool {
+    std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()))
+}

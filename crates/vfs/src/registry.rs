@@ -1,0 +1,566 @@
+//! The mount registry: built once, checked once, then frozen and shared.
+//!
+//! The registry owns every mount's root directory handle (opened exactly once, in
+//! [`MountRegistryBuilder::build`], the only place that reaches the disk by an ambient path),
+//! the routing from a virtual path to a mount, the rights decision and the redaction scrub. It
+//! is the single place that decides *who may see what*; the storage module only decides *where
+//! a name leads*.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::access::{AgentAccessor, Caller, PrivilegedAccessor};
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::scrub::Scrubber;
+use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
+use crate::storage::local::LocalRoot;
+
+/// Who may resolve a mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Visibility {
+    /// Listed and resolvable by agents.
+    AgentFacing,
+    /// Resolvable only with a [`PrivilegedAccessor`] for this root; to an agent it does not exist.
+    Internal,
+}
+
+impl Visibility {
+    /// `agent-facing` or `internal`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::AgentFacing => "agent-facing",
+            Visibility::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for Visibility {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// Bounds applied to every operation. Each field's doc names its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Most bytes of text one read returns (default 256 KiB).
+    pub read_bytes: u64,
+    /// Most bytes of a media file (default 8 MiB).
+    pub media_bytes: u64,
+    /// Most bytes one write or edit may produce (default 16 MiB).
+    pub write_bytes: u64,
+    /// Most entries a listing, tree or name search returns (default 2,000).
+    pub entries: usize,
+    /// Deepest a tree or walk descends (default 32).
+    pub depth: usize,
+    /// Most matches a content search returns (default 1,000; the per-call default is 200).
+    pub matches: usize,
+    /// Most files `read_multiple_files` takes (default 64).
+    pub files_per_call: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            read_bytes: 256 * 1024,
+            media_bytes: 8 * 1024 * 1024,
+            write_bytes: 16 * 1024 * 1024,
+            entries: 2_000,
+            depth: 32,
+            matches: 1_000,
+            files_per_call: 64,
+        }
+    }
+}
+
+/// A refused registry: operator-facing (it may name physical paths).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Two mounts claim one virtual root.
+    #[error("the virtual root `{root}` is mounted twice")]
+    DuplicateRoot {
+        /// The root.
+        root: String,
+    },
+    /// Two roots differ only by case.
+    #[error("the virtual roots `{first}` and `{second}` differ only by case")]
+    CaseCollision {
+        /// The first root.
+        first: String,
+        /// The second root.
+        second: String,
+    },
+    /// The physical directory does not exist.
+    #[error("the directory `{physical}` for mount `{root}` does not exist")]
+    Missing {
+        /// The root.
+        root: String,
+        /// The physical path as given.
+        physical: String,
+    },
+    /// The physical path is not a directory.
+    #[error("`{physical}` for mount `{root}` is not a directory")]
+    NotADirectory {
+        /// The root.
+        root: String,
+        /// The physical path as given.
+        physical: String,
+    },
+    /// The directory could not be opened.
+    #[error("cannot open `{physical}` for mount `{root}`: {source}")]
+    Open {
+        /// The root.
+        root: String,
+        /// The physical path as given.
+        physical: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl ConfigError {
+    /// How to fix it, for a `hint:` line.
+    #[must_use]
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ConfigError::DuplicateRoot { .. } | ConfigError::CaseCollision { .. } => {
+                "give each mount its own virtual root, for example `/src` and `/src-extra`"
+            }
+            ConfigError::Missing { .. } => "create the directory first, or fix the path",
+            ConfigError::NotADirectory { .. } => "a mount's physical side must be a directory",
+            ConfigError::Open { .. } => "check the directory's permissions",
+        }
+    }
+}
+
+/// Builds a [`MountRegistry`]. Mounts are agent-facing unless added with
+/// [`MountRegistryBuilder::internal`].
+#[derive(Debug, Clone, Default)]
+pub struct MountRegistryBuilder {
+    entries: Vec<(MountSpec, Visibility, String)>,
+    limits: Limits,
+}
+
+impl MountRegistryBuilder {
+    /// An empty builder with default [`Limits`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an agent-facing mount.
+    pub fn mount(&mut self, spec: MountSpec) -> &mut Self {
+        self.entries.push((spec, Visibility::AgentFacing, String::new()));
+        self
+    }
+
+    /// Adds an internal mount, reachable only through a [`PrivilegedAccessor`].
+    pub fn internal(&mut self, spec: MountSpec) -> &mut Self {
+        self.entries.push((spec, Visibility::Internal, String::new()));
+        self
+    }
+
+    /// Adds a mount with a visibility and a note on where it came from (shown to the operator
+    /// by `vfs mounts`).
+    pub fn mount_from(&mut self, spec: MountSpec, visibility: Visibility, origin: impl Into<String>) -> &mut Self {
+        self.entries.push((spec, visibility, origin.into()));
+        self
+    }
+
+    /// Replaces the bounds (default: [`Limits::default`]).
+    pub fn limits(&mut self, limits: Limits) -> &mut Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Checks every mount and opens each root directory once.
+    pub fn build(&self) -> Result<MountRegistry, ConfigError> {
+        let mut mounts: Vec<Mount> = Vec::with_capacity(self.entries.len());
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (spec, visibility, origin) in &self.entries {
+            let root = spec.root().as_str();
+            if let Some(first) = seen.get(&root.to_ascii_lowercase()) {
+                return Err(if first == root {
+                    ConfigError::DuplicateRoot { root: root.to_owned() }
+                } else {
+                    ConfigError::CaseCollision { first: first.clone(), second: root.to_owned() }
+                });
+            }
+            seen.insert(root.to_ascii_lowercase(), root.to_owned());
+            let storage = LocalRoot::open(spec)?;
+            let Ok(root_path) = VirtualPath::new(root) else {
+                unreachable!("a validated mount root is a virtual path")
+            };
+            mounts.push(Mount {
+                spec: spec.clone(),
+                root: spec.root().clone(),
+                root_path,
+                rights: spec.rights(),
+                overrides: spec.overrides().to_vec(),
+                visibility: *visibility,
+                origin: origin.clone(),
+                storage,
+            });
+        }
+        let mut identities = HashMap::new();
+        for (index, mount) in mounts.iter().enumerate() {
+            // Two mounts of one directory: the more specific (longer) root wins on nesting.
+            let entry = identities.entry(mount.storage.identity()).or_insert(index);
+            if mounts[*entry].root.as_str().len() < mount.root.as_str().len() {
+                *entry = index;
+            }
+        }
+        let scrub = Scrubber::new(
+            mounts.iter().flat_map(|mount| mount.storage.spellings().iter().cloned()),
+            mounts
+                .iter()
+                .filter(|mount| mount.visibility == Visibility::Internal)
+                .map(|mount| mount.root.as_str().to_owned()),
+            mounts
+                .iter()
+                .filter(|mount| mount.visibility == Visibility::AgentFacing)
+                .map(|mount| mount.root.as_str().to_owned()),
+        );
+        let agent_table = agent_table(&mounts);
+        Ok(MountRegistry {
+            inner: Arc::new(RegistryInner { mounts, identities, scrub, agent_table, limits: self.limits }),
+        })
+    }
+}
+
+fn agent_table(mounts: &[Mount]) -> String {
+    let mut rows: Vec<(&str, Rights)> = mounts
+        .iter()
+        .filter(|mount| mount.visibility == Visibility::AgentFacing)
+        .map(|mount| (mount.root.as_str(), mount.rights))
+        .collect();
+    rows.sort_unstable();
+    rows.iter().map(|(root, rights)| format!("`{root}` ({rights})")).collect::<Vec<_>>().join(", ")
+}
+
+/// One mount in a built registry.
+pub(crate) struct Mount {
+    pub(crate) spec: MountSpec,
+    pub(crate) root: MountRoot,
+    pub(crate) root_path: VirtualPath,
+    pub(crate) rights: Rights,
+    pub(crate) overrides: Vec<SubPathRights>,
+    pub(crate) visibility: Visibility,
+    pub(crate) origin: String,
+    pub(crate) storage: LocalRoot,
+}
+
+impl Mount {
+    /// The rights at `rel` (relative, canonical): the longest matching override, else the
+    /// mount's rights (DESIGN 4.2 step 5). Returns the rights and the virtual scope they come
+    /// from.
+    pub(crate) fn rights_at(&self, rel: &[String]) -> (Rights, String) {
+        let mut best: Option<&SubPathRights> = None;
+        for item in &self.overrides {
+            let segments = item.segments();
+            if rel.len() >= segments.len()
+                && rel[..segments.len()] == *segments
+                && best.is_none_or(|current| current.segments().len() < segments.len())
+            {
+                best = Some(item);
+            }
+        }
+        match best {
+            Some(item) => (item.rights(), format!("{}/{}", self.root, item.path())),
+            None => (self.rights, self.root.as_str().to_owned()),
+        }
+    }
+}
+
+pub(crate) struct RegistryInner {
+    pub(crate) mounts: Vec<Mount>,
+    /// (device, inode) of each mount root → the mount, for physical nesting (DESIGN 4.2 step 7).
+    pub(crate) identities: HashMap<(u64, u64), usize>,
+    pub(crate) scrub: Scrubber,
+    pub(crate) agent_table: String,
+    pub(crate) limits: Limits,
+}
+
+impl RegistryInner {
+    /// Routes `path` for `caller` (DESIGN 4.2 steps 3 and 4): the longest root at a segment
+    /// boundary; an internal mount the caller holds no capability for is absent, with no
+    /// fallback to a parent mount.
+    pub(crate) fn route<'p>(&self, caller: Caller, path: &'p VirtualPath) -> Result<(usize, Vec<&'p str>), Error> {
+        let mut best: Option<usize> = None;
+        for (index, mount) in self.mounts.iter().enumerate() {
+            if path.starts_with(&mount.root_path)
+                && best.is_none_or(|current| self.mounts[current].root.as_str().len() < mount.root.as_str().len())
+            {
+                best = Some(index);
+            }
+        }
+        match best {
+            Some(index) if self.visible(caller, index) => {
+                let skip = self.mounts[index].root_path.components().count();
+                Ok((index, path.components().skip(skip).collect()))
+            }
+            _ => Err(Error::unknown_root(&self.agent_table)),
+        }
+    }
+
+    /// Whether `caller` may see mount `index` at all.
+    pub(crate) fn visible(&self, caller: Caller, index: usize) -> bool {
+        match caller {
+            Caller::Agent => self.mounts[index].visibility == Visibility::AgentFacing,
+            Caller::Privileged(own) => own == index,
+        }
+    }
+
+    /// The rights decision (DESIGN 4.2 step 5) on the *effective* mount and canonical relative
+    /// path that resolution reached, so sub-path overrides hold however the path was spelled
+    /// and physical nesting keeps the inner mount's rights.
+    pub(crate) fn authorize(
+        &self,
+        caller: Caller,
+        mount: usize,
+        rel: &[String],
+        access: Access,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        if !self.visible(caller, mount) {
+            return Err(Error::not_found(path));
+        }
+        let (rights, scope) = self.mounts[mount].rights_at(rel);
+        if rights.allows(access) {
+            return Ok(());
+        }
+        Err(Error::denied(path, access, &scope, rights.as_str(), &self.grantors(access)))
+    }
+
+    /// The agent-facing mounts and overrides that grant `access`, for denial texts.
+    fn grantors(&self, access: Access) -> String {
+        let mut rows: Vec<String> = Vec::new();
+        for mount in &self.mounts {
+            if mount.visibility != Visibility::AgentFacing {
+                continue;
+            }
+            if mount.rights.allows(access) {
+                rows.push(format!("`{}` ({})", mount.root, mount.rights));
+            }
+            for item in &mount.overrides {
+                if item.rights().allows(access) && !mount.rights.allows(access) {
+                    rows.push(format!("`{}/{}` ({})", mount.root, item.path(), item.rights()));
+                }
+            }
+        }
+        rows.sort();
+        rows.join(", ")
+    }
+
+    /// The mount whose root directory has this identity, if any.
+    pub(crate) fn mount_at(&self, identity: (u64, u64)) -> Option<usize> {
+        self.identities.get(&identity).copied()
+    }
+}
+
+/// The frozen set of mounts. Cheap to clone (shared behind an `Arc`).
+///
+/// Resolution of a virtual path, in order (DESIGN 4.2):
+/// 1. parse and canonicalise ([`VirtualPath::new`]);
+/// 2. match the longest mount root at a segment boundary;
+/// 3. an internal mount is absent to a caller without its capability (same answer as an
+///    unknown root, no fallback to a parent mount);
+/// 4. open beneath the mount's root handle, one component at a time, following only symbolic
+///    links whose target stays in the mount;
+/// 5. if a directory on the way *is* another mount's root (physical nesting), that mount's
+///    visibility and rights apply from there on;
+/// 6. rights: the longest sub-path override of the canonical relative path, else the mount's;
+/// 7. only regular files and directories are opened.
+#[derive(Clone)]
+pub struct MountRegistry {
+    pub(crate) inner: Arc<RegistryInner>,
+}
+
+impl fmt::Debug for MountRegistry {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("MountRegistry")
+            .field("mounts", &self.inner.mounts.iter().map(|mount| mount.root.as_str()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the operator sees of one mount (`vfs mounts`): an expert surface that names the
+/// physical directory. Never show it to an agent.
+#[derive(Debug, Clone)]
+pub struct OperatorMountView {
+    /// The virtual root.
+    pub root: String,
+    /// The physical directory as given.
+    pub physical: String,
+    /// The mount's rights.
+    pub rights: Rights,
+    /// The sub-path overrides.
+    pub overrides: Vec<SubPathRights>,
+    /// Agent-facing or internal.
+    pub visibility: Visibility,
+    /// The optional settings id.
+    pub id: Option<MountId>,
+    /// Where the mount came from (flag, settings file, crew, runner).
+    pub origin: String,
+}
+
+/// What an agent may know of one mount.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MountInfo {
+    /// The virtual root.
+    pub root: String,
+    /// `ro`, `rw` or `rwnd`.
+    pub rights: String,
+    /// Sub-path overrides as `(virtual path, rights)`.
+    pub overrides: Vec<OverrideInfo>,
+}
+
+/// A sub-path override as an agent sees it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OverrideInfo {
+    /// The virtual path of the override.
+    pub path: String,
+    /// Its rights.
+    pub rights: String,
+}
+
+impl MountRegistry {
+    /// A builder.
+    #[must_use]
+    pub fn builder() -> MountRegistryBuilder {
+        MountRegistryBuilder::new()
+    }
+
+    /// The accessor agents' tools use: agent-facing mounts only.
+    #[must_use]
+    pub fn agent(&self) -> AgentAccessor {
+        AgentAccessor::new(self.clone())
+    }
+
+    /// Mints the privileged accessor for one internal root: the single place that creates one.
+    ///
+    /// # Privilege
+    /// The accessor reaches `root` (an internal mount) and nothing else. Hold it in
+    /// infrastructure only (the exchange logger); never hand it to a tool.
+    ///
+    /// Returns `None` when `root` is not an internal mount of this registry.
+    #[must_use]
+    pub fn mint_privileged(&self, root: &str) -> Option<PrivilegedAccessor> {
+        let index = self
+            .inner
+            .mounts
+            .iter()
+            .position(|mount| mount.root.as_str() == root && mount.visibility == Visibility::Internal)?;
+        Some(PrivilegedAccessor::new(self.clone(), index))
+    }
+
+    /// The agent-facing mounts, sorted by root.
+    #[must_use]
+    pub fn agent_mounts(&self) -> Vec<MountInfo> {
+        let mut rows: Vec<MountInfo> = self
+            .inner
+            .mounts
+            .iter()
+            .filter(|mount| mount.visibility == Visibility::AgentFacing)
+            .map(|mount| MountInfo {
+                root: mount.root.as_str().to_owned(),
+                rights: mount.rights.as_str().to_owned(),
+                overrides: mount
+                    .overrides
+                    .iter()
+                    .map(|item| OverrideInfo {
+                        path: format!("{}/{}", mount.root, item.path()),
+                        rights: item.rights().as_str().to_owned(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        rows.sort_by(|left, right| left.root.cmp(&right.root));
+        rows
+    }
+
+    /// True when some agent-facing mount or override grants write.
+    #[must_use]
+    pub fn agent_can_write(&self) -> bool {
+        self.agent_mounts()
+            .iter()
+            .any(|mount| mount.rights != "ro" || mount.overrides.iter().any(|item| item.rights != "ro"))
+    }
+
+    /// Every mount with its physical directory, for the operator's table. Operator-facing only.
+    #[must_use]
+    pub fn operator_view(&self) -> Vec<OperatorMountView> {
+        self.inner
+            .mounts
+            .iter()
+            .map(|mount| OperatorMountView {
+                root: mount.root.as_str().to_owned(),
+                physical: mount.spec.physical().to_owned(),
+                rights: mount.rights,
+                overrides: mount.overrides.clone(),
+                visibility: mount.visibility,
+                id: mount.spec.id().cloned(),
+                origin: mount.origin.clone(),
+            })
+            .collect()
+    }
+
+    /// The prompt table (`## Available File Mounts`) listing agent-facing mounts and overrides,
+    /// for frameworks that put it in a system prompt.
+    #[must_use]
+    pub fn prompt_table(&self) -> String {
+        let mut text = String::from("## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n");
+        for mount in self.agent_mounts() {
+            text.push_str(&format!("| {} | {} | {} |\n", mount.root, mount.rights, describe(&mount.rights)));
+            for item in mount.overrides {
+                text.push_str(&format!("| {} | {} | {} |\n", item.path, item.rights, describe(&item.rights)));
+            }
+        }
+        text
+    }
+
+    /// The final fail-closed scrub for agent-bound text: replaces any spelling of any mount's
+    /// physical directory and any internal root name. It should never fire; when it does it
+    /// logs a warning, because that is a bug.
+    #[must_use]
+    pub fn scrub<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        self.inner.scrub.scrub(text)
+    }
+
+    /// The physical spellings the scrub knows (operator and test use: the leak checker).
+    #[must_use]
+    pub fn physical_spellings(&self) -> Vec<String> {
+        self.inner.scrub.spellings().to_vec()
+    }
+
+    /// The internal roots (operator and test use: the leak checker).
+    #[must_use]
+    pub fn internal_roots(&self) -> Vec<String> {
+        self.inner
+            .mounts
+            .iter()
+            .filter(|mount| mount.visibility == Visibility::Internal)
+            .map(|mount| mount.root.as_str().to_owned())
+            .collect()
+    }
+
+    /// The bounds in force.
+    #[must_use]
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+}
+
+fn describe(rights: &str) -> &'static str {
+    match rights {
+        "rw" => "read, write, create, delete",
+        "rwnd" => "read, write, create (no delete)",
+        _ => "read only",
+    }
+}

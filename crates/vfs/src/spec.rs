@@ -1,0 +1,730 @@
+//! The mount-string grammar (DESIGN 4.1): `[<ulid>|]<physical>:<virtual>[:<rights>][;<subpath>:<rights>]*`.
+//!
+//! Parsing happens once, at launch, on operator input. Every refusal is one line that names the
+//! part that is wrong and the rule, with the fix in a separate [`SpecError::hint`] so that
+//! operator hints never mix with agent-facing text. `Display` writes the canonical form, and
+//! parsing it gives back an equal [`MountSpec`].
+
+use std::fmt;
+use std::str::FromStr;
+
+/// What a mount (or a sub-path of it) lets an agent do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rights {
+    /// `ro`: read only.
+    ReadOnly,
+    /// `rw`: read, write, create and delete.
+    ReadWrite,
+    /// `rwnd`: read, write and create, but never delete.
+    ReadWriteNoDelete,
+}
+
+/// One kind of access an operation needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Reading content, metadata or listings.
+    Read,
+    /// Creating or changing files and directories.
+    Write,
+    /// Removing files and directories (also the source side of a move).
+    Delete,
+}
+
+impl Rights {
+    /// The grammar token: `ro`, `rw` or `rwnd`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rights::ReadOnly => "ro",
+            Rights::ReadWrite => "rw",
+            Rights::ReadWriteNoDelete => "rwnd",
+        }
+    }
+
+    /// True when these rights grant `access`.
+    #[must_use]
+    pub fn allows(self, access: Access) -> bool {
+        match (self, access) {
+            (_, Access::Read) | (Rights::ReadWrite, _) | (Rights::ReadWriteNoDelete, Access::Write) => true,
+            (Rights::ReadOnly, _) | (Rights::ReadWriteNoDelete, Access::Delete) => false,
+        }
+    }
+}
+
+impl fmt::Display for Rights {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Rights {
+    type Err = ();
+
+    fn from_str(token: &str) -> Result<Self, ()> {
+        match token.to_ascii_lowercase().as_str() {
+            "ro" => Ok(Rights::ReadOnly),
+            "rw" => Ok(Rights::ReadWrite),
+            "rwnd" => Ok(Rights::ReadWriteNoDelete),
+            _ => Err(()),
+        }
+    }
+}
+
+impl Access {
+    /// A short verb for denial texts: `read`, `write`, `delete`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Delete => "delete",
+        }
+    }
+}
+
+/// A ULID naming a settings entry, so that a crew or `--mount-id` can select it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MountId(String);
+
+impl MountId {
+    /// Parses a 26-character Crockford base32 ULID; stored in upper case.
+    pub fn new(text: &str) -> Result<Self, &'static str> {
+        const ALPHABET: &str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+        if text.len() != 26 {
+            return Err("a mount id is a ULID: 26 characters of Crockford base32");
+        }
+        let upper = text.to_ascii_uppercase();
+        if !upper.chars().all(|character| ALPHABET.contains(character)) {
+            return Err("a mount id is a ULID: only the characters 0-9 and A-Z without I, L, O, U");
+        }
+        if upper.as_bytes()[0] > b'7' {
+            return Err("a mount id is a ULID: its first character is 0 to 7");
+        }
+        Ok(Self(upper))
+    }
+
+    /// The canonical (upper-case) text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for MountId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl FromStr for MountId {
+    type Err = &'static str;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::new(text)
+    }
+}
+
+/// A validated virtual mount root such as `/src` or `/src/vendor`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MountRoot(String);
+
+impl MountRoot {
+    /// Validates a root: `/` then segments of `[A-Za-z0-9._-]`, no `.`/`..`, not `/` alone.
+    /// A trailing slash is dropped.
+    pub fn new(text: &str) -> Result<Self, &'static str> {
+        let bytes = text.as_bytes();
+        if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+            return Err("a virtual root is not a drive path; write it like `/src`");
+        }
+        if !text.starts_with('/') {
+            return Err("a virtual root starts with `/`, like `/src`");
+        }
+        let trimmed = text.strip_suffix('/').unwrap_or(text);
+        if trimmed.is_empty() {
+            return Err("the virtual root cannot be `/` alone; name it, like `/src`");
+        }
+        for segment in trimmed[1..].split('/') {
+            if segment.is_empty() {
+                return Err("a virtual root has no empty segments (`//`)");
+            }
+            if segment == "." || segment == ".." {
+                return Err("a virtual root has no `.` or `..` segments");
+            }
+            if !segment.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-')) {
+                return Err("a virtual root's segments use only letters, digits, `.`, `_` and `-`");
+            }
+        }
+        Ok(Self(trimmed.to_owned()))
+    }
+
+    /// The root text, like `/src`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The segments of the root.
+    pub fn components(&self) -> impl Iterator<Item = &str> {
+        self.0[1..].split('/')
+    }
+}
+
+impl fmt::Display for MountRoot {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl FromStr for MountRoot {
+    type Err = &'static str;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::new(text)
+    }
+}
+
+/// A sub-path override: a relative, canonical path inside a mount with its own rights.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubPathRights {
+    segments: Vec<String>,
+    rights: Rights,
+}
+
+impl SubPathRights {
+    /// The override's segments, relative to the mount root.
+    #[must_use]
+    pub fn segments(&self) -> &[String] {
+        &self.segments
+    }
+
+    /// The path as written, like `vendor/lib`.
+    #[must_use]
+    pub fn path(&self) -> String {
+        self.segments.join("/")
+    }
+
+    /// The rights the override grants.
+    #[must_use]
+    pub fn rights(&self) -> Rights {
+        self.rights
+    }
+}
+
+/// One parsed mount string.
+///
+/// ```
+/// use vfs::{MountSpec, Rights};
+/// let spec: MountSpec = "../data:/src:ro;vendor:rw".parse()?;
+/// assert_eq!(spec.root().as_str(), "/src");
+/// assert_eq!(spec.rights(), Rights::ReadOnly);
+/// assert_eq!(spec.to_string(), "../data:/src:ro;vendor:rw");
+/// # Ok::<(), vfs::SpecError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MountSpec {
+    id: Option<MountId>,
+    physical: String,
+    root: MountRoot,
+    rights: Rights,
+    overrides: Vec<SubPathRights>,
+}
+
+/// Which part of a mount string a [`SpecError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpecPart {
+    /// The whole string (its shape).
+    Shape,
+    /// The `<ulid>|` prefix.
+    Id,
+    /// The physical (host) path.
+    Physical,
+    /// The virtual root.
+    Root,
+    /// A rights token.
+    Rights,
+    /// A `;subpath:rights` override.
+    Override,
+}
+
+/// A refused mount string: one line for the operator, plus a hint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid mount `{spec}`: {message}")]
+pub struct SpecError {
+    spec: String,
+    part: SpecPart,
+    message: String,
+    hint: String,
+}
+
+impl SpecError {
+    fn new(spec: &str, part: SpecPart, message: impl Into<String>, hint: impl Into<String>) -> Self {
+        // Control characters are shown escaped so that the refusal stays on one line.
+        let spec =
+            spec.chars()
+                .map(|character| {
+                    if character.is_control() { character.escape_default().to_string() } else { character.to_string() }
+                })
+                .collect();
+        Self { spec, part, message: message.into(), hint: hint.into() }
+    }
+
+    /// The part of the string that is wrong.
+    #[must_use]
+    pub fn part(&self) -> SpecPart {
+        self.part
+    }
+
+    /// How to fix it, for a `hint:` line.
+    #[must_use]
+    pub fn hint(&self) -> &str {
+        &self.hint
+    }
+}
+
+impl MountSpec {
+    /// Builds a spec from parts (for embedders that do not start from a string).
+    #[must_use]
+    pub fn new(physical: impl Into<String>, root: MountRoot, rights: Rights) -> Self {
+        Self { id: None, physical: physical.into(), root, rights, overrides: Vec::new() }
+    }
+
+    /// The optional settings-entry id.
+    #[must_use]
+    pub fn id(&self) -> Option<&MountId> {
+        self.id.as_ref()
+    }
+
+    /// The physical path as written by the operator (an operator-facing value only).
+    #[must_use]
+    pub fn physical(&self) -> &str {
+        &self.physical
+    }
+
+    /// Replaces the physical path (used by launchers that resolve relative paths).
+    #[must_use]
+    pub fn with_physical(mut self, physical: impl Into<String>) -> Self {
+        self.physical = physical.into();
+        self
+    }
+
+    /// The virtual root.
+    #[must_use]
+    pub fn root(&self) -> &MountRoot {
+        &self.root
+    }
+
+    /// The mount's rights.
+    #[must_use]
+    pub fn rights(&self) -> Rights {
+        self.rights
+    }
+
+    /// Replaces the mount's rights.
+    #[must_use]
+    pub fn with_rights(mut self, rights: Rights) -> Self {
+        self.rights = rights;
+        self
+    }
+
+    /// The sub-path overrides in the order written.
+    #[must_use]
+    pub fn overrides(&self) -> &[SubPathRights] {
+        &self.overrides
+    }
+}
+
+const SHAPE_HINT: &str = "write it as `<physical>:<virtual>[:ro|rw|rwnd]`, for example `./out:/output:rw`";
+
+fn needs_quotes(physical: &str) -> bool {
+    let body = strip_drive(physical).unwrap_or(physical);
+    physical.is_empty() || body.contains([':', ';', '|']) || physical.ends_with('\\') || physical.starts_with('"')
+}
+
+/// `C:\x` / `C:/x` / `C:` → the text after the drive letter and colon.
+fn strip_drive(physical: &str) -> Option<&str> {
+    let bytes = physical.as_bytes();
+    if bytes.len() >= 2
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1] == b':'
+        && (bytes.len() == 2 || matches!(bytes[2], b'\\' | b'/'))
+    {
+        Some(&physical[2..])
+    } else {
+        None
+    }
+}
+
+impl FromStr for MountSpec {
+    type Err = SpecError;
+
+    fn from_str(spec: &str) -> Result<Self, SpecError> {
+        if spec.trim().is_empty() {
+            return Err(SpecError::new(spec, SpecPart::Shape, "the mount string is empty", SHAPE_HINT));
+        }
+        if spec.chars().any(char::is_control) {
+            return Err(SpecError::new(
+                spec,
+                SpecPart::Shape,
+                "the mount string contains a control character",
+                SHAPE_HINT,
+            ));
+        }
+        let mut rest = spec;
+        let mut id = None;
+        if !rest.starts_with('"')
+            && let Some((candidate, after)) = rest.split_once('|')
+        {
+            id = Some(MountId::new(candidate).map_err(|rule| {
+                SpecError::new(
+                    spec,
+                    SpecPart::Id,
+                    format!("the id `{candidate}` before `|` is not valid: {rule}"),
+                    "use a ULID such as `01HZY3M5Q8V7K2N4P6R8T0W2X4|./data:/src:ro`, or quote a physical path that contains `|`",
+                )
+            })?);
+            rest = after;
+        }
+
+        // The physical side: quoted, a drive path, or everything up to the first `:`.
+        let physical;
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let Some(end) = quoted.find('"') else {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Physical,
+                    "the quoted physical path has no closing `\"`",
+                    "close the quotes, for example `\"a:b\":/src:ro`",
+                ));
+            };
+            physical = &quoted[..end];
+            rest = &quoted[end + 1..];
+            if !rest.starts_with(':') {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Shape,
+                    "a `:` and the virtual root must follow the quoted physical path",
+                    SHAPE_HINT,
+                ));
+            }
+            rest = &rest[1..];
+        } else {
+            let skip = if strip_drive(rest).is_some() { 2 } else { 0 };
+            let Some(colon) = rest[skip..].find(':').map(|index| index + skip) else {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Shape,
+                    "there is no `:` between the physical path and the virtual root",
+                    SHAPE_HINT,
+                ));
+            };
+            physical = &rest[..colon];
+            rest = &rest[colon + 1..];
+            if physical.contains('"') {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Physical,
+                    "a `\"` may only open and close a quoted physical path",
+                    "quote the whole physical path, for example `\"my:dir\":/src:ro`",
+                ));
+            }
+        }
+        if physical.is_empty() {
+            return Err(SpecError::new(
+                spec,
+                SpecPart::Physical,
+                "the physical path is empty",
+                "name a directory on this machine, for example `./data:/src:ro`",
+            ));
+        }
+
+        let mut parts = rest.split(';');
+        let head = parts.next().unwrap_or_default();
+        let (root_text, rights_text) = match head.split_once(':') {
+            Some((root, rights)) => (root, Some(rights)),
+            None => (head, None),
+        };
+        let root = MountRoot::new(root_text).map_err(|rule| {
+            SpecError::new(
+                spec,
+                SpecPart::Root,
+                format!("the virtual root `{root_text}` is not valid: {rule}"),
+                "use a root such as `/src` or `/output`",
+            )
+        })?;
+        let rights = match rights_text {
+            None => Rights::ReadOnly,
+            Some(token) => parse_rights(spec, token)?,
+        };
+
+        let mut overrides: Vec<SubPathRights> = Vec::new();
+        for part in parts {
+            let Some((path, token)) = part.rsplit_once(':') else {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Override,
+                    format!("the override `{part}` has no rights"),
+                    "write overrides as `;<subpath>:<ro|rw|rwnd>`, for example `;vendor:ro`",
+                ));
+            };
+            let segments = parse_subpath(spec, path)?;
+            if overrides.iter().any(|existing| existing.segments == segments) {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Override,
+                    format!("the sub-path `{path}` has two overrides"),
+                    "keep one override per sub-path",
+                ));
+            }
+            overrides.push(SubPathRights { segments, rights: parse_rights(spec, token)? });
+        }
+        Ok(Self { id, physical: physical.to_owned(), root, rights, overrides })
+    }
+}
+
+fn parse_rights(spec: &str, token: &str) -> Result<Rights, SpecError> {
+    token.parse().map_err(|()| {
+        SpecError::new(
+            spec,
+            SpecPart::Rights,
+            format!("rights must be `ro`, `rw` or `rwnd`, not `{token}`"),
+            "use `ro` (read only), `rw` (read and write) or `rwnd` (read and write, no delete)",
+        )
+    })
+}
+
+fn parse_subpath(spec: &str, path: &str) -> Result<Vec<String>, SpecError> {
+    let fail = |rule: &str| {
+        SpecError::new(
+            spec,
+            SpecPart::Override,
+            format!("the sub-path `{path}` is not valid: {rule}"),
+            "write a relative path inside the mount, for example `;vendor/lib:ro`",
+        )
+    };
+    if path.is_empty() {
+        return Err(fail("it is empty"));
+    }
+    if path.starts_with('/') {
+        return Err(fail("it must be relative to the mount root"));
+    }
+    let segments: Vec<String> = path.split('/').map(str::to_owned).collect();
+    if segments.iter().any(|segment| segment.is_empty() || segment == "." || segment == "..") {
+        return Err(fail("it must be canonical (no empty, `.` or `..` segments)"));
+    }
+    if path.contains('"') {
+        return Err(fail("it must not contain `\"`"));
+    }
+    Ok(segments)
+}
+
+impl fmt::Display for MountSpec {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(id) = &self.id {
+            write!(formatter, "{id}|")?;
+        }
+        if needs_quotes(&self.physical) {
+            write!(formatter, "\"{}\"", self.physical)?;
+        } else {
+            formatter.write_str(&self.physical)?;
+        }
+        write!(formatter, ":{}:{}", self.root, self.rights)?;
+        for item in &self.overrides {
+            write!(formatter, ";{}:{}", item.path(), item.rights)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! parses {
+        ($name:ident, $input:expr, $physical:expr, $root:expr, $rights:expr, $display:expr) => {
+            #[test]
+            fn $name() {
+                let spec: MountSpec = $input.parse().unwrap();
+                assert_eq!(spec.physical(), $physical);
+                assert_eq!(spec.root().as_str(), $root);
+                assert_eq!(spec.rights(), $rights);
+                assert_eq!(spec.to_string(), $display);
+                assert_eq!(spec.to_string().parse::<MountSpec>().unwrap(), spec);
+            }
+        };
+    }
+
+    macro_rules! refuses {
+        ($name:ident, $input:expr, $part:expr, $message:expr) => {
+            #[test]
+            fn $name() {
+                let error = $input.parse::<MountSpec>().unwrap_err();
+                assert_eq!(error.part(), $part);
+                assert_eq!(error.to_string(), $message);
+                assert!(!error.hint().is_empty());
+            }
+        };
+    }
+
+    parses!(default_ro, "../data:/src", "../data", "/src", Rights::ReadOnly, "../data:/src:ro");
+    parses!(rw, "./out:/output:rw", "./out", "/output", Rights::ReadWrite, "./out:/output:rw");
+    parses!(rwnd_upper, "./out:/output:RWND", "./out", "/output", Rights::ReadWriteNoDelete, "./out:/output:rwnd");
+    parses!(trailing_slash_root, "/data:/output/:rw", "/data", "/output", Rights::ReadWrite, "/data:/output:rw");
+    parses!(drive_letter, "C:\\data:/src:ro", "C:\\data", "/src", Rights::ReadOnly, "C:\\data:/src:ro");
+    parses!(drive_forward, "d:/x/y:/src", "d:/x/y", "/src", Rights::ReadOnly, "d:/x/y:/src:ro");
+    parses!(quoted_colon, "\"a:b\":/x:ro", "a:b", "/x", Rights::ReadOnly, "\"a:b\":/x:ro");
+    parses!(quoted_semicolon, "\"a;b\":/x:rw", "a;b", "/x", Rights::ReadWrite, "\"a;b\":/x:rw");
+    parses!(quoted_trailing_backslash, "\"C:\\dir\\\":/x", "C:\\dir\\", "/x", Rights::ReadOnly, "\"C:\\dir\\\":/x:ro");
+    parses!(nested_root, "/d:/src/vendor:ro", "/d", "/src/vendor", Rights::ReadOnly, "/d:/src/vendor:ro");
+    parses!(spaces, "/my data:/src", "/my data", "/src", Rights::ReadOnly, "/my data:/src:ro");
+    parses!(
+        with_overrides,
+        "/w:/work:rw;vendor:ro;vendor/gen:rwnd",
+        "/w",
+        "/work",
+        Rights::ReadWrite,
+        "/w:/work:rw;vendor:ro;vendor/gen:rwnd"
+    );
+    parses!(
+        with_id,
+        "01hzy3m5q8v7k2n4p6r8t0w2x4|./data:/src:ro",
+        "./data",
+        "/src",
+        Rights::ReadOnly,
+        "01HZY3M5Q8V7K2N4P6R8T0W2X4|./data:/src:ro"
+    );
+
+    #[test]
+    fn overrides_are_kept() {
+        let spec: MountSpec = "/w:/work:rw;vendor/lib:ro".parse().unwrap();
+        assert_eq!(spec.overrides()[0].segments(), ["vendor", "lib"]);
+        assert_eq!(spec.overrides()[0].rights(), Rights::ReadOnly);
+    }
+
+    refuses!(empty, "", SpecPart::Shape, "invalid mount ``: the mount string is empty");
+    refuses!(
+        no_colon,
+        "./data",
+        SpecPart::Shape,
+        "invalid mount `./data`: there is no `:` between the physical path and the virtual root"
+    );
+    refuses!(
+        bad_rights,
+        "./out:/output:rx",
+        SpecPart::Rights,
+        "invalid mount `./out:/output:rx`: rights must be `ro`, `rw` or `rwnd`, not `rx`"
+    );
+    refuses!(
+        empty_rights,
+        "./out:/output:",
+        SpecPart::Rights,
+        "invalid mount `./out:/output:`: rights must be `ro`, `rw` or `rwnd`, not ``"
+    );
+    refuses!(
+        relative_root,
+        "./out:output",
+        SpecPart::Root,
+        "invalid mount `./out:output`: the virtual root `output` is not valid: a virtual root starts with `/`, like `/src`"
+    );
+    refuses!(
+        slash_root,
+        "./out:/",
+        SpecPart::Root,
+        "invalid mount `./out:/`: the virtual root `/` is not valid: the virtual root cannot be `/` alone; name it, like `/src`"
+    );
+    refuses!(
+        dotdot_root,
+        "./out:/a/..:rw",
+        SpecPart::Root,
+        "invalid mount `./out:/a/..:rw`: the virtual root `/a/..` is not valid: a virtual root has no `.` or `..` segments"
+    );
+    refuses!(
+        space_in_root,
+        "./out:/my out",
+        SpecPart::Root,
+        "invalid mount `./out:/my out`: the virtual root `/my out` is not valid: a virtual root's segments use only letters, digits, `.`, `_` and `-`"
+    );
+    refuses!(
+        double_slash_root,
+        "./out://x",
+        SpecPart::Root,
+        "invalid mount `./out://x`: the virtual root `//x` is not valid: a virtual root has no empty segments (`//`)"
+    );
+    refuses!(
+        drive_root,
+        "./out:C",
+        SpecPart::Root,
+        "invalid mount `./out:C`: the virtual root `C` is not valid: a virtual root starts with `/`, like `/src`"
+    );
+    refuses!(empty_physical, ":/src", SpecPart::Physical, "invalid mount `:/src`: the physical path is empty");
+    refuses!(
+        unclosed_quote,
+        "\"abc:/src",
+        SpecPart::Physical,
+        "invalid mount `\"abc:/src`: the quoted physical path has no closing `\"`"
+    );
+    refuses!(
+        stray_quote,
+        "a\"b:/src",
+        SpecPart::Physical,
+        "invalid mount `a\"b:/src`: a `\"` may only open and close a quoted physical path"
+    );
+    refuses!(
+        bad_id,
+        "nope|./d:/src",
+        SpecPart::Id,
+        "invalid mount `nope|./d:/src`: the id `nope` before `|` is not valid: a mount id is a ULID: 26 characters of Crockford base32"
+    );
+    refuses!(
+        override_without_rights,
+        "/w:/work:rw;vendor",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;vendor`: the override `vendor` has no rights"
+    );
+    refuses!(
+        override_absolute,
+        "/w:/work:rw;/vendor:ro",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;/vendor:ro`: the sub-path `/vendor` is not valid: it must be relative to the mount root"
+    );
+    refuses!(
+        override_dotdot,
+        "/w:/work:rw;a/../b:ro",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;a/../b:ro`: the sub-path `a/../b` is not valid: it must be canonical (no empty, `.` or `..` segments)"
+    );
+    refuses!(
+        override_twice,
+        "/w:/work:rw;a:ro;a:rw",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;a:ro;a:rw`: the sub-path `a` has two overrides"
+    );
+    refuses!(
+        override_bad_rights,
+        "/w:/work:rw;a:xx",
+        SpecPart::Rights,
+        "invalid mount `/w:/work:rw;a:xx`: rights must be `ro`, `rw` or `rwnd`, not `xx`"
+    );
+    refuses!(
+        control,
+        "/w\n:/work",
+        SpecPart::Shape,
+        "invalid mount `/w\\n:/work`: the mount string contains a control character"
+    );
+
+    #[test]
+    fn hints_give_a_fix() {
+        let error = "./out:/output:rx".parse::<MountSpec>().unwrap_err();
+        assert_eq!(error.hint(), "use `ro` (read only), `rw` (read and write) or `rwnd` (read and write, no delete)");
+    }
+
+    #[test]
+    fn rights_table() {
+        assert!(Rights::ReadOnly.allows(Access::Read));
+        assert!(!Rights::ReadOnly.allows(Access::Write));
+        assert!(!Rights::ReadOnly.allows(Access::Delete));
+        assert!(Rights::ReadWrite.allows(Access::Delete));
+        assert!(Rights::ReadWriteNoDelete.allows(Access::Write));
+        assert!(!Rights::ReadWriteNoDelete.allows(Access::Delete));
+    }
+}

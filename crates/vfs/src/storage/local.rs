@@ -1,0 +1,793 @@
+//! The local-directory backend: handle-based confinement (DESIGN 4.2 steps 6 to 9).
+//!
+//! This is the one module that touches the disk. The mount root is opened once by path, in
+//! [`LocalRoot::open`]; everything after that is `*at` system calls relative to a directory
+//! handle, one component at a time with `O_NOFOLLOW`. Symbolic links are read with
+//! `readlinkat` and resolved *by us*, lexically, inside the mount's own namespace; a link whose
+//! target leaves the mount is refused. Because each step opens a single name beneath a handle
+//! we already hold, a symlink swapped in during the call can make the call fail, never escape.
+//! The walk also knows each directory's identity, which is how physical nesting (a mount lying
+//! inside another mount's directory) is honoured however the directory was reached.
+#![expect(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the storage module is the one place allowed to touch the disk"
+)]
+
+use std::collections::VecDeque;
+use std::ffi::CStr;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::access::Caller;
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::registry::{ConfigError, RegistryInner};
+use crate::spec::MountSpec;
+
+/// Most symbolic links one resolution follows before calling it a loop.
+const MAX_LINKS: usize = 40;
+
+/// A mount's root directory, opened once.
+pub(crate) struct LocalRoot {
+    dir: Arc<OwnedFd>,
+    identity: (u64, u64),
+    /// Every spelling of the root the scrub must know: as given (absolute), canonical.
+    spellings: Vec<String>,
+}
+
+/// An open regular file. The ops layer reads through this type and never names
+/// `std::fs::File`, so the static check can keep raw file types inside this module.
+#[derive(Debug)]
+pub(crate) struct OpenFile(File);
+
+impl Read for OpenFile {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buffer)
+    }
+}
+
+impl io::Seek for OpenFile {
+    fn seek(&mut self, position: io::SeekFrom) -> io::Result<u64> {
+        self.0.seek(position)
+    }
+}
+
+impl Write for OpenFile {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        self.0.write(buffer)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl OpenFile {
+    pub(crate) fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+/// What a directory entry or a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    File,
+    Directory,
+    Symlink,
+    /// FIFO, socket, character or block device: never opened.
+    Special,
+}
+
+/// The part of `stat` the crate uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub(crate) kind: Kind,
+    pub(crate) size: u64,
+    pub(crate) modified: (i64, u32),
+    pub(crate) changed: (i64, u32),
+    pub(crate) device: u64,
+    pub(crate) inode: u64,
+    pub(crate) mode: u32,
+}
+
+impl Stat {
+    fn from_raw(raw: &rustix::fs::Stat) -> Self {
+        let kind = match FileType::from_raw_mode(raw.st_mode) {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::Symlink,
+            _ => Kind::Special,
+        };
+        #[expect(clippy::cast_sign_loss, reason = "sizes and nanoseconds are never negative")]
+        Self {
+            kind,
+            size: raw.st_size as u64,
+            modified: (raw.st_mtime, raw.st_mtime_nsec as u32),
+            changed: (raw.st_ctime, raw.st_ctime_nsec as u32),
+            #[expect(clippy::useless_conversion, reason = "the width differs by platform")]
+            device: u64::from(raw.st_dev),
+            #[expect(clippy::useless_conversion, reason = "the width differs by platform")]
+            inode: u64::from(raw.st_ino),
+            #[expect(clippy::useless_conversion, reason = "the width differs by platform")]
+            mode: u32::from(raw.st_mode),
+        }
+    }
+
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        (self.device, self.inode)
+    }
+}
+
+fn io_error(errno: Errno) -> io::Error {
+    io::Error::from(errno)
+}
+
+impl LocalRoot {
+    /// Opens the mount root: the only ambient-path open in the crate.
+    pub(crate) fn open(spec: &MountSpec) -> Result<Self, ConfigError> {
+        let given = Path::new(spec.physical());
+        let root = spec.root().as_str().to_owned();
+        let physical = spec.physical().to_owned();
+        let absolute = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map_err(|source| ConfigError::Open { root: root.clone(), physical: physical.clone(), source })?
+                .join(given)
+        };
+        let metadata = match std::fs::metadata(&absolute) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(ConfigError::Missing { root, physical });
+            }
+            Err(source) => return Err(ConfigError::Open { root, physical, source }),
+        };
+        if !metadata.is_dir() {
+            return Err(ConfigError::NotADirectory { root, physical });
+        }
+        let canonical = std::fs::canonicalize(&absolute).map_err(|source| ConfigError::Open {
+            root: root.clone(),
+            physical: physical.clone(),
+            source,
+        })?;
+        let dir =
+            rustix::fs::open(&canonical, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(
+                |errno| ConfigError::Open { root: root.clone(), physical: physical.clone(), source: io_error(errno) },
+            )?;
+        let stat =
+            rustix::fs::fstat(&dir).map_err(|errno| ConfigError::Open { root, physical, source: io_error(errno) })?;
+        let stat = Stat::from_raw(&stat);
+        let mut spellings = vec![
+            lexical_normal(&absolute).to_string_lossy().into_owned(),
+            canonical.to_string_lossy().into_owned(),
+            absolute.to_string_lossy().into_owned(),
+        ];
+        spellings.sort();
+        spellings.dedup();
+        Ok(Self { dir: Arc::new(dir), identity: stat.identity(), spellings })
+    }
+
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        self.identity
+    }
+
+    pub(crate) fn spellings(&self) -> &[String] {
+        &self.spellings
+    }
+
+    pub(crate) fn handle(&self) -> Arc<OwnedFd> {
+        self.dir.clone()
+    }
+}
+
+/// `/a/./b/../c` → `/a/c` without touching the disk (for the spelling as given).
+fn lexical_normal(path: &Path) -> PathBuf {
+    let mut output = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                output.pop();
+            }
+            other => output.push(other.as_os_str()),
+        }
+    }
+    output
+}
+
+/// Where a resolution ended.
+pub(crate) struct Resolved {
+    /// The effective mount: the innermost mount whose directory the target lies in.
+    pub(crate) mount: usize,
+    /// Canonical path of the target relative to the effective mount's root.
+    pub(crate) rel: Vec<String>,
+    /// The directory holding the target, or the target itself when `name` is `None`.
+    pub(crate) parent: Arc<OwnedFd>,
+    /// The target's name in `parent`; `None` when the target is the mount root.
+    pub(crate) name: Option<String>,
+    /// `lstat` of the target; `None` when it does not exist.
+    pub(crate) stat: Option<Stat>,
+}
+
+impl Resolved {
+    pub(crate) fn kind(&self) -> Option<Kind> {
+        self.stat.map(|stat| stat.kind)
+    }
+}
+
+/// Asked before a missing directory is created: the effective mount and the directory's
+/// relative path.
+pub(crate) type CreateGate<'a> = dyn Fn(usize, &[String]) -> Result<(), Error> + 'a;
+
+/// How to treat the last component and missing directories.
+pub(crate) struct WalkOptions<'a> {
+    /// Follow a symbolic link in the last component (reads do; writes and deletes do not).
+    pub(crate) follow_final: bool,
+    /// Create missing intermediate directories, after asking this gate (effective mount and
+    /// the relative path of the directory to create).
+    pub(crate) create_parents: Option<&'a CreateGate<'a>>,
+}
+
+/// Resolves `components` (relative to mount `start`) beneath the mount's root handle.
+pub(crate) fn resolve(
+    registry: &RegistryInner,
+    caller: Caller,
+    path: &VirtualPath,
+    start: usize,
+    components: &[&str],
+    options: &WalkOptions<'_>,
+) -> Result<Resolved, Error> {
+    let mut mount = start;
+    let mut pending: VecDeque<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+    let mut links = 0usize;
+    'restart: loop {
+        let mut current = registry.mounts[mount].storage.handle();
+        let mut rel: Vec<String> = Vec::with_capacity(pending.len());
+        while let Some(name) = pending.pop_front() {
+            if pending.is_empty() {
+                let stat = match rustix::fs::statat(&*current, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(raw) => Stat::from_raw(&raw),
+                    Err(Errno::NOENT) => {
+                        rel.push(name.clone());
+                        return Ok(Resolved { mount, rel, parent: current, name: Some(name), stat: None });
+                    }
+                    Err(Errno::NAMETOOLONG) => return Err(Error::not_found(path)),
+                    Err(errno) => return Err(Error::io(path, io_error(errno))),
+                };
+                match stat.kind {
+                    Kind::Symlink if options.follow_final => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(Error::symlink_loop(path));
+                        }
+                        let target = read_link(&current, &name, path)?;
+                        pending = link_target(registry, mount, &rel, &target, path)?.into();
+                        continue 'restart;
+                    }
+                    Kind::Directory => {
+                        if let Some(inner) = registry.mount_at(stat.identity()).filter(|&inner| inner != mount) {
+                            if !registry.visible(caller, inner) {
+                                return Err(Error::not_found(path));
+                            }
+                            let parent = registry.mounts[inner].storage.handle();
+                            return Ok(Resolved {
+                                mount: inner,
+                                rel: Vec::new(),
+                                parent,
+                                name: None,
+                                stat: Some(stat),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+                rel.push(name.clone());
+                return Ok(Resolved { mount, rel, parent: current, name: Some(name), stat: Some(stat) });
+            }
+            match rustix::fs::openat(
+                &*current,
+                name.as_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(directory) => {
+                    let stat = fstat(&directory, path)?;
+                    match registry.mount_at(stat.identity()).filter(|&inner| inner != mount) {
+                        Some(inner) => {
+                            if !registry.visible(caller, inner) {
+                                return Err(Error::not_found(path));
+                            }
+                            mount = inner;
+                            rel.clear();
+                        }
+                        None => rel.push(name),
+                    }
+                    current = Arc::new(directory);
+                }
+                Err(Errno::NOENT) => {
+                    let Some(gate) = options.create_parents else {
+                        return Err(Error::not_found(path));
+                    };
+                    let mut wanted = rel.clone();
+                    wanted.push(name.clone());
+                    gate(mount, &wanted)?;
+                    match rustix::fs::mkdirat(&*current, name.as_str(), Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(errno) => return Err(Error::io(path, io_error(errno))),
+                    }
+                    pending.push_front(name);
+                }
+                Err(Errno::LOOP | Errno::NOTDIR | Errno::MLINK) => {
+                    match rustix::fs::readlinkat(&*current, name.as_str(), Vec::new()) {
+                        Ok(target) => {
+                            links += 1;
+                            if links > MAX_LINKS {
+                                return Err(Error::symlink_loop(path));
+                            }
+                            let mut next = link_target(registry, mount, &rel, target.as_bytes(), path)?;
+                            next.extend(pending.drain(..));
+                            pending = next.into();
+                            continue 'restart;
+                        }
+                        Err(Errno::INVAL) => return Err(Error::not_a_directory(path)),
+                        Err(Errno::NOENT) => return Err(Error::changed_during_call(path)),
+                        Err(errno) => return Err(Error::io(path, io_error(errno))),
+                    }
+                }
+                Err(Errno::NAMETOOLONG) => return Err(Error::not_found(path)),
+                Err(errno) => return Err(Error::io(path, io_error(errno))),
+            }
+        }
+        let stat = fstat(&current, path)?;
+        return Ok(Resolved { mount, rel, parent: current, name: None, stat: Some(stat) });
+    }
+}
+
+fn read_link(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<Vec<u8>, Error> {
+    match rustix::fs::readlinkat(directory, name, Vec::new()) {
+        Ok(target) => Ok(target.into_bytes()),
+        Err(Errno::INVAL | Errno::NOENT) => Err(Error::changed_during_call(path)),
+        Err(errno) => Err(Error::io(path, io_error(errno))),
+    }
+}
+
+/// Resolves a link target lexically within the mount: `rel` is the directory holding the link.
+/// Absolute targets are accepted only when they name a place under the mount's own physical
+/// root (in any spelling the registry knows); anything that climbs out is an escape.
+fn link_target(
+    registry: &RegistryInner,
+    mount: usize,
+    rel: &[String],
+    target: &[u8],
+    path: &VirtualPath,
+) -> Result<Vec<String>, Error> {
+    let Ok(target) = std::str::from_utf8(target) else {
+        return Err(Error::escape(path));
+    };
+    let mut output: Vec<String>;
+    let remainder: &str;
+    if target.starts_with('/') {
+        let spellings = registry.mounts[mount].storage.spellings();
+        let Some(rest) = spellings.iter().find_map(|spelling| {
+            let spelling = spelling.trim_end_matches('/');
+            match target.strip_prefix(spelling) {
+                Some("") => Some(""),
+                Some(rest) if rest.starts_with('/') => Some(rest),
+                _ => None,
+            }
+        }) else {
+            return Err(Error::escape(path));
+        };
+        output = Vec::new();
+        remainder = rest;
+    } else {
+        output = rel.to_vec();
+        remainder = target;
+    }
+    for segment in remainder.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if output.pop().is_none() {
+                    return Err(Error::escape(path));
+                }
+            }
+            name => output.push(name.to_owned()),
+        }
+    }
+    Ok(output)
+}
+
+fn fstat(fd: &OwnedFd, path: &VirtualPath) -> Result<Stat, Error> {
+    rustix::fs::fstat(fd).map(|raw| Stat::from_raw(&raw)).map_err(|errno| Error::io(path, io_error(errno)))
+}
+
+/// Opens the resolved target as a regular file for reading, without ever blocking (FIFOs,
+/// sockets and devices are refused before any open; `O_NONBLOCK` covers a swap during the call)
+/// and checks that the opened object is the one resolution saw.
+pub(crate) fn open_file(resolved: &Resolved, path: &VirtualPath) -> Result<(OpenFile, Stat), Error> {
+    let Some(seen) = resolved.stat else {
+        return Err(Error::not_found(path));
+    };
+    let Some(name) = &resolved.name else {
+        return Err(Error::not_a_file(path));
+    };
+    open_file_in(&resolved.parent, name, seen, path)
+}
+
+/// Opens `name` in `directory` as a regular file, checking it is still the object `seen`.
+pub(crate) fn open_file_in(
+    directory: &OwnedFd,
+    name: &str,
+    seen: Stat,
+    path: &VirtualPath,
+) -> Result<(OpenFile, Stat), Error> {
+    match seen.kind {
+        Kind::Directory => return Err(Error::not_a_file(path)),
+        Kind::Special => return Err(Error::unsupported(path)),
+        Kind::Symlink | Kind::File => {}
+    }
+    let fd = rustix::fs::openat(
+        directory,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|errno| match errno {
+        Errno::LOOP | Errno::NOENT => Error::changed_during_call(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    if stat.kind != Kind::File {
+        return Err(match stat.kind {
+            Kind::Directory => Error::not_a_file(path),
+            _ => Error::unsupported(path),
+        });
+    }
+    if stat.identity() != seen.identity() {
+        return Err(Error::changed_during_call(path));
+    }
+    Ok((OpenFile(File::from(fd)), stat))
+}
+
+/// Opens the resolved target as a directory (the mount root when `name` is `None`).
+pub(crate) fn open_directory(resolved: &Resolved, path: &VirtualPath) -> Result<Arc<OwnedFd>, Error> {
+    let Some(seen) = resolved.stat else {
+        return Err(Error::not_found(path));
+    };
+    match &resolved.name {
+        None => Ok(resolved.parent.clone()),
+        Some(name) => {
+            if seen.kind != Kind::Directory {
+                return Err(if seen.kind == Kind::Special {
+                    Error::unsupported(path)
+                } else {
+                    Error::not_a_directory(path)
+                });
+            }
+            let (fd, stat) = open_subdirectory(&resolved.parent, name, path)?;
+            if stat.identity() != seen.identity() {
+                return Err(Error::changed_during_call(path));
+            }
+            Ok(Arc::new(fd))
+        }
+    }
+}
+
+/// Opens a child directory without following links.
+pub(crate) fn open_subdirectory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(OwnedFd, Stat), Error> {
+    let fd = rustix::fs::openat(
+        directory,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|errno| match errno {
+        Errno::LOOP | Errno::NOTDIR | Errno::NOENT => Error::changed_during_call(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    Ok((fd, stat))
+}
+
+/// One directory entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    pub(crate) inode: u64,
+}
+
+/// Reads a directory's entries (not sorted). Names that are not UTF-8 cannot be addressed by
+/// a virtual path and are left out.
+pub(crate) fn read_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<Vec<Entry>, Error> {
+    let mut reader = rustix::fs::Dir::read_from(directory).map_err(|errno| Error::io(path, io_error(errno)))?;
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.read() {
+        let entry = entry.map_err(|errno| Error::io(path, io_error(errno)))?;
+        let raw: &CStr = entry.file_name();
+        let bytes = raw.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        let kind = match entry.file_type() {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::Symlink,
+            FileType::Unknown => match rustix::fs::statat(directory, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(raw) => Stat::from_raw(&raw).kind,
+                Err(_) => continue,
+            },
+            _ => Kind::Special,
+        };
+        entries.push(Entry { name: name.to_owned(), kind, inode: entry.ino() });
+    }
+    Ok(entries)
+}
+
+/// `lstat` of a child.
+pub(crate) fn stat_child(directory: &OwnedFd, name: &str) -> Option<Stat> {
+    rustix::fs::statat(directory, name, AtFlags::SYMLINK_NOFOLLOW).ok().map(|raw| Stat::from_raw(&raw))
+}
+
+/// An exclusive advisory lock on a directory, held while a read-modify-write of one of its
+/// entries runs, so that concurrent writers (threads or processes) never lose an update.
+pub(crate) struct DirectoryLock {
+    _fd: OwnedFd,
+}
+
+pub(crate) fn lock_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<DirectoryLock, Error> {
+    // A fresh open file description: `flock` does not exclude holders of the same one.
+    let fd = rustix::fs::openat(directory, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|errno| Error::io(path, io_error(errno)))?;
+    rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|errno| Error::io(path, io_error(errno)))?;
+    Ok(DirectoryLock { _fd: fd })
+}
+
+fn temporary_name() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!(".vfs-tmp-{:016x}", hasher.finish())
+}
+
+/// How an atomic write treats an existing entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Replace {
+    /// Fail with `AlreadyExists` if the name exists (atomic create-if-absent).
+    Never,
+    /// Replace whatever is there.
+    Always,
+}
+
+/// Writes `source` to `name` in `directory` atomically: a temporary file in the same directory,
+/// `fsync`, then `rename` (or a no-replace rename for [`Replace::Never`]). The target is never
+/// opened for writing, so a symbolic link or hard link at `name` is replaced, not written
+/// through. On any failure the temporary file is removed and the previous content stays.
+pub(crate) fn write_atomic(
+    directory: &OwnedFd,
+    name: &str,
+    source: &mut dyn Read,
+    replace: Replace,
+    mode: u32,
+    path: &VirtualPath,
+) -> Result<u64, Error> {
+    let temporary = temporary_name();
+    let fd = rustix::fs::openat(
+        directory,
+        temporary.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode & 0o7777),
+    )
+    .map_err(|errno| Error::io(path, io_error(errno)))?;
+    let mut file = File::from(fd);
+    let written = (|| -> io::Result<u64> {
+        let written = io::copy(source, &mut file)?;
+        file.flush()?;
+        file.sync_all()?;
+        Ok(written)
+    })();
+    drop(file);
+    let written = match written {
+        Ok(written) => written,
+        Err(error) => {
+            let _ = rustix::fs::unlinkat(directory, temporary.as_str(), AtFlags::empty());
+            return Err(Error::io(path, error));
+        }
+    };
+    let renamed = match replace {
+        Replace::Always => rustix::fs::renameat(directory, temporary.as_str(), directory, name),
+        Replace::Never => rename_no_replace(directory, &temporary, directory, name),
+    };
+    if let Err(errno) = renamed {
+        let _ = rustix::fs::unlinkat(directory, temporary.as_str(), AtFlags::empty());
+        return Err(match errno {
+            Errno::EXIST => Error::already_exists(path),
+            Errno::ISDIR => Error::not_a_file(path),
+            errno => Error::io(path, io_error(errno)),
+        });
+    }
+    let _ = rustix::fs::fsync(directory);
+    Ok(written)
+}
+
+/// `renameat2(RENAME_NOREPLACE)`, falling back to `linkat` + `unlinkat` where the file system
+/// does not support it (both refuse an existing destination atomically).
+fn rename_no_replace(from_dir: &OwnedFd, from: &str, to_dir: &OwnedFd, to: &str) -> rustix::io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        match rustix::fs::renameat_with(from_dir, from, to_dir, to, rustix::fs::RenameFlags::NOREPLACE) {
+            Err(Errno::INVAL | Errno::NOSYS) => {}
+            other => return other,
+        }
+    }
+    match rustix::fs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(raw) if FileType::from_raw_mode(raw.st_mode) == FileType::Directory => {
+            // Directories cannot be hard-linked: check, then rename (best effort).
+            if rustix::fs::statat(to_dir, to, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+                return Err(Errno::EXIST);
+            }
+            rustix::fs::renameat(from_dir, from, to_dir, to)
+        }
+        _ => {
+            rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty())?;
+            rustix::fs::unlinkat(from_dir, from, AtFlags::empty())
+        }
+    }
+}
+
+/// Renames within one backend; `replace` decides whether an existing destination may go.
+pub(crate) fn rename(
+    from_dir: &OwnedFd,
+    from: &str,
+    to_dir: &OwnedFd,
+    to: &str,
+    replace: Replace,
+    path: &VirtualPath,
+) -> Result<(), Error> {
+    let result = match replace {
+        Replace::Always => rustix::fs::renameat(from_dir, from, to_dir, to),
+        Replace::Never => rename_no_replace(from_dir, from, to_dir, to),
+    };
+    result.map_err(|errno| match errno {
+        Errno::EXIST | Errno::NOTEMPTY => Error::already_exists(path),
+        Errno::ISDIR | Errno::NOTDIR => Error::invalid_argument(format!(
+            "cannot move to `{path}`: a file and a directory cannot replace each other"
+        )),
+        Errno::INVAL => Error::invalid_argument(format!("cannot move a directory into itself (`{path}`)")),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let _ = rustix::fs::fsync(from_dir);
+    let _ = rustix::fs::fsync(to_dir);
+    Ok(())
+}
+
+/// Creates one directory.
+pub(crate) fn make_directory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<bool, Error> {
+    match rustix::fs::mkdirat(directory, name, Mode::from_raw_mode(0o777)) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
+        Err(errno) => Err(Error::io(path, io_error(errno))),
+    }
+}
+
+/// Removes a file or a symbolic link (never its target).
+pub(crate) fn remove_file(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(), Error> {
+    rustix::fs::unlinkat(directory, name, AtFlags::empty()).map_err(|errno| match errno {
+        Errno::NOENT => Error::not_found(path),
+        Errno::ISDIR => Error::not_a_file(path),
+        errno => Error::io(path, io_error(errno)),
+    })
+}
+
+/// Removes an empty directory.
+pub(crate) fn remove_directory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(), Error> {
+    rustix::fs::unlinkat(directory, name, AtFlags::REMOVEDIR).map_err(|errno| match errno {
+        Errno::NOENT => Error::not_found(path),
+        Errno::NOTEMPTY | Errno::EXIST => Error::not_empty(path),
+        errno => Error::io(path, io_error(errno)),
+    })
+}
+
+/// Removes a directory tree beneath handles, never following a link (links are unlinked).
+/// Stops at `guard` entries (mount roots nested inside) and reports them as not empty.
+pub(crate) fn remove_tree(
+    directory: &OwnedFd,
+    name: &str,
+    path: &VirtualPath,
+    is_mount_root: &dyn Fn((u64, u64)) -> bool,
+    depth: usize,
+) -> Result<(), Error> {
+    if depth > 256 {
+        return Err(Error::too_large(Some(path), "the directory tree is too deep to delete"));
+    }
+    let (child, stat) = open_subdirectory(directory, name, path)?;
+    if is_mount_root(stat.identity()) {
+        return Err(Error::invalid_argument(format!("cannot delete `{path}`: it holds another mount")));
+    }
+    for entry in read_directory(&child, path)? {
+        let entry_path = path.join_trusted(&entry.name);
+        if entry.kind == Kind::Directory {
+            remove_tree(&child, &entry.name, &entry_path, is_mount_root, depth + 1)?;
+        } else {
+            remove_file(&child, &entry.name, &entry_path)?;
+        }
+    }
+    drop(child);
+    remove_directory(directory, name, path)
+}
+
+/// Opens (creating if needed) a file for appending, never through a link.
+pub(crate) fn open_append(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<OpenFile, Error> {
+    let fd = rustix::fs::openat(
+        directory,
+        name,
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|errno| match errno {
+        Errno::LOOP => Error::symlink(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    if stat.kind != Kind::File {
+        return Err(Error::unsupported(path));
+    }
+    Ok(OpenFile(File::from(fd)))
+}
+
+/// A version token: a content hash for files up to [`HASHED_VERSION_BYTES`], else a hash of the
+/// identity, size and change times.
+pub(crate) fn version_of_file(file: &mut OpenFile, stat: &Stat) -> io::Result<String> {
+    use std::io::Seek;
+    if stat.size <= HASHED_VERSION_BYTES {
+        file.seek(io::SeekFrom::Start(0))?;
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let count = file.read(&mut buffer)?;
+            if count == 0 {
+                break;
+            }
+            hasher.update(&buffer[..count]);
+        }
+        file.seek(io::SeekFrom::Start(0))?;
+        Ok(format!("{:016x}", hasher.digest()))
+    } else {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for value in [
+            stat.device,
+            stat.inode,
+            stat.size,
+            stat.modified.0.cast_unsigned(),
+            u64::from(stat.modified.1),
+            stat.changed.0.cast_unsigned(),
+            u64::from(stat.changed.1),
+        ] {
+            hasher.update(&value.to_le_bytes());
+        }
+        Ok(format!("m{:016x}", hasher.digest()))
+    }
+}
+
+/// Files up to this size get a content-hash version; larger ones a metadata version.
+pub(crate) const HASHED_VERSION_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The version of bytes about to be written (same token as [`version_of_file`] gives).
+pub(crate) fn version_of_bytes(bytes: &[u8]) -> Option<String> {
+    (bytes.len() as u64 <= HASHED_VERSION_BYTES).then(|| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes)))
+}

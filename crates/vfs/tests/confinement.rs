@@ -1,0 +1,412 @@
+//! Resolution and confinement: routing, internal absence, symlinks, nesting, special files,
+//! races. Every assertion is on the exact outcome an agent would see.
+#![expect(clippy::disallowed_methods, clippy::disallowed_types, reason = "tests build fixtures on disk")]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use common::{Fixture, assert_no_leak};
+use vfs::{ErrorKind, MountRegistry, ReadWindow, WriteOptions};
+
+fn read(registry: &MountRegistry, path: &str) -> Result<String, vfs::Error> {
+    registry.agent().read_text(path, &ReadWindow::default()).map(|read| read.content)
+}
+
+/// `/src` (ro) over `data`, `/output` (rw) over `out`, `/llm-logs` internal over `logs`.
+fn standard() -> (Fixture, MountRegistry) {
+    let fixture = Fixture::new();
+    fixture.file("data/a.txt", "alpha\n");
+    fixture.mkdir("out");
+    fixture.file("logs/secret.jsonl", "{}\n");
+    fixture.file("outside/secret.txt", "top secret\n");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .mount(fixture.spec("out", "/output", "rw"))
+        .internal(fixture.spec("logs", "/llm-logs", "rw"))
+        .build()
+        .unwrap();
+    (fixture, registry)
+}
+
+const UNKNOWN: &str = "no mount serves this path; available mounts: `/output` (rw), `/src` (ro)";
+
+#[test]
+fn reads_inside_a_mount() {
+    let (_fixture, registry) = standard();
+    assert_eq!(read(&registry, "/src/a.txt").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/./x/../a.txt").unwrap(), "alpha\n");
+}
+
+#[test]
+fn internal_root_is_byte_identical_to_an_unknown_root() {
+    let (fixture, registry) = standard();
+    let internal = read(&registry, "/llm-logs/secret.jsonl").unwrap_err();
+    let unknown = read(&registry, "/no-such-root/secret.jsonl").unwrap_err();
+    assert_eq!(internal.to_string(), UNKNOWN);
+    assert_eq!(internal.to_string(), unknown.to_string());
+    assert_eq!(internal.kind(), ErrorKind::UnknownRoot);
+    assert_eq!(unknown.kind(), ErrorKind::UnknownRoot);
+    let internal_dir = registry.agent().list("/llm-logs").unwrap_err();
+    assert_eq!(internal_dir.to_string(), registry.agent().list("/nope").unwrap_err().to_string());
+    let write = registry.agent().write("/llm-logs/x", "x", &WriteOptions::default()).unwrap_err();
+    assert_eq!(write.to_string(), UNKNOWN);
+    assert_no_leak(&fixture, &registry, &internal.to_string());
+}
+
+#[test]
+fn the_virtual_root_lists_agent_facing_mounts_only() {
+    let (_fixture, registry) = standard();
+    assert_eq!(registry.agent().list("/").unwrap().to_text(), "[DIR] output\n[DIR] src\n");
+}
+
+#[test]
+fn prefix_siblings_do_not_match() {
+    let (_fixture, registry) = standard();
+    let error = read(&registry, "/src2/a.txt").unwrap_err();
+    assert_eq!(error.to_string(), UNKNOWN);
+    let error = read(&registry, "/srca.txt").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::UnknownRoot);
+}
+
+#[test]
+fn dot_dot_across_mounts_is_lexical() {
+    let (_fixture, registry) = standard();
+    assert_eq!(read(&registry, "/output/../src/a.txt").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/../../../etc/passwd").unwrap_err().to_string(), UNKNOWN);
+}
+
+#[test]
+fn invalid_paths_are_refused_without_echo() {
+    let (_fixture, registry) = standard();
+    for (input, message) in [
+        ("src/a.txt", "invalid path: virtual paths are absolute and start with `/`, like `/src/main.rs`"),
+        ("/src/a\0.txt", "invalid path: the path contains a NUL character"),
+        ("/src/a\n.txt", "invalid path: the path contains a control character"),
+        ("~/a.txt", "invalid path: `~` is not expanded; virtual paths start at a mount root such as `/src`"),
+        ("C:\\data\\a.txt", "invalid path: drive paths are not virtual paths; use a mount root such as `/src/main.rs`"),
+    ] {
+        let error = read(&registry, input).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidPath, "{input:?}");
+        assert_eq!(error.to_string(), message, "{input:?}");
+    }
+    let long = format!("/src/{}", "a/".repeat(3000));
+    assert_eq!(read(&registry, &long).unwrap_err().to_string(), "invalid path: the path is longer than 4096 bytes");
+}
+
+#[test]
+fn percent_signs_and_backslashes_are_literal() {
+    let (fixture, registry) = standard();
+    fixture.file("data/%2e%2e", "percent\n");
+    fixture.file("data/a\\..\\b", "backslash\n");
+    assert_eq!(read(&registry, "/src/%2e%2e").unwrap(), "percent\n");
+    assert_eq!(read(&registry, "/src/a\\..\\b").unwrap(), "backslash\n");
+    assert_eq!(read(&registry, "/src/%2e%2e/%2e%2e/outside").unwrap_err().kind(), ErrorKind::NotADirectory);
+}
+
+#[test]
+fn symlinks_inside_the_mount_work() {
+    let (fixture, registry) = standard();
+    fixture.mkdir("data/sub");
+    fixture.symlink("../a.txt", "data/sub/relative");
+    fixture.symlink(fixture.path("data/a.txt"), "data/absolute");
+    fixture.symlink("sub", "data/dirlink");
+    fixture.symlink("relative", "data/sub/chain");
+    assert_eq!(read(&registry, "/src/sub/relative").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/absolute").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/dirlink/relative").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/dirlink/chain").unwrap(), "alpha\n");
+}
+
+#[test]
+fn symlinks_that_leave_the_mount_are_refused() {
+    let (fixture, registry) = standard();
+    fixture.symlink(fixture.path("outside/secret.txt"), "data/absolute");
+    fixture.symlink("../outside/secret.txt", "data/relative");
+    fixture.symlink(fixture.path("outside"), "data/dir");
+    fixture.symlink("../out", "data/to-other-mount");
+    fixture.symlink("/etc/passwd", "data/passwd");
+    for path in ["/src/absolute", "/src/relative", "/src/dir/secret.txt", "/src/to-other-mount", "/src/passwd"] {
+        let error = read(&registry, path).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Escape, "{path}");
+        assert_eq!(
+            error.to_string(),
+            format!("`{path}` goes through a symbolic link that leads outside its mount; it is not followed")
+        );
+        assert_no_leak(&fixture, &registry, &error.to_string());
+    }
+}
+
+#[test]
+fn dangling_and_looping_links_end_cleanly() {
+    let (fixture, registry) = standard();
+    fixture.symlink("missing", "data/dangling");
+    fixture.symlink("loop-b", "data/loop-a");
+    fixture.symlink("loop-a", "data/loop-b");
+    fixture.symlink(".", "data/self");
+    assert_eq!(read(&registry, "/src/dangling").unwrap_err().to_string(), "`/src/dangling` does not exist");
+    assert_eq!(
+        read(&registry, "/src/loop-a").unwrap_err().to_string(),
+        "`/src/loop-a` goes through too many symbolic links (a loop?)"
+    );
+    let deep = format!("/src/{}a.txt", "self/".repeat(50));
+    assert_eq!(read(&registry, &deep).unwrap_err().kind(), ErrorKind::SymlinkLoop);
+}
+
+#[test]
+fn writes_never_go_through_links() {
+    let (fixture, registry) = standard();
+    fixture.symlink(fixture.path("outside/secret.txt"), "out/link");
+    let agent = registry.agent();
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    let error = agent.write("/output/link", "pwned", &options).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`/output/link` is a symbolic link; vfs does not write or delete through links, so address the file it points to"
+    );
+    assert_eq!(fixture.read("outside/secret.txt"), "top secret\n");
+    // A directory link out of the mount cannot be used as a parent either.
+    fixture.symlink(fixture.path("outside"), "out/dir");
+    assert_eq!(agent.write("/output/dir/new.txt", "x", &options).unwrap_err().kind(), ErrorKind::Escape);
+    assert!(!fixture.path("outside/new.txt").exists());
+    // Deleting a link removes the link, never the target.
+    agent.delete("/output/link", false, None).unwrap();
+    assert_eq!(fixture.read("outside/secret.txt"), "top secret\n");
+}
+
+#[test]
+fn hard_links_are_replaced_not_written_through() {
+    let (fixture, registry) = standard();
+    std::fs::hard_link(fixture.path("outside/secret.txt"), fixture.path("out/hard")).unwrap();
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    registry.agent().write("/output/hard", "replaced\n", &options).unwrap();
+    assert_eq!(fixture.read("out/hard"), "replaced\n");
+    assert_eq!(fixture.read("outside/secret.txt"), "top secret\n");
+}
+
+#[test]
+fn fifos_sockets_and_devices_are_refused_at_once() {
+    let (fixture, registry) = standard();
+    let fifo = fixture.path("data/fifo");
+    rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o644), 0)
+        .unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(fixture.path("data/socket")).unwrap();
+    let started = std::time::Instant::now();
+    for path in ["/src/fifo", "/src/socket"] {
+        let error = read(&registry, path).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("`{path}` is not a regular file or directory (a FIFO, socket or device); vfs does not open it")
+        );
+        assert_eq!(registry.agent().info(path).unwrap_err().kind(), ErrorKind::Unsupported);
+    }
+    fixture.symlink("/dev/zero", "data/zero");
+    assert_eq!(read(&registry, "/src/zero").unwrap_err().kind(), ErrorKind::Escape);
+    // A writer on a FIFO would block; the no-overwrite rule and the kind check come first.
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    std::fs::create_dir_all(fixture.path("out")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fixture.path("out/fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    assert_eq!(registry.agent().write("/output/fifo", "x", &options).unwrap_err().kind(), ErrorKind::Unsupported);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "a special file blocked");
+}
+
+#[test]
+fn internal_directory_nested_in_a_mount_is_absent() {
+    let fixture = Fixture::new();
+    fixture.file("work/notes.txt", "n\n");
+    fixture.file("work/logs/secret.jsonl", "{}\n");
+    fixture.symlink("logs", "work/alias");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("work", "/work", "rw"))
+        .internal(fixture.spec("work/logs", "/llm-logs", "rw"))
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    let missing = read(&registry, "/work/no-such.jsonl").unwrap_err().to_string();
+    assert_eq!(missing, "`/work/no-such.jsonl` does not exist");
+    assert_eq!(
+        read(&registry, "/work/logs/secret.jsonl").unwrap_err().to_string(),
+        "`/work/logs/secret.jsonl` does not exist"
+    );
+    assert_eq!(
+        read(&registry, "/work/alias/secret.jsonl").unwrap_err().to_string(),
+        "`/work/alias/secret.jsonl` does not exist"
+    );
+    assert_eq!(agent.list("/work/logs").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(agent.list("/work").unwrap().to_text(), "[LINK] alias\n[FILE] notes.txt\n");
+    assert_eq!(agent.search_files("/work", "*.jsonl", &[]).unwrap().matches.len(), 0);
+    let grep = agent.grep(&vfs::GrepRequest { pattern: "\\{".into(), ..Default::default() }).unwrap();
+    assert_eq!(grep.matches, 0);
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    assert_eq!(agent.write("/work/logs/x.txt", "x", &options).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(agent.delete("/work/logs", true, None).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fixture.read("work/logs/secret.jsonl"), "{}\n");
+}
+
+#[test]
+fn read_only_mount_nested_in_a_writable_one_stays_read_only() {
+    let fixture = Fixture::new();
+    fixture.file("work/vendor/lib.rs", "lib\n");
+    fixture.symlink("vendor", "work/alias");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("work", "/work", "rw"))
+        .mount(fixture.spec("work/vendor", "/vendor", "ro"))
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    for (path, canonical) in [
+        ("/work/vendor/lib.rs", "/work/vendor/lib.rs"),
+        ("/work/alias/lib.rs", "/work/alias/lib.rs"),
+        ("/work/./vendor/lib.rs", "/work/vendor/lib.rs"),
+        ("/vendor/lib.rs", "/vendor/lib.rs"),
+    ] {
+        let error = agent.write(path, "pwned", &options).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("cannot write `{canonical}`: `/vendor` is mounted ro; mounts that grant write: `/work` (rw)")
+        );
+    }
+    assert_eq!(agent.delete("/work/vendor/lib.rs", false, None).unwrap_err().kind(), ErrorKind::PermissionDenied);
+    assert_eq!(fixture.read("work/vendor/lib.rs"), "lib\n");
+    agent.write("/work/new.txt", "ok", &options).unwrap();
+}
+
+#[test]
+fn sub_path_overrides_hold_however_the_path_is_spelled() {
+    let fixture = Fixture::new();
+    fixture.file("work/vendor/x", "v\n");
+    fixture.mkdir("work/a");
+    let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    for path in ["/work/vendor/x", "/work/./vendor/x", "/work/a/../vendor/x", "/work//vendor/x"] {
+        let error = registry.agent().write(path, "pwned", &options).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot write `/work/vendor/x`: `/work/vendor` is mounted ro; mounts that grant write: `/work` (rw)"
+        );
+    }
+    fixture.symlink("vendor", "work/v2");
+    assert_eq!(
+        registry.agent().write("/work/v2/x", "pwned", &options).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(fixture.read("work/vendor/x"), "v\n");
+}
+
+#[test]
+fn registry_refusals_are_operator_lines() {
+    let fixture = Fixture::new();
+    fixture.mkdir("a");
+    fixture.file("file", "x");
+    let duplicate = MountRegistry::builder()
+        .mount(fixture.spec("a", "/src", "ro"))
+        .mount(fixture.spec("a", "/src", "rw"))
+        .build()
+        .unwrap_err();
+    assert_eq!(duplicate.to_string(), "the virtual root `/src` is mounted twice");
+    let case = MountRegistry::builder()
+        .mount(fixture.spec("a", "/src", "ro"))
+        .mount(fixture.spec("a", "/SRC", "rw"))
+        .build()
+        .unwrap_err();
+    assert_eq!(case.to_string(), "the virtual roots `/src` and `/SRC` differ only by case");
+    let missing = MountRegistry::builder().mount(fixture.spec("nope", "/src", "ro")).build().unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        format!("the directory `{}` for mount `/src` does not exist", fixture.path("nope").display())
+    );
+    let file = MountRegistry::builder().mount(fixture.spec("file", "/src", "ro")).build().unwrap_err();
+    assert_eq!(file.to_string(), format!("`{}` for mount `/src` is not a directory", fixture.path("file").display()));
+}
+
+#[test]
+fn privileged_accessor_reaches_only_its_root() {
+    let (fixture, registry) = standard();
+    #[expect(clippy::disallowed_methods, reason = "the test holds the logger's capability to prove its reach")]
+    let privileged = registry.mint_privileged("/llm-logs").unwrap();
+    assert_eq!(privileged.read_text("/llm-logs/secret.jsonl", &ReadWindow::default()).unwrap().content, "{}\n");
+    let error = privileged.read_text("/src/a.txt", &ReadWindow::default()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::UnknownRoot);
+    #[expect(clippy::disallowed_methods, reason = "proves an agent-facing root cannot be minted")]
+    let not_internal = registry.mint_privileged("/src");
+    assert!(not_internal.is_none());
+    let appender = privileged.into_append_only();
+    let mut file = appender.open_append("/llm-logs/new.jsonl").unwrap();
+    file.append(b"{\"a\":1}\n").unwrap();
+    file.append(b"{\"a\":2}\n").unwrap();
+    assert_eq!(fixture.read("logs/new.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
+}
+
+#[test]
+fn racing_symlink_swaps_never_escape() {
+    let fixture = Fixture::new();
+    fixture.file("data/dir/file.txt", "inside\n");
+    fixture.file("outside/file.txt", "SECRET\n");
+    fixture.file("outside/marker-outside", "");
+    fixture.mkdir("out/dir");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .mount(fixture.spec("out", "/output", "rw"))
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let data = fixture.path("data");
+    let out = fixture.path("out");
+    let outside = fixture.path("outside");
+    let swapper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut swaps = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                for base in [&data, &out] {
+                    let real = base.join("dir");
+                    let parked = base.join("dir.real");
+                    let _ = std::fs::rename(&real, &parked);
+                    let _ = std::os::unix::fs::symlink(&outside, &real);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&real);
+                    let _ = std::fs::rename(&parked, &real);
+                }
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let agent = registry.agent();
+    let escapes = AtomicUsize::new(0);
+    let options = WriteOptions { overwrite: true, expected_version: None };
+    for iteration in 0..5_000 {
+        if let Ok(read) = agent.read_text("/src/dir/file.txt", &ReadWindow::default()) {
+            if read.content.contains("SECRET") {
+                escapes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let _ = agent.write("/output/dir/written.txt", &format!("{iteration}"), &options);
+        let _ = agent.create_directory(&format!("/output/dir/sub{}", iteration % 7));
+        if agent.list("/src/dir").is_ok_and(|listing| listing.to_text().contains("marker-outside")) {
+            escapes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 0);
+    assert_eq!(escapes.load(Ordering::Relaxed), 0);
+    let mut leaked: Vec<_> =
+        std::fs::read_dir(fixture.path("outside")).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+    leaked.sort();
+    assert_eq!(
+        leaked,
+        vec![std::ffi::OsString::from("file.txt"), std::ffi::OsString::from("marker-outside")],
+        "something was created outside the mounts"
+    );
+}
