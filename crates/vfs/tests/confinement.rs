@@ -1,6 +1,6 @@
 //! Resolution and confinement: routing, internal absence, symlinks, nesting, special files,
 //! races. Every assertion is on the exact outcome an agent would see.
-#![expect(clippy::disallowed_methods, clippy::disallowed_types, reason = "tests build fixtures on disk")]
+#![expect(clippy::disallowed_methods, reason = "tests build fixtures on disk")]
 
 mod common;
 
@@ -208,7 +208,7 @@ fn fifos_sockets_and_devices_are_refused_at_once() {
     std::fs::create_dir_all(fixture.path("out")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &fixture.path("out/fifo"),
+        fixture.path("out/fifo"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,
@@ -386,10 +386,11 @@ fn racing_symlink_swaps_never_escape() {
     let escapes = AtomicUsize::new(0);
     let options = WriteOptions { overwrite: true, expected_version: None };
     for iteration in 0..5_000 {
-        if let Ok(read) = agent.read_text("/src/dir/file.txt", &ReadWindow::default()) {
-            if read.content.contains("SECRET") {
-                escapes.fetch_add(1, Ordering::Relaxed);
-            }
+        if agent
+            .read_text("/src/dir/file.txt", &ReadWindow::default())
+            .is_ok_and(|read| read.content.contains("SECRET"))
+        {
+            escapes.fetch_add(1, Ordering::Relaxed);
         }
         let _ = agent.write("/output/dir/written.txt", &format!("{iteration}"), &options);
         let _ = agent.create_directory(&format!("/output/dir/sub{}", iteration % 7));
