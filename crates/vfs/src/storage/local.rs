@@ -791,3 +791,51 @@ pub(crate) const HASHED_VERSION_BYTES: u64 = 32 * 1024 * 1024;
 pub(crate) fn version_of_bytes(bytes: &[u8]) -> Option<String> {
     (bytes.len() as u64 <= HASHED_VERSION_BYTES).then(|| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Yields some bytes, then fails: a write interrupted midway.
+    struct FailingReader {
+        sent: bool,
+    }
+
+    impl Read for FailingReader {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            if self.sent {
+                return Err(io::Error::other("the source failed"));
+            }
+            self.sent = true;
+            let chunk = b"half of the new content";
+            buffer[..chunk.len()].copy_from_slice(chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    #[test]
+    fn a_write_that_fails_midway_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file.txt"), "old content").unwrap();
+        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let path = VirtualPath::new("/x/file.txt").unwrap();
+        let error =
+            write_atomic(&handle, "file.txt", &mut FailingReader { sent: false }, Replace::Always, 0o644, &path)
+                .unwrap_err();
+        assert_eq!(error.to_string(), "`/x/file.txt`: the host reported: other error");
+        assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old content");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("file.txt")], "the temporary file is removed");
+    }
+
+    #[test]
+    fn create_if_absent_refuses_an_existing_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file.txt"), "old").unwrap();
+        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let path = VirtualPath::new("/x/file.txt").unwrap();
+        let error = write_atomic(&handle, "file.txt", &mut &b"new"[..], Replace::Never, 0o644, &path).unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
+    }
+}

@@ -1,0 +1,318 @@
+//! File operations through the agent accessor: exact results, bounds and version guards.
+#![expect(clippy::disallowed_methods, reason = "tests build fixtures on disk")]
+
+mod common;
+
+use common::{Fixture, assert_no_leak};
+use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, Limits, MountRegistry, ReadWindow, WriteOptions};
+
+fn setup() -> (Fixture, MountRegistry) {
+    let fixture = Fixture::new();
+    fixture.file("data/lines.txt", "one\ntwo\nthree\nfour\nfive\n");
+    fixture.file("data/src/main.rs", "fn main() {\n    println!(\"hello\");\n}\n");
+    fixture.file("data/src/lib.rs", "pub fn hello() {}\n");
+    fixture.file("data/notes.md", "# Notes\nhello world\n");
+    fixture.mkdir("out");
+    fixture.mkdir("keep");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .mount(fixture.spec("out", "/output", "rw"))
+        .mount(fixture.spec("keep", "/keep", "rwnd"))
+        .build()
+        .unwrap();
+    (fixture, registry)
+}
+
+fn window(head: Option<u64>, tail: Option<u64>, offset: Option<u64>, limit: Option<u64>) -> ReadWindow {
+    ReadWindow { head, tail, offset, limit }
+}
+
+#[test]
+fn read_windows() {
+    let (_fixture, registry) = setup();
+    let agent = registry.agent();
+    let whole = agent.read_text("/src/lines.txt", &ReadWindow::default()).unwrap();
+    assert_eq!(whole.content, "one\ntwo\nthree\nfour\nfive\n");
+    assert_eq!((whole.start_line, whole.line_count, whole.truncated), (1, 5, false));
+    assert!(whole.version.is_some());
+    let head = agent.read_text("/src/lines.txt", &window(Some(2), None, None, None)).unwrap();
+    assert_eq!(head.to_text(), "one\ntwo\n[more lines follow; read on with offset: 3]");
+    let middle = agent.read_text("/src/lines.txt", &window(None, None, Some(3), Some(2))).unwrap();
+    assert_eq!(middle.content, "three\nfour\n");
+    assert_eq!(middle.start_line, 3);
+    let tail = agent.read_text("/src/lines.txt", &window(None, Some(2), None, None)).unwrap();
+    assert_eq!(tail.to_text(), "four\nfive\n");
+    let tail_all = agent.read_text("/src/lines.txt", &window(None, Some(50), None, None)).unwrap();
+    assert_eq!(tail_all.content, "one\ntwo\nthree\nfour\nfive\n");
+    let past_end = agent.read_text("/src/lines.txt", &window(None, None, Some(99), None)).unwrap();
+    assert_eq!(past_end.content, "");
+    let error = agent.read_text("/src/lines.txt", &window(Some(1), Some(1), None, None)).unwrap_err();
+    assert_eq!(error.to_string(), "give `head` or `tail`, not both");
+    let error = agent.read_text("/src/lines.txt", &window(None, None, Some(0), None)).unwrap_err();
+    assert_eq!(error.to_string(), "`offset` is 1-based: the first line is `offset: 1`");
+}
+
+#[test]
+fn the_byte_cap_bounds_what_is_read() {
+    let fixture = Fixture::new();
+    let line = "x".repeat(99) + "\n";
+    fixture.file("data/big.txt", &line.repeat(100));
+    let mut limits = Limits::default();
+    limits.read_bytes = 1_000;
+    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let read = registry.agent().read_text("/src/big.txt", &ReadWindow::default()).unwrap();
+    assert_eq!(read.content.len(), 1_000);
+    assert_eq!(read.line_count, 10);
+    assert!(read.truncated);
+    assert_eq!(
+        read.next.as_deref(),
+        Some(
+            "truncated at the 1000-byte cap; the file has 10000 bytes; read on with offset: 11 (or use head/tail/limit)"
+        )
+    );
+    let next = registry.agent().read_text("/src/big.txt", &window(None, None, Some(11), Some(5))).unwrap();
+    assert_eq!(next.content, line.repeat(5));
+}
+
+#[test]
+fn binary_and_missing_files() {
+    let (fixture, registry) = setup();
+    std::fs::write(fixture.path("data/blob.bin"), [0u8, 1, 2, 3]).unwrap();
+    let agent = registry.agent();
+    assert_eq!(
+        agent.read_text("/src/blob.bin", &ReadWindow::default()).unwrap_err().to_string(),
+        "`/src/blob.bin` looks binary (it contains NUL bytes); use read_media_file for images and audio"
+    );
+    assert_eq!(
+        agent.read_text("/src/none.txt", &ReadWindow::default()).unwrap_err().to_string(),
+        "`/src/none.txt` does not exist"
+    );
+    assert_eq!(
+        agent.read_text("/src/src", &ReadWindow::default()).unwrap_err().to_string(),
+        "`/src/src` is a directory, not a file"
+    );
+    let media = agent.read_media("/src/blob.bin").unwrap();
+    assert_eq!((media.data.as_str(), media.mime_type.as_str()), ("AAECAw==", "application/octet-stream"));
+}
+
+#[test]
+fn read_multiple_reports_per_file() {
+    let (_fixture, registry) = setup();
+    let results = registry
+        .agent()
+        .read_multiple(&["/src/src/lib.rs".into(), "/src/missing".into(), "/elsewhere/x".into()])
+        .unwrap();
+    assert_eq!(results[0].1.as_ref().unwrap().content, "pub fn hello() {}\n");
+    assert_eq!(results[1].1.as_ref().unwrap_err().to_string(), "`/src/missing` does not exist");
+    assert_eq!(results[2].1.as_ref().unwrap_err().kind(), ErrorKind::UnknownRoot);
+}
+
+#[test]
+fn writes_are_atomic_and_guarded() {
+    let (fixture, registry) = setup();
+    let agent = registry.agent();
+    let created = agent.write("/output/a/b/new.txt", "hello\n", &WriteOptions::default()).unwrap();
+    assert!(created.created);
+    assert_eq!(fixture.read("out/a/b/new.txt"), "hello\n");
+    let version = created.version.clone().unwrap();
+    assert_eq!(created.to_text(), format!("created `/output/a/b/new.txt` (6 bytes, version {version})"));
+    let exists = agent.write("/output/a/b/new.txt", "again", &WriteOptions::default()).unwrap_err();
+    assert_eq!(exists.to_string(), "`/output/a/b/new.txt` already exists; pass `overwrite: true` to replace it");
+    let stale = WriteOptions { overwrite: false, expected_version: Some("0000000000000000".into()) };
+    let mismatch = agent.write("/output/a/b/new.txt", "again", &stale).unwrap_err();
+    assert_eq!(
+        mismatch.to_string(),
+        format!(
+            "`/output/a/b/new.txt` changed since you read it: its version is now `{version}`; read it again and retry"
+        )
+    );
+    let guarded = WriteOptions { overwrite: false, expected_version: Some(version.clone()) };
+    let replaced = agent.write("/output/a/b/new.txt", "second\n", &guarded).unwrap();
+    assert!(!replaced.created);
+    assert_eq!(fixture.read("out/a/b/new.txt"), "second\n");
+    assert_eq!(agent.info("/output/a/b/new.txt").unwrap().version, replaced.version);
+    let denied = agent.write("/src/x.txt", "x", &WriteOptions::default()).unwrap_err();
+    assert_eq!(
+        denied.to_string(),
+        "cannot write `/src/x.txt`: `/src` is mounted ro; mounts that grant write: `/keep` (rwnd), `/output` (rw)"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(fixture.path("out/a/b"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(leftovers, vec!["new.txt".to_owned()], "no temporary file is left behind");
+}
+
+#[test]
+fn edits_need_a_unique_match_and_return_a_diff() {
+    let (fixture, registry) = setup();
+    fixture.file("out/code.rs", "let a = 1;\nlet b = 2;\nlet a2 = 1;\n");
+    let agent = registry.agent();
+    let edit = |old: &str, new: &str| Edit { old_text: old.into(), new_text: new.into() };
+    let ambiguous = agent.edit("/output/code.rs", &[edit("= 1;", "= 9;")], &EditOptions::default()).unwrap_err();
+    assert_eq!(ambiguous.kind(), ErrorKind::EditMismatch);
+    let dry = EditOptions { dry_run: true, ..EditOptions::default() };
+    let preview = agent.edit("/output/code.rs", &[edit("let b = 2;", "let b = $1;")], &dry).unwrap();
+    assert!(!preview.applied);
+    assert_eq!(fixture.read("out/code.rs"), "let a = 1;\nlet b = 2;\nlet a2 = 1;\n");
+    let done = agent.edit("/output/code.rs", &[edit("let b = 2;", "let b = $1;")], &EditOptions::default()).unwrap();
+    assert_eq!(
+        done.to_text(),
+        "edited `/output/code.rs` (1 replacement)\n--- /output/code.rs\n+++ /output/code.rs\n@@ -1,3 +1,3 @@\n let a = 1;\n-let b = 2;\n+let b = $1;\n let a2 = 1;\n"
+    );
+    assert_eq!(fixture.read("out/code.rs"), "let a = 1;\nlet b = $1;\nlet a2 = 1;\n");
+    let all = EditOptions { replace_all: true, ..EditOptions::default() };
+    assert_eq!(agent.edit("/output/code.rs", &[edit("= 1;", "= 7;")], &all).unwrap().replacements, 2);
+    let stale = EditOptions { expected_version: Some("nope".into()), ..EditOptions::default() };
+    assert_eq!(
+        agent.edit("/output/code.rs", &[edit("7", "8")], &stale).unwrap_err().kind(),
+        ErrorKind::VersionMismatch
+    );
+    assert_eq!(
+        agent.edit("/src/notes.md", &[edit("hello", "bye")], &EditOptions::default()).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+}
+
+#[test]
+fn directories_moves_and_deletes() {
+    let (fixture, registry) = setup();
+    let agent = registry.agent();
+    assert!(agent.create_directory("/output/x/y").unwrap().created);
+    assert_eq!(agent.create_directory("/output/x/y").unwrap().to_text(), "directory `/output/x/y` already exists");
+    agent.write("/output/x/y/f.txt", "f", &WriteOptions::default()).unwrap();
+    agent.write("/output/g.txt", "g", &WriteOptions::default()).unwrap();
+    let refused = agent.move_path("/output/g.txt", "/output/x/y/f.txt", false, None).unwrap_err();
+    assert_eq!(refused.to_string(), "`/output/x/y/f.txt` already exists; pass `overwrite: true` to replace it");
+    agent.move_path("/output/g.txt", "/output/x/y/f.txt", true, None).unwrap();
+    assert_eq!(fixture.read("out/x/y/f.txt"), "g");
+    let moved = agent.move_path("/output/x/y/f.txt", "/keep/f.txt", false, None).unwrap();
+    assert_eq!(moved.to_text(), "moved `/output/x/y/f.txt` to `/keep/f.txt`");
+    assert_eq!(fixture.read("keep/f.txt"), "g");
+    // rwnd: write and create, but never delete (a move out deletes the source).
+    assert_eq!(
+        agent.delete("/keep/f.txt", false, None).unwrap_err().to_string(),
+        "cannot delete `/keep/f.txt`: `/keep` is mounted rwnd; mounts that grant delete: `/output` (rw)"
+    );
+    assert_eq!(
+        agent.move_path("/keep/f.txt", "/output/f.txt", false, None).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(
+        agent.move_path("/src/notes.md", "/output/n.md", false, None).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(agent.delete("/output/x", false, None).unwrap_err().kind(), ErrorKind::DirectoryNotEmpty);
+    assert_eq!(agent.delete("/output/x", true, None).unwrap().to_text(), "deleted directory `/output/x`");
+    assert!(!fixture.path("out/x").exists());
+    assert_eq!(
+        agent.delete("/output", true, None).unwrap_err().to_string(),
+        "cannot delete `/output`: it is a mount root"
+    );
+}
+
+#[test]
+fn listing_tree_and_name_search() {
+    let (fixture, registry) = setup();
+    let agent = registry.agent();
+    assert_eq!(agent.list("/src").unwrap().to_text(), "[FILE] lines.txt\n[FILE] notes.md\n[DIR] src\n");
+    assert_eq!(agent.list("/").unwrap().to_text(), "[DIR] keep\n[DIR] output\n[DIR] src\n");
+    let tree = agent.tree("/src", None, &[]).unwrap();
+    assert_eq!(tree.to_text(), "/src/\n  lines.txt\n  notes.md\n  src/\n    lib.rs\n    main.rs\n");
+    let shallow = agent.tree("/src", Some(1), &["*.md".into()]).unwrap();
+    assert_eq!(shallow.to_text(), "/src/\n  lines.txt\n  src/\n");
+    let found = agent.search_files("/src", "*.rs", &[]).unwrap();
+    assert_eq!(found.to_text(), "/src/src/lib.rs\n/src/src/main.rs\n");
+    let by_path = agent.search_files("/src", "src/m*", &[]).unwrap();
+    assert_eq!(by_path.to_text(), "/src/src/main.rs\n");
+    let text = format!("{}{}{}", tree.to_text(), found.to_text(), agent.list("/src").unwrap().to_text());
+    assert_no_leak(&fixture, &registry, &text);
+}
+
+#[test]
+fn bounded_listing_says_how_to_narrow() {
+    let fixture = Fixture::new();
+    for index in 0..30 {
+        fixture.file(&format!("data/f{index:02}"), "");
+    }
+    let mut limits = Limits::default();
+    limits.entries = 10;
+    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let listing = registry.agent().list("/src").unwrap();
+    assert_eq!(listing.entries.len(), 10);
+    assert!(listing.to_text().ends_with("[truncated: showing 10 of 30 entries; narrow with search_files]\n"));
+    let tree = registry.agent().tree("/src", None, &[]).unwrap();
+    assert!(tree.truncated);
+}
+
+#[test]
+fn grep_honours_gitignore_and_skips_binary() {
+    let (fixture, registry) = setup();
+    fixture.file("data/.gitignore", "ignored/\n*.log\n");
+    fixture.file("data/ignored/hit.txt", "hello ignored\n");
+    fixture.file("data/debug.log", "hello log\n");
+    std::fs::write(fixture.path("data/bin.dat"), b"hello\0binary").unwrap();
+    let agent = registry.agent();
+    let request = GrepRequest { pattern: "hello".into(), path: Some("/src".into()), ..GrepRequest::default() };
+    let result = agent.grep(&request).unwrap();
+    assert_eq!(
+        result.to_text(),
+        "/src/notes.md:2:hello world\n/src/src/lib.rs:1:pub fn hello() {}\n/src/src/main.rs:2:    println!(\"hello\");\n"
+    );
+    let request = GrepRequest {
+        pattern: "HELLO".into(),
+        case_insensitive: true,
+        include: Some("*.rs".into()),
+        context: Some(1),
+        max_results: Some(1),
+        ..GrepRequest::default()
+    };
+    let result = agent.grep(&request).unwrap();
+    assert_eq!(result.matches, 1);
+    assert!(result.truncated);
+    assert_eq!(result.lines[0].text, "pub fn hello() {}");
+    let literal = GrepRequest { pattern: "println!(".into(), literal: true, ..GrepRequest::default() };
+    assert_eq!(agent.grep(&literal).unwrap().matches, 1);
+    let bad = GrepRequest { pattern: "(".into(), ..GrepRequest::default() };
+    assert_eq!(
+        agent.grep(&bad).unwrap_err().to_string(),
+        "`(` is not a valid regular expression; pass `literal: true` to search for the text as written"
+    );
+}
+
+#[test]
+fn file_info_reports_rights_and_version() {
+    let (_fixture, registry) = setup();
+    let agent = registry.agent();
+    let info = agent.info("/src/notes.md").unwrap();
+    assert_eq!((info.kind, info.size, info.rights), ("file", 20, "ro"));
+    assert_eq!(info.version.as_deref().map(str::len), Some(16));
+    let directory = agent.info("/output").unwrap();
+    assert_eq!((directory.kind, directory.rights, directory.version), ("directory", "rw", None));
+}
+
+#[test]
+fn concurrent_guarded_edits_lose_no_update() {
+    let (fixture, registry) = setup();
+    fixture.file("out/counter.txt", "0");
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let agent = registry.agent();
+            std::thread::spawn(move || {
+                let mut done = 0;
+                while done < 25 {
+                    let read = agent.read_text("/output/counter.txt", &ReadWindow::default()).unwrap();
+                    let next = read.content.parse::<u64>().unwrap() + 1;
+                    let options = WriteOptions { overwrite: false, expected_version: read.version.clone() };
+                    if agent.write("/output/counter.txt", &next.to_string(), &options).is_ok() {
+                        done += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(fixture.read("out/counter.txt"), "100");
+}
