@@ -48,6 +48,9 @@ pub enum ErrorKind {
     InvalidArgument,
     /// A directory is not empty and `recursive` was not given.
     DirectoryNotEmpty,
+    /// The file or directory changed while the operation ran (a concurrent writer); retrying
+    /// usually succeeds.
+    Changed,
     /// The host refused or failed the operation.
     Io,
 }
@@ -229,7 +232,7 @@ impl Error {
     }
 
     pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {
-        Self::build(ErrorKind::Io, Some(path), format!("`{path}` changed while vfs was working on it; try again"))
+        Self::build(ErrorKind::Changed, Some(path), format!("`{path}` changed while vfs was working on it; try again"))
     }
 }
 

@@ -46,7 +46,8 @@ pub use ops::{
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use registry::{
-    ConfigError, Limits, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo, Visibility,
+    ConfigError, DecidedBy, Decision, Limits, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView,
+    OverrideInfo, Visibility,
 };
 pub use scrub::REDACTED;
 pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights};

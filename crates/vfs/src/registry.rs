@@ -144,6 +144,7 @@ impl ConfigError {
 pub struct MountRegistryBuilder {
     entries: Vec<(MountSpec, Visibility, String)>,
     limits: Limits,
+    skip_sync: bool,
 }
 
 impl MountRegistryBuilder {
@@ -175,6 +176,14 @@ impl MountRegistryBuilder {
     /// Replaces the bounds (default: [`Limits::default`]).
     pub fn limits(&mut self, limits: Limits) -> &mut Self {
         self.limits = limits;
+        self
+    }
+
+    /// Whether writes `fsync` the file and its directory before reporting success (default:
+    /// yes). Turning it off trades durability across a power loss for speed; atomicity (old or
+    /// new content, never a mix) holds either way. Benchmarks use it to show the price of sync.
+    pub fn sync_writes(&mut self, sync: bool) -> &mut Self {
+        self.skip_sync = !sync;
         self
     }
 
@@ -228,7 +237,14 @@ impl MountRegistryBuilder {
         );
         let agent_table = agent_table(&mounts);
         Ok(MountRegistry {
-            inner: Arc::new(RegistryInner { mounts, identities, scrub, agent_table, limits: self.limits }),
+            inner: Arc::new(RegistryInner {
+                mounts,
+                identities,
+                scrub,
+                agent_table,
+                limits: self.limits,
+                sync_writes: !self.skip_sync,
+            }),
         })
     }
 }
@@ -284,6 +300,7 @@ pub(crate) struct RegistryInner {
     pub(crate) scrub: Scrubber,
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
+    pub(crate) sync_writes: bool,
 }
 
 impl RegistryInner {
@@ -388,6 +405,31 @@ impl fmt::Debug for MountRegistry {
             .field("mounts", &self.inner.mounts.iter().map(|mount| mount.root.as_str()).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
+}
+
+/// Which rule decided the rights of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecidedBy {
+    /// The mount's own rights.
+    MountRights,
+    /// A sub-path override (the longest that matches).
+    Override,
+}
+
+/// The outcome of [`MountRegistry::decide`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The canonical virtual path.
+    pub path: VirtualPath,
+    /// The root of the mount that serves it.
+    pub mount: String,
+    /// The rights in force.
+    pub rights: Rights,
+    /// The virtual scope the rights come from (the mount root or an override's path).
+    pub scope: String,
+    /// Which rule decided.
+    pub rule: DecidedBy,
 }
 
 /// What the operator sees of one mount (`vfs mounts`): an expert surface that names the
@@ -548,6 +590,23 @@ impl MountRegistry {
             .filter(|mount| mount.visibility == Visibility::Internal)
             .map(|mount| mount.root.as_str().to_owned())
             .collect()
+    }
+
+    /// The lexical part of resolution for an agent, without touching the disk: parse,
+    /// route to the longest root, hide internal roots, and decide the rights at the canonical
+    /// path (DESIGN 4.2 steps 1 to 5). Says which rule decided. Links and physical nesting
+    /// (steps 6 to 8) can still change the outcome when an operation runs.
+    pub fn decide(&self, path: &str, access: Access) -> Result<Decision, Error> {
+        let path = VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))?;
+        let (index, components) = self.inner.route(Caller::Agent, &path)?;
+        let mount = &self.inner.mounts[index];
+        let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+        let (rights, scope) = mount.rights_at(&rel);
+        let rule = if scope == mount.root.as_str() { DecidedBy::MountRights } else { DecidedBy::Override };
+        if !rights.allows(access) {
+            self.inner.authorize(Caller::Agent, index, &rel, access, &path)?;
+        }
+        Ok(Decision { path, mount: mount.root.as_str().to_owned(), rights, scope, rule })
     }
 
     /// The bounds in force.

@@ -316,3 +316,38 @@ fn concurrent_guarded_edits_lose_no_update() {
     }
     assert_eq!(fixture.read("out/counter.txt"), "100");
 }
+
+#[test]
+fn decide_says_which_rule_decided() {
+    let fixture = Fixture::new();
+    fixture.mkdir("work/vendor");
+    let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let decision = registry.decide("/work/a/../vendor/x", vfs::Access::Read).unwrap();
+    assert_eq!(decision.path.as_str(), "/work/vendor/x");
+    assert_eq!(
+        (decision.scope.as_str(), decision.rights, decision.rule),
+        ("/work/vendor", vfs::Rights::ReadOnly, vfs::DecidedBy::Override)
+    );
+    let denied = registry.decide("/work/vendor/x", vfs::Access::Write).unwrap_err();
+    assert_eq!(
+        denied.to_string(),
+        "cannot write `/work/vendor/x`: `/work/vendor` is mounted ro; mounts that grant write: `/work` (rw)"
+    );
+    let mount = registry.decide("/work/b", vfs::Access::Delete).unwrap();
+    assert_eq!(mount.rule, vfs::DecidedBy::MountRights);
+}
+
+#[test]
+fn prompt_table_lists_agent_facing_mounts_and_overrides() {
+    let fixture = Fixture::new();
+    fixture.mkdir("work/vendor");
+    fixture.mkdir("logs");
+    let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
+    let registry =
+        MountRegistry::builder().mount(spec).internal(fixture.spec("logs", "/llm-logs", "rw")).build().unwrap();
+    assert_eq!(
+        registry.prompt_table(),
+        "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /work | rw | read, write, create, delete |\n| /work/vendor | ro | read only |\n"
+    );
+}

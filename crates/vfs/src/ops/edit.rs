@@ -146,7 +146,15 @@ impl Context<'_> {
         if options.dry_run {
             return Ok(EditOutcome { path, diff, applied: false, replacements, version: before_version });
         }
-        local::write_atomic(&resolved.parent, name, &mut after.as_bytes(), Replace::Always, stat.mode & 0o7777, &path)?;
+        local::write_atomic(
+            &resolved.parent,
+            name,
+            &mut after.as_bytes(),
+            Replace::Always,
+            stat.mode & 0o7777,
+            self.registry.sync_writes,
+            &path,
+        )?;
         Ok(EditOutcome { version: local::version_of_bytes(after.as_bytes()), path, diff, applied: true, replacements })
     }
 }

@@ -6,6 +6,7 @@
 //! would reopen by host path the race that handle-based resolution closes.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use globset::GlobBuilder;
 use grep_regex::RegexMatcherBuilder;
@@ -25,6 +26,23 @@ const MAX_LINE_CHARS: usize = 500;
 const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 /// Default `maxResults`.
 const DEFAULT_RESULTS: usize = 200;
+/// Most files one search visits.
+const MAX_FILES: usize = 1_000_000;
+
+/// A file to search, found by the walk.
+struct Job {
+    path: VirtualPath,
+    directory: Handle,
+    name: String,
+}
+
+/// What searching one file gave.
+#[derive(Default)]
+struct FileOutcome {
+    lines: Vec<GrepLine>,
+    matches: usize,
+    searched: bool,
+}
 
 /// A content search.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
@@ -204,31 +222,10 @@ impl Context<'_> {
         };
         let context = request.context.unwrap_or(0).min(20);
         let limit = request.max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, self.registry.limits.matches);
-        let mut searcher = SearcherBuilder::new()
-            .line_number(true)
-            .binary_detection(BinaryDetection::quit(0))
-            .before_context(context)
-            .after_context(context)
-            .build();
         let start = Self::parse(request.path.as_deref().unwrap_or("/"))?;
-        let mut lines = Vec::new();
-        let mut matches = 0usize;
-        let mut files_searched = 0usize;
-        let mut truncated = false;
 
-        let mut search_one =
-            |path: &VirtualPath, directory: &Handle, name: &str, files: &mut usize, stop: &mut bool| {
-                let Some(stat) = local::stat_child(directory, name) else { return };
-                let Ok((file, _)) = local::open_file_in(directory, name, stat, path) else { return };
-                *files += 1;
-                let mut sink = Collector { path, lines: &mut lines, matches: &mut matches, limit };
-                let _ = searcher.search_reader(&matcher, file, &mut sink);
-                if matches >= limit {
-                    *stop = true;
-                }
-            };
-
-        // A single file: search it alone.
+        // Phase 1, sequential: walk with handles and list the files to search, in walk order.
+        let mut jobs: Vec<Job> = Vec::new();
         let roots = if start.is_root() || self.registry.route(self.caller, &start).is_err() {
             let roots = self.roots_below(&start);
             if roots.is_empty() {
@@ -241,21 +238,19 @@ impl Context<'_> {
             match resolved.kind() {
                 Some(Kind::File) => {
                     let name = resolved.name.clone().unwrap_or_default();
-                    let mut stop = false;
-                    search_one(&start, &resolved.parent, &name, &mut files_searched, &mut stop);
-                    return Ok(GrepResult { lines, matches, files_searched, truncated: stop });
+                    jobs.push(Job { path: start.clone(), directory: resolved.parent.clone(), name });
+                    Vec::new()
                 }
                 Some(Kind::Directory) => vec![start.clone()],
                 Some(_) => return Err(Error::unsupported(&start)),
                 None => return Err(Error::not_found(&start)),
             }
         };
-
+        let mut walk_truncated = false;
         for root in roots {
             let directory = self.open_walk_root(&root)?;
             let mut ignores = IgnoreStack { levels: Vec::new() };
             Self::load_gitignore(&directory, &root, 0, &mut ignores);
-            let mut stop = false;
             let max_depth = self.registry.limits.depth;
             let completed = self.walk(&directory, &root, "", 0, max_depth, &mut |visit| {
                 while ignores.levels.last().is_some_and(|(depth, _)| *depth >= visit.depth) {
@@ -281,15 +276,89 @@ impl Context<'_> {
                                 return Flow::Continue;
                             }
                         }
-                        search_one(visit.path, visit.directory, visit.name, &mut files_searched, &mut stop);
-                        if stop { Flow::Stop } else { Flow::Continue }
+                        if jobs.len() >= MAX_FILES {
+                            return Flow::Stop;
+                        }
+                        jobs.push(Job {
+                            path: visit.path.clone(),
+                            directory: visit.directory.clone(),
+                            name: visit.name.to_owned(),
+                        });
+                        Flow::Continue
                     }
                     Kind::Symlink | Kind::Special => Flow::Continue,
                 }
             })?;
-            if !completed || stop {
-                truncated = true;
+            if !completed {
+                walk_truncated = true;
                 break;
+            }
+        }
+
+        // Phase 2, parallel: search the files on every core. Workers take jobs in order, so the
+        // files searched are always a prefix of the walk order and the first `limit` matches
+        // of the merged output are exactly the first `limit` in walk order.
+        let next = AtomicUsize::new(0);
+        let found = AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 8);
+        let mut outcomes: Vec<(usize, FileOutcome)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers.min(jobs.len().max(1)))
+                .map(|_| {
+                    let matcher = matcher.clone();
+                    let (jobs, next, found) = (&jobs, &next, &found);
+                    scope.spawn(move || {
+                        let mut searcher = SearcherBuilder::new()
+                            .line_number(true)
+                            .binary_detection(BinaryDetection::quit(0))
+                            .before_context(context)
+                            .after_context(context)
+                            .build();
+                        let mut done = Vec::new();
+                        while found.load(Ordering::Relaxed) < limit {
+                            let index = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(job) = jobs.get(index) else { break };
+                            let Ok((file, _)) = local::open_entry_file(&job.directory, &job.name, &job.path) else {
+                                done.push((index, FileOutcome { lines: Vec::new(), matches: 0, searched: false }));
+                                continue;
+                            };
+                            let mut outcome = FileOutcome { lines: Vec::new(), matches: 0, searched: true };
+                            let mut sink = Collector {
+                                path: &job.path,
+                                lines: &mut outcome.lines,
+                                matches: &mut outcome.matches,
+                                limit,
+                            };
+                            let _ = searcher.search_reader(&matcher, file, &mut sink);
+                            found.fetch_add(outcome.matches, Ordering::Relaxed);
+                            done.push((index, outcome));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
+        });
+        outcomes.sort_unstable_by_key(|(index, _)| *index);
+        let searched_all = outcomes.len() == jobs.len();
+        let mut lines = Vec::new();
+        let mut matches = 0usize;
+        let mut files_searched = 0usize;
+        let mut truncated = walk_truncated || !searched_all;
+        for (_, outcome) in outcomes {
+            files_searched += usize::from(outcome.searched);
+            if matches >= limit {
+                truncated |= outcome.matches > 0;
+                continue;
+            }
+            for line in outcome.lines {
+                if line.is_match {
+                    if matches >= limit {
+                        truncated = true;
+                        break;
+                    }
+                    matches += 1;
+                }
+                lines.push(line);
             }
         }
         Ok(GrepResult { lines, matches, files_searched, truncated })

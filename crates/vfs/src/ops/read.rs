@@ -126,7 +126,15 @@ const BINARY_PROBE: usize = 8 * 1024;
 
 impl Context<'_> {
     pub(crate) fn read_text(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        let result = self.read_text_inner(input, window);
+        let mut result = self.read_text_inner(input, window);
+        // A name swapped during the call (a link or a directory where a file was) is retried a
+        // couple of times before the agent is told.
+        for _ in 0..2 {
+            if !matches!(&result, Err(error) if error.kind() == crate::ErrorKind::Changed) {
+                break;
+            }
+            result = self.read_text_inner(input, window);
+        }
         self.audit("read_text_file", input, result.as_ref().map_or(0, |read| read.content.len() as u64), &result);
         result
     }

@@ -184,7 +184,15 @@ impl Context<'_> {
             return Err(Error::version_mismatch(&path, "none (the file does not exist)"));
         }
         let replace = if existing.is_some() { Replace::Always } else { Replace::Never };
-        let bytes = local::write_atomic(&resolved.parent, name, &mut &content[..], replace, mode, &path)?;
+        let bytes = local::write_atomic(
+            &resolved.parent,
+            name,
+            &mut &content[..],
+            replace,
+            mode,
+            self.registry.sync_writes,
+            &path,
+        )?;
         Ok(WriteOutcome { path, bytes, created: existing.is_none(), version: local::version_of_bytes(content) })
     }
 
@@ -266,7 +274,15 @@ impl Context<'_> {
                     )));
                 }
                 let (mut file, stat) = local::open_file_in(&from.parent, from_name, from_stat, &source)?;
-                local::write_atomic(&to.parent, to_name, &mut file, replace, stat.mode & 0o7777, &destination)?;
+                local::write_atomic(
+                    &to.parent,
+                    to_name,
+                    &mut file,
+                    replace,
+                    stat.mode & 0o7777,
+                    self.registry.sync_writes,
+                    &destination,
+                )?;
                 local::remove_file(&from.parent, from_name, &source)?;
                 Ok(MoveOutcome { source, destination, copied: true })
             }

@@ -247,6 +247,7 @@ pub(crate) fn resolve(
     let mut mount = start;
     let mut pending: VecDeque<String> = components.iter().map(|&segment| segment.to_owned()).collect();
     let mut links = 0usize;
+    let check_nesting = registry.mounts.len() > 1;
     'restart: loop {
         let mut current = registry.mounts[mount].storage.handle();
         let mut rel: Vec<String> = Vec::with_capacity(pending.len());
@@ -298,8 +299,14 @@ pub(crate) fn resolve(
                 Mode::empty(),
             ) {
                 Ok(directory) => {
-                    let stat = fstat(&directory, path)?;
-                    match registry.mount_at(stat.identity()).filter(|&inner| inner != mount) {
+                    // With a single mount nothing can be nested: skip the identity check.
+                    let inner = if check_nesting {
+                        let stat = fstat(&directory, path)?;
+                        registry.mount_at(stat.identity()).filter(|&inner| inner != mount)
+                    } else {
+                        None
+                    };
+                    match inner {
                         Some(inner) => {
                             if !registry.visible(caller, inner) {
                                 return Err(Error::not_found(path));
@@ -422,7 +429,7 @@ pub(crate) fn open_file(resolved: &Resolved, path: &VirtualPath) -> Result<(Open
     open_file_in(&resolved.parent, name, seen, path)
 }
 
-/// Opens `name` in `directory` as a regular file, checking it is still the object `seen`.
+/// Opens `name` in `directory` as a regular file; `seen` is its `lstat` from resolution.
 pub(crate) fn open_file_in(
     directory: &OwnedFd,
     name: &str,
@@ -451,8 +458,29 @@ pub(crate) fn open_file_in(
             _ => Error::unsupported(path),
         });
     }
-    if stat.identity() != seen.identity() {
-        return Err(Error::changed_during_call(path));
+    // A regular file replaced by another regular file since the `lstat` (an atomic write by
+    // someone else) is simply the newer version: confinement came from the parent handle and
+    // `O_NOFOLLOW`, and the `fstat` above refused anything but a regular file.
+    Ok((OpenFile(File::from(fd)), stat))
+}
+
+/// Opens a directory entry that a walk saw as a regular file, without a separate `lstat`:
+/// `O_NOFOLLOW | O_NONBLOCK` keeps a link or FIFO swapped in since from being followed or
+/// blocking, and the `fstat` after the open refuses anything that is not a regular file.
+pub(crate) fn open_entry_file(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(OpenFile, Stat), Error> {
+    let fd = rustix::fs::openat(
+        directory,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|errno| match errno {
+        Errno::LOOP | Errno::NOENT => Error::changed_during_call(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    if stat.kind != Kind::File {
+        return Err(Error::unsupported(path));
     }
     Ok((OpenFile(File::from(fd)), stat))
 }
@@ -584,6 +612,7 @@ pub(crate) fn write_atomic(
     source: &mut dyn Read,
     replace: Replace,
     mode: u32,
+    sync: bool,
     path: &VirtualPath,
 ) -> Result<u64, Error> {
     let temporary = temporary_name();
@@ -598,7 +627,9 @@ pub(crate) fn write_atomic(
     let written = (|| -> io::Result<u64> {
         let written = io::copy(source, &mut file)?;
         file.flush()?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         Ok(written)
     })();
     drop(file);
@@ -621,7 +652,9 @@ pub(crate) fn write_atomic(
             errno => Error::io(path, io_error(errno)),
         });
     }
-    let _ = rustix::fs::fsync(directory);
+    if sync {
+        let _ = rustix::fs::fsync(directory);
+    }
     Ok(written)
 }
 
@@ -820,7 +853,7 @@ mod tests {
         let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
         let path = VirtualPath::new("/x/file.txt").unwrap();
         let error =
-            write_atomic(&handle, "file.txt", &mut FailingReader { sent: false }, Replace::Always, 0o644, &path)
+            write_atomic(&handle, "file.txt", &mut FailingReader { sent: false }, Replace::Always, 0o644, true, &path)
                 .unwrap_err();
         assert_eq!(error.to_string(), "`/x/file.txt`: the host reported: other error");
         assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old content");
@@ -834,7 +867,8 @@ mod tests {
         std::fs::write(dir.path().join("file.txt"), "old").unwrap();
         let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
         let path = VirtualPath::new("/x/file.txt").unwrap();
-        let error = write_atomic(&handle, "file.txt", &mut &b"new"[..], Replace::Never, 0o644, &path).unwrap_err();
+        let error =
+            write_atomic(&handle, "file.txt", &mut &b"new"[..], Replace::Never, 0o644, true, &path).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
     }

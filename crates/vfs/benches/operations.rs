@@ -1,0 +1,122 @@
+//! Micro-benchmarks: each group puts a vfs operation next to its raw baseline in the same run,
+//! so the figure that matters is the ratio (issue 5, section 1). Targets are in
+//! `docs/performance.md`; nothing here fails on time.
+#![expect(clippy::disallowed_methods, clippy::disallowed_types, reason = "the baselines are the raw std::fs calls")]
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use vfs::{Access, MountRegistry, MountSpec, ReadWindow, WriteOptions};
+
+fn spec(path: &std::path::Path, root: &str, rights: &str) -> MountSpec {
+    format!("{}:{root}:{rights}", path.display()).parse().unwrap()
+}
+
+fn resolve(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = MountRegistry::builder();
+    for index in 0..20 {
+        let physical = dir.path().join(format!("m{index}"));
+        std::fs::create_dir_all(&physical).unwrap();
+        builder.mount(spec(&physical, &format!("/mount{index}"), "rw"));
+    }
+    let registry = builder.build().unwrap();
+    c.bench_function("resolve/5-segment path, 20 mounts (no I/O)", |b| {
+        b.iter(|| registry.decide(black_box("/mount13/app/src/module/file.rs"), Access::Read).unwrap());
+    });
+}
+
+fn read_and_info(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data/app/src/file.txt");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "x".repeat(4096)).unwrap();
+    let registry = MountRegistry::builder().mount(spec(&dir.path().join("data"), "/src", "ro")).build().unwrap();
+    let agent = registry.agent();
+    let mut group = c.benchmark_group("read 4 KiB");
+    group.bench_function("std::fs::read", |b| b.iter(|| std::fs::read(black_box(&file)).unwrap()));
+    group.bench_function("vfs read_text_file", |b| {
+        b.iter(|| agent.read_text(black_box("/src/app/src/file.txt"), &ReadWindow::default()).unwrap());
+    });
+    group.finish();
+    let mut group = c.benchmark_group("file info");
+    group.bench_function("std::fs::metadata", |b| b.iter(|| std::fs::metadata(black_box(&file)).unwrap()));
+    group.bench_function("vfs get_file_info (with content version)", |b| {
+        b.iter(|| agent.info(black_box("/src/app/src/file.txt")).unwrap());
+    });
+    group.finish();
+}
+
+fn write(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("out")).unwrap();
+    std::fs::create_dir_all(dir.path().join("fast")).unwrap();
+    let durable = MountRegistry::builder().mount(spec(&dir.path().join("out"), "/out", "rw")).build().unwrap();
+    let fast = MountRegistry::builder()
+        .mount(spec(&dir.path().join("fast"), "/out", "rw"))
+        .sync_writes(false)
+        .build()
+        .unwrap();
+    let content = "y".repeat(4096);
+    let raw = dir.path().join("raw.txt");
+    let overwrite = WriteOptions { overwrite: true, expected_version: None };
+    let mut group = c.benchmark_group("write 4 KiB");
+    group.bench_function("std::fs::write", |b| b.iter(|| std::fs::write(black_box(&raw), &content).unwrap()));
+    group.bench_function("std::fs::write + fsync", |b| {
+        b.iter(|| {
+            std::fs::write(black_box(&raw), &content).unwrap();
+            std::fs::File::open(&raw).unwrap().sync_all().unwrap();
+        });
+    });
+    group.bench_function("vfs write_file (atomic, fsync)", |b| {
+        b.iter(|| durable.agent().write(black_box("/out/file.txt"), &content, &overwrite).unwrap());
+    });
+    group.bench_function("vfs write_file (atomic, no fsync)", |b| {
+        b.iter(|| fast.agent().write(black_box("/out/file.txt"), &content, &overwrite).unwrap());
+    });
+    group.finish();
+}
+
+fn list(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    for index in 0..1000 {
+        std::fs::write(data.join(format!("entry-{index:04}.txt")), "").unwrap();
+    }
+    let registry = MountRegistry::builder().mount(spec(&data, "/src", "ro")).build().unwrap();
+    let agent = registry.agent();
+    let mut group = c.benchmark_group("list 1,000 entries");
+    group.bench_function("std::fs::read_dir + file_type", |b| {
+        b.iter(|| {
+            std::fs::read_dir(black_box(&data))
+                .unwrap()
+                .map(|entry| {
+                    let entry = entry.unwrap();
+                    (entry.file_name(), entry.file_type().unwrap().is_dir())
+                })
+                .count()
+        });
+    });
+    group.bench_function("vfs list_directory", |b| b.iter(|| agent.list(black_box("/src")).unwrap()));
+    group.finish();
+}
+
+fn scrub(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = MountRegistry::builder();
+    for index in 0..4 {
+        let physical = dir.path().join(format!("m{index}"));
+        std::fs::create_dir_all(&physical).unwrap();
+        builder.mount(spec(&physical, &format!("/mount{index}"), "rw"));
+    }
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    builder.internal(spec(&dir.path().join("logs"), "/llm-logs", "rw"));
+    let registry = builder.build().unwrap();
+    let line = "/mount1/src/some/file.rs:120:    let value = compute(input, &options)?; // virtual paths only\n";
+    let text = line.repeat(64 * 1024 / line.len() + 1);
+    c.bench_function("scrub 64 KiB of clean agent-bound text", |b| b.iter(|| registry.scrub(black_box(&text)).len()));
+}
+
+criterion_group!(benches, resolve, read_and_info, write, list, scrub);
+criterion_main!(benches);
