@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
-use crate::storage::local::LocalRoot;
+use crate::storage::Backend;
 
 /// Who may resolve a mount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +111,16 @@ pub enum ConfigError {
         /// The physical path as given.
         physical: String,
     },
+    /// An object store could not be configured or did not answer.
+    #[error("cannot use `{physical}` for mount `{root}`: {reason}")]
+    Store {
+        /// The root.
+        root: String,
+        /// The URL as given.
+        physical: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The directory could not be opened.
     #[error("cannot open `{physical}` for mount `{root}`: {source}")]
     Open {
@@ -134,6 +144,9 @@ impl ConfigError {
             ConfigError::Missing { .. } => "create the directory first, or fix the path",
             ConfigError::NotADirectory { .. } => "a mount's physical side must be a directory",
             ConfigError::Open { .. } => "check the directory's permissions",
+            ConfigError::Store { .. } => {
+                "set AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_ALLOW_HTTP=true for a local endpoint)"
+            }
         }
     }
 }
@@ -201,7 +214,7 @@ impl MountRegistryBuilder {
                 });
             }
             seen.insert(root.to_ascii_lowercase(), root.to_owned());
-            let storage = LocalRoot::open(spec)?;
+            let storage = Backend::open(spec)?;
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
             };
@@ -219,7 +232,8 @@ impl MountRegistryBuilder {
         let mut identities = HashMap::new();
         for (index, mount) in mounts.iter().enumerate() {
             // Two mounts of one directory: the more specific (longer) root wins on nesting.
-            let entry = identities.entry(mount.storage.identity()).or_insert(index);
+            let Some(identity) = mount.storage.identity() else { continue };
+            let entry = identities.entry(identity).or_insert(index);
             if mounts[*entry].root.as_str().len() < mount.root.as_str().len() {
                 *entry = index;
             }
@@ -268,7 +282,7 @@ pub(crate) struct Mount {
     pub(crate) overrides: Vec<SubPathRights>,
     pub(crate) visibility: Visibility,
     pub(crate) origin: String,
-    pub(crate) storage: LocalRoot,
+    pub(crate) storage: Backend,
 }
 
 impl Mount {

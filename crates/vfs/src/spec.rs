@@ -336,8 +336,17 @@ impl MountSpec {
 
 const SHAPE_HINT: &str = "write it as `<physical>:<virtual>[:ro|rw|rwnd]`, for example `./out:/output:rw`";
 
+/// `s3://bucket/x` → `bucket/x`: a URL scheme, like a drive letter, needs no quoting.
+fn strip_scheme(physical: &str) -> Option<&str> {
+    let (scheme, rest) = physical.split_once("://")?;
+    let mut characters = scheme.chars();
+    let first = characters.next()?;
+    (first.is_ascii_alphabetic() && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
+        .then_some(rest)
+}
+
 fn needs_quotes(physical: &str) -> bool {
-    let body = strip_drive(physical).unwrap_or(physical);
+    let body = strip_drive(physical).or_else(|| strip_scheme(physical)).unwrap_or(physical);
     physical.is_empty() || body.contains([':', ';', '|']) || physical.ends_with('\\') || physical.starts_with('"')
 }
 
@@ -409,7 +418,13 @@ impl FromStr for MountSpec {
             }
             rest = &rest[1..];
         } else {
-            let skip = if strip_drive(rest).is_some() { 2 } else { 0 };
+            let skip = if strip_drive(rest).is_some() {
+                2
+            } else if let Some(body) = strip_scheme(rest) {
+                rest.len() - body.len()
+            } else {
+                0
+            };
             let Some(colon) = rest[skip..].find(':').map(|index| index + skip) else {
                 return Err(SpecError::new(
                     spec,
@@ -575,6 +590,22 @@ mod tests {
     parses!(quoted_colon, "\"a:b\":/x:ro", "a:b", "/x", Rights::ReadOnly, "\"a:b\":/x:ro");
     parses!(quoted_semicolon, "\"a;b\":/x:rw", "a;b", "/x", Rights::ReadWrite, "\"a;b\":/x:rw");
     parses!(quoted_trailing_backslash, "\"C:\\dir\\\":/x", "C:\\dir\\", "/x", Rights::ReadOnly, "\"C:\\dir\\\":/x:ro");
+    parses!(
+        s3_url,
+        "s3://team-data/inputs:/src:ro",
+        "s3://team-data/inputs",
+        "/src",
+        Rights::ReadOnly,
+        "s3://team-data/inputs:/src:ro"
+    );
+    parses!(
+        s3_bucket_only,
+        "s3://bucket:/output:rw",
+        "s3://bucket",
+        "/output",
+        Rights::ReadWrite,
+        "s3://bucket:/output:rw"
+    );
     parses!(nested_root, "/d:/src/vendor:ro", "/d", "/src/vendor", Rights::ReadOnly, "/d:/src/vendor:ro");
     parses!(spaces, "/my data:/src", "/my data", "/src", Rights::ReadOnly, "/my data:/src:ro");
     parses!(

@@ -65,7 +65,12 @@ impl EditOutcome {
 }
 
 /// Applies `edits` in order to `content`; returns the new content and the replacement count.
-fn apply(path: &VirtualPath, content: &str, edits: &[Edit], replace_all: bool) -> Result<(String, usize), Error> {
+pub(crate) fn apply(
+    path: &VirtualPath,
+    content: &str,
+    edits: &[Edit],
+    replace_all: bool,
+) -> Result<(String, usize), Error> {
     let crlf = content.contains("\r\n");
     let mut current = content.to_owned();
     let mut total = 0;
@@ -89,7 +94,7 @@ fn apply(path: &VirtualPath, content: &str, edits: &[Edit], replace_all: bool) -
     Ok((current, total))
 }
 
-fn unified_diff(path: &VirtualPath, before: &str, after: &str) -> String {
+pub(crate) fn unified_diff(path: &VirtualPath, before: &str, after: &str) -> String {
     let name = path.as_str();
     similar::TextDiff::from_lines(before, after).unified_diff().context_radius(3).header(name, name).to_string()
 }
@@ -105,6 +110,10 @@ impl Context<'_> {
         let path = Self::parse(input)?;
         if edits.is_empty() {
             return Err(Error::invalid_argument("`edits` is empty; give at least one {oldText, newText}"));
+        }
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_edit(&target, path, edits, options);
         }
         let access = if options.dry_run { Access::Read } else { Access::Write };
         let resolved = self.locate(&path, access, false, false)?;

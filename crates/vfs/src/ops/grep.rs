@@ -29,11 +29,23 @@ const DEFAULT_RESULTS: usize = 200;
 /// Most files one search visits.
 const MAX_FILES: usize = 1_000_000;
 
-/// A file to search, found by the walk.
+/// A file to search, found by the walk (or, for object stores, already searched).
 struct Job {
     path: VirtualPath,
-    directory: Handle,
+    directory: Option<Handle>,
     name: String,
+    done: Option<FileOutcome>,
+}
+
+impl Job {
+    fn local(path: VirtualPath, directory: Handle, name: String) -> Self {
+        Self { path, directory: Some(directory), name, done: None }
+    }
+
+    #[cfg(feature = "s3")]
+    fn finished(path: VirtualPath, outcome: FileOutcome) -> Self {
+        Self { path, directory: None, name: String::new(), done: Some(outcome) }
+    }
 }
 
 /// What searching one file gave.
@@ -226,7 +238,13 @@ impl Context<'_> {
 
         // Phase 1, sequential: walk with handles and list the files to search, in walk order.
         let mut jobs: Vec<Job> = Vec::new();
-        let roots = if start.is_root() || self.registry.route(self.caller, &start).is_err() {
+        #[cfg(feature = "s3")]
+        let object_start = self.object_target(&start).ok().flatten().is_some();
+        #[cfg(not(feature = "s3"))]
+        let object_start = false;
+        let roots = if object_start {
+            vec![start.clone()]
+        } else if start.is_root() || self.registry.route(self.caller, &start).is_err() {
             let roots = self.roots_below(&start);
             if roots.is_empty() {
                 // Let routing produce the one unknown-root answer.
@@ -238,7 +256,7 @@ impl Context<'_> {
             match resolved.kind() {
                 Some(Kind::File) => {
                     let name = resolved.name.clone().unwrap_or_default();
-                    jobs.push(Job { path: start.clone(), directory: resolved.parent.clone(), name });
+                    jobs.push(Job::local(start.clone(), resolved.parent.clone(), name));
                     Vec::new()
                 }
                 Some(Kind::Directory) => vec![start.clone()],
@@ -248,6 +266,29 @@ impl Context<'_> {
         };
         let mut walk_truncated = false;
         for root in roots {
+            #[cfg(feature = "s3")]
+            if let Some(target) = self.object_target(&root)? {
+                // Object stores are searched as they are listed (streaming each object); their
+                // outcomes join the job list in order, already done.
+                let mut searcher = SearcherBuilder::new()
+                    .line_number(true)
+                    .binary_detection(BinaryDetection::quit(0))
+                    .before_context(context)
+                    .after_context(context)
+                    .build();
+                let mut found: usize =
+                    jobs.iter().filter_map(|job| job.done.as_ref()).map(|outcome| outcome.matches).sum();
+                let (_, truncated) = self.object_grep(&target, &root, include.as_ref(), &mut |path, reader| {
+                    let mut outcome = FileOutcome { lines: Vec::new(), matches: 0, searched: true };
+                    let mut sink = Collector { path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit };
+                    let _ = searcher.search_reader(&matcher, reader, &mut sink);
+                    found += outcome.matches;
+                    jobs.push(Job::finished(path.clone(), outcome));
+                    found < limit
+                })?;
+                walk_truncated |= truncated;
+                continue;
+            }
             let directory = self.open_walk_root(&root)?;
             let mut ignores = IgnoreStack { levels: Vec::new() };
             Self::load_gitignore(&directory, &root, 0, &mut ignores);
@@ -279,11 +320,7 @@ impl Context<'_> {
                         if jobs.len() >= MAX_FILES {
                             return Flow::Stop;
                         }
-                        jobs.push(Job {
-                            path: visit.path.clone(),
-                            directory: visit.directory.clone(),
-                            name: visit.name.to_owned(),
-                        });
+                        jobs.push(Job::local(visit.path.clone(), visit.directory.clone(), visit.name.to_owned()));
                         Flow::Continue
                     }
                     Kind::Symlink | Kind::Special => Flow::Continue,
@@ -317,7 +354,14 @@ impl Context<'_> {
                         while found.load(Ordering::Relaxed) < limit {
                             let index = next.fetch_add(1, Ordering::Relaxed);
                             let Some(job) = jobs.get(index) else { break };
-                            let Ok((file, _)) = local::open_entry_file(&job.directory, &job.name, &job.path) else {
+                            let Some(directory) = &job.directory else {
+                                // Searched during the walk (object storage).
+                                let matches = job.done.as_ref().map_or(0, |outcome| outcome.matches);
+                                found.fetch_add(matches, Ordering::Relaxed);
+                                done.push((index, FileOutcome::default()));
+                                continue;
+                            };
+                            let Ok((file, _)) = local::open_entry_file(directory, &job.name, &job.path) else {
                                 done.push((index, FileOutcome { lines: Vec::new(), matches: 0, searched: false }));
                                 continue;
                             };
@@ -338,6 +382,12 @@ impl Context<'_> {
                 .collect();
             handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
         });
+        let mut jobs = jobs;
+        for (index, outcome) in &mut outcomes {
+            if let Some(done) = jobs[*index].done.take() {
+                *outcome = done;
+            }
+        }
         outcomes.sort_unstable_by_key(|(index, _)| *index);
         let searched_all = outcomes.len() == jobs.len();
         let mut lines = Vec::new();

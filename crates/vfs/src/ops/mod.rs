@@ -8,6 +8,8 @@
 
 mod edit;
 mod grep;
+#[cfg(feature = "s3")]
+mod object;
 mod read;
 mod walk;
 mod write;

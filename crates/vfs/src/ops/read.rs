@@ -12,7 +12,7 @@ use super::{Context, rfc3339};
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::local::{self, Kind, OpenFile};
+use crate::storage::local::{self, Kind};
 
 /// Which lines of a text file to read. All optional; `head`/`tail` and `offset`/`limit` do not
 /// mix. `offset` is 1-based.
@@ -142,48 +142,14 @@ impl Context<'_> {
     fn read_text_inner(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
         validate_window(window)?;
         let path = Self::parse(input)?;
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_read_text(&target, path, window);
+        }
         let resolved = self.locate(&path, Access::Read, true, false)?;
         let (file, stat) = local::open_file(&resolved, &path)?;
         let cap = self.registry.limits.read_bytes;
-        let read = if let Some(count) = window.tail {
-            read_tail(file, stat.size, count, cap)
-        } else {
-            let offset = window.offset.unwrap_or(1).max(1);
-            let limit = window.head.or(window.limit);
-            read_forward(file, offset, limit, cap)
-        }
-        .map_err(|error| Error::io(&path, error))?;
-        let content = decode(&path, read.bytes)?;
-        let whole = read.start_line <= 1 && !read.more && window.tail.is_none_or(|_| read.start_line == 1);
-        let version = if whole { local::version_of_bytes(content.as_bytes()) } else { None };
-        let next = if read.more && window.tail.is_some() {
-            Some(format!(
-                "the last lines exceed the {cap}-byte cap; showing the last {} whole or partial lines; use offset/limit to page from the start",
-                read.line_count
-            ))
-        } else if read.more {
-            let next_line = read.start_line.max(1) + read.line_count;
-            Some(if read.capped {
-                format!(
-                    "truncated at the {cap}-byte cap; the file has {} bytes; read on with offset: {next_line} (or use head/tail/limit)",
-                    stat.size
-                )
-            } else {
-                format!("more lines follow; read on with offset: {next_line}")
-            })
-        } else {
-            None
-        };
-        Ok(TextRead {
-            path,
-            content,
-            start_line: if read.line_count == 0 { 0 } else { read.start_line },
-            line_count: read.line_count,
-            size: stat.size,
-            truncated: read.more,
-            next,
-            version,
-        })
+        window_read(path, window, stat.size, file, cap, |content| local::version_of_bytes(content.as_bytes()))
     }
 
     pub(crate) fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
@@ -222,6 +188,10 @@ impl Context<'_> {
 
     pub(crate) fn read_media(&self, input: &str) -> Result<MediaRead, Error> {
         let path = Self::parse(input)?;
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_read_media(&target, path);
+        }
         let resolved = self.locate(&path, Access::Read, true, false)?;
         let (file, stat) = local::open_file(&resolved, &path)?;
         let cap = self.registry.limits.media_bytes;
@@ -248,6 +218,10 @@ impl Context<'_> {
 
     pub(crate) fn info(&self, input: &str) -> Result<FileInfo, Error> {
         let path = Self::parse(input)?;
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_info(&target, path);
+        }
         let resolved = self.locate(&path, Access::Read, true, false)?;
         let Some(stat) = resolved.stat else {
             return Err(Error::not_found(&path));
@@ -266,7 +240,56 @@ impl Context<'_> {
     }
 }
 
-fn validate_window(window: &ReadWindow) -> Result<(), Error> {
+/// Reads a line window from any `Read + Seek` and describes it; shared by every backend.
+pub(crate) fn window_read(
+    path: VirtualPath,
+    window: &ReadWindow,
+    size: u64,
+    reader: impl Read + Seek,
+    cap: u64,
+    version_of: impl FnOnce(&str) -> Option<String>,
+) -> Result<TextRead, Error> {
+    let read = if let Some(count) = window.tail {
+        read_tail(reader, size, count, cap)
+    } else {
+        let offset = window.offset.unwrap_or(1).max(1);
+        let limit = window.head.or(window.limit);
+        read_forward(reader, offset, limit, cap)
+    }
+    .map_err(|error| Error::io(&path, error))?;
+    let content = decode(&path, read.bytes)?;
+    let whole = read.start_line <= 1 && !read.more && window.tail.is_none_or(|_| read.start_line == 1);
+    let version = if whole { version_of(&content) } else { None };
+    let next = if read.more && window.tail.is_some() {
+        Some(format!(
+            "the last lines exceed the {cap}-byte cap; showing the last {} whole or partial lines; use offset/limit to page from the start",
+            read.line_count
+        ))
+    } else if read.more {
+        let next_line = read.start_line.max(1) + read.line_count;
+        Some(if read.capped {
+            format!(
+                "truncated at the {cap}-byte cap; the file has {size} bytes; read on with offset: {next_line} (or use head/tail/limit)"
+            )
+        } else {
+            format!("more lines follow; read on with offset: {next_line}")
+        })
+    } else {
+        None
+    };
+    Ok(TextRead {
+        path,
+        content,
+        start_line: if read.line_count == 0 { 0 } else { read.start_line },
+        line_count: read.line_count,
+        size,
+        truncated: read.more,
+        next,
+        version,
+    })
+}
+
+pub(crate) fn validate_window(window: &ReadWindow) -> Result<(), Error> {
     let lines = [window.head, window.tail, window.limit];
     if lines.iter().flatten().any(|&count| count == 0) {
         return Err(Error::invalid_argument("`head`, `tail` and `limit` must be at least 1"));
@@ -284,18 +307,18 @@ fn validate_window(window: &ReadWindow) -> Result<(), Error> {
 }
 
 /// Bytes read and where they sit in the file.
-struct Window {
-    bytes: Vec<u8>,
-    start_line: u64,
-    line_count: u64,
+pub(crate) struct Window {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) start_line: u64,
+    pub(crate) line_count: u64,
     /// More content follows.
-    more: bool,
+    pub(crate) more: bool,
     /// The byte cap stopped the read.
-    capped: bool,
+    pub(crate) capped: bool,
 }
 
 /// Skips `offset - 1` lines without keeping them, then reads up to `limit` lines or `cap` bytes.
-fn read_forward(file: OpenFile, offset: u64, limit: Option<u64>, cap: u64) -> io::Result<Window> {
+pub(crate) fn read_forward(file: impl Read, offset: u64, limit: Option<u64>, cap: u64) -> io::Result<Window> {
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut skipped = 0u64;
     while skipped + 1 < offset {
@@ -346,7 +369,7 @@ fn read_forward(file: OpenFile, offset: u64, limit: Option<u64>, cap: u64) -> io
 }
 
 /// Reads the last `count` lines, backwards in chunks, never more than `cap` bytes.
-fn read_tail(mut file: OpenFile, size: u64, count: u64, cap: u64) -> io::Result<Window> {
+pub(crate) fn read_tail(mut file: impl Read + Seek, size: u64, count: u64, cap: u64) -> io::Result<Window> {
     const CHUNK: u64 = 64 * 1024;
     let mut position = size;
     let mut collected: Vec<u8> = Vec::new();
@@ -406,7 +429,7 @@ fn memchr_count(haystack: &[u8]) -> u64 {
 }
 
 /// Bytes to text: refuses binary content, trims a character cut by the cap.
-fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, Error> {
+pub(crate) fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, Error> {
     if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
         return Err(Error::invalid_argument(format!(
             "`{path}` looks binary (it contains NUL bytes); use read_media_file for images and audio"
@@ -429,7 +452,7 @@ fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, Error> {
     }
 }
 
-fn mime_type(name: &str) -> &'static str {
+pub(crate) fn mime_type(name: &str) -> &'static str {
     let extension = name.rsplit_once('.').map(|(_, extension)| extension.to_ascii_lowercase()).unwrap_or_default();
     match extension.as_str() {
         "png" => "image/png",

@@ -300,6 +300,10 @@ impl Context<'_> {
     }
 
     fn list_inner(&self, path: VirtualPath) -> Result<Listing, Error> {
+        #[cfg(feature = "s3")]
+        if let Ok(Some(target)) = self.object_target(&path) {
+            return self.object_list(&target, path);
+        }
         let limit = self.registry.limits.entries;
         let virtual_names = self.virtual_children(&path);
         let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
@@ -331,6 +335,10 @@ impl Context<'_> {
             return Err(Error::invalid_argument("`maxDepth` must be at least 1"));
         }
         let max_depth = max_depth.unwrap_or(depth_cap).min(depth_cap);
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_tree(&target, path, max_depth, excludes);
+        }
         let excluded = exclude_set(excludes)?;
         let directory = self.open_walk_root(&path)?;
         // Build the nested structure from the depth-first, name-ordered visit sequence.
@@ -385,6 +393,10 @@ impl Context<'_> {
             .build()
             .map_err(|_| Error::invalid_argument(format!("`{pattern}` is not a valid glob; try `*.rs` or `**/*.md`")))?
             .compile_matcher();
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_search_files(&target, path, &matcher, by_path, excludes);
+        }
         let excluded = exclude_set(excludes)?;
         let limit = self.registry.limits.entries;
         let directory = self.open_walk_root(&path)?;

@@ -160,6 +160,10 @@ impl Context<'_> {
                 &format!("the content has {} bytes, more than the {cap}-byte write cap", content.len()),
             ));
         }
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_write(&target, path, content, options);
+        }
         let resolved = self.locate(&path, Access::Write, false, true)?;
         let Some(name) = &resolved.name else {
             return Err(Error::not_a_file(&path));
@@ -198,6 +202,10 @@ impl Context<'_> {
 
     pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
         let path = Self::parse(input)?;
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_create_directory(&target, path);
+        }
         let resolved = self.locate(&path, Access::Read, true, true)?;
         let result = match (resolved.kind(), &resolved.name) {
             (Some(Kind::Directory), _) | (_, None) => Ok(CreateDirOutcome { path, created: false }),
@@ -233,6 +241,14 @@ impl Context<'_> {
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
+        #[cfg(feature = "s3")]
+        {
+            let from = self.object_target(&source)?;
+            let to = self.object_target(&destination)?;
+            if from.is_some() || to.is_some() {
+                return self.move_across(source, destination, from, to, overwrite, expected_version);
+            }
+        }
         let from = self.locate(&source, Access::Delete, false, false)?;
         let Some(from_name) = &from.name else {
             return Err(Error::invalid_argument(format!("cannot move `{source}`: it is a mount root")));
@@ -308,6 +324,10 @@ impl Context<'_> {
         expected_version: Option<&str>,
     ) -> Result<DeleteOutcome, Error> {
         let path = Self::parse(input)?;
+        #[cfg(feature = "s3")]
+        if let Some(target) = self.object_target(&path)? {
+            return self.object_delete(&target, path, recursive, expected_version);
+        }
         let resolved = self.locate(&path, Access::Delete, false, false)?;
         let Some(name) = &resolved.name else {
             return Err(Error::invalid_argument(format!("cannot delete `{path}`: it is a mount root")));
@@ -350,6 +370,83 @@ impl Context<'_> {
         };
         let file = local::open_append(&resolved.parent, name, &path)?;
         Ok(AppendFile { file })
+    }
+}
+
+#[cfg(feature = "s3")]
+impl Context<'_> {
+    /// The bytes of a file on either backend, at most `cap`, with its version.
+    fn read_raw(
+        &self,
+        path: &VirtualPath,
+        target: Option<&super::object::Target>,
+        cap: u64,
+    ) -> Result<(Vec<u8>, Option<String>), Error> {
+        if let Some(target) = target {
+            return self.object_read_bytes(target, path, cap);
+        }
+        let resolved = self.locate(path, Access::Read, true, false)?;
+        let (mut file, stat) = local::open_file(&resolved, path)?;
+        if stat.size > cap {
+            return Err(Error::too_large(
+                Some(path),
+                &format!("the file has {} bytes, more than the {cap}-byte cap", stat.size),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(stat.size as usize);
+        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|error| Error::io(path, error))?;
+        let version = local::version_of_bytes(&bytes);
+        Ok((bytes, version))
+    }
+
+    /// A move that involves an object mount: within one object mount, copy then delete; across
+    /// backends, read, write (with the destination's rules), then delete the source. Not
+    /// atomic: a failure after the write leaves both copies, never neither.
+    #[expect(clippy::needless_pass_by_value, reason = "the targets are consumed by this call's flow")]
+    fn move_across(
+        &self,
+        source: VirtualPath,
+        destination: VirtualPath,
+        from: Option<super::object::Target>,
+        to: Option<super::object::Target>,
+        overwrite: bool,
+        expected_version: Option<&str>,
+    ) -> Result<MoveOutcome, Error> {
+        // Both sides' rights first, before anything changes.
+        if let Some(target) = &from {
+            self.registry.authorize(self.caller, target.mount, &target.rel, Access::Delete, &source)?;
+        } else {
+            self.locate(&source, Access::Delete, false, false)?;
+        }
+        if let Some(target) = &to {
+            self.registry.authorize(self.caller, target.mount, &target.rel, Access::Write, &destination)?;
+        } else {
+            match self.locate(&destination, Access::Write, false, false) {
+                Err(error) if error.kind() != crate::ErrorKind::NotFound => return Err(error),
+                _ => {}
+            }
+        }
+        if let (Some(from), Some(to)) = (&from, &to)
+            && from.mount == to.mount
+        {
+            if let Some(expected) = expected_version {
+                let (_, version) = self.object_read_bytes(from, &source, self.registry.limits.write_bytes)?;
+                if version.as_deref() != Some(expected) {
+                    return Err(Error::version_mismatch(&source, version.as_deref().unwrap_or_default()));
+                }
+            }
+            self.object_move_within(from, to, source.clone(), destination.clone(), overwrite)?;
+            return Ok(MoveOutcome { source, destination, copied: true });
+        }
+        let (bytes, version) = self.read_raw(&source, from.as_ref(), self.registry.limits.write_bytes)?;
+        if let Some(expected) = expected_version
+            && version.as_deref() != Some(expected)
+        {
+            return Err(Error::version_mismatch(&source, version.as_deref().unwrap_or_default()));
+        }
+        self.write(destination.as_str(), &bytes, &WriteOptions { overwrite, expected_version: None })?;
+        self.delete(source.as_str(), false, None)?;
+        Ok(MoveOutcome { source, destination, copied: true })
     }
 }
 

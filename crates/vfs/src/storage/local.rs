@@ -249,7 +249,12 @@ pub(crate) fn resolve(
     let mut links = 0usize;
     let check_nesting = registry.mounts.len() > 1;
     'restart: loop {
-        let mut current = registry.mounts[mount].storage.handle();
+        let Some(root) = registry.mounts[mount].storage.local() else {
+            return Err(Error::invalid_argument(format!(
+                "`{path}` is in object storage, where this operation is not available"
+            )));
+        };
+        let mut current = root.handle();
         let mut rel: Vec<String> = Vec::with_capacity(pending.len());
         while let Some(name) = pending.pop_front() {
             if pending.is_empty() {
@@ -277,7 +282,9 @@ pub(crate) fn resolve(
                             if !registry.visible(caller, inner) {
                                 return Err(Error::not_found(path));
                             }
-                            let parent = registry.mounts[inner].storage.handle();
+                            let Some(parent) = registry.mounts[inner].storage.local().map(LocalRoot::handle) else {
+                                return Err(Error::not_found(path));
+                            };
                             return Ok(Resolved {
                                 mount: inner,
                                 rel: Vec::new(),
