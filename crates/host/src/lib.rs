@@ -1,1 +1,32 @@
-//! Launch composition and the MCP server for vfs (in progress).
+//! The service around the `vfs` library: it turns an operator's launch options into a frozen
+//! mount registry, holds the one privileged capability the service needs (the exchange logger's
+//! append-only reach into `/llm-logs`), and serves the agent tools over MCP. Agents only ever
+//! see virtual paths; physical paths appear on operator surfaces only (refusal lines, the
+//! operator's mount table, the start-up line on stderr).
+//!
+//! # Brief overview
+//!
+//! - [`LaunchOptions`] and [`compose`]: the launch composition (`--mount`, `--mount-id`,
+//!   `--settings`, `--crew`, `--llm-log`, `--allow-write`), every refusal one line, before
+//!   anything is served.
+//! - [`Crew`]: a crew definition, read through the VFS from the runner root `/crew`.
+//! - [`ExchangeLogger`]: one JSON line per tool call in `/llm-logs`, through the privileged,
+//!   append-only capability.
+//! - [`ToolService`]: the agent tools of DESIGN 4.5, run exactly as an agent would run them;
+//!   shared by the MCP server ([`serve_stdio`]) and `vfs call`.
+//! - [`HostError`]: the crate's one error type, operator-facing, with a separate hint.
+
+pub use crew::{Crew, CrewMount};
+pub use error::{HostError, Problems};
+pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
+pub use logger::ExchangeLogger;
+pub use server::{VfsServer, serve_stdio};
+pub use tools::{CallError, Media, ToolOutput, ToolService, all_tools};
+
+mod crew;
+mod error;
+mod launch;
+mod logger;
+mod server;
+mod time;
+mod tools;

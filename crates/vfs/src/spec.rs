@@ -347,7 +347,15 @@ fn strip_scheme(physical: &str) -> Option<&str> {
 
 fn needs_quotes(physical: &str) -> bool {
     let body = strip_drive(physical).or_else(|| strip_scheme(physical)).unwrap_or(physical);
-    physical.is_empty() || body.contains([':', ';', '|']) || physical.ends_with('\\') || physical.starts_with('"')
+    let bytes = physical.as_bytes();
+    // `A` or `A:` alone would read back as a drive letter followed by the virtual root.
+    let drive_like = bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        && (bytes.len() == 1 || (bytes[1] == b':' && !matches!(bytes.get(2), Some(b'\\' | b'/'))));
+    drive_like
+        || physical.is_empty()
+        || body.contains([':', ';', '|'])
+        || physical.ends_with('\\')
+        || physical.starts_with('"')
 }
 
 /// `C:\x` / `C:/x` / `C:` → the text after the drive letter and colon.
@@ -590,6 +598,8 @@ mod tests {
     parses!(quoted_colon, "\"a:b\":/x:ro", "a:b", "/x", Rights::ReadOnly, "\"a:b\":/x:ro");
     parses!(quoted_semicolon, "\"a;b\":/x:rw", "a;b", "/x", Rights::ReadWrite, "\"a;b\":/x:rw");
     parses!(quoted_trailing_backslash, "\"C:\\dir\\\":/x", "C:\\dir\\", "/x", Rights::ReadOnly, "\"C:\\dir\\\":/x:ro");
+    parses!(one_letter, "\"A\":/src:rw", "A", "/src", Rights::ReadWrite, "\"A\":/src:rw");
+    parses!(letter_colon, "\"a:\":/src:rw", "a:", "/src", Rights::ReadWrite, "\"a:\":/src:rw");
     parses!(
         s3_url,
         "s3://team-data/inputs:/src:ro",

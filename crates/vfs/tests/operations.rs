@@ -351,3 +351,39 @@ fn prompt_table_lists_agent_facing_mounts_and_overrides() {
         "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /work | rw | read, write, create, delete |\n| /work/vendor | ro | read only |\n"
     );
 }
+
+#[test]
+fn tree_and_name_search_work_from_the_virtual_root() {
+    let (_fixture, registry) = setup();
+    let agent = registry.agent();
+    assert_eq!(agent.tree("/", Some(1), &[]).unwrap().to_text(), "/\n  keep/\n  output/\n  src/\n");
+    assert_eq!(
+        agent.tree("/", Some(2), &[]).unwrap().to_text(),
+        "/\n  keep/\n  output/\n  src/\n    lines.txt\n    notes.md\n    src/\n"
+    );
+    assert_eq!(agent.search_files("/", "*.rs", &[]).unwrap().to_text(), "/src/src/lib.rs\n/src/src/main.rs\n");
+}
+
+#[test]
+fn temporary_files_are_never_shown() {
+    let (fixture, registry) = setup();
+    fixture.file("out/.vfs-tmp-0123456789abcdef", "half");
+    fixture.file("out/real.txt", "whole");
+    let agent = registry.agent();
+    assert_eq!(agent.list("/output").unwrap().to_text(), "[FILE] real.txt\n");
+    assert_eq!(
+        agent.read_text("/output/.vfs-tmp-0123456789abcdef", &ReadWindow::default()).unwrap_err().to_string(),
+        "`/output/.vfs-tmp-0123456789abcdef` does not exist"
+    );
+    assert_eq!(agent.search_files("/output", "*", &[]).unwrap().to_text(), "/output/real.txt\n");
+}
+
+#[test]
+fn directory_depth_is_bounded_on_creation() {
+    let (_fixture, registry) = setup();
+    let deep = format!("/output/{}", "d/".repeat(300));
+    assert_eq!(
+        registry.agent().create_directory(&deep).unwrap_err().to_string(),
+        format!("`{}`: vfs creates directories at most 256 levels deep", deep.trim_end_matches('/'))
+    );
+}

@@ -54,7 +54,21 @@ impl<'r> Context<'r> {
         create_parents: bool,
     ) -> Result<Resolved, Error> {
         let (mount, components) = self.registry.route(self.caller, path)?;
-        let gate = |mount: usize, rel: &[String]| self.registry.authorize(self.caller, mount, rel, Access::Write, path);
+        if create_parents && components.len() > local::MAX_DEPTH + 1 {
+            return Err(Error::too_large(
+                Some(path),
+                &format!("vfs creates directories at most {} levels deep", local::MAX_DEPTH),
+            ));
+        }
+        let gate = |mount: usize, rel: &[String]| {
+            if rel.len() > local::MAX_DEPTH {
+                return Err(Error::too_large(
+                    Some(path),
+                    &format!("vfs creates directories at most {} levels deep", local::MAX_DEPTH),
+                ));
+            }
+            self.registry.authorize(self.caller, mount, rel, Access::Write, path)
+        };
         let options = WalkOptions { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
         let resolved = local::resolve(self.registry, self.caller, path, mount, &components, &options)?;
         self.registry.authorize(self.caller, resolved.mount, &resolved.rel, access, path)?;

@@ -335,6 +335,28 @@ impl Context<'_> {
             return Err(Error::invalid_argument("`maxDepth` must be at least 1"));
         }
         let max_depth = max_depth.unwrap_or(depth_cap).min(depth_cap);
+        if self.registry.route(self.caller, &path).is_err() {
+            let names = self.virtual_children(&path);
+            if !names.is_empty() {
+                // Above the mounts (`/`, or a virtual parent of nested roots): one node per
+                // mount, each with its own bounded subtree.
+                let (mut entries, mut count, mut truncated) = (Vec::new(), 0, false);
+                for name in names {
+                    let child = path.join_trusted(&name);
+                    count += 1;
+                    let children = if max_depth > 1 {
+                        let subtree = self.tree(child.as_str(), Some(max_depth - 1), excludes)?;
+                        count += subtree.count;
+                        truncated |= subtree.truncated;
+                        Some(subtree.entries)
+                    } else {
+                        None
+                    };
+                    entries.push(TreeNode { name, kind: EntryKind::Directory, children });
+                }
+                return Ok(Tree { path, entries, count, truncated });
+            }
+        }
         #[cfg(feature = "s3")]
         if let Some(target) = self.object_target(&path)? {
             return self.object_tree(&target, path, max_depth, excludes);
@@ -393,6 +415,23 @@ impl Context<'_> {
             .build()
             .map_err(|_| Error::invalid_argument(format!("`{pattern}` is not a valid glob; try `*.rs` or `**/*.md`")))?
             .compile_matcher();
+        if self.registry.route(self.caller, &path).is_err() {
+            let roots = self.roots_below(&path);
+            if !roots.is_empty() {
+                let limit = self.registry.limits.entries;
+                let (mut matches, mut truncated) = (Vec::new(), false);
+                for root in roots {
+                    let found = self.search_files(root.as_str(), pattern, excludes)?;
+                    truncated |= found.truncated;
+                    matches.extend(found.matches);
+                }
+                if matches.len() > limit {
+                    matches.truncate(limit);
+                    truncated = true;
+                }
+                return Ok(NameSearch { matches, truncated });
+            }
+        }
         #[cfg(feature = "s3")]
         if let Some(target) = self.object_target(&path)? {
             return self.object_search_files(&target, path, &matcher, by_path, excludes);

@@ -31,6 +31,13 @@ use crate::path::VirtualPath;
 use crate::registry::{ConfigError, RegistryInner};
 use crate::spec::MountSpec;
 
+/// Names of vfs's own temporary files (an atomic write in flight, or one a crash interrupted).
+/// They are never listed, walked or resolved: an agent sees only whole files.
+pub(crate) const TEMPORARY_PREFIX: &str = ".vfs-tmp-";
+
+/// Most directory levels vfs creates or removes below a mount root.
+pub(crate) const MAX_DEPTH: usize = 256;
+
 /// Most symbolic links one resolution follows before calling it a loop.
 const MAX_LINKS: usize = 40;
 
@@ -257,6 +264,9 @@ pub(crate) fn resolve(
         let mut current = root.handle();
         let mut rel: Vec<String> = Vec::with_capacity(pending.len());
         while let Some(name) = pending.pop_front() {
+            if name.starts_with(TEMPORARY_PREFIX) {
+                return Err(Error::not_found(path));
+            }
             if pending.is_empty() {
                 let stat = match rustix::fs::statat(&*current, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(raw) => Stat::from_raw(&raw),
@@ -555,6 +565,9 @@ pub(crate) fn read_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<
         let Ok(name) = std::str::from_utf8(bytes) else {
             continue;
         };
+        if name.starts_with(TEMPORARY_PREFIX) {
+            continue;
+        }
         let kind = match entry.file_type() {
             FileType::RegularFile => Kind::File,
             FileType::Directory => Kind::Directory,
@@ -597,7 +610,7 @@ fn temporary_name() -> String {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     hasher.write_u32(std::process::id());
-    format!(".vfs-tmp-{:016x}", hasher.finish())
+    format!("{TEMPORARY_PREFIX}{:016x}", hasher.finish())
 }
 
 /// How an atomic write treats an existing entry.
@@ -752,7 +765,7 @@ pub(crate) fn remove_tree(
     is_mount_root: &dyn Fn((u64, u64)) -> bool,
     depth: usize,
 ) -> Result<(), Error> {
-    if depth > 256 {
+    if depth > MAX_DEPTH {
         return Err(Error::too_large(Some(path), "the directory tree is too deep to delete"));
     }
     let (child, stat) = open_subdirectory(directory, name, path)?;

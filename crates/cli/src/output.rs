@@ -1,0 +1,116 @@
+//! Everything the binary prints. stdout is for results (and, under `serve`, the protocol
+//! only); stderr is for the operator: refusals, the start-up line and logs.
+#![expect(clippy::print_stdout, clippy::print_stderr, reason = "the CLI's output module prints by design")]
+
+use vfs::OperatorMountView;
+use vfs_host::{Problems, ToolOutput};
+
+/// `error: <message>`, then a blank line and `hint: <hint>` when there is one.
+pub(crate) fn error(message: &str, hint: Option<&str>) {
+    eprintln!("error: {message}");
+    if let Some(hint) = hint {
+        eprintln!();
+        eprintln!("hint: {hint}");
+    }
+}
+
+/// Every launch refusal, each as an `error:` line with its hint.
+pub(crate) fn problems(problems: &Problems) {
+    for (index, problem) in problems.iter().enumerate() {
+        if index > 0 {
+            eprintln!();
+        }
+        error(&problem.to_string(), problem.hint().as_deref());
+    }
+}
+
+/// One status line for the operator, on stderr.
+pub(crate) fn status(line: &str) {
+    eprintln!("{line}");
+}
+
+/// One line on stdout.
+pub(crate) fn line(line: &str) {
+    println!("{line}");
+}
+
+/// Text on stdout, with exactly one final newline.
+pub(crate) fn text(text: &str) {
+    if text.ends_with('\n') {
+        print!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+/// Pretty JSON on stdout.
+pub(crate) fn json(value: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+/// What the agent sees of a tool result: its text, and a note for media content.
+pub(crate) fn tool_output(output: &ToolOutput) {
+    text(&output.text);
+    if let Some(media) = &output.media {
+        println!("[{} content: {} bytes of base64]", media.mime_type, media.data.len());
+    }
+}
+
+/// The operator's mount table.
+pub(crate) fn mount_table(views: &[OperatorMountView]) {
+    let mut rows: Vec<[String; 5]> = vec![[
+        "ROOT".to_owned(),
+        "RIGHTS".to_owned(),
+        "VISIBILITY".to_owned(),
+        "ORIGIN".to_owned(),
+        "PHYSICAL".to_owned(),
+    ]];
+    let mut views: Vec<&OperatorMountView> = views.iter().collect();
+    views.sort_by(|left, right| left.root.cmp(&right.root));
+    for view in views {
+        let origin = match &view.id {
+            Some(id) => format!("{} [id {id}]", view.origin),
+            None => view.origin.clone(),
+        };
+        rows.push([
+            view.root.clone(),
+            view.rights.to_string(),
+            view.visibility.to_string(),
+            origin,
+            view.physical.clone(),
+        ]);
+        for item in &view.overrides {
+            rows.push([
+                format!("{}/{}", view.root, item.path()),
+                item.rights().to_string(),
+                view.visibility.to_string(),
+                format!("override of {}", view.root),
+                String::new(),
+            ]);
+        }
+    }
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if index + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        println!("{}", line.trim_end());
+    }
+}
+
+/// Logs to stderr; `VFS_LOG` sets the filter (default `warn`).
+pub(crate) fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("VFS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+}

@@ -1,0 +1,163 @@
+use crate::eqnice;
+use crate::util::TestDir;
+
+#[test]
+fn an_internal_root_and_an_unknown_root_give_byte_identical_output() {
+    let test = TestDir::new();
+    test.dir("data");
+    let launch = ["--mount", "data:/src", "--llm-log", "logs"];
+    let ask = |path: &str| {
+        let arguments = format!(r#"{{"path": "{path}"}}"#);
+        let mut args = vec!["call", "read_text_file", arguments.as_str()];
+        args.extend(launch);
+        test.run(&args)
+    };
+    let internal = ask("/llm-logs/x");
+    let unknown = ask("/no-such-root/x");
+    eqnice!(unknown.stdout, internal.stdout);
+    eqnice!(unknown.stderr, internal.stderr);
+    assert_eq!(unknown.code, internal.code);
+    eqnice!("no mount serves this path; available mounts: `/src` (ro)\n", internal.stdout);
+    assert_eq!(internal.code, 1);
+    for tool in ["list_directory", "get_file_info", "directory_tree"] {
+        let mut internal_args = vec!["call", tool, r#"{"path": "/llm-logs"}"#];
+        internal_args.extend(launch);
+        let mut unknown_args = vec!["call", tool, r#"{"path": "/no-such-root"}"#];
+        unknown_args.extend(launch);
+        eqnice!(test.run(&unknown_args).stdout, test.run(&internal_args).stdout);
+    }
+}
+
+#[test]
+fn the_root_listing_does_not_show_internal_mounts() {
+    let test = TestDir::new();
+    test.dir("data");
+    let run = test.run(&["call", "list_directory", r#"{"path": "/"}"#, "--mount", "data:/src", "--llm-log", "logs"]);
+    eqnice!("[DIR] src\n", run.stdout);
+}
+
+#[test]
+fn read_text_file_prints_the_text() {
+    let test = TestDir::new();
+    test.file("data/notes.txt", "one\ntwo\nthree\n");
+    let run = test.run(&["call", "read_text_file", r#"{"path": "/src/notes.txt", "head": 2}"#, "--mount", "data:/src"]);
+    test.assert_no_leak(&run.stdout);
+    eqnice!("one\ntwo\n[more lines follow; read on with offset: 3]\n", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn a_write_to_a_read_only_mount_names_the_rights() {
+    let test = TestDir::new();
+    test.dir("data");
+    test.dir("out");
+    let run = test.run(&[
+        "call",
+        "write_file",
+        r#"{"path": "/src/new.txt", "content": "x"}"#,
+        "--mount",
+        "data:/src:ro",
+        "--mount",
+        "out:/output:rw",
+    ]);
+    eqnice!("cannot write `/src/new.txt`: `/src` is mounted ro; mounts that grant write: `/output` (rw)\n", run.stdout);
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn write_then_edit_then_read() {
+    let test = TestDir::new();
+    test.dir("out");
+    let launch = ["--mount", "out:/output:rw"];
+    let call = |tool: &str, arguments: &str| {
+        let mut args = vec!["call", tool, arguments];
+        args.extend(launch);
+        test.run(&args)
+    };
+    let run = call("write_file", r#"{"path": "/output/a/b.txt", "content": "hello world\n"}"#);
+    assert_eq!(run.code, 0, "{run:?}");
+    test.assert_no_leak(&run.stdout);
+    let run = call("edit_file", r#"{"path": "/output/a/b.txt", "edits": [{"oldText": "world", "newText": "there"}]}"#);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("-hello world\n+hello there\n"), "{}", run.stdout);
+    test.assert_no_leak(&run.stdout);
+    eqnice!("hello there\n", call("read_text_file", r#"{"path": "/output/a/b.txt"}"#).stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("out/a/b.txt")).unwrap(), "hello there\n");
+}
+
+#[test]
+fn malformed_calls_are_refused_with_a_hint() {
+    let test = TestDir::new();
+    let run = test.run(&["call", "no_such_tool"]);
+    eqnice!(
+        "error: unknown tool `no_such_tool`; list the tools to see which ones this server offers\n\nhint: `vfs tools` lists the tools and their arguments\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&["call", "read_text_file", r#"{"path": 3}"#]);
+    eqnice!(
+        "error: invalid arguments for `read_text_file`: invalid type: integer `3`, expected a string\n\nhint: `vfs tools` lists the tools and their arguments\n",
+        run.stderr
+    );
+    let run = test.run(&["call", "read_text_file", "[]"]);
+    eqnice!(
+        "error: the arguments must be a JSON object\n\nhint: pass one JSON object, like '{\"path\": \"/workspace/README.md\"}'\n",
+        run.stderr
+    );
+}
+
+#[test]
+fn write_tools_are_not_offered_without_a_writable_mount() {
+    let test = TestDir::new();
+    let run = test.run(&["call", "write_file", r#"{"path": "/workspace/x", "content": ""}"#]);
+    eqnice!(
+        "error: unknown tool `write_file`; list the tools to see which ones this server offers\n\nhint: `vfs tools` lists the tools and their arguments\n",
+        run.stderr
+    );
+    let names = |run: &crate::util::Run| -> Vec<String> {
+        let tools: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(names(&test.run(&["tools"])).len(), 14);
+    assert_eq!(names(&test.run(&["tools", "--allow-write"])).len(), 14);
+    assert_eq!(
+        names(&test.run(&["tools", "--mount", ".:/src"])),
+        [
+            "list_mounts",
+            "read_text_file",
+            "read_multiple_files",
+            "read_media_file",
+            "list_directory",
+            "directory_tree",
+            "search_files",
+            "grep",
+            "get_file_info"
+        ]
+    );
+}
+
+#[test]
+fn the_exchange_log_gets_one_line_per_call() {
+    let test = TestDir::new();
+    test.file("data/a.txt", "a\n");
+    let launch = ["--mount", "data:/src", "--llm-log", "logs"];
+    let mut args = vec!["call", "read_text_file", r#"{"path": "/src/a.txt"}"#];
+    args.extend(launch);
+    assert_eq!(test.run(&args).code, 0);
+    let files: Vec<_> =
+        std::fs::read_dir(test.path().join("logs")).unwrap().map(|entry| entry.unwrap().path()).collect();
+    assert_eq!(files.len(), 1);
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("exchanges-"), "{name}");
+    assert_eq!(files[0].extension().unwrap(), "jsonl");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1);
+    let record: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(record["tool"], "read_text_file");
+    assert_eq!(record["arguments"]["path"], "/src/a.txt");
+    assert_eq!(record["result"]["isError"], false);
+    assert_eq!(record["result"]["text"], "a\n");
+    assert!(record["time"].as_str().unwrap().ends_with('Z'));
+    assert!(record["durationMs"].is_number());
+}

@@ -1,0 +1,282 @@
+use crate::eqnice;
+use crate::util::TestDir;
+
+const ID_A: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W3";
+const ID_B: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W4";
+
+#[test]
+fn reserved_roots_are_refused_in_one_line_before_serving() {
+    let test = TestDir::new();
+    test.dir("data");
+    for root in ["/crew", "/crews", "/crews-2", "/script", "/llm-logs", "/crew/sub"] {
+        let spec = format!("data:{root}");
+        let run = test.run(&["serve", "--mount", &spec]);
+        let first = root.split('/').nth(1).unwrap();
+        eqnice!(
+            format!(
+                "error: the mount `{spec}` claims `/{first}`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script` and `/llm-logs`; rename the mount, for example to `/{first}-files`\n"
+            ),
+            run.stderr
+        );
+        assert_eq!(run.code, 2);
+        eqnice!("", run.stdout);
+    }
+}
+
+#[test]
+fn lookalikes_of_reserved_roots_are_fine() {
+    let test = TestDir::new();
+    test.dir("data");
+    let run = test.run(&["check", "--mount", "data:/crews-x", "--mount", "data:/crew2"]);
+    eqnice!("OK\n", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn a_bad_mount_string_is_one_line_with_a_hint() {
+    let test = TestDir::new();
+    let run = test.run(&["serve", "--mount", "./out:/output:rx"]);
+    assert_eq!(run.code, 2);
+    let mut lines = run.stderr.lines();
+    let first = lines.next().unwrap();
+    assert!(first.starts_with("error: invalid mount `./out:/output:rx`: "), "{first}");
+    assert_eq!(lines.next(), Some(""));
+    assert!(lines.next().unwrap().starts_with("hint: "));
+}
+
+#[test]
+fn check_lists_every_problem_one_per_line() {
+    let test = TestDir::new();
+    let run = test.run(&["check", "--mount", "xx:/script", "--mount-id", "nope"]);
+    eqnice!(
+        "the mount `xx:/script` claims `/script`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script` and `/llm-logs`; rename the mount, for example to `/script-files`\n\
+         invalid --mount-id `nope`: a mount id is a ULID: 26 characters of Crockford base32\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+}
+
+#[test]
+fn no_mount_serves_the_current_directory_read_only_at_workspace() {
+    let test = TestDir::new();
+    let run = test.run(&["mounts"]);
+    eqnice!(
+        "ROOT        RIGHTS  VISIBILITY    ORIGIN                       PHYSICAL\n\
+         /workspace  ro      agent-facing  default (current directory)  [TMP]\n",
+        test.redact(&run.stdout)
+    );
+    let run = test.run(&["mounts", "--allow-write", "--prompt"]);
+    eqnice!(
+        "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /workspace | rw | read, write, create, delete |\n",
+        run.stdout
+    );
+}
+
+#[test]
+fn the_operator_table_shows_physical_paths_rights_visibility_and_origin() {
+    let test = TestDir::new();
+    test.dir("data/vendor");
+    test.dir("out");
+    let run =
+        test.run(&["mounts", "--mount", "data:/src:ro;vendor:rw", "--mount", "./out:/output:rw", "--llm-log", "logs"]);
+    eqnice!(
+        "ROOT         RIGHTS  VISIBILITY    ORIGIN              PHYSICAL\n\
+         /llm-logs    rw      internal      runner (--llm-log)  [TMP]/logs\n\
+         /output      rw      agent-facing  --mount             [TMP]/out\n\
+         /src         ro      agent-facing  --mount             [TMP]/data\n\
+         /src/vendor  rw      agent-facing  override of /src\n",
+        test.redact(&run.stdout)
+    );
+}
+
+#[test]
+fn settings_paths_resolve_against_the_settings_directory() {
+    let test = TestDir::new();
+    test.file("conf/data/a.txt", "from settings\n");
+    test.file("conf/vfs.json", r#"{"mounts": ["./data:/src"], "internal_mounts": []}"#);
+    let run = test.run(&["call", "read_text_file", r#"{"path": "/src/a.txt"}"#, "--settings", "conf/vfs.json"]);
+    eqnice!("from settings\n", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn a_mount_flag_replaces_the_settings_entries_of_its_root() {
+    let test = TestDir::new();
+    test.file("one/a.txt", "one\n");
+    test.file("two/a.txt", "two\n");
+    test.file("flag/a.txt", "flag\n");
+    test.file("vfs.json", &format!(r#"{{"mounts": ["{ID_A}|one:/src", "{ID_B}|two:/src"]}}"#));
+    let run = test.run(&[
+        "call",
+        "read_text_file",
+        r#"{"path": "/src/a.txt"}"#,
+        "--settings",
+        "vfs.json",
+        "--mount",
+        "flag:/src",
+    ]);
+    eqnice!("flag\n", run.stdout);
+}
+
+#[test]
+fn a_root_declared_twice_needs_a_selection() {
+    let test = TestDir::new();
+    test.file("one/a.txt", "one\n");
+    test.file("two/a.txt", "two\n");
+    test.file("vfs.json", &format!(r#"{{"mounts": ["{ID_A}|one:/src", "{ID_B}|two:/src"]}}"#));
+    let run = test.run(&["serve", "--settings", "vfs.json"]);
+    eqnice!(
+        format!(
+            "error: the root `/src` is declared 2 times in the settings and nothing selects one: pass `--mount-id <ULID>` with one of `{ID_A}`, `{ID_B}`, or `--mount` for `/src`\n"
+        ),
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&[
+        "call",
+        "read_text_file",
+        r#"{"path": "/src/a.txt"}"#,
+        "--settings",
+        "vfs.json",
+        "--mount-id",
+        ID_B,
+    ]);
+    eqnice!("two\n", run.stdout);
+}
+
+#[test]
+fn unknown_and_duplicate_ids_are_refused() {
+    let test = TestDir::new();
+    test.dir("one");
+    test.file("vfs.json", &format!(r#"{{"mounts": ["{ID_A}|one:/src"]}}"#));
+    let run = test.run(&["check", "--settings", "vfs.json", "--mount-id", ID_B]);
+    eqnice!(
+        format!(
+            "--mount-id names the mount id `{ID_B}`, but no settings entry carries it: check the id against the settings file's `<ulid>|` prefixes\n"
+        ),
+        run.stdout
+    );
+    test.file("dup.json", &format!(r#"{{"mounts": ["{ID_A}|one:/src", "{ID_A}|one:/other"]}}"#));
+    let run = test.run(&["check", "--settings", "dup.json"]);
+    eqnice!(format!("two settings entries carry the mount id `{ID_A}`: give each entry its own ULID\n"), run.stdout);
+}
+
+#[test]
+fn a_bad_settings_file_is_one_line() {
+    let test = TestDir::new();
+    test.file("vfs.json", r#"{"mount": []}"#);
+    let run = test.run(&["check", "--settings", "vfs.json"]);
+    eqnice!(
+        "invalid settings file `vfs.json`: unknown field `mount`, expected `mounts` or `internal_mounts` at line 1 column 8\n",
+        run.stdout
+    );
+    let run = test.run(&["check", "--settings", "missing.json"]);
+    eqnice!("cannot read settings file `missing.json`: no such file\n", run.stdout);
+}
+
+#[test]
+fn a_crew_directory_is_mounted_at_crew_and_read_through_the_vfs() {
+    let test = TestDir::new();
+    test.file("src/main.rs", "fn main() {}\n");
+    test.file("crews/review/crew.yaml", "name: review\nagents: [reader]\nmounts:\n  - /src\n");
+    let run = test.run(&["mounts", "--crew", "crews/review", "--mount", "src:/src"]);
+    eqnice!(
+        "ROOT   RIGHTS  VISIBILITY    ORIGIN           PHYSICAL\n\
+         /crew  ro      agent-facing  runner (--crew)  [TMP]/crews/review\n\
+         /src   ro      agent-facing  --mount          [TMP]/src\n",
+        test.redact(&run.stdout)
+    );
+    let run = test.run(&[
+        "call",
+        "read_text_file",
+        r#"{"path": "/crew/crew.yaml", "head": 1}"#,
+        "--crew",
+        "crews/review",
+        "--mount",
+        "src:/src",
+    ]);
+    eqnice!("name: review\n[more lines follow; read on with offset: 2]\n", run.stdout);
+}
+
+#[test]
+fn a_single_file_crew_is_addressed_under_crew() {
+    let test = TestDir::new();
+    test.file("team.yaml", "mounts: [/workspace]\n");
+    let run = test.run(&["call", "list_directory", r#"{"path": "/crew"}"#, "--crew", "team.yaml"]);
+    assert!(run.stdout.contains("[FILE] team.yaml"), "{}", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn crew_refusals_name_the_fix() {
+    let test = TestDir::new();
+    test.dir("one");
+    test.file("vfs.json", &format!(r#"{{"mounts": ["{ID_A}|one:/src", "{ID_B}|one:/data"]}}"#));
+    test.file("needs.yaml", "mounts: [/output]\n");
+    let run = test.run(&["check", "--crew", "needs.yaml", "--settings", "vfs.json"]);
+    eqnice!(
+        "the crew needs `/output`, but nothing provides it: pass `--mount <dir>:/output`, or add an entry for `/output` to the settings file\n",
+        run.stdout
+    );
+    test.file("other.yaml", &format!("mounts: ['{ID_B}|/src']\n"));
+    let run = test.run(&["check", "--crew", "other.yaml", "--settings", "vfs.json"]);
+    eqnice!(
+        format!(
+            "the crew lists `{ID_B}|/src`, but the settings entry `{ID_B}` mounts `/data`: fix the root in the crew's `mounts:` block or the id\n"
+        ),
+        run.stdout
+    );
+    test.file("bad.yaml", "mounts: ['src']\n");
+    let run = test.run(&["serve", "--crew", "bad.yaml", "--settings", "vfs.json"]);
+    eqnice!(
+        "error: invalid crew mount `src` in `bad.yaml`: a virtual root starts with `/`, like `/src`\n\n\
+         hint: a crew's `mounts:` block is a list of `/root` or `<ulid>|/root`, like `mounts: [\"/src\", \"01J9Z3K4M5N6P7Q8R9S0T1V2W3|/output\"]`\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&["check", "--crew", "nowhere"]);
+    eqnice!("cannot read crew `nowhere`: no such file or directory\n", run.stdout);
+}
+
+#[test]
+fn the_crew_id_selects_among_entries_of_one_root() {
+    let test = TestDir::new();
+    test.file("one/a.txt", "one\n");
+    test.file("two/a.txt", "two\n");
+    test.file("vfs.json", &format!(r#"{{"mounts": ["{ID_A}|one:/src", "{ID_B}|two:/src"]}}"#));
+    test.file("crew/crew.yaml", &format!("mounts:\n  - {ID_B}|/src\nunknown_key: kept\n"));
+    let run =
+        test.run(&["call", "read_text_file", r#"{"path": "/src/a.txt"}"#, "--settings", "vfs.json", "--crew", "crew"]);
+    eqnice!("two\n", run.stdout);
+    // `--mount-id` comes before the crew's id.
+    let run = test.run(&[
+        "call",
+        "read_text_file",
+        r#"{"path": "/src/a.txt"}"#,
+        "--settings",
+        "vfs.json",
+        "--crew",
+        "crew",
+        "--mount-id",
+        ID_A,
+    ]);
+    eqnice!("one\n", run.stdout);
+}
+
+#[test]
+fn the_log_directory_is_created_if_missing() {
+    let test = TestDir::new();
+    let run = test.run(&["call", "list_mounts", "{}", "--llm-log", "deep/logs"]);
+    eqnice!("/workspace (ro)\n", run.stdout);
+    let entries: Vec<_> = std::fs::read_dir(test.path().join("deep/logs")).unwrap().collect();
+    assert_eq!(entries.len(), 1);
+}
+
+#[test]
+fn help_has_examples_and_exit_codes() {
+    let test = TestDir::new();
+    let run = test.run(&["--help"]);
+    assert!(run.stdout.contains("Examples:\n  vfs serve\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("Exit codes:\n  0  success\n"), "{}", run.stdout);
+    assert_eq!(run.code, 0);
+}

@@ -1,0 +1,15 @@
+//! Integration tests that drive the real `vfs` binary. One test binary; each module holds one
+//! kind of test.
+#![expect(clippy::disallowed_methods, reason = "fixture: tests build fixtures on disk")]
+
+// Shared helpers: a fresh temp directory per test and a `vfs` command with a clean environment.
+mod util;
+
+// Launch composition: mounts, settings, crews, reserved roots, refusals (exact text).
+mod launch;
+// `vfs call`: what an agent sees, byte for byte.
+mod call;
+// `vfs serve`: the MCP protocol over stdio, raw.
+mod serve;
+// Documentation kept in sync with the binary.
+mod docs;

@@ -1,0 +1,159 @@
+//! Crew definitions: the part of a crew file the service needs, its `mounts:` block.
+//!
+//! The crew format belongs to the crew framework, so this module reads only `mounts:` and keeps
+//! every other key as it was written ([`Crew::definition`]). The file is read through the VFS,
+//! from the runner root `/crew`, never by host path: the crew is data the agents can see too,
+//! and reading it the same way keeps one path of access to audit.
+
+use vfs::{MountId, MountRoot};
+
+use crate::error::{HostError, Problems};
+
+/// One entry of a crew's `mounts:` block: `/root` or `<ulid>|/root`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrewMount {
+    /// The settings entry the crew asks for, if it names one.
+    pub id: Option<MountId>,
+    /// The virtual root the crew needs.
+    pub root: MountRoot,
+}
+
+/// A crew definition.
+#[derive(Debug, Clone)]
+pub struct Crew {
+    path: String,
+    definition: serde_norway::Value,
+    mounts: Vec<CrewMount>,
+}
+
+impl Crew {
+    /// Parses a crew file. `path` names the file in messages (the operator's spelling).
+    pub(crate) fn parse(path: &str, virtual_path: &str, text: &str) -> Result<Self, Problems> {
+        let definition: serde_norway::Value = serde_norway::from_str(text)
+            .map_err(|error| HostError::CrewParse { path: path.to_owned(), reason: one_line(&error.to_string()) })?;
+        let block = match &definition {
+            serde_norway::Value::Mapping(mapping) => mapping.get("mounts").cloned(),
+            serde_norway::Value::Null => None,
+            _ => {
+                return Err(HostError::CrewParse {
+                    path: path.to_owned(),
+                    reason: "a crew file is a YAML mapping (keys such as `mounts:`)".to_owned(),
+                }
+                .into());
+            }
+        };
+        let entries = match block {
+            None | Some(serde_norway::Value::Null) => Vec::new(),
+            Some(serde_norway::Value::Sequence(entries)) => entries,
+            Some(_) => {
+                return Err(HostError::CrewParse {
+                    path: path.to_owned(),
+                    reason: "`mounts:` is a list of `/root` or `<ulid>|/root` entries".to_owned(),
+                }
+                .into());
+            }
+        };
+        let mut problems = Vec::new();
+        let mut mounts: Vec<CrewMount> = Vec::new();
+        for entry in entries {
+            let serde_norway::Value::String(text) = entry else {
+                let written = serde_norway::to_string(&entry).map_or_else(|_| "?".to_owned(), |text| one_line(&text));
+                problems.push(HostError::CrewMount {
+                    path: path.to_owned(),
+                    entry: written,
+                    reason: "an entry is a string, `/root` or `<ulid>|/root`".to_owned(),
+                });
+                continue;
+            };
+            match parse_entry(&text) {
+                Ok(mount) => {
+                    if mounts.iter().any(|seen| seen.root.as_str().eq_ignore_ascii_case(mount.root.as_str())) {
+                        problems.push(HostError::CrewMount {
+                            path: path.to_owned(),
+                            entry: text,
+                            reason: "the root is listed twice; list each root once".to_owned(),
+                        });
+                    } else {
+                        mounts.push(mount);
+                    }
+                }
+                Err(reason) => {
+                    problems.push(HostError::CrewMount {
+                        path: path.to_owned(),
+                        entry: text,
+                        reason: reason.to_owned(),
+                    });
+                }
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Problems(problems));
+        }
+        Ok(Self { path: virtual_path.to_owned(), definition, mounts })
+    }
+
+    /// The virtual path the definition was read from, like `/crew/crew.yaml`.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The whole definition, unknown keys included.
+    #[must_use]
+    pub fn definition(&self) -> &serde_norway::Value {
+        &self.definition
+    }
+
+    /// The roots the crew needs.
+    #[must_use]
+    pub fn mounts(&self) -> &[CrewMount] {
+        &self.mounts
+    }
+}
+
+fn parse_entry(text: &str) -> Result<CrewMount, &'static str> {
+    let (id, root) = match text.split_once('|') {
+        Some((id, root)) => (Some(MountId::new(id.trim())?), root.trim()),
+        None => (None, text.trim()),
+    };
+    let root = MountRoot::new(root)?;
+    Ok(CrewMount { id, root })
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_unknown_keys_and_reads_mounts() {
+        let text = "name: review\nagents: [a, b]\nmounts:\n  - /src\n  - 01J9Z3K4M5N6P7Q8R9S0T1V2W3|/output\n";
+        let crew = Crew::parse("crew.yaml", "/crew/crew.yaml", text).unwrap();
+        assert_eq!(crew.mounts().len(), 2);
+        assert_eq!(crew.mounts()[1].id.as_ref().unwrap().as_str(), "01J9Z3K4M5N6P7Q8R9S0T1V2W3");
+        assert!(crew.definition().get("agents").is_some());
+    }
+
+    #[test]
+    fn refuses_malformed_entries_one_line_each() {
+        let text = "mounts:\n  - src\n  - nope|/x\n  - 3\n";
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", text).unwrap_err();
+        assert_eq!(problems.0.len(), 3);
+        assert_eq!(
+            problems.0[0].to_string(),
+            "invalid crew mount `src` in `crew.yaml`: a virtual root starts with `/`, like `/src`"
+        );
+    }
+
+    #[test]
+    fn refuses_a_mounts_block_that_is_not_a_list() {
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", "mounts: /src\n").unwrap_err();
+        assert_eq!(
+            problems.to_string(),
+            "invalid crew `crew.yaml`: `mounts:` is a list of `/root` or `<ulid>|/root` entries"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! The crate's one error type: everything that refuses a launch.
+//!
+//! These messages are for the operator, on stderr, so they may name physical paths. Each is one
+//! line that states what is wrong and the rule; the fix, when there is one, comes from
+//! [`HostError::hint`] so that callers print it as a separate `hint:` line.
+
+use std::fmt;
+
+/// A refused launch option, settings file, crew file or mount table.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// A mount string that does not parse.
+    #[error("{source}{origin}")]
+    Spec {
+        /// The parse error (names the string and the part).
+        source: vfs::SpecError,
+        /// Where the string came from, like ` (in settings file `s.json`)`; may be empty.
+        origin: String,
+    },
+    /// A `--mount-id` that is not a ULID.
+    #[error("invalid --mount-id `{value}`: {reason}")]
+    MountId {
+        /// The value given.
+        value: String,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+    /// A user mount on a root the runner reserves.
+    #[error(
+        "the mount `{spec}` claims `{root}`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script` and `/llm-logs`; rename the mount, for example to `{suggestion}`"
+    )]
+    ReservedRoot {
+        /// The mount string.
+        spec: String,
+        /// The reserved root it claims.
+        root: String,
+        /// A root that would be accepted.
+        suggestion: String,
+    },
+    /// The settings file could not be read.
+    #[error("cannot read settings file `{path}`: {reason}")]
+    SettingsRead {
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The settings file is not the expected JSON.
+    #[error("invalid settings file `{path}`: {reason}")]
+    SettingsParse {
+        /// The path as given.
+        path: String,
+        /// The JSON error.
+        reason: String,
+    },
+    /// The crew file could not be found or read.
+    #[error("cannot read crew `{path}`: {reason}")]
+    CrewRead {
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The crew file is not YAML, or its `mounts:` block is not a list.
+    #[error("invalid crew `{path}`: {reason}")]
+    CrewParse {
+        /// The path as given.
+        path: String,
+        /// The rule it breaks.
+        reason: String,
+    },
+    /// One entry of the crew's `mounts:` block is malformed.
+    #[error("invalid crew mount `{entry}` in `{path}`: {reason}")]
+    CrewMount {
+        /// The crew file.
+        path: String,
+        /// The entry as written.
+        entry: String,
+        /// The rule it breaks.
+        reason: String,
+    },
+    /// Several settings entries for one root, and nothing selects one.
+    #[error(
+        "the root `{root}` is declared {count} times in the settings and nothing selects one: pass `--mount-id <ULID>` with one of {ids}, or `--mount` for `{root}`"
+    )]
+    AmbiguousRoot {
+        /// The root.
+        root: String,
+        /// How many entries.
+        count: usize,
+        /// The ids of the entries, for the message.
+        ids: String,
+    },
+    /// An id that no settings entry carries.
+    #[error("{source_name} names the mount id `{id}`, but no settings entry carries it: {fix}")]
+    UnknownId {
+        /// `--mount-id` or `the crew`.
+        source_name: &'static str,
+        /// The id.
+        id: String,
+        /// How to fix it.
+        fix: &'static str,
+    },
+    /// The crew lists an id for one root, but the entry with that id mounts another.
+    #[error(
+        "the crew lists `{id}|{crew_root}`, but the settings entry `{id}` mounts `{entry_root}`: fix the root in the crew's `mounts:` block or the id"
+    )]
+    IdForOtherRoot {
+        /// The id.
+        id: String,
+        /// The root the crew wants.
+        crew_root: String,
+        /// The root of the entry.
+        entry_root: String,
+    },
+    /// A root the crew needs and nothing provides.
+    #[error(
+        "the crew needs `{root}`, but nothing provides it: pass `--mount <dir>:{root}`, or add an entry for `{root}` to the settings file"
+    )]
+    UnprovidedRoot {
+        /// The root.
+        root: String,
+    },
+    /// Two settings entries carry one id.
+    #[error("two settings entries carry the mount id `{id}`: give each entry its own ULID")]
+    DuplicateId {
+        /// The id.
+        id: String,
+    },
+    /// Two selections for one root.
+    #[error("{message}")]
+    ConflictingSelection {
+        /// The whole line.
+        message: String,
+    },
+    /// The mount table did not build.
+    #[error(transparent)]
+    Registry(#[from] vfs::ConfigError),
+    /// The exchange log directory could not be created or opened.
+    #[error("cannot use `{path}` as the exchange log directory: {reason}")]
+    LogDir {
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl HostError {
+    /// How to fix it, for a `hint:` line, when there is more to say than the line says.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            HostError::Spec { source, .. } => {
+                let hint = source.hint();
+                (!hint.is_empty()).then(|| hint.to_owned())
+            }
+            HostError::MountId { .. } => Some("a mount id is the ULID written before `|` in a settings entry, like `01J9Z3K4M5N6P7Q8R9S0T1V2W3|./data:/src:ro`".to_owned()),
+            HostError::SettingsParse { .. } => Some(
+                r#"the settings file is JSON like {"mounts": ["./data:/src:ro"], "internal_mounts": []}"#.to_owned(),
+            ),
+            HostError::CrewRead { .. } => Some("--crew takes a crew YAML file, or a directory holding `crew.yaml`".to_owned()),
+            HostError::CrewMount { .. } | HostError::CrewParse { .. } => Some(
+                "a crew's `mounts:` block is a list of `/root` or `<ulid>|/root`, like `mounts: [\"/src\", \"01J9Z3K4M5N6P7Q8R9S0T1V2W3|/output\"]`".to_owned(),
+            ),
+            HostError::Registry(error) => Some(error.hint().to_owned()),
+            HostError::LogDir { .. } => Some("--llm-log takes a directory; it is created if missing".to_owned()),
+            HostError::ReservedRoot { .. }
+            | HostError::SettingsRead { .. }
+            | HostError::AmbiguousRoot { .. }
+            | HostError::UnknownId { .. }
+            | HostError::IdForOtherRoot { .. }
+            | HostError::UnprovidedRoot { .. }
+            | HostError::DuplicateId { .. }
+            | HostError::ConflictingSelection { .. } => None,
+        }
+    }
+}
+
+/// Every problem a launch found, in the order found. Never empty.
+#[derive(Debug)]
+pub struct Problems(pub Vec<HostError>);
+
+impl Problems {
+    /// The problems.
+    pub fn iter(&self) -> std::slice::Iter<'_, HostError> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Problems {
+    type Item = &'a HostError;
+    type IntoIter = std::slice::Iter<'a, HostError>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl From<HostError> for Problems {
+    fn from(error: HostError) -> Self {
+        Self(vec![error])
+    }
+}
+
+impl fmt::Display for Problems {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, problem) in self.0.iter().enumerate() {
+            if index > 0 {
+                formatter.write_str("\n")?;
+            }
+            write!(formatter, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Problems {}

@@ -1,0 +1,680 @@
+//! Launch composition (DESIGN 4.6): from the operator's options to a frozen mount registry.
+//!
+//! Everything a launch can refuse is refused here, before anything is served, and each refusal
+//! is one [`HostError`]. Files the launch reads (the settings file, the crew file) and the
+//! directory it may create (the exchange log) are reached through `vfs` registries like every
+//! other file, never by ambient host paths: the workspace allows raw file-system calls in one
+//! backend module only.
+//!
+//! # Selection rules, per virtual root
+//! 1. A `--mount` for the root replaces every settings entry of that root.
+//! 2. Else a `--mount-id` that names one of the root's settings entries selects it.
+//! 3. Else the crew's `<ulid>|/root` entry selects.
+//! 4. Else a root declared once in the settings is used as declared.
+//! 5. Else (declared several times, nothing selecting) the launch is refused.
+//!
+//! Then: no agent-facing mount at all means the current directory at `/workspace` (`ro`, or
+//! `rw` with `--allow-write`); the runner adds `/crew` (ro) and `/llm-logs` (internal).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use vfs::{ConfigError, MountId, MountRegistry, MountRoot, MountSpec, Rights, Visibility};
+
+use crate::crew::Crew;
+use crate::error::{HostError, Problems};
+
+/// Roots the runner reserves; the last entry stands for `/crews-<N>`.
+pub const RESERVED_ROOTS: [&str; 5] = ["/crew", "/crews", "/crews-N", "/script", "/llm-logs"];
+
+/// The virtual root of the exchange log.
+pub(crate) const LOG_ROOT: &str = "/llm-logs";
+
+/// What the operator asked for. Relative physical paths resolve against
+/// [`LaunchOptions::current_dir`], except in a settings file, where they resolve against the
+/// file's directory.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// `--mount SPEC`, in order.
+    pub mounts: Vec<String>,
+    /// `--mount-id ULID`, in order.
+    pub mount_ids: Vec<String>,
+    /// `--settings FILE`.
+    pub settings: Option<PathBuf>,
+    /// `--crew PATH`: a crew YAML file, or a directory holding `crew.yaml`.
+    pub crew: Option<PathBuf>,
+    /// `--llm-log DIR`: the exchange log directory (created if missing).
+    pub llm_log: Option<PathBuf>,
+    /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
+    pub allow_write: bool,
+    /// The directory relative paths resolve against.
+    pub current_dir: PathBuf,
+}
+
+impl LaunchOptions {
+    /// True when no option was given at all (the embedded default launch).
+    #[must_use]
+    pub fn is_default(&self) -> bool {
+        self.mounts.is_empty()
+            && self.mount_ids.is_empty()
+            && self.settings.is_none()
+            && self.crew.is_none()
+            && self.llm_log.is_none()
+            && !self.allow_write
+    }
+}
+
+/// A composed launch: the frozen registry, and the crew if one was given.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    registry: MountRegistry,
+    crew: Option<Crew>,
+    exchange_log: bool,
+}
+
+impl Launch {
+    /// The mount registry.
+    #[must_use]
+    pub fn registry(&self) -> &MountRegistry {
+        &self.registry
+    }
+
+    /// The crew, when `--crew` was given.
+    #[must_use]
+    pub fn crew(&self) -> Option<&Crew> {
+        self.crew.as_ref()
+    }
+
+    /// True when `--llm-log` was given (the registry has the internal root `/llm-logs`).
+    #[must_use]
+    pub fn has_exchange_log(&self) -> bool {
+        self.exchange_log
+    }
+}
+
+/// One candidate mount with its visibility and where it came from.
+#[derive(Debug, Clone)]
+struct Entry {
+    spec: MountSpec,
+    visibility: Visibility,
+    origin: String,
+}
+
+/// Composes a launch, or returns every problem found (one line each).
+pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
+    let mut problems: Vec<HostError> = Vec::new();
+
+    let flag_mounts = flag_mounts(options, &mut problems);
+    let mount_ids = mount_ids(options, &mut problems);
+    let settings = match &options.settings {
+        Some(path) => match settings_entries(options, path) {
+            Ok(entries) => entries,
+            Err(Problems(found)) => {
+                problems.extend(found);
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
+    let crew_place = match options.crew.as_ref().map(|path| crew_place(options, path)).transpose() {
+        Ok(place) => place,
+        Err(error) => {
+            problems.push(error);
+            None
+        }
+    };
+    let crew = match crew_place.as_ref().map(read_crew).transpose() {
+        Ok(crew) => crew,
+        Err(Problems(found)) => {
+            problems.extend(found);
+            None
+        }
+    };
+    if !problems.is_empty() {
+        return Err(Problems(problems));
+    }
+
+    let mut selected = select(&flag_mounts, &mount_ids, &settings, crew.as_ref(), &mut problems);
+
+    if !selected.iter().any(|entry| entry.visibility == Visibility::AgentFacing) {
+        let rights = if options.allow_write { Rights::ReadWrite } else { Rights::ReadOnly };
+        let root = MountRoot::new("/workspace").unwrap_or_else(|_| unreachable!("a valid root"));
+        let origin = if options.allow_write {
+            "default (current directory, --allow-write)"
+        } else {
+            "default (current directory)"
+        };
+        selected.push(Entry {
+            spec: MountSpec::new(path_text(&options.current_dir), root, rights),
+            visibility: Visibility::AgentFacing,
+            origin: origin.to_owned(),
+        });
+    }
+
+    if let Some(crew) = &crew {
+        for needed in crew.mounts() {
+            let provided = selected
+                .iter()
+                .any(|entry| entry.visibility == Visibility::AgentFacing && entry.spec.root() == &needed.root);
+            if !provided {
+                problems.push(HostError::UnprovidedRoot { root: needed.root.to_string() });
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Problems(problems));
+    }
+
+    if let Some(place) = &crew_place {
+        selected.push(Entry {
+            spec: MountSpec::new(path_text(&place.directory), runner_root("/crew"), Rights::ReadOnly),
+            visibility: Visibility::AgentFacing,
+            origin: "runner (--crew)".to_owned(),
+        });
+    }
+    if let Some(directory) = &options.llm_log {
+        let directory = absolute(&options.current_dir, directory);
+        ensure_directory(&directory)?;
+        selected.push(Entry {
+            spec: MountSpec::new(path_text(&directory), runner_root(LOG_ROOT), Rights::ReadWrite),
+            visibility: Visibility::Internal,
+            origin: "runner (--llm-log)".to_owned(),
+        });
+    }
+
+    let mut builder = MountRegistry::builder();
+    for entry in &selected {
+        builder.mount_from(entry.spec.clone(), entry.visibility, entry.origin.clone());
+    }
+    let registry = builder.build().map_err(HostError::from)?;
+    Ok(Launch { registry, crew, exchange_log: options.llm_log.is_some() })
+}
+
+fn runner_root(root: &str) -> MountRoot {
+    MountRoot::new(root).unwrap_or_else(|_| unreachable!("runner roots are valid roots"))
+}
+
+/// `--mount` strings: parsed, resolved against the current directory, checked for reserved
+/// roots.
+fn flag_mounts(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for text in &options.mounts {
+        match text.parse::<MountSpec>() {
+            Ok(spec) => {
+                if let Some(error) = reserved(&spec, text) {
+                    problems.push(error);
+                    continue;
+                }
+                let spec = resolve(spec, &options.current_dir);
+                entries.push(Entry { spec, visibility: Visibility::AgentFacing, origin: "--mount".to_owned() });
+            }
+            Err(source) => problems.push(HostError::Spec { source, origin: String::new() }),
+        }
+    }
+    entries
+}
+
+fn mount_ids(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<MountId> {
+    let mut ids = Vec::new();
+    for text in &options.mount_ids {
+        match MountId::new(text) {
+            Ok(id) => ids.push(id),
+            Err(reason) => problems.push(HostError::MountId { value: text.clone(), reason }),
+        }
+    }
+    ids
+}
+
+/// Refuses a user mount whose root is, or lies under, a root the runner reserves.
+fn reserved(spec: &MountSpec, text: &str) -> Option<HostError> {
+    let first = spec.root().components().next().unwrap_or_default();
+    let is_reserved = matches!(first, "crew" | "crews" | "script" | "llm-logs")
+        || first
+            .strip_prefix("crews-")
+            .is_some_and(|number| !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit()));
+    is_reserved.then(|| HostError::ReservedRoot {
+        spec: text.to_owned(),
+        root: format!("/{first}"),
+        suggestion: format!("/{first}-files"),
+    })
+}
+
+/// Makes a relative physical path absolute against `base` (lexically; the registry opens it).
+fn resolve(spec: MountSpec, base: &Path) -> MountSpec {
+    let physical = Path::new(spec.physical());
+    if physical.is_absolute() {
+        return spec;
+    }
+    let joined = path_text(&absolute(base, physical));
+    spec.with_physical(joined)
+}
+
+fn absolute(base: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
+    // Drop `.` components so that the operator's table reads cleanly; `..` stays for the OS.
+    joined.components().filter(|component| !matches!(component, std::path::Component::CurDir)).collect()
+}
+
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Reads a file by mounting its directory read-only in a throwaway registry, so that the read
+/// goes through the same confined code as every other read.
+fn read_through_vfs(file: &Path) -> Result<String, String> {
+    let (Some(directory), Some(name)) = (file.parent(), file.file_name()) else {
+        return Err("not a file path".to_owned());
+    };
+    let directory = if directory.as_os_str().is_empty() { Path::new(".") } else { directory };
+    let spec = MountSpec::new(path_text(directory), runner_root("/read"), Rights::ReadOnly);
+    let registry = MountRegistry::builder().mount(spec).build().map_err(|error| match error {
+        ConfigError::Missing { .. } => "no such file or directory".to_owned(),
+        other => other.to_string(),
+    })?;
+    let virtual_path = format!("/read/{}", name.to_string_lossy());
+    let read = registry
+        .agent()
+        .read_text(&virtual_path, &vfs::ReadWindow::default())
+        .map_err(|error| describe_read_error(&error))?;
+    if read.truncated {
+        return Err(format!("the file is larger than {} bytes", registry.limits().read_bytes));
+    }
+    Ok(read.content)
+}
+
+fn describe_read_error(error: &vfs::Error) -> String {
+    match error.kind() {
+        vfs::ErrorKind::NotFound => "no such file".to_owned(),
+        vfs::ErrorKind::NotAFile => "it is a directory, not a file".to_owned(),
+        vfs::ErrorKind::InvalidPath => "the file name is not usable".to_owned(),
+        _ => error.to_string().replace("/read/", ""),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsFile {
+    #[serde(default)]
+    mounts: Vec<String>,
+    #[serde(default)]
+    internal_mounts: Vec<String>,
+}
+
+fn settings_entries(options: &LaunchOptions, path: &Path) -> Result<Vec<Entry>, Problems> {
+    let shown = path_text(path);
+    let file = absolute(&options.current_dir, path);
+    let text = read_through_vfs(&file).map_err(|reason| HostError::SettingsRead { path: shown.clone(), reason })?;
+    let settings: SettingsFile = serde_json::from_str(&text)
+        .map_err(|error| HostError::SettingsParse { path: shown.clone(), reason: error.to_string() })?;
+    let base = file.parent().map_or_else(|| options.current_dir.clone(), Path::to_path_buf);
+    let mut problems = Vec::new();
+    let mut entries = Vec::new();
+    let lists = [(settings.mounts, Visibility::AgentFacing), (settings.internal_mounts, Visibility::Internal)];
+    for (list, visibility) in lists {
+        for text in list {
+            match text.parse::<MountSpec>() {
+                Ok(spec) => {
+                    if let Some(error) = reserved(&spec, &text) {
+                        problems.push(error);
+                        continue;
+                    }
+                    let spec = resolve(spec, &base);
+                    entries.push(Entry { spec, visibility, origin: format!("settings {shown}") });
+                }
+                Err(source) => {
+                    problems.push(HostError::Spec { source, origin: format!(" (in settings file `{shown}`)") });
+                }
+            }
+        }
+    }
+    let mut seen: HashMap<&MountId, usize> = HashMap::new();
+    for entry in &entries {
+        if let Some(id) = entry.spec.id() {
+            let count = seen.entry(id).or_default();
+            *count += 1;
+            if *count == 2 {
+                problems.push(HostError::DuplicateId { id: id.to_string() });
+            }
+        }
+    }
+    if problems.is_empty() { Ok(entries) } else { Err(Problems(problems)) }
+}
+
+/// Where the crew lives: the directory mounted at `/crew` and the definition's file name.
+#[derive(Debug)]
+struct CrewPlace {
+    shown: String,
+    directory: PathBuf,
+    file: String,
+}
+
+fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostError> {
+    let shown = path_text(path);
+    let full = absolute(&options.current_dir, path);
+    let probe = MountSpec::new(path_text(&full), runner_root("/crew"), Rights::ReadOnly);
+    match MountRegistry::builder().mount(probe).build() {
+        Ok(_) => Ok(CrewPlace { shown, directory: full, file: "crew.yaml".to_owned() }),
+        Err(ConfigError::NotADirectory { .. }) => {
+            let (Some(directory), Some(name)) = (full.parent(), full.file_name()) else {
+                return Err(HostError::CrewRead { path: shown, reason: "not a file or directory".to_owned() });
+            };
+            Ok(CrewPlace { shown, directory: directory.to_path_buf(), file: name.to_string_lossy().into_owned() })
+        }
+        Err(ConfigError::Missing { .. }) => {
+            Err(HostError::CrewRead { path: shown, reason: "no such file or directory".to_owned() })
+        }
+        Err(other) => Err(HostError::CrewRead { path: shown, reason: other.to_string() }),
+    }
+}
+
+/// Reads the crew definition through a registry that mounts the crew directory at `/crew`,
+/// exactly as agents will see it.
+fn read_crew(place: &CrewPlace) -> Result<Crew, Problems> {
+    let spec = MountSpec::new(path_text(&place.directory), runner_root("/crew"), Rights::ReadOnly);
+    let registry = MountRegistry::builder().mount(spec).build().map_err(HostError::from)?;
+    let virtual_path = format!("/crew/{}", place.file);
+    let read = registry.agent().read_text(&virtual_path, &vfs::ReadWindow::default()).map_err(|error| {
+        let reason = match error.kind() {
+            vfs::ErrorKind::NotFound => format!("`{virtual_path}` does not exist"),
+            _ => error.to_string(),
+        };
+        HostError::CrewRead { path: place.shown.clone(), reason }
+    })?;
+    if read.truncated {
+        return Err(
+            HostError::CrewRead { path: place.shown.clone(), reason: "the crew file is too large".to_owned() }.into()
+        );
+    }
+    Crew::parse(&place.shown, &virtual_path, &read.content)
+}
+
+/// Applies the selection rules (module docs) to the settings entries.
+fn select(
+    flags: &[Entry],
+    mount_ids: &[MountId],
+    settings: &[Entry],
+    crew: Option<&Crew>,
+    problems: &mut Vec<HostError>,
+) -> Vec<Entry> {
+    let by_id: HashMap<&MountId, &Entry> =
+        settings.iter().filter_map(|entry| entry.spec.id().map(|id| (id, entry))).collect();
+    let flag_roots: Vec<&MountRoot> = flags.iter().map(|entry| entry.spec.root()).collect();
+
+    // Rule 2: `--mount-id`.
+    let mut chosen: BTreeMap<&MountRoot, &MountId> = BTreeMap::new();
+    for id in mount_ids {
+        let Some(entry) = by_id.get(id) else {
+            problems.push(HostError::UnknownId {
+                source_name: "--mount-id",
+                id: id.to_string(),
+                fix: "check the id against the settings file's `<ulid>|` prefixes",
+            });
+            continue;
+        };
+        let root = entry.spec.root();
+        if flag_roots.contains(&root) {
+            problems.push(HostError::ConflictingSelection {
+                message: format!(
+                    "--mount-id `{id}` selects an entry for `{root}`, but a --mount replaces `{root}`: drop one of the two"
+                ),
+            });
+        } else if let Some(first) = chosen.insert(root, id) {
+            problems.push(HostError::ConflictingSelection {
+                message: format!(
+                    "--mount-id `{first}` and --mount-id `{id}` both select `{root}`: pass one id per root"
+                ),
+            });
+        }
+    }
+
+    // Rule 3: the crew's `<ulid>|/root` entries.
+    let mut crew_chosen: BTreeMap<&MountRoot, &MountId> = BTreeMap::new();
+    if let Some(crew) = crew {
+        for needed in crew.mounts() {
+            let Some(id) = &needed.id else { continue };
+            match by_id.get(id) {
+                None => problems.push(HostError::UnknownId {
+                    source_name: "the crew",
+                    id: id.to_string(),
+                    fix: "add an entry with this id to the settings file, or drop the id from the crew's `mounts:` block",
+                }),
+                Some(entry) if entry.spec.root() != &needed.root => problems.push(HostError::IdForOtherRoot {
+                    id: id.to_string(),
+                    crew_root: needed.root.to_string(),
+                    entry_root: entry.spec.root().to_string(),
+                }),
+                Some(_) => {
+                    crew_chosen.insert(&needed.root, id);
+                }
+            }
+        }
+    }
+
+    // Group the settings entries by root, in order of first appearance.
+    let mut groups: Vec<(&MountRoot, Vec<&Entry>)> = Vec::new();
+    for entry in settings {
+        match groups.iter_mut().find(|(root, _)| *root == entry.spec.root()) {
+            Some((_, group)) => group.push(entry),
+            None => groups.push((entry.spec.root(), vec![entry])),
+        }
+    }
+
+    let mut selected: Vec<Entry> = flags.to_vec();
+    for (root, group) in groups {
+        if flag_roots.contains(&root) {
+            continue; // Rule 1.
+        }
+        let pick = chosen.get(root).or_else(|| crew_chosen.get(root)).and_then(|id| by_id.get(id).copied());
+        let entry = match (pick, group.as_slice()) {
+            (Some(entry), _) => entry,
+            (None, [entry]) => *entry,
+            (None, _) => {
+                let ids: Vec<String> = group
+                    .iter()
+                    .map(|entry| entry.spec.id().map_or_else(|| "(no id)".to_owned(), |id| format!("`{id}`")))
+                    .collect();
+                problems.push(HostError::AmbiguousRoot {
+                    root: root.to_string(),
+                    count: group.len(),
+                    ids: ids.join(", "),
+                });
+                continue;
+            }
+        };
+        let mut entry = entry.clone();
+        if let Some(id) = chosen.get(root) {
+            entry.origin = format!("{} (--mount-id {id})", entry.origin);
+        } else if let Some(id) = crew_chosen.get(root) {
+            entry.origin = format!("{} (crew id {id})", entry.origin);
+        }
+        selected.push(entry);
+    }
+    selected
+}
+
+/// Creates `directory` if missing: mounts its nearest existing ancestor read-write in a
+/// throwaway registry and creates the rest through it.
+fn ensure_directory(directory: &Path) -> Result<(), HostError> {
+    let shown = path_text(directory);
+    let fail = |reason: String| HostError::LogDir { path: shown.clone(), reason };
+    let mut ancestor = directory.to_path_buf();
+    let mut missing: Vec<String> = Vec::new();
+    loop {
+        let spec = MountSpec::new(path_text(&ancestor), runner_root("/base"), Rights::ReadWrite);
+        match MountRegistry::builder().mount(spec).build() {
+            Ok(registry) => {
+                if missing.is_empty() {
+                    return Ok(());
+                }
+                missing.reverse();
+                let virtual_path = format!("/base/{}", missing.join("/"));
+                return registry
+                    .agent()
+                    .create_directory(&virtual_path)
+                    .map(|_| ())
+                    .map_err(|error| fail(error.to_string().replace("/base/", "")));
+            }
+            Err(ConfigError::Missing { .. }) => {
+                let (Some(parent), Some(name)) = (ancestor.parent(), ancestor.file_name()) else {
+                    return Err(fail("no part of the path exists".to_owned()));
+                };
+                missing.push(name.to_string_lossy().into_owned());
+                ancestor = parent.to_path_buf();
+            }
+            Err(ConfigError::NotADirectory { .. }) => return Err(fail("it is not a directory".to_owned())),
+            Err(other) => return Err(fail(other.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::disallowed_methods, reason = "fixture: tests build fixtures on disk")]
+mod tests {
+    use super::*;
+
+    const ID_A: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W3";
+    const ID_B: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W4";
+
+    macro_rules! reserved {
+        ($name:ident, $spec:expr, $expected:expr) => {
+            #[test]
+            fn $name() {
+                let spec: MountSpec = $spec.parse().unwrap();
+                let found = reserved(&spec, $spec).map(|error| match error {
+                    HostError::ReservedRoot { root, .. } => root,
+                    other => panic!("{other}"),
+                });
+                assert_eq!(found.as_deref(), $expected);
+            }
+        };
+    }
+
+    reserved!(crew_is_reserved, "./a:/crew", Some("/crew"));
+    reserved!(under_crew_is_reserved, "./a:/crew/inner", Some("/crew"));
+    reserved!(crews_is_reserved, "./a:/crews", Some("/crews"));
+    reserved!(numbered_crews_are_reserved, "./a:/crews-12", Some("/crews-12"));
+    reserved!(script_is_reserved, "./a:/script", Some("/script"));
+    reserved!(llm_logs_is_reserved, "./a:/llm-logs", Some("/llm-logs"));
+    reserved!(crews_dash_word_is_free, "./a:/crews-x", None);
+    reserved!(crews_dash_alone_is_free, "./a:/crews-", None);
+    reserved!(crew2_is_free, "./a:/crew2", None);
+    reserved!(nested_elsewhere_is_free, "./a:/src/crew", None);
+
+    struct Setup {
+        dir: tempfile::TempDir,
+    }
+
+    impl Setup {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            for name in ["one", "two", "three"] {
+                std::fs::create_dir(dir.path().join(name)).unwrap();
+            }
+            Self { dir }
+        }
+
+        fn options(&self) -> LaunchOptions {
+            LaunchOptions { current_dir: self.dir.path().to_path_buf(), ..LaunchOptions::default() }
+        }
+
+        fn settings(&self, json: &str) -> PathBuf {
+            std::fs::write(self.dir.path().join("vfs.json"), json).unwrap();
+            PathBuf::from("vfs.json")
+        }
+
+        fn crew(&self, yaml: &str) -> PathBuf {
+            std::fs::write(self.dir.path().join("crew.yaml"), yaml).unwrap();
+            PathBuf::from("crew.yaml")
+        }
+    }
+
+    fn physical_of(launch: &Launch, root: &str) -> String {
+        let view = launch.registry().operator_view();
+        let mount = view.iter().find(|view| view.root == root).unwrap();
+        Path::new(&mount.physical).file_name().unwrap().to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn selection_follows_the_documented_order() {
+        let setup = Setup::new();
+        let two_entries = format!(r#"{{"mounts": ["{ID_A}|one:/src", "{ID_B}|two:/src"]}}"#);
+        let mut options = setup.options();
+        options.settings = Some(setup.settings(&two_entries));
+
+        // Rule 5: nothing selects.
+        let problems = compose(&options).unwrap_err();
+        assert!(matches!(problems.0.as_slice(), [HostError::AmbiguousRoot { count: 2, .. }]));
+
+        // Rule 3: the crew's id.
+        options.crew = Some(setup.crew(&format!("mounts: ['{ID_B}|/src']\n")));
+        assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "two");
+
+        // Rule 2: `--mount-id` before the crew.
+        options.mount_ids = vec![ID_A.to_owned()];
+        assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "one");
+
+        // Rule 1: `--mount` replaces the settings entries (and conflicts with `--mount-id`).
+        options.mounts = vec!["three:/src".to_owned()];
+        let problems = compose(&options).unwrap_err();
+        assert!(matches!(problems.0.as_slice(), [HostError::ConflictingSelection { .. }]));
+        options.mount_ids.clear();
+        assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "three");
+    }
+
+    #[test]
+    fn a_root_declared_once_is_used_and_the_default_workspace_is_dropped() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.settings = Some(setup.settings(r#"{"mounts": ["one:/src:rw"], "internal_mounts": ["two:/secret"]}"#));
+        let launch = compose(&options).unwrap();
+        let roots: Vec<String> = launch.registry().operator_view().into_iter().map(|view| view.root).collect();
+        assert_eq!(roots, ["/src", "/secret"]);
+        assert_eq!(launch.registry().internal_roots(), ["/secret"]);
+    }
+
+    #[test]
+    fn only_internal_mounts_still_get_the_default_workspace() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.settings = Some(setup.settings(r#"{"internal_mounts": ["two:/secret"]}"#));
+        options.allow_write = true;
+        let launch = compose(&options).unwrap();
+        let mounts = launch.registry().agent_mounts();
+        assert_eq!(mounts.len(), 1);
+        assert_eq!((mounts[0].root.as_str(), mounts[0].rights.as_str()), ("/workspace", "rw"));
+    }
+
+    #[test]
+    fn a_crew_root_served_only_internally_is_not_provided() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.settings = Some(setup.settings(r#"{"internal_mounts": ["two:/secret"]}"#));
+        options.crew = Some(setup.crew("mounts: [/secret]\n"));
+        let problems = compose(&options).unwrap_err();
+        assert!(matches!(problems.0.as_slice(), [HostError::UnprovidedRoot { root }] if root == "/secret"));
+    }
+
+    #[test]
+    fn the_crew_is_read_through_the_vfs_and_mounted_at_crew() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.crew = Some(setup.crew("name: x\nmounts: [/workspace]\n"));
+        let launch = compose(&options).unwrap();
+        let crew = launch.crew().unwrap();
+        assert_eq!(crew.path(), "/crew/crew.yaml");
+        assert_eq!(crew.mounts()[0].root.as_str(), "/workspace");
+        let read = launch.registry().agent().read_text("/crew/crew.yaml", &vfs::ReadWindow::default()).unwrap();
+        assert!(read.content.starts_with("name: x"));
+    }
+
+    #[test]
+    fn the_log_directory_is_created_beneath_its_nearest_existing_ancestor() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.llm_log = Some(PathBuf::from("a/b/c"));
+        let launch = compose(&options).unwrap();
+        assert!(launch.has_exchange_log());
+        assert!(std::fs::metadata(setup.dir.path().join("a/b/c")).unwrap().is_dir());
+        assert_eq!(launch.registry().internal_roots(), [LOG_ROOT]);
+    }
+}

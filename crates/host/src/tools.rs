@@ -1,0 +1,753 @@
+//! The agent tools of DESIGN 4.5: names, argument schemas, annotations, and one dispatcher.
+//!
+//! The MCP server and `vfs call` both go through [`ToolService::call`], so what `vfs call`
+//! prints is exactly what an agent would see. Every string bound for the agent (text content,
+//! every string inside structured content, error texts) passes the registry's fail-closed
+//! scrub on the way out.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use rmcp::handler::server::common::schema_for_type;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use vfs::{AgentAccessor, MountRegistry};
+
+use crate::logger::{Exchange, ExchangeLogger, stamp};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListMountsArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReadTextFileArgs {
+    /// Virtual path of the file, like `/src/main.rs`.
+    path: String,
+    /// Return only the first N lines.
+    head: Option<u64>,
+    /// Return only the last N lines.
+    tail: Option<u64>,
+    /// First line to return (1-based); pairs with `limit`.
+    offset: Option<u64>,
+    /// Most lines to return, from `offset` (or the start).
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReadMultipleFilesArgs {
+    /// Virtual paths of the files; each gets its own result, and a failure does not stop the others.
+    paths: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PathArgs {
+    /// Virtual path, like `/src/docs`.
+    path: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WriteFileArgs {
+    /// Virtual path of the file to write; missing parent directories are created.
+    path: String,
+    /// The complete new content.
+    content: String,
+    /// Replace the file if it exists (default false: an existing file is refused).
+    #[serde(default)]
+    overwrite: bool,
+    /// Write only if the file's current version is this token (from a read or `get_file_info`).
+    expected_version: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EditArg {
+    /// Text to find, exactly as it is in the file.
+    old_text: String,
+    /// Text to put in its place (literal: `$1` stays `$1`).
+    new_text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EditFileArgs {
+    /// Virtual path of the file to edit.
+    path: String,
+    /// Replacements, applied in order; each `oldText` must match exactly one place unless `replaceAll`.
+    edits: Vec<EditArg>,
+    /// Replace every occurrence of each `oldText` (default false).
+    #[serde(default)]
+    replace_all: bool,
+    /// Show the diff without writing (default false).
+    #[serde(default)]
+    dry_run: bool,
+    /// Edit only if the file's current version is this token.
+    expected_version: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DirectoryTreeArgs {
+    /// Virtual path of the directory.
+    path: String,
+    /// How deep to descend (default and maximum set by the server).
+    max_depth: Option<usize>,
+    /// Glob patterns of names or relative paths to leave out, like `target` or `*.log`.
+    #[serde(default)]
+    exclude_patterns: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SearchFilesArgs {
+    /// Virtual path of the directory to search under.
+    path: String,
+    /// Glob pattern on names (or relative paths, if it contains `/`), like `*.rs`.
+    pattern: String,
+    /// Glob patterns to leave out.
+    #[serde(default)]
+    exclude_patterns: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GrepArgs {
+    /// Regular expression (or literal text with `literal`).
+    pattern: String,
+    /// Directory or file to search (default `/`: every mount).
+    path: Option<String>,
+    /// Only files whose name matches this glob, like `*.rs`.
+    include: Option<String>,
+    /// Match regardless of case (default false).
+    #[serde(default)]
+    case_insensitive: bool,
+    /// Treat `pattern` as literal text (default false).
+    #[serde(default)]
+    literal: bool,
+    /// Lines of context before and after each match.
+    context: Option<usize>,
+    /// Most matches to return (default 200).
+    max_results: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MoveFileArgs {
+    /// Virtual path of the file or directory to move.
+    source: String,
+    /// Virtual path to move it to.
+    destination: String,
+    /// Replace an existing destination (default false).
+    #[serde(default)]
+    overwrite: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeleteFileArgs {
+    /// Virtual path of the file or directory to delete.
+    path: String,
+    /// Delete a non-empty directory with its contents (default false).
+    #[serde(default)]
+    recursive: bool,
+}
+
+/// How a tool behaves, for the MCP annotations.
+#[derive(Debug, Clone, Copy)]
+enum Effect {
+    /// Reads only.
+    Read,
+    /// Changes files; (destructive, idempotent).
+    Write { destructive: bool, idempotent: bool },
+}
+
+struct Definition {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    effect: Effect,
+    schema: fn() -> Arc<JsonObject>,
+}
+
+fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    let mut schema = (*schema_for_type::<T>()).clone();
+    // The Rust type name means nothing to an agent.
+    schema.remove("title");
+    Arc::new(schema)
+}
+
+const DEFINITIONS: [Definition; 14] = [
+    Definition {
+        name: "list_mounts",
+        title: "List mounts",
+        description: "List the mounts you can use: each virtual root (like /src) with its rights (ro, rw, rwnd) and any sub-path overrides. Start here to learn where files are.",
+        effect: Effect::Read,
+        schema: schema::<ListMountsArgs>,
+    },
+    Definition {
+        name: "read_text_file",
+        title: "Read a text file",
+        description: "Read a UTF-8 text file, whole or a window of lines (head, tail, or offset and limit). Large files are cut at the read limit, and the result says how to read on.",
+        effect: Effect::Read,
+        schema: schema::<ReadTextFileArgs>,
+    },
+    Definition {
+        name: "read_multiple_files",
+        title: "Read several text files",
+        description: "Read several text files in one call. Each file gets its own result; a file that fails shows its error in place and does not stop the others.",
+        effect: Effect::Read,
+        schema: schema::<ReadMultipleFilesArgs>,
+    },
+    Definition {
+        name: "read_media_file",
+        title: "Read an image or audio file",
+        description: "Read an image or audio file and return it as base64 content with its MIME type, up to the media size limit.",
+        effect: Effect::Read,
+        schema: schema::<PathArgs>,
+    },
+    Definition {
+        name: "write_file",
+        title: "Write a file",
+        description: "Create a file, or replace one with `overwrite: true`, atomically. Missing parent directories are created. Pass `expectedVersion` to write only if nobody changed the file since you read it.",
+        effect: Effect::Write { destructive: true, idempotent: true },
+        schema: schema::<WriteFileArgs>,
+    },
+    Definition {
+        name: "edit_file",
+        title: "Edit a file",
+        description: "Replace exact text in a file and get a unified diff back. Each `oldText` must match exactly one place (or pass `replaceAll: true`); `dryRun: true` shows the diff without writing.",
+        effect: Effect::Write { destructive: true, idempotent: false },
+        schema: schema::<EditFileArgs>,
+    },
+    Definition {
+        name: "create_directory",
+        title: "Create a directory",
+        description: "Create a directory and any missing parents. Succeeds if it already exists.",
+        effect: Effect::Write { destructive: false, idempotent: true },
+        schema: schema::<PathArgs>,
+    },
+    Definition {
+        name: "list_directory",
+        title: "List a directory",
+        description: "List a directory's entries, each marked [FILE] or [DIR]. The path `/` lists the mounts.",
+        effect: Effect::Read,
+        schema: schema::<PathArgs>,
+    },
+    Definition {
+        name: "directory_tree",
+        title: "Show a directory tree",
+        description: "Show a directory's contents recursively, bounded in depth and entry count; leave names out with `excludePatterns`.",
+        effect: Effect::Read,
+        schema: schema::<DirectoryTreeArgs>,
+    },
+    Definition {
+        name: "search_files",
+        title: "Find files by name",
+        description: "Find files and directories under a path whose names match a glob pattern, like `*.rs`. Returns virtual paths, bounded in count.",
+        effect: Effect::Read,
+        schema: schema::<SearchFilesArgs>,
+    },
+    Definition {
+        name: "grep",
+        title: "Search file contents",
+        description: "Search file contents with a regular expression (or literal text), honouring .gitignore and skipping binary files. Returns matching lines with virtual paths and line numbers.",
+        effect: Effect::Read,
+        schema: schema::<GrepArgs>,
+    },
+    Definition {
+        name: "get_file_info",
+        title: "Get file information",
+        description: "Get a file's or directory's size, kind, modification time, your rights there, and (for files) its version token.",
+        effect: Effect::Read,
+        schema: schema::<PathArgs>,
+    },
+    Definition {
+        name: "move_file",
+        title: "Move or rename",
+        description: "Move or rename a file or directory. An existing destination is refused unless `overwrite: true`. Needs write at the destination and delete at the source.",
+        effect: Effect::Write { destructive: true, idempotent: false },
+        schema: schema::<MoveFileArgs>,
+    },
+    Definition {
+        name: "delete_file",
+        title: "Delete a file or directory",
+        description: "Delete a file, or a directory (a non-empty one only with `recursive: true`). Needs the delete right; links are removed, never followed.",
+        effect: Effect::Write { destructive: true, idempotent: true },
+        schema: schema::<DeleteFileArgs>,
+    },
+];
+
+fn to_tool(definition: &Definition) -> Tool {
+    let annotations = match definition.effect {
+        Effect::Read => ToolAnnotations::with_title(definition.title)
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+        Effect::Write { destructive, idempotent } => ToolAnnotations::with_title(definition.title)
+            .read_only(false)
+            .destructive(destructive)
+            .idempotent(idempotent)
+            .open_world(false),
+    };
+    let mut tool = Tool::new(definition.name, definition.description, (definition.schema)());
+    tool.title = Some(definition.title.to_owned());
+    tool.annotations = Some(annotations);
+    tool
+}
+
+/// Every tool, write tools included, in the order of DESIGN 4.5.
+#[must_use]
+pub fn all_tools() -> Vec<Tool> {
+    DEFINITIONS.iter().map(to_tool).collect()
+}
+
+/// A tool call the protocol refuses (a JSON-RPC error, not a tool result).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No listed tool has this name.
+    #[error("unknown tool `{0}`; list the tools to see which ones this server offers")]
+    UnknownTool(String),
+    /// The arguments do not match the tool's schema.
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A media payload of a tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Media {
+    /// Base64 data.
+    pub data: String,
+    /// The MIME type, like `image/png`.
+    pub mime_type: String,
+}
+
+/// What a tool call returns to the agent (already scrubbed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The text content.
+    pub text: String,
+    /// The structured content (an object), absent for errors.
+    pub structured: Option<Value>,
+    /// Image or audio content (`read_media_file`).
+    pub media: Option<Media>,
+    /// True when the tool reports an error (`isError`).
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// The MCP result.
+    #[must_use]
+    pub fn to_call_result(&self) -> CallToolResult {
+        let mut content = vec![ContentBlock::text(self.text.clone())];
+        if let Some(media) = &self.media {
+            if media.mime_type.starts_with("audio/") {
+                content.push(ContentBlock::audio(media.data.clone(), media.mime_type.clone()));
+            } else {
+                content.push(ContentBlock::image(media.data.clone(), media.mime_type.clone()));
+            }
+        }
+        let mut result = if self.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+        result.structured_content.clone_from(&self.structured);
+        result
+    }
+
+    /// The record of this output for the exchange log.
+    fn to_log(&self) -> Value {
+        let mut record = json!({ "isError": self.is_error, "text": self.text });
+        if let Some(structured) = &self.structured {
+            record["structuredContent"] = structured.clone();
+        }
+        if let Some(media) = &self.media {
+            record["media"] = json!({ "mimeType": media.mime_type, "bytes": media.data.len() });
+        }
+        record
+    }
+}
+
+/// The tools over one registry, with the exchange logger when `--llm-log` is given.
+#[derive(Debug, Clone)]
+pub struct ToolService {
+    registry: MountRegistry,
+    agent: AgentAccessor,
+    logger: Option<Arc<ExchangeLogger>>,
+}
+
+impl ToolService {
+    /// Tools over `registry`, logging each call to `logger` if given.
+    #[must_use]
+    pub fn new(registry: MountRegistry, logger: Option<ExchangeLogger>) -> Self {
+        let agent = registry.agent();
+        Self { registry, agent, logger: logger.map(Arc::new) }
+    }
+
+    /// The registry.
+    #[must_use]
+    pub fn registry(&self) -> &MountRegistry {
+        &self.registry
+    }
+
+    /// The exchange logger, if any.
+    #[must_use]
+    pub fn logger(&self) -> Option<&ExchangeLogger> {
+        self.logger.as_deref()
+    }
+
+    /// The tools an agent is offered: the write tools only when some mount grants write.
+    #[must_use]
+    pub fn listed_tools(&self) -> Vec<Tool> {
+        let writable = self.registry.agent_can_write();
+        DEFINITIONS
+            .iter()
+            .filter(|definition| writable || matches!(definition.effect, Effect::Read))
+            .map(to_tool)
+            .collect()
+    }
+
+    fn is_listed(&self, name: &str) -> bool {
+        DEFINITIONS.iter().any(|definition| {
+            definition.name == name && (matches!(definition.effect, Effect::Read) || self.registry.agent_can_write())
+        })
+    }
+
+    /// Runs one tool as an agent would, and records the exchange. Blocking: call it from a
+    /// blocking thread in async code.
+    pub fn call(&self, name: &str, arguments: Option<JsonObject>) -> Result<ToolOutput, CallError> {
+        let started = SystemTime::now();
+        let clock = Instant::now();
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        let outcome = self.dispatch(name, &arguments).map_err(|error| match error {
+            CallError::UnknownTool(name) => CallError::UnknownTool(self.registry.scrub(&name).into_owned()),
+            CallError::InvalidArguments { tool, message } => {
+                CallError::InvalidArguments { tool, message: self.registry.scrub(&message).into_owned() }
+            }
+        });
+        if let Some(logger) = &self.logger {
+            let (time, duration_ms) = stamp(started, clock.elapsed());
+            let (result, error) = match &outcome {
+                Ok(output) => (Some(output.to_log()), None),
+                Err(error) => {
+                    let code = match error {
+                        CallError::UnknownTool(_) | CallError::InvalidArguments { .. } => -32602,
+                    };
+                    (None, Some(json!({ "code": code, "message": error.to_string() })))
+                }
+            };
+            logger.record(&Exchange { time, tool: name, arguments: &arguments, result, error, duration_ms });
+        }
+        outcome
+    }
+
+    fn dispatch(&self, name: &str, arguments: &Value) -> Result<ToolOutput, CallError> {
+        if !self.is_listed(name) {
+            return Err(CallError::UnknownTool(name.to_owned()));
+        }
+        let agent = &self.agent;
+        let output = match name {
+            "list_mounts" => {
+                parse::<ListMountsArgs>(name, arguments)?;
+                let mounts = agent.list_mounts();
+                let text = mounts_text(&mounts);
+                self.success(&text, &json!({ "mounts": mounts }))
+            }
+            "read_text_file" => {
+                let args: ReadTextFileArgs = parse(name, arguments)?;
+                let window =
+                    vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
+                self.finish(agent.read_text(&args.path, &window), vfs::TextRead::to_text)
+            }
+            "read_multiple_files" => {
+                let args: ReadMultipleFilesArgs = parse(name, arguments)?;
+                match agent.read_multiple(&args.paths) {
+                    Ok(results) => self.multiple(&results),
+                    Err(error) => self.failure(&error),
+                }
+            }
+            "read_media_file" => {
+                let args: PathArgs = parse(name, arguments)?;
+                match agent.read_media(&args.path) {
+                    Ok(media) => {
+                        let text = format!("`{}` ({}, {} bytes)", media.path, media.mime_type, media.size);
+                        let structured = json!({ "path": media.path, "mimeType": media.mime_type, "size": media.size });
+                        let mut output = self.success(&text, &structured);
+                        output.media = Some(Media { data: media.data, mime_type: media.mime_type });
+                        output
+                    }
+                    Err(error) => self.failure(&error),
+                }
+            }
+            "write_file" => {
+                let args: WriteFileArgs = parse(name, arguments)?;
+                let options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
+                self.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::to_text)
+            }
+            "edit_file" => {
+                let args: EditFileArgs = parse(name, arguments)?;
+                let edits: Vec<vfs::Edit> = args
+                    .edits
+                    .into_iter()
+                    .map(|edit| vfs::Edit { old_text: edit.old_text, new_text: edit.new_text })
+                    .collect();
+                let options = vfs::EditOptions {
+                    replace_all: args.replace_all,
+                    dry_run: args.dry_run,
+                    expected_version: args.expected_version,
+                };
+                self.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::to_text)
+            }
+            "create_directory" => {
+                let args: PathArgs = parse(name, arguments)?;
+                self.finish(agent.create_directory(&args.path), vfs::CreateDirOutcome::to_text)
+            }
+            "list_directory" => {
+                let args: PathArgs = parse(name, arguments)?;
+                self.finish(agent.list(&args.path), vfs::Listing::to_text)
+            }
+            "directory_tree" => {
+                let args: DirectoryTreeArgs = parse(name, arguments)?;
+                self.finish(agent.tree(&args.path, args.max_depth, &args.exclude_patterns), vfs::Tree::to_text)
+            }
+            "search_files" => {
+                let args: SearchFilesArgs = parse(name, arguments)?;
+                self.finish(
+                    agent.search_files(&args.path, &args.pattern, &args.exclude_patterns),
+                    vfs::NameSearch::to_text,
+                )
+            }
+            "grep" => {
+                let args: GrepArgs = parse(name, arguments)?;
+                let request = vfs::GrepRequest {
+                    pattern: args.pattern,
+                    path: args.path,
+                    include: args.include,
+                    case_insensitive: args.case_insensitive,
+                    literal: args.literal,
+                    context: args.context,
+                    max_results: args.max_results,
+                };
+                self.finish(agent.grep(&request), vfs::GrepResult::to_text)
+            }
+            "get_file_info" => {
+                let args: PathArgs = parse(name, arguments)?;
+                self.finish(agent.info(&args.path), vfs::FileInfo::to_text)
+            }
+            "move_file" => {
+                let args: MoveFileArgs = parse(name, arguments)?;
+                self.finish(
+                    agent.move_path(&args.source, &args.destination, args.overwrite, None),
+                    vfs::MoveOutcome::to_text,
+                )
+            }
+            "delete_file" => {
+                let args: DeleteFileArgs = parse(name, arguments)?;
+                self.finish(agent.delete(&args.path, args.recursive, None), vfs::DeleteOutcome::to_text)
+            }
+            _ => return Err(CallError::UnknownTool(name.to_owned())),
+        };
+        Ok(output)
+    }
+
+    fn finish<T: serde::Serialize>(&self, result: Result<T, vfs::Error>, text: fn(&T) -> String) -> ToolOutput {
+        match result {
+            Ok(value) => {
+                let structured = serde_json::to_value(&value).unwrap_or(Value::Null);
+                self.success(&text(&value), &structured)
+            }
+            Err(error) => self.failure(&error),
+        }
+    }
+
+    fn success(&self, text: &str, structured: &Value) -> ToolOutput {
+        let structured = match structured {
+            Value::Object(_) => self.scrub_value(structured),
+            other => json!({ "result": self.scrub_value(other) }),
+        };
+        ToolOutput {
+            text: self.registry.scrub(text).into_owned(),
+            structured: Some(structured),
+            media: None,
+            is_error: false,
+        }
+    }
+
+    fn failure(&self, error: &vfs::Error) -> ToolOutput {
+        ToolOutput {
+            text: self.registry.scrub(&error.to_string()).into_owned(),
+            structured: None,
+            media: None,
+            is_error: true,
+        }
+    }
+
+    fn multiple(&self, results: &[vfs::FileResult]) -> ToolOutput {
+        let mut sections = Vec::with_capacity(results.len());
+        let mut files = Vec::with_capacity(results.len());
+        for (path, result) in results {
+            match result {
+                Ok(read) => {
+                    sections.push(format!("{path}:\n{}", read.to_text()));
+                    files.push(json!({ "path": path, "ok": true, "read": read }));
+                }
+                Err(error) => {
+                    sections.push(format!("{path}: error: {error}"));
+                    files.push(json!({ "path": path, "ok": false, "error": error.to_string() }));
+                }
+            }
+        }
+        self.success(&sections.join("\n---\n"), &json!({ "files": files }))
+    }
+
+    /// Scrubs every string (and key) in a JSON value.
+    fn scrub_value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.registry.scrub(text).into_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|item| self.scrub_value(item)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter().map(|(key, item)| (self.registry.scrub(key).into_owned(), self.scrub_value(item))).collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, CallError> {
+    serde_json::from_value(arguments.clone())
+        .map_err(|error| CallError::InvalidArguments { tool: tool.to_owned(), message: error.to_string() })
+}
+
+fn mounts_text(mounts: &[vfs::MountInfo]) -> String {
+    if mounts.is_empty() {
+        return "no mounts are available".to_owned();
+    }
+    let mut text = String::new();
+    for mount in mounts {
+        text.push_str(&format!("{} ({})\n", mount.root, mount.rights));
+        for item in &mount.overrides {
+            text.push_str(&format!("  {} ({})\n", item.path, item.rights));
+        }
+    }
+    text
+}
+
+/// The tool names, for messages.
+pub(crate) fn listed_names(tools: &[Tool]) -> String {
+    tools.iter().map(|tool| Cow::as_ref(&tool.name)).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(rights: &str) -> (tempfile::TempDir, ToolService) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = vfs::MountRoot::new("/src").unwrap();
+        let spec = vfs::MountSpec::new(dir.path().to_str().unwrap(), root, rights.parse().unwrap());
+        let registry = MountRegistry::builder().mount(spec).build().unwrap();
+        (dir, ToolService::new(registry, None))
+    }
+
+    #[test]
+    fn every_schema_is_an_object_without_a_rust_type_name() {
+        for tool in all_tools() {
+            assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
+            assert_eq!(tool.input_schema.get("additionalProperties"), Some(&json!(false)), "{}", tool.name);
+            assert!(!tool.input_schema.contains_key("title"), "{}", tool.name);
+            let annotations = tool.annotations.as_ref().unwrap();
+            assert_eq!(annotations.open_world_hint, Some(false));
+            assert!(annotations.read_only_hint.is_some() && annotations.destructive_hint.is_some());
+        }
+    }
+
+    #[test]
+    fn write_tools_are_listed_only_when_something_grants_write() {
+        assert_eq!(service("ro").1.listed_tools().len(), 9);
+        assert_eq!(service("rwnd").1.listed_tools().len(), 14);
+        let (_dir, read_only) = service("ro");
+        assert_eq!(
+            read_only.call("delete_file", Some(JsonObject::new())),
+            Err(CallError::UnknownTool("delete_file".to_owned()))
+        );
+    }
+
+    #[test]
+    fn errors_are_tool_results_and_bad_arguments_are_protocol_errors() {
+        let (_dir, tools) = service("rw");
+        let arguments = json!({ "path": "/elsewhere/x" }).as_object().cloned();
+        let output = tools.call("read_text_file", arguments).unwrap();
+        assert!(output.is_error);
+        assert_eq!(output.text, "no mount serves this path; available mounts: `/src` (rw)");
+        assert_eq!(output.structured, None);
+        let arguments = json!({ "path": "/src/x", "surprise": 1 }).as_object().cloned();
+        assert!(matches!(tools.call("read_text_file", arguments), Err(CallError::InvalidArguments { .. })));
+    }
+
+    #[test]
+    fn structured_content_is_scrubbed_string_by_string() {
+        let (dir, tools) = service("rw");
+        let physical = dir.path().to_str().unwrap().to_owned();
+        let value = json!({ "a": ["at ".to_owned() + &physical + "/x"], physical.clone(): 1 });
+        let scrubbed = tools.scrub_value(&value).to_string();
+        assert!(!scrubbed.contains(&physical), "{scrubbed}");
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds the mounted directories")]
+    fn no_tool_output_names_a_physical_path_or_the_internal_root() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["src/docs", "out", "logs"] {
+            std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        }
+        std::fs::write(dir.path().join("src/docs/a.txt"), "alpha\nneedle\n").unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("src/escape")).unwrap();
+        let spec = |name: &str, root: &str, rights: &str| {
+            let physical = dir.path().join(name);
+            vfs::MountSpec::new(physical.to_str().unwrap(), vfs::MountRoot::new(root).unwrap(), rights.parse().unwrap())
+        };
+        let registry = MountRegistry::builder()
+            .mount(spec("src", "/src", "ro"))
+            .mount(spec("out", "/output", "rw"))
+            .internal(spec("logs", "/llm-logs", "rw"))
+            .build()
+            .unwrap();
+        let checker = vfs_compliance::leak::LeakChecker::new(&registry);
+        let tools = ToolService::new(registry, None);
+        let calls = [
+            ("list_mounts", json!({})),
+            ("read_text_file", json!({ "path": "/src/docs/a.txt" })),
+            ("read_text_file", json!({ "path": "/src/escape/passwd" })),
+            ("read_text_file", json!({ "path": "/llm-logs/x" })),
+            ("read_multiple_files", json!({ "paths": ["/src/docs/a.txt", "/llm-logs/x", "/src/../../etc"] })),
+            ("write_file", json!({ "path": "/output/n/b.txt", "content": "x" })),
+            ("edit_file", json!({ "path": "/output/n/b.txt", "edits": [{ "oldText": "x", "newText": "y" }] })),
+            ("write_file", json!({ "path": "/src/denied.txt", "content": "x" })),
+            ("create_directory", json!({ "path": "/output/d" })),
+            ("list_directory", json!({ "path": "/" })),
+            ("directory_tree", json!({ "path": "/src" })),
+            ("search_files", json!({ "path": "/", "pattern": "*" })),
+            ("grep", json!({ "pattern": "needle" })),
+            ("get_file_info", json!({ "path": "/src/escape" })),
+            ("move_file", json!({ "source": "/output/n/b.txt", "destination": "/output/c.txt" })),
+            ("delete_file", json!({ "path": "/output/c.txt" })),
+            ("delete_file", json!({ "path": "/llm-logs" })),
+        ];
+        for (name, arguments) in calls {
+            let output = tools.call(name, arguments.as_object().cloned()).unwrap();
+            checker.assert_clean(&output.text);
+            if let Some(structured) = &output.structured {
+                checker.assert_clean(&structured.to_string());
+            }
+        }
+    }
+}

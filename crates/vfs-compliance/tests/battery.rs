@@ -1,0 +1,581 @@
+//! The battery: table-driven hostile cases against the agent accessor. Every case asserts that
+//! nothing outside a mount changed, that no outside content, physical path or internal root
+//! reached the agent, and that the call returned promptly.
+//!
+//! A *case* is one hostile input (a path, a link, a special file) driven through one operation;
+//! [`TOTAL_CASES`] counts them and `the_battery_has_at_least_150_cases` keeps the count honest.
+#![expect(clippy::disallowed_methods, reason = "fixture: the battery builds hostile layouts on disk")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use vfs::{AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, ReadWindow, WriteOptions};
+use vfs_compliance::fixture::Layout;
+use vfs_compliance::kit::{AgentText, LocalFactory, Plan, PlannedMount, SECRET, World, standard};
+
+/// Operations every hostile path goes through.
+const OPERATIONS: &[&str] = &[
+    "read_text_file",
+    "read_media_file",
+    "get_file_info",
+    "list_directory",
+    "directory_tree",
+    "search_files",
+    "grep",
+    "write_file",
+    "edit_file",
+    "create_directory",
+    "delete_file",
+    "move_file (source)",
+    "move_file (destination)",
+];
+
+fn overwrite() -> WriteOptions {
+    WriteOptions { overwrite: true, expected_version: None }
+}
+
+/// Runs `operation` on `path` and returns what the agent would read.
+fn run(agent: &AgentAccessor, operation: &str, path: &str) -> String {
+    let edit = [Edit { old_text: "alpha".into(), new_text: "omega".into() }];
+    match operation {
+        "read_text_file" => agent.read_text(path, &ReadWindow::default()).agent_text(),
+        "read_media_file" => agent.read_media(path).agent_text(),
+        "get_file_info" => agent.info(path).agent_text(),
+        "list_directory" => agent.list(path).agent_text(),
+        "directory_tree" => agent.tree(path, Some(4), &[]).agent_text(),
+        "search_files" => agent.search_files(path, "*", &[]).agent_text(),
+        "grep" => agent
+            .grep(&GrepRequest {
+                pattern: "SECRET|alpha".into(),
+                path: Some(path.to_owned()),
+                ..GrepRequest::default()
+            })
+            .agent_text(),
+        "write_file" => agent.write(path, "pwned\n", &overwrite()).agent_text(),
+        "edit_file" => agent.edit(path, &edit, &EditOptions::default()).agent_text(),
+        "create_directory" => agent.create_directory(path).agent_text(),
+        "delete_file" => agent.delete(path, true, None).agent_text(),
+        "move_file (source)" => agent.move_path(path, "/output/moved", true, None).agent_text(),
+        "move_file (destination)" => agent.move_path("/output/victim", path, true, None).agent_text(),
+        other => panic!("unknown operation {other}"),
+    }
+}
+
+/// Runs `body` on another thread and fails if it does not finish in time (a FIFO that blocks).
+fn promptly<T: Send + 'static>(what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(body());
+    });
+    receiver.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what}: did not return in time"))
+}
+
+/// Asserts the invariants after one case.
+fn check(world: &World, outside_before: &vfs_compliance::fixture::Snapshot, case: &str, text: &str) {
+    if let Err(why) = world.check_text(text) {
+        panic!("{case}: {why}");
+    }
+    assert!(!text.contains("hardlinked-outside"), "{case}: outside content reached the agent: {text:?}");
+    assert_eq!(&world.layout.snapshot("outside"), outside_before, "{case}: something outside the mounts changed");
+}
+
+/// The standard world plus hostile furniture.
+fn hostile_world() -> World {
+    let world = standard(&LocalFactory).expect("the standard world builds");
+    let layout = &world.layout;
+    layout
+        .file("outside/sub/deeper.txt", format!("{SECRET} deeper\n"))
+        .file("data2/secret.txt", format!("{SECRET} sibling\n"))
+        .file("data-old/secret.txt", format!("{SECRET} sibling\n"))
+        .file("out/victim", "victim\n");
+    world
+}
+
+/// Hostile virtual paths: traversal, encodings, control characters, drive and home paths,
+/// look-alikes, and lengths.
+fn traversal_inputs() -> Vec<String> {
+    let mut inputs: Vec<String> = [
+        "/src/../outside/secret.txt",
+        "/src/../../outside/secret.txt",
+        "/../outside/secret.txt",
+        "/src/../../../../../../../../etc/passwd",
+        "/src/sub/../../outside/secret.txt",
+        "/src/./../outside",
+        "/output/../../outside/secret.txt",
+        "/output/../outside",
+        "/src/..",
+        "/..",
+        "/../..",
+        "/",
+        "/src/%2e%2e/%2e%2e/outside/secret.txt",
+        "/src/%2e%2e%2foutside%2fsecret.txt",
+        "/src/..%2f..%2foutside",
+        "/src/%252e%252e/outside",
+        "/src/..%5c..%5coutside",
+        "/src/..\\..\\outside\\secret.txt",
+        "\\src\\..\\outside",
+        "/src\\..\\..\\outside\\secret.txt",
+        "/src/....//....//outside",
+        "/src/.../outside",
+        "/src/..;/outside",
+        "/src/%c0%ae%c0%ae/outside",
+        "/src/\u{2025}/outside",
+        "/src/\u{ff0e}\u{ff0e}/outside",
+        "/src/\u{ff0f}..\u{ff0f}outside",
+        "/src/\u{2215}..\u{2215}outside",
+        "/src/\u{2044}..\u{2044}outside",
+        "/src/.\u{200b}./outside",
+        "/src/..\u{338}/outside",
+        "/src/a\0",
+        "/src/\0../outside",
+        "\0/src",
+        "/src/a\n",
+        "/src/a\r/x",
+        "/src/\t",
+        "/src/\u{1b}[2J",
+        "/src/\u{7f}",
+        "/src/\u{85}",
+        "/src/\u{9b}",
+        "~",
+        "~/",
+        "~root/.ssh/id_rsa",
+        "src/a.txt",
+        "./src/a.txt",
+        "../outside",
+        "",
+        " ",
+        "C:\\Windows\\win.ini",
+        "c:/",
+        "C:",
+        "\\\\server\\share\\x",
+        "//server/share/x",
+        "file:///etc/passwd",
+        "/src/C:\\x",
+        "/proc/self/root/etc/passwd",
+        "/dev/zero",
+        "/llm-logs/secret.jsonl",
+        "/llm-logs/../llm-logs/secret.jsonl",
+        "/src/../llm-logs/secret.jsonl",
+        "/LLM-LOGS/secret.jsonl",
+    ]
+    .iter()
+    .map(|input| (*input).to_owned())
+    .collect();
+    inputs.push(format!("/src/{}", "a/".repeat(2100)));
+    inputs.push(format!("/src/{}", "a".repeat(256)));
+    inputs.push(format!("/src/{}outside", "../".repeat(1300)));
+    inputs.push(format!("/src/{}", "x".repeat(255)));
+    inputs.push(format!("/output/{}", "d/".repeat(1000)));
+    inputs
+}
+
+#[test]
+fn traversal_and_encodings() {
+    let world = hostile_world();
+    let outside = world.layout.snapshot("outside");
+    let agent = world.agent();
+    let mut cases = 0;
+    for input in traversal_inputs() {
+        for operation in OPERATIONS {
+            world.layout.file("out/victim", "victim\n");
+            let case = format!("{operation} {input:?}");
+            let text = run(&agent, operation, &input);
+            check(&world, &outside, &case, &text);
+            cases += 1;
+        }
+        // Control characters, drive and home paths are refused before anything else.
+        if input.is_empty() || input.chars().any(char::is_control) || input.starts_with('~') || !input.starts_with('/')
+        {
+            let error = agent.read_text(&input, &ReadWindow::default()).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidPath, "{input:?}");
+            assert!(!error.to_string().contains(&input) || input.len() < 2, "the refusal echoes the input");
+        }
+    }
+    assert_eq!(cases, traversal_inputs().len() * OPERATIONS.len());
+    assert_eq!(world.layout.read("logs/secret.jsonl").as_deref(), Some("{\"secret\":true}\n"));
+}
+
+/// Roots and physical siblings that share a prefix with a mount.
+const PREFIX_INPUTS: &[&str] = &[
+    "/src2/secret.txt",
+    "/srcx",
+    "/sr/a.txt",
+    "/src.bak/a.txt",
+    "/SRC/a.txt",
+    "/Src/a.txt",
+    "/src /a.txt",
+    "/src%2fa.txt",
+    "/output2/x",
+    "/outputs/x",
+    "/llm-logs2/x",
+    "/llm-log/secret.jsonl",
+    "/src/sibling-relative",
+    "/src/sibling-absolute",
+    "/src/sibling-dotted",
+    "/src/old-absolute",
+];
+
+#[test]
+fn prefix_siblings() {
+    let world = hostile_world();
+    let layout = &world.layout;
+    layout
+        .symlink("../data2/secret.txt", "data/sibling-relative")
+        .symlink(layout.path("data2/secret.txt"), "data/sibling-absolute")
+        .symlink(format!("{}/../data2/secret.txt", layout.path("data").display()), "data/sibling-dotted")
+        .symlink(layout.path("data-old/secret.txt"), "data/old-absolute");
+    let outside = layout.snapshot("outside");
+    let agent = world.agent();
+    for input in PREFIX_INPUTS {
+        for operation in OPERATIONS {
+            layout.file("out/victim", "victim\n");
+            let text = run(&agent, operation, input);
+            check(&world, &outside, &format!("{operation} {input}"), &text);
+        }
+        if input.starts_with("/src/") {
+            let error = agent.read_text(input, &ReadWindow::default()).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::Escape, "{input}");
+        } else {
+            let error = agent.read_text(input, &ReadWindow::default()).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::UnknownRoot, "{input}");
+        }
+    }
+    assert_eq!(layout.read("data2/secret.txt"), Some(format!("{SECRET} sibling\n")));
+}
+
+/// Link name → target; `{base}` is the layout's base, `{outside}` the outside directory.
+const LINKS: &[(&str, &str)] = &[
+    ("abs-file", "{outside}/secret.txt"),
+    ("rel-file", "../outside/secret.txt"),
+    ("abs-dir", "{outside}"),
+    ("rel-dir", "../outside"),
+    ("rel-dir-slash", "../outside/"),
+    ("dangling", "missing"),
+    ("dangling-out", "{outside}/missing"),
+    ("loop-a", "loop-b"),
+    ("self", "self"),
+    ("chain-1", "chain-2"),
+    ("chain-out", "chain-out-2"),
+    ("internal", "../logs"),
+    ("internal-abs", "{base}/logs/secret.jsonl"),
+    ("dev-zero", "/dev/zero"),
+    ("dev-null", "/dev/null"),
+    ("proc-root", "/proc/self/root/etc/passwd"),
+    ("root", "/"),
+    ("dot-dot", ".."),
+    ("dot-dot-2", "../.."),
+    ("via-other-mount", "../out/../outside/secret.txt"),
+    ("dotted-abs", "{base}/data/../outside/secret.txt"),
+    ("fifo-link", "fifo"),
+];
+
+/// What follows each link name in a path: the link itself, and a child through it.
+const LINK_PATHS: &[&str] = &["", "/secret.txt"];
+
+#[test]
+fn symlinks_of_every_kind() {
+    let mut cases = 0;
+    for (mount, directory) in [("/src", "data"), ("/output", "out")] {
+        let world = hostile_world();
+        let layout = &world.layout;
+        let base = layout.base().display().to_string();
+        let outside_path = layout.path("outside").display().to_string();
+        for (name, target) in LINKS {
+            let target = target.replace("{base}", &base).replace("{outside}", &outside_path);
+            layout.symlink(target, &format!("{directory}/{name}"));
+        }
+        layout
+            .symlink("loop-a", &format!("{directory}/loop-b"))
+            .symlink("../a.txt", &format!("{directory}/chain-2"))
+            .symlink("rel-file", &format!("{directory}/chain-out-2"));
+        let made = std::process::Command::new("mkfifo").arg(layout.path(&format!("{directory}/fifo"))).status();
+        assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+        let outside = layout.snapshot("outside");
+        let logs = layout.snapshot("logs");
+        let agent = world.agent();
+        for (name, _) in LINKS {
+            for suffix in LINK_PATHS {
+                let path = format!("{mount}/{name}{suffix}");
+                for operation in OPERATIONS {
+                    if *operation == "delete_file" {
+                        continue;
+                    }
+                    layout.file("out/victim", "victim\n");
+                    let agent = agent.clone();
+                    let call_path = path.clone();
+                    let text = promptly(&path, move || run(&agent, operation, &call_path));
+                    check(&world, &outside, &format!("{operation} {path}"), &text);
+                    cases += 1;
+                }
+            }
+        }
+        // Deleting a link removes the link only.
+        for (name, _) in LINKS {
+            let text = run(&agent, "delete_file", &format!("{mount}/{name}"));
+            check(&world, &outside, &format!("delete {mount}/{name}"), &text);
+            cases += 1;
+        }
+        assert_eq!(layout.snapshot("logs"), logs, "the internal directory changed");
+    }
+    assert!(cases >= 500, "{cases}");
+}
+
+#[test]
+fn links_into_a_nested_read_only_mount_stay_read_only() {
+    let layout = Layout::new();
+    layout
+        .file("work/vendor/lib.rs", "lib\n")
+        .file("outside/secret.txt", format!("{SECRET}\n"))
+        .symlink("vendor", "work/alias")
+        .symlink("vendor/lib.rs", "work/lib-alias")
+        .symlink("alias", "work/alias-of-alias");
+    let plan = Plan {
+        mounts: vec![
+            PlannedMount { directory: "work", root: "/work", rights: "rw", visibility: vfs::Visibility::AgentFacing },
+            PlannedMount {
+                directory: "work/vendor",
+                root: "/vendor",
+                rights: "ro",
+                visibility: vfs::Visibility::AgentFacing,
+            },
+        ],
+        limits: vfs::Limits::default(),
+    };
+    let world = World::build(&LocalFactory, layout, &plan).unwrap();
+    let agent = world.agent();
+    let outside = world.layout.snapshot("outside");
+    let vendor = world.layout.snapshot("work/vendor");
+    for path in ["/work/alias/lib.rs", "/work/alias-of-alias/lib.rs", "/work/alias/new.rs", "/work/vendor/new.rs"] {
+        for operation in ["write_file", "edit_file", "create_directory", "move_file (destination)"] {
+            let text = run(&agent, operation, path);
+            check(&world, &outside, &format!("{operation} {path}"), &text);
+            let changed = ["created", "replaced", "edited", "moved"].iter().any(|verb| text.starts_with(verb));
+            assert!(!changed, "{operation} {path} changed a read-only mount: {text}");
+        }
+    }
+    assert_eq!(world.layout.snapshot("work/vendor"), vendor);
+}
+
+#[test]
+fn hard_links_are_never_written_through() {
+    let world = hostile_world();
+    let layout = &world.layout;
+    layout.file("outside/hard-target.txt", "hardlinked-outside alpha\n");
+    let outside_text = layout.read("outside/hard-target.txt");
+    let agent = world.agent();
+    let mut cases = 0;
+    for operation in ["write_file", "edit_file", "delete_file", "move_file (source)", "move_file (destination)"] {
+        layout.remove("out/hard");
+        layout.file("out/victim", "victim\n");
+        layout.hard_link("outside/hard-target.txt", "out/hard");
+        let _ = run(&agent, operation, "/output/hard");
+        assert_eq!(layout.read("outside/hard-target.txt"), outside_text, "{operation} through a hard link");
+        cases += 1;
+    }
+    assert_eq!(cases, 5);
+}
+
+#[test]
+fn fifos_sockets_and_devices_are_refused_at_once() {
+    let world = hostile_world();
+    let layout = &world.layout;
+    let mut listeners = Vec::new();
+    for directory in ["data", "out"] {
+        let made = std::process::Command::new("mkfifo").arg(layout.path(&format!("{directory}/fifo"))).status();
+        assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+        listeners.push(std::os::unix::net::UnixListener::bind(layout.path(&format!("{directory}/socket"))).unwrap());
+    }
+    // A character device needs CAP_MKNOD; where it is missing the device cases are skipped.
+    let device = std::process::Command::new("mknod")
+        .arg(layout.path("data/null-device"))
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|status| status.success());
+    let outside = layout.snapshot("outside");
+    let agent = world.agent();
+    let mut names = vec!["fifo", "socket"];
+    if device {
+        names.push("null-device");
+    }
+    for mount in ["/src", "/output"] {
+        for name in &names {
+            let path = format!("{mount}/{name}");
+            for operation in OPERATIONS {
+                layout.file("out/victim", "victim\n");
+                let agent = agent.clone();
+                let call_path = path.clone();
+                let started = Instant::now();
+                let text = promptly(&path, move || run(&agent, operation, &call_path));
+                assert!(started.elapsed() < Duration::from_secs(5), "{operation} {path} was slow");
+                check(&world, &outside, &format!("{operation} {path}"), &text);
+            }
+            if mount == "/src" {
+                let error = agent.read_text(&path, &ReadWindow::default()).unwrap_err();
+                assert_eq!(error.kind(), ErrorKind::Unsupported, "{path}");
+            }
+        }
+        // Walks over a directory holding them end promptly too.
+        let agent = agent.clone();
+        let text = promptly(mount, move || {
+            let grep = GrepRequest { pattern: "x".into(), path: Some(mount.to_owned()), ..GrepRequest::default() };
+            format!("{}{}", agent.grep(&grep).agent_text(), agent.tree(mount, None, &[]).agent_text())
+        });
+        check(&world, &outside, mount, &text);
+    }
+}
+
+/// Iterations of each racing read-side operation (read ×2, list, grep): 8,000 racing calls.
+const RACE_ITERATIONS: usize = 2_000;
+/// Every this many iterations the write-side operations (write, edit, `create_directory`, move)
+/// race too: each write syncs to disk, so they run 500 times each, 2,000 racing calls.
+const WRITE_RACE_EVERY: usize = 4;
+
+#[test]
+fn symlink_swaps_during_every_operation_never_escape() {
+    let world = hostile_world();
+    let layout = &world.layout;
+    layout
+        .file("data/dir/file.txt", "inside\n")
+        .file("out/dir/file.txt", "inside\n")
+        .file("outside/marker-outside", "");
+    layout.file("outside/file.txt", format!("{SECRET}\n"));
+    let outside = layout.snapshot("outside");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let bases = [layout.path("data"), layout.path("out")];
+        let target = layout.path("outside");
+        std::thread::spawn(move || {
+            let mut swaps = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                for base in &bases {
+                    let real = base.join("dir");
+                    let parked = base.join("dir.parked");
+                    if std::fs::rename(&real, &parked).is_ok() {
+                        let _ = std::os::unix::fs::symlink(&target, &real);
+                        std::thread::yield_now();
+                        let _ = std::fs::remove_file(&real);
+                        let _ = std::fs::rename(&parked, &real);
+                    }
+                    // The final component too: a file swapped for a link to the outside file.
+                    let file = base.join("swap.txt");
+                    let _ = std::fs::remove_file(&file);
+                    let _ = std::os::unix::fs::symlink(target.join("file.txt"), &file);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&file);
+                    let _ = std::fs::write(&file, "inside alpha\n");
+                }
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let agent = world.agent();
+    let escapes = AtomicUsize::new(0);
+    let mut calls = 0usize;
+    let edit = [Edit { old_text: "alpha".into(), new_text: "alpha".into() }];
+    for iteration in 0..RACE_ITERATIONS {
+        let mut texts = vec![
+            agent.read_text("/src/dir/file.txt", &ReadWindow::default()).agent_text(),
+            agent.read_text("/src/swap.txt", &ReadWindow::default()).agent_text(),
+            agent.list("/src/dir").agent_text(),
+            agent
+                .grep(&GrepRequest { pattern: "SECRET".into(), path: Some("/src".into()), ..GrepRequest::default() })
+                .agent_text(),
+        ];
+        if iteration % WRITE_RACE_EVERY == 0 {
+            texts.extend([
+                agent.write("/output/dir/written.txt", &format!("{iteration}\n"), &overwrite()).agent_text(),
+                agent.edit("/output/swap.txt", &edit, &EditOptions::default()).agent_text(),
+                agent.create_directory(&format!("/output/dir/sub{}", iteration % 5)).agent_text(),
+                agent.move_path("/output/dir/written.txt", "/output/dir/renamed.txt", true, None).agent_text(),
+            ]);
+        }
+        calls += texts.len();
+        for text in &texts {
+            if text.contains(SECRET) || text.contains("marker-outside") || world.check_text(text).is_err() {
+                escapes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 0, "the swapper never ran");
+    assert_eq!(calls, RACE_ITERATIONS * 4 + RACE_ITERATIONS / WRITE_RACE_EVERY * 4);
+    assert_eq!(escapes.load(Ordering::Relaxed), 0, "escapes during {calls} racing calls");
+    assert_eq!(layout.snapshot("outside"), outside, "something outside changed during the races");
+}
+
+#[test]
+fn concurrent_guarded_edits_lose_no_update() {
+    const THREADS: usize = 8;
+    const INCREMENTS: usize = 25;
+    let world = Arc::new(hostile_world());
+    world.agent().write("/output/counter.txt", "0\n", &WriteOptions::default()).unwrap();
+    world.agent().write("/output/written.txt", "0\n", &WriteOptions::default()).unwrap();
+    let workers: Vec<_> = (0..THREADS)
+        .map(|worker| {
+            let world = world.clone();
+            std::thread::spawn(move || {
+                let agent = world.agent();
+                // Half the workers edit with a version guard, half write with one.
+                let (path, by_edit) =
+                    if worker % 2 == 0 { ("/output/counter.txt", true) } else { ("/output/written.txt", false) };
+                let mut retries = 0usize;
+                for _ in 0..INCREMENTS {
+                    loop {
+                        let read = agent.read_text(path, &ReadWindow::default()).unwrap();
+                        let version = read.version.clone().unwrap();
+                        let value: usize = read.content.trim().parse().unwrap();
+                        let next = format!("{}\n", value + 1);
+                        let result = if by_edit {
+                            let edit = [Edit { old_text: read.content.clone(), new_text: next }];
+                            let options = EditOptions { expected_version: Some(version), ..EditOptions::default() };
+                            agent.edit(path, &edit, &options).map(|_| ())
+                        } else {
+                            let options = WriteOptions { overwrite: true, expected_version: Some(version) };
+                            agent.write(path, &next, &options).map(|_| ())
+                        };
+                        match result {
+                            Ok(()) => break,
+                            Err(error) if error.kind() == ErrorKind::VersionMismatch => retries += 1,
+                            Err(error) => panic!("unexpected error: {error}"),
+                        }
+                    }
+                }
+                retries
+            })
+        })
+        .collect();
+    let _retries: usize = workers.into_iter().map(|worker| worker.join().unwrap()).sum();
+    let expected = format!("{}\n", THREADS / 2 * INCREMENTS);
+    assert_eq!(world.layout.read("out/counter.txt"), Some(expected.clone()), "lost edits");
+    assert_eq!(world.layout.read("out/written.txt"), Some(expected), "lost writes");
+}
+
+/// Every case counted above: traversal × operations, prefixes × operations, links × paths ×
+/// operations (without delete) + link deletes, twice (ro and rw mounts), the nested read-only
+/// mount, hard links, special files × operations over two mounts, and the race and
+/// concurrency scenarios.
+const TOTAL_CASES_FLOOR: usize = 150;
+
+#[test]
+fn the_battery_has_at_least_150_cases() {
+    let operations = OPERATIONS.len();
+    let traversal = traversal_inputs().len() * operations;
+    let prefixes = PREFIX_INPUTS.len() * operations;
+    let links = 2 * (LINKS.len() * LINK_PATHS.len() * (operations - 1) + LINKS.len());
+    let nested = 4 * 4;
+    let hard = 5;
+    let special = 2 * 2 * operations;
+    let races = 8;
+    let concurrency = 2;
+    let total = traversal + prefixes + links + nested + hard + special + races + concurrency;
+    assert!(total >= TOTAL_CASES_FLOOR, "{total}");
+    assert_eq!(
+        (traversal, prefixes, links, total),
+        (traversal_inputs().len() * 13, 16 * 13, 2 * (22 * 2 * 12 + 22), total),
+        "the figures in docs/compliance.md must follow the tables"
+    );
+}

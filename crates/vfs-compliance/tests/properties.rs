@@ -1,0 +1,194 @@
+//! Property tests for the path and mount grammars, and for confinement under random plans.
+
+use proptest::prelude::*;
+use vfs::{MountSpec, ReadWindow, VirtualPath, WriteOptions};
+use vfs_compliance::kit::{AgentText, LocalFactory, SECRET, standard};
+
+/// The reference model of DESIGN 4.2 step 2: collapse `//`, drop `.`, apply `..` never above `/`.
+fn model(input: &str) -> String {
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in input.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            name => segments.push(name),
+        }
+    }
+    format!("/{}", segments.join("/"))
+}
+
+fn segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just(".".to_owned()),
+        Just("..".to_owned()),
+        Just("...".to_owned()),
+        Just("%2e%2e".to_owned()),
+        Just("a\\..\\b".to_owned()),
+        Just("~".to_owned()),
+        "[a-z0-9._-]{1,8}",
+        "\\PC{1,4}",
+    ]
+}
+
+fn path_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(segment(), 0..12).prop_map(|segments| format!("/{}", segments.join("/")))
+}
+
+fn root_text() -> impl Strategy<Value = String> {
+    prop::collection::vec("[A-Za-z0-9_-][A-Za-z0-9._-]{0,6}", 1..4)
+        .prop_map(|segments| format!("/{}", segments.join("/")))
+}
+
+fn physical_text() -> impl Strategy<Value = String> {
+    prop_oneof!["[a-zA-Z0-9_./ -]{1,16}", "[a-zA-Z0-9_:;|./ -]{1,16}", "[A-Z]:\\\\[a-z0-9\\\\]{0,8}"]
+}
+
+fn quoted(physical: &str) -> String {
+    let bytes = physical.as_bytes();
+    let drive =
+        bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && matches!(bytes[2], b'\\' | b'/');
+    let body = if drive { &physical[2..] } else { physical };
+    // One letter, or one letter and `:`, would read back as a drive path.
+    let drive_like = bytes[0].is_ascii_alphabetic() && (bytes.len() == 1 || (bytes[1] == b':' && !drive));
+    if drive_like || body.contains([':', ';', '|', '"']) || physical.ends_with('\\') {
+        format!("\"{physical}\"")
+    } else {
+        physical.to_owned()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn canonical_paths_follow_the_model_and_never_climb(input in path_text()) {
+        let parsed = VirtualPath::new(&input);
+        if let Ok(path) = &parsed {
+            prop_assert_eq!(path.as_str(), model(&input));
+            prop_assert!(path.as_str().starts_with('/'));
+            prop_assert!(path.components().all(|segment| !segment.is_empty() && segment != "." && segment != ".."));
+            let again: VirtualPath = path.to_string().parse().unwrap();
+            prop_assert_eq!(&again, path);
+            prop_assert_eq!(VirtualPath::new(path.as_str()).ok(), Some(path.clone()));
+        } else {
+            let refused = input.len() > vfs::MAX_PATH_BYTES
+                || input.chars().any(char::is_control)
+                || input.split('/').any(|segment| segment.len() > vfs::MAX_SEGMENT_BYTES);
+            prop_assert!(refused, "{input:?} was refused without a reason");
+        }
+    }
+
+    #[test]
+    fn a_path_below_a_root_stays_below_it_or_leaves_it_lexically(root in root_text(), rest in path_text()) {
+        let joined = format!("{root}{rest}");
+        if let (Ok(root_path), Ok(path)) = (VirtualPath::new(&root), VirtualPath::new(&joined)) {
+            // `..` may leave a root only lexically (to another root), never into a host path:
+            // the canonical form is the model's, which has no `..` left.
+            prop_assert_eq!(path.as_str(), model(&joined));
+            if !rest.split('/').any(|segment| segment == "..") {
+                prop_assert!(path.starts_with(&root_path));
+            }
+        }
+    }
+
+    #[test]
+    fn mount_strings_round_trip(
+        physical in physical_text(),
+        root in root_text(),
+        rights in prop::sample::select(vec!["", ":ro", ":rw", ":rwnd", ":RO", ":Rw"]),
+        overrides in prop::collection::vec(("[a-z]{1,5}(/[a-z]{1,5}){0,2}", prop::sample::select(vec!["ro", "rw", "rwnd"])), 0..3),
+    ) {
+        let mut text = format!("{}:{root}{rights}", quoted(&physical));
+        let mut seen = Vec::new();
+        for (path, token) in &overrides {
+            if !seen.contains(path) {
+                seen.push(path.clone());
+                text.push_str(&format!(";{path}:{token}"));
+            }
+        }
+        let spec: MountSpec = match text.parse() {
+            Ok(spec) => spec,
+            Err(error) => {
+                // Only a root made of dots alone may be refused here.
+                prop_assert!(root.split('/').any(|segment| segment == "." || segment == ".."), "{text}: {error}");
+                return Ok(());
+            }
+        };
+        prop_assert_eq!(spec.physical(), physical.as_str());
+        prop_assert_eq!(spec.root().as_str(), root.as_str());
+        prop_assert_eq!(spec.overrides().len(), seen.len());
+        let again: MountSpec = spec.to_string().parse().unwrap();
+        prop_assert_eq!(&again, &spec);
+    }
+
+    #[test]
+    fn any_string_that_parses_as_a_mount_round_trips(text in "\\PC{0,40}") {
+        if let Ok(spec) = text.parse::<MountSpec>() {
+            let display = spec.to_string();
+            let again: MountSpec = display.parse().unwrap();
+            prop_assert_eq!(again, spec);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A random plan of path tokens and operations against a temporary mount never reads or
+    /// changes anything outside it and never shows a physical path or the internal root.
+    #[test]
+    fn random_plans_stay_confined(
+        steps in prop::collection::vec(
+            (prop::sample::select(vec!["read", "write", "list", "mkdir", "delete", "link-out", "link-in", "move"]),
+             prop::collection::vec(prop::sample::select(vec![".", "..", "a", "b", "link", "llm-logs", "src", "output"]), 1..6)),
+            1..12,
+        ),
+    ) {
+        let world = standard(&LocalFactory).unwrap();
+        let outside = world.layout.snapshot("outside");
+        let logs = world.layout.snapshot("logs");
+        let agent = world.agent();
+        for (operation, tokens) in steps {
+            let path = format!("/output/{}", tokens.join("/"));
+            let text = match operation {
+                "read" => agent.read_text(&path, &ReadWindow::default()).agent_text(),
+                "write" => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_text(),
+                "list" => agent.list(&path).agent_text(),
+                "mkdir" => agent.create_directory(&path).agent_text(),
+                "delete" => agent.delete(&path, true, None).agent_text(),
+                "move" => agent.move_path(&path, "/output/moved", true, None).agent_text(),
+                "link-out" => {
+                    let name = tokens.last().copied().unwrap_or("link");
+                    if !matches!(name, "." | "..") {
+                        let _ = std::os::unix::fs::symlink(world.layout.path("outside"), world.layout.path(&format!("out/{name}")));
+                    }
+                    String::new()
+                }
+                _ => {
+                    let name = tokens.last().copied().unwrap_or("link");
+                    if !matches!(name, "." | "..") {
+                        let _ = std::os::unix::fs::symlink("..", world.layout.path(&format!("out/{name}")));
+                    }
+                    String::new()
+                }
+            };
+            prop_assert!(world.check_text(&text).is_ok(), "{operation} {path}: {text}");
+            prop_assert!(!text.contains(SECRET));
+        }
+        prop_assert_eq!(world.layout.snapshot("outside"), outside);
+        prop_assert_eq!(world.layout.snapshot("logs"), logs);
+    }
+}
+
+#[test]
+fn a_one_letter_physical_path_round_trips() {
+    for (text, physical) in [("\"A\":/src:rw", "A"), ("\"a:\":/src:rw", "a:")] {
+        let spec: MountSpec = text.parse().unwrap();
+        assert_eq!(spec.physical(), physical);
+        let display = spec.to_string();
+        assert_eq!(display.parse::<MountSpec>().map_err(|error| error.to_string()), Ok(spec), "{display}");
+    }
+}

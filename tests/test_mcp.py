@@ -1,0 +1,258 @@
+"""End-to-end tests: the official Python MCP SDK drives the real `vfs serve` over stdio."""
+
+import base64
+
+import pytest
+from conftest import PNG, run_client
+from mcp import MCPError
+
+ALL_TOOLS = [
+    "list_mounts",
+    "read_text_file",
+    "read_multiple_files",
+    "read_media_file",
+    "write_file",
+    "edit_file",
+    "create_directory",
+    "list_directory",
+    "directory_tree",
+    "search_files",
+    "grep",
+    "get_file_info",
+    "move_file",
+    "delete_file",
+]
+WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file", "delete_file"}
+
+
+def text(result) -> str:
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+def test_initialize_names_the_server_and_the_mounts(fixture):
+    async def body(client, init):
+        assert init.server_info.name == "vfs"
+        assert init.capabilities.tools is not None
+        assert "## Available File Mounts" in init.instructions
+        assert "| /output | rw |" in init.instructions
+        assert "llm-logs" not in init.instructions
+
+    run_client(fixture, body)
+
+
+def test_list_tools_has_every_tool_with_schemas_and_annotations(fixture):
+    async def body(client, init):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert list(tools) == ALL_TOOLS
+        read = tools["read_text_file"]
+        assert set(read.input_schema["properties"]) == {"path", "head", "tail", "offset", "limit"}
+        assert read.input_schema["required"] == ["path"]
+        assert read.annotations.read_only_hint is True
+        assert tools["delete_file"].annotations.destructive_hint is True
+        assert tools["create_directory"].annotations.destructive_hint is False
+        assert tools["create_directory"].annotations.idempotent_hint is True
+        edit = tools["edit_file"].input_schema
+        assert set(edit["properties"]) == {"path", "edits", "replaceAll", "dryRun", "expectedVersion"}
+        assert set(tools["move_file"].input_schema["required"]) == {"source", "destination"}
+        assert set(tools["grep"].input_schema["required"]) == {"pattern"}
+
+    run_client(fixture, body)
+
+
+def test_a_read_only_launch_lists_no_write_tools(fixture):
+    async def body(client, init):
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        assert names == [name for name in ALL_TOOLS if name not in WRITE_TOOLS]
+        with pytest.raises(MCPError):
+            await client.call("write_file", {"path": "/src/x", "content": "x"})
+
+    run_client(fixture, body, ["serve", "--mount", "data:/src:ro", "--llm-log", "logs"])
+
+
+def test_every_tool_happy_path(fixture):
+    async def body(client, init):
+        result = await client.call("list_mounts")
+        assert not result.is_error
+        assert text(result) == "/output (rw)\n/src (ro)\n  /src/scratch (rw)\n"
+        assert [mount["root"] for mount in result.structured_content["mounts"]] == ["/output", "/src"]
+
+        result = await client.call("read_text_file", {"path": "/src/README.md", "head": 2})
+        assert text(result).startswith("# Demo\nline two\n")
+        assert result.structured_content["truncated"] is True
+
+        result = await client.call("read_multiple_files", {"paths": ["/src/README.md", "/src/missing.txt"]})
+        assert not result.is_error
+        assert "# Demo" in text(result)
+        assert "`/src/missing.txt` does not exist" in text(result)
+        files = result.structured_content["files"]
+        assert [entry["ok"] for entry in files] == [True, False]
+
+        result = await client.call("read_media_file", {"path": "/src/image.png"})
+        image = [block for block in result.content if block.type == "image"]
+        assert image and image[0].mime_type == "image/png"
+        assert base64.b64decode(image[0].data) == PNG
+
+        result = await client.call("write_file", {"path": "/output/notes/a.txt", "content": "hello world\n"})
+        assert not result.is_error, text(result)
+        version = result.structured_content["version"]
+        assert (fixture.out / "notes" / "a.txt").read_text() == "hello world\n"
+
+        result = await client.call(
+            "edit_file",
+            {
+                "path": "/output/notes/a.txt",
+                "edits": [{"oldText": "world", "newText": "there"}],
+                "expectedVersion": version,
+            },
+        )
+        assert not result.is_error, text(result)
+        assert "-hello world" in result.structured_content["diff"]
+        assert "/output/notes/a.txt" in result.structured_content["diff"]
+        assert (fixture.out / "notes" / "a.txt").read_text() == "hello there\n"
+
+        result = await client.call("create_directory", {"path": "/output/made/deeper"})
+        assert not result.is_error, text(result)
+        assert (fixture.out / "made" / "deeper").is_dir()
+
+        result = await client.call("list_directory", {"path": "/src"})
+        assert "[DIR] docs" in text(result)
+        assert "[FILE] README.md" in text(result)
+
+        result = await client.call("directory_tree", {"path": "/src", "maxDepth": 2})
+        assert "guide.txt" in text(result)
+
+        result = await client.call("search_files", {"path": "/src", "pattern": "*.txt"})
+        assert "/src/docs/guide.txt" in text(result)
+
+        result = await client.call("grep", {"pattern": "needle", "path": "/src"})
+        assert "/src/docs/guide.txt" in text(result)
+        assert result.structured_content["matches"] == 1
+
+        result = await client.call("get_file_info", {"path": "/src/README.md"})
+        assert result.structured_content["kind"] == "file"
+        assert result.structured_content["rights"] == "ro"
+
+        result = await client.call("move_file", {"source": "/output/notes/a.txt", "destination": "/output/b.txt"})
+        assert not result.is_error, text(result)
+        assert (fixture.out / "b.txt").exists() and not (fixture.out / "notes" / "a.txt").exists()
+
+        result = await client.call("delete_file", {"path": "/output/b.txt"})
+        assert not result.is_error, text(result)
+        assert not (fixture.out / "b.txt").exists()
+
+        result = await client.call("write_file", {"path": "/src/scratch/ok.txt", "content": "override grants write"})
+        assert not result.is_error, text(result)
+
+    run_client(fixture, body)
+
+
+def test_denials_are_tool_errors_with_virtual_paths_only(fixture):
+    async def body(client, init):
+        result = await client.call("write_file", {"path": "/src/new.txt", "content": "x"})
+        assert result.is_error
+        assert text(result).startswith("cannot write `/src/new.txt`: `/src` is mounted ro")
+
+        result = await client.call("read_text_file", {"path": "/src/escape/passwd"})
+        assert result.is_error
+        assert "leads outside its mount" in text(result)
+
+        result = await client.call("read_text_file", {"path": "/src/../../etc/passwd"})
+        assert result.is_error
+        assert text(result).startswith("no mount serves this path")
+
+        result = await client.call("delete_file", {"path": "/src/README.md"})
+        assert result.is_error
+        assert (fixture.data / "README.md").exists()
+
+        result = await client.call("read_text_file", {"path": "relative.txt"})
+        assert result.is_error
+
+        with pytest.raises(MCPError):
+            await client.call("read_text_file", {"path": 42})
+        with pytest.raises(MCPError):
+            await client.call("no_such_tool", {})
+        # The server keeps serving after protocol errors.
+        assert not (await client.call("list_mounts")).is_error
+
+    run_client(fixture, body)
+
+
+def test_the_internal_log_root_does_not_exist_for_the_agent(fixture):
+    async def body(client, init):
+        for tool in ["read_text_file", "list_directory", "get_file_info", "directory_tree"]:
+            internal = await client.call(tool, {"path": "/llm-logs"})
+            unknown = await client.call(tool, {"path": "/no-such-root"})
+            assert internal.is_error and unknown.is_error
+            assert internal.model_dump() == unknown.model_dump()
+        internal = await client.call("write_file", {"path": "/llm-logs/x.jsonl", "content": "x"})
+        unknown = await client.call("write_file", {"path": "/no-such-root/x.jsonl", "content": "x"})
+        assert internal.model_dump() == unknown.model_dump()
+        root = await client.call("list_directory", {"path": "/"})
+        assert "llm-logs" not in text(root)
+        assert "llm-logs" not in text(await client.call("list_mounts"))
+        found = await client.call("search_files", {"path": "/", "pattern": "exchanges-*"})
+        assert "exchanges-" not in text(found)
+
+    run_client(fixture, body)
+    assert [line["tool"] for line in fixture.log_lines()].count("write_file") == 2
+    assert not (fixture.logs / "x.jsonl").exists()
+
+
+def test_the_exchange_log_has_one_line_per_call(fixture):
+    async def body(client, init):
+        await client.call("list_mounts")
+        await client.call("read_text_file", {"path": "/src/README.md"})
+        await client.call("read_text_file", {"path": "/src/missing"})
+        with pytest.raises(MCPError):
+            await client.call("no_such_tool", {"x": 1})
+
+    run_client(fixture, body)
+    lines = fixture.log_lines()
+    assert [line["tool"] for line in lines] == ["list_mounts", "read_text_file", "read_text_file", "no_such_tool"]
+    for line in lines:
+        assert line["time"].endswith("Z")
+        assert isinstance(line["durationMs"], (int, float))
+        assert ("result" in line) != ("error" in line)
+    assert lines[1]["arguments"] == {"path": "/src/README.md"}
+    assert lines[1]["result"]["isError"] is False
+    assert lines[1]["result"]["text"].startswith("# Demo")
+    assert lines[2]["result"]["isError"] is True
+    assert lines[3]["error"]["code"] == -32602
+
+
+def test_concurrent_calls_from_one_client(fixture):
+    async def body(client, init):
+        import anyio
+
+        results = []
+
+        async def one(index):
+            results.append(await client.call("read_text_file", {"path": "/src/docs/guide.txt"}))
+
+        async with anyio.create_task_group() as group:
+            for index in range(20):
+                group.start_soon(one, index)
+        assert len(results) == 20
+        assert all(text(result) == "alpha\nneedle here\nomega\n" for result in results)
+
+    run_client(fixture, body)
+    assert len(fixture.log_lines()) == 20
+
+
+def test_a_log_directory_inside_the_workspace_stays_invisible(fixture):
+    async def body(client, init):
+        listing = text(await client.call("list_directory", {"path": "/workspace"}))
+        assert "[DIR] data" in listing and "logs" not in listing
+        read = await client.call("read_text_file", {"path": "/workspace/logs/anything.jsonl"})
+        assert read.is_error
+        assert text(read) == "`/workspace/logs/anything.jsonl` does not exist"
+        found = await client.call("search_files", {"path": "/workspace", "pattern": "exchanges-*"})
+        assert "exchanges-" not in text(found)
+        grep = await client.call("grep", {"pattern": "read_text_file", "path": "/workspace"})
+        assert "exchanges-" not in text(grep)
+        write = await client.call("write_file", {"path": "/workspace/logs/planted.jsonl", "content": "x"})
+        assert write.is_error, text(write)
+
+    run_client(fixture, body, ["serve", "--allow-write", "--llm-log", "logs"])
+    assert not (fixture.logs / "planted.jsonl").exists()
+    assert len(fixture.log_lines()) == 5
