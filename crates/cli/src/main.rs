@@ -248,8 +248,11 @@ fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
         served.join(", "),
         server.tool_summary(),
     ));
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     runtime.block_on(vfs_host::serve_stdio(service)).context("the MCP connection failed")?;
     Ok(ExitCode::SUCCESS)
 }

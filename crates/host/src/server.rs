@@ -62,10 +62,19 @@ impl ServerHandler for VfsServer {
         let tools = self.tools.clone();
         let name = request.name.into_owned();
         let arguments = request.arguments;
-        let outcome = tokio::task::spawn_blocking(move || tools.call(&name, arguments)).await.map_err(|error| {
-            tracing::error!(%error, "a tool call panicked");
-            ErrorData::internal_error("the tool failed unexpectedly", None)
-        })?;
+        // The tools are synchronous file work. On the multi-threaded runtime `vfs serve` uses,
+        // run them in place (the worker hands its other tasks to a sibling) rather than on the
+        // blocking pool: a hand-off to another thread and back per call dominated small reads.
+        let multi_thread =
+            tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        let outcome = if multi_thread {
+            tokio::task::block_in_place(move || tools.call(&name, arguments))
+        } else {
+            tokio::task::spawn_blocking(move || tools.call(&name, arguments)).await.map_err(|error| {
+                tracing::error!(%error, "a tool call panicked");
+                ErrorData::internal_error("the tool failed unexpectedly", None)
+            })?
+        };
         match outcome {
             Ok(output) => Ok(output.to_call_result().into()),
             Err(error @ (CallError::UnknownTool(_) | CallError::InvalidArguments { .. })) => {

@@ -146,6 +146,8 @@ struct MoveFileArgs {
     /// Replace an existing destination (default false).
     #[serde(default)]
     overwrite: bool,
+    /// Move only if the source file's version is still this one (from `get_file_info`).
+    expected_version: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -156,6 +158,8 @@ struct DeleteFileArgs {
     /// Delete a non-empty directory with its contents (default false).
     #[serde(default)]
     recursive: bool,
+    /// Delete only if the file's version is still this one (from `get_file_info`).
+    expected_version: Option<String>,
 }
 
 /// How a tool behaves, for the MCP annotations.
@@ -546,13 +550,16 @@ impl ToolService {
             "move_file" => {
                 let args: MoveFileArgs = parse(name, arguments)?;
                 self.finish(
-                    agent.move_path(&args.source, &args.destination, args.overwrite, None),
+                    agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref()),
                     vfs::MoveOutcome::to_text,
                 )
             }
             "delete_file" => {
                 let args: DeleteFileArgs = parse(name, arguments)?;
-                self.finish(agent.delete(&args.path, args.recursive, None), vfs::DeleteOutcome::to_text)
+                self.finish(
+                    agent.delete(&args.path, args.recursive, args.expected_version.as_deref()),
+                    vfs::DeleteOutcome::to_text,
+                )
             }
             _ => return Err(CallError::UnknownTool(name.to_owned())),
         };

@@ -161,3 +161,34 @@ fn the_exchange_log_gets_one_line_per_call() {
     assert!(record["time"].as_str().unwrap().ends_with('Z'));
     assert!(record["durationMs"].is_number());
 }
+
+#[test]
+fn move_and_delete_honour_expected_version() {
+    let test = TestDir::new();
+    test.file("out/a.txt", "alpha\n");
+    let launch = ["--mount", "out:/output:rw"];
+    let run = |tool: &str, arguments: &str| {
+        let mut args = vec!["call", tool, arguments];
+        args.extend(launch);
+        test.run(&args)
+    };
+    let stale_move =
+        run("move_file", r#"{"source": "/output/a.txt", "destination": "/output/b.txt", "expectedVersion": "0"}"#);
+    assert_eq!(stale_move.code, 1);
+    assert!(
+        stale_move.stdout.starts_with("`/output/a.txt` changed since you read it: its version is now `"),
+        "{}",
+        stale_move.stdout
+    );
+    let stale_delete = run("delete_file", r#"{"path": "/output/a.txt", "expectedVersion": "0"}"#);
+    assert_eq!(stale_delete.code, 1);
+    let info = run("get_file_info", r#"{"path": "/output/a.txt"}"#);
+    let version = info.stdout.lines().find_map(|line| line.strip_prefix("version: ")).unwrap().to_owned();
+    let moved = run(
+        "move_file",
+        &format!(r#"{{"source": "/output/a.txt", "destination": "/output/b.txt", "expectedVersion": "{version}"}}"#),
+    );
+    eqnice!("moved `/output/a.txt` to `/output/b.txt`\n", moved.stdout);
+    let deleted = run("delete_file", &format!(r#"{{"path": "/output/b.txt", "expectedVersion": "{version}"}}"#));
+    eqnice!("deleted file `/output/b.txt`\n", deleted.stdout);
+}
