@@ -1,0 +1,141 @@
+"""Crash consistency and hostile input, driven over a raw stdio pipe (no SDK) so the test controls
+exactly what is sent and when the server dies.
+
+* SIGKILL in the middle of a stream of writes: every file holds one whole version (old or
+  new, never a mix), no temporary file is visible, and the exchange log holds only whole lines.
+* Huge and malformed input: a protocol error or a clean tool error, and the server keeps
+  serving.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+from conftest import BINARY
+
+FILES = 6
+
+
+def start(root: pathlib.Path, *launch: str) -> subprocess.Popen:
+    assert BINARY.exists(), f"build the binary first: {BINARY}"
+    return subprocess.Popen(
+        [str(BINARY), "serve", *launch],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={"VFS_LOG": "error", "PATH": os.environ.get("PATH", "")},
+    )
+
+
+def send(process: subprocess.Popen, message: dict) -> None:
+    process.stdin.write((json.dumps(message) + "\n").encode())
+    process.stdin.flush()
+
+
+def receive(process: subprocess.Popen) -> dict:
+    line = process.stdout.readline()
+    assert line, "the server closed its output"
+    return json.loads(line)
+
+
+def initialize(process: subprocess.Popen) -> None:
+    send(
+        process,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "crash", "version": "1"}},
+        },
+    )
+    assert receive(process)["id"] == 0
+    send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def call(process: subprocess.Popen, ident: int, tool: str, arguments: dict) -> None:
+    send(process, {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+
+
+def content(file: int, version: int) -> str:
+    # Distinct sizes and bodies, so a mix of two versions can never look whole.
+    return f"file {file} version {version}\n" + (chr(ord("a") + version % 26) * (4096 * (1 + version % 7)))
+
+
+def test_sigkill_mid_stream_leaves_whole_files_and_whole_log_lines(tmp_path):
+    root = tmp_path / "root"
+    (root / "out").mkdir(parents=True)
+    written = {file: {content(file, 0)} for file in range(FILES)}
+    for file in range(FILES):
+        (root / "out" / f"f{file}.txt").write_text(content(file, 0))
+    for round_number in range(3):
+        process = start(root, "--mount", "out:/output:rw", "--llm-log", "logs")
+        initialize(process)
+        ident = 1
+        deadline = time.monotonic() + 0.3 + 0.1 * round_number
+        version = 1 + round_number * 1000
+        while time.monotonic() < deadline:
+            file = ident % FILES
+            body = content(file, version)
+            written[file].add(body)
+            call(process, ident, "write_file", {"path": f"/output/f{file}.txt", "content": body, "overwrite": True})
+            ident += 1
+            version += 1
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        for file in range(FILES):
+            assert (root / "out" / f"f{file}.txt").read_text() in written[file], f"f{file}.txt holds a mix"
+    names = sorted(path.name for path in (root / "out").iterdir() if not path.name.startswith(".vfs-tmp-"))
+    assert names == [f"f{file}.txt" for file in range(FILES)]
+    logs = sorted((root / "logs").iterdir())
+    assert len(logs) == 3, logs
+    for log in logs:
+        text = log.read_text()
+        assert text == "" or text.endswith("\n"), f"{log.name} ends in a partial line"
+        for line in text.splitlines():
+            record = json.loads(line)
+            assert record["tool"] == "write_file"
+    # The survivors of the crashes are invisible to agents.
+    process = start(root, "--mount", "out:/output:rw")
+    initialize(process)
+    call(process, 1, "list_directory", {"path": "/output"})
+    listing = receive(process)["result"]["content"][0]["text"]
+    assert listing == "".join(f"[FILE] f{file}.txt\n" for file in range(FILES))
+    process.kill()
+    process.wait()
+
+
+def test_huge_and_malformed_input_gets_an_answer_and_the_server_keeps_serving(tmp_path):
+    root = tmp_path / "root"
+    (root / "out").mkdir(parents=True)
+    process = start(root, "--mount", "out:/output:rw")
+    initialize(process)
+
+    process.stdin.write(b"{not json at all\n")
+    process.stdin.flush()
+    assert receive(process)["error"]["code"] == -32700
+
+    call(process, 1, "write_file", {"path": "/output/a.txt", "content": 42})
+    assert receive(process)["error"]["code"] == -32602
+
+    call(process, 2, "no_such_tool", {})
+    assert receive(process)["error"]["code"] == -32602
+
+    call(process, 3, "read_text_file", {"path": "/output/" + "a" * 200_000})
+    answer = receive(process)["result"]
+    assert answer["isError"] is True
+    assert answer["content"][0]["text"] == "invalid path: the path is longer than 4096 bytes"
+
+    call(process, 4, "write_file", {"path": "/output/big.txt", "content": "x" * (16 * 1024 * 1024 + 1)})
+    # A message over the protocol's 16 MiB line bound is refused as a whole (the write cap is
+    # the same 16 MiB, so this is where an oversized write ends).
+    assert receive(process)["error"] == {"code": -32700, "message": "parse error: the message is longer than 16 MiB"}
+    assert not (root / "out" / "big.txt").exists()
+
+    call(process, 5, "list_mounts", {})
+    assert receive(process)["result"]["content"][0]["text"].startswith("/output")
+    process.kill()
+    process.wait()
