@@ -29,22 +29,147 @@ const DEFAULT_RESULTS: usize = 200;
 /// Most files one search visits.
 const MAX_FILES: usize = 1_000_000;
 
-/// A file to search, found by the walk (or, for object stores, already searched).
+/// A file to search, found by the walk.
 struct Job {
     path: VirtualPath,
-    directory: Option<Handle>,
+    directory: Handle,
     name: String,
-    done: Option<FileOutcome>,
 }
 
 impl Job {
     fn local(path: VirtualPath, directory: Handle, name: String) -> Self {
-        Self { path, directory: Some(directory), name, done: None }
+        Self { path, directory, name }
+    }
+}
+
+/// Files searched per parallel batch: bounds memory and open directory handles.
+const BATCH: usize = 4096;
+
+/// The files waiting to be searched and the merged output so far, in walk order.
+struct Batch<'m> {
+    matcher: &'m grep_regex::RegexMatcher,
+    context: usize,
+    limit: usize,
+    jobs: Vec<Job>,
+    lines: Vec<GrepLine>,
+    matches: usize,
+    files_searched: usize,
+    truncated: bool,
+}
+
+impl<'m> Batch<'m> {
+    fn new(matcher: &'m grep_regex::RegexMatcher, context: usize, limit: usize) -> Self {
+        Self {
+            matcher,
+            context,
+            limit,
+            jobs: Vec::new(),
+            lines: Vec::new(),
+            matches: 0,
+            files_searched: 0,
+            truncated: false,
+        }
     }
 
-    #[cfg(feature = "s3")]
-    fn finished(path: VirtualPath, outcome: FileOutcome) -> Self {
-        Self { path, directory: None, name: String::new(), done: Some(outcome) }
+    fn searcher(&self) -> Searcher {
+        SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .before_context(self.context)
+            .after_context(self.context)
+            .build()
+    }
+
+    /// True once `limit` matches are merged: nothing more needs searching.
+    fn full(&self) -> bool {
+        self.matches >= self.limit
+    }
+
+    fn push(&mut self, job: Job) {
+        self.jobs.push(job);
+        if self.jobs.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Appends one file's outcome in order, cutting at `limit` matches.
+    fn merge(&mut self, outcome: FileOutcome) {
+        self.files_searched += usize::from(outcome.searched);
+        if self.full() {
+            self.truncated |= outcome.matches > 0;
+            return;
+        }
+        for line in outcome.lines {
+            if line.is_match {
+                if self.full() {
+                    self.truncated = true;
+                    break;
+                }
+                self.matches += 1;
+            }
+            self.lines.push(line);
+        }
+    }
+
+    /// Searches the waiting files on every core. Workers take files in order, so the files
+    /// searched are always a prefix of the batch, and the merged output is exactly the first
+    /// matches in walk order.
+    fn flush(&mut self) {
+        if self.jobs.is_empty() {
+            return;
+        }
+        let jobs = std::mem::take(&mut self.jobs);
+        let remaining = self.limit.saturating_sub(self.matches);
+        let next = AtomicUsize::new(0);
+        let found = AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 8);
+        let this = &*self;
+        let mut outcomes: Vec<(usize, FileOutcome)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers.min(jobs.len()))
+                .map(|_| {
+                    let (jobs, next, found) = (&jobs, &next, &found);
+                    scope.spawn(move || {
+                        let mut searcher = this.searcher();
+                        let mut done = Vec::new();
+                        while found.load(Ordering::Relaxed) < remaining {
+                            let index = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(job) = jobs.get(index) else { break };
+                            let mut outcome = FileOutcome::default();
+                            if let Ok((file, _)) = local::open_entry_file(&job.directory, &job.name, &job.path) {
+                                outcome.searched = true;
+                                let mut sink = Collector {
+                                    path: &job.path,
+                                    lines: &mut outcome.lines,
+                                    matches: &mut outcome.matches,
+                                    limit: this.limit,
+                                };
+                                let _ = searcher.search_reader(this.matcher, file, &mut sink);
+                                found.fetch_add(outcome.matches, Ordering::Relaxed);
+                            }
+                            done.push((index, outcome));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
+        });
+        outcomes.sort_unstable_by_key(|(index, _)| *index);
+        if outcomes.len() < jobs.len() {
+            self.truncated = true;
+        }
+        for (_, outcome) in outcomes {
+            self.merge(outcome);
+        }
+    }
+
+    fn finish(self) -> GrepResult {
+        GrepResult {
+            lines: self.lines,
+            matches: self.matches,
+            files_searched: self.files_searched,
+            truncated: self.truncated,
+        }
     }
 }
 
@@ -236,8 +361,10 @@ impl Context<'_> {
         let limit = request.max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, self.registry.limits.matches);
         let start = Self::parse(request.path.as_deref().unwrap_or("/"))?;
 
-        // Phase 1, sequential: walk with handles and list the files to search, in walk order.
-        let mut jobs: Vec<Job> = Vec::new();
+        // The walk is sequential and lists files to search in walk order; every BATCH files,
+        // the batch is searched on every core and merged in order, so memory and open
+        // directory handles stay bounded however large the tree is.
+        let mut batch = Batch::new(&matcher, context, limit);
         #[cfg(feature = "s3")]
         let object_start = self.object_target(&start).ok().flatten().is_some();
         #[cfg(not(feature = "s3"))]
@@ -256,7 +383,7 @@ impl Context<'_> {
             match resolved.kind() {
                 Some(Kind::File) => {
                     let name = resolved.name.clone().unwrap_or_default();
-                    jobs.push(Job::local(start.clone(), resolved.parent.clone(), name));
+                    batch.push(Job::local(start.clone(), resolved.parent.clone(), name));
                     Vec::new()
                 }
                 Some(Kind::Directory) => vec![start.clone()],
@@ -264,35 +391,29 @@ impl Context<'_> {
                 None => return Err(Error::not_found(&start)),
             }
         };
-        let mut walk_truncated = false;
         for root in roots {
+            if batch.full() {
+                break;
+            }
             #[cfg(feature = "s3")]
             if let Some(target) = self.object_target(&root)? {
-                // Object stores are searched as they are listed (streaming each object); their
-                // outcomes join the job list in order, already done.
-                let mut searcher = SearcherBuilder::new()
-                    .line_number(true)
-                    .binary_detection(BinaryDetection::quit(0))
-                    .before_context(context)
-                    .after_context(context)
-                    .build();
-                let mut found: usize =
-                    jobs.iter().filter_map(|job| job.done.as_ref()).map(|outcome| outcome.matches).sum();
+                // Object stores are searched as they are listed (streaming each object).
+                let mut searcher = batch.searcher();
                 let (_, truncated) = self.object_grep(&target, &root, include.as_ref(), &mut |path, reader| {
                     let mut outcome = FileOutcome { lines: Vec::new(), matches: 0, searched: true };
                     let mut sink = Collector { path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit };
                     let _ = searcher.search_reader(&matcher, reader, &mut sink);
-                    found += outcome.matches;
-                    jobs.push(Job::finished(path.clone(), outcome));
-                    found < limit
+                    batch.merge(outcome);
+                    !batch.full()
                 })?;
-                walk_truncated |= truncated;
+                batch.truncated |= truncated;
                 continue;
             }
             let directory = self.open_walk_root(&root)?;
             let mut ignores = IgnoreStack { levels: Vec::new() };
             Self::load_gitignore(&directory, &root, 0, &mut ignores);
             let max_depth = self.registry.limits.depth;
+            let mut visited = 0usize;
             let completed = self.walk(&directory, &root, "", 0, max_depth, &mut |visit| {
                 while ignores.levels.last().is_some_and(|(depth, _)| *depth >= visit.depth) {
                     ignores.levels.pop();
@@ -317,101 +438,24 @@ impl Context<'_> {
                                 return Flow::Continue;
                             }
                         }
-                        if jobs.len() >= MAX_FILES {
+                        visited += 1;
+                        if visited > MAX_FILES {
                             return Flow::Stop;
                         }
-                        jobs.push(Job::local(visit.path.clone(), visit.directory.clone(), visit.name.to_owned()));
-                        Flow::Continue
+                        batch.push(Job::local(visit.path.clone(), visit.directory.clone(), visit.name.to_owned()));
+                        if batch.full() { Flow::Stop } else { Flow::Continue }
                     }
                     Kind::Symlink | Kind::Special => Flow::Continue,
                 }
             })?;
+            batch.flush();
             if !completed {
-                walk_truncated = true;
+                batch.truncated = true;
                 break;
             }
         }
-
-        // Phase 2, parallel: search the files on every core. Workers take jobs in order, so the
-        // files searched are always a prefix of the walk order and the first `limit` matches
-        // of the merged output are exactly the first `limit` in walk order.
-        let next = AtomicUsize::new(0);
-        let found = AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 8);
-        let mut outcomes: Vec<(usize, FileOutcome)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers.min(jobs.len().max(1)))
-                .map(|_| {
-                    let matcher = matcher.clone();
-                    let (jobs, next, found) = (&jobs, &next, &found);
-                    scope.spawn(move || {
-                        let mut searcher = SearcherBuilder::new()
-                            .line_number(true)
-                            .binary_detection(BinaryDetection::quit(0))
-                            .before_context(context)
-                            .after_context(context)
-                            .build();
-                        let mut done = Vec::new();
-                        while found.load(Ordering::Relaxed) < limit {
-                            let index = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(job) = jobs.get(index) else { break };
-                            let Some(directory) = &job.directory else {
-                                // Searched during the walk (object storage).
-                                let matches = job.done.as_ref().map_or(0, |outcome| outcome.matches);
-                                found.fetch_add(matches, Ordering::Relaxed);
-                                done.push((index, FileOutcome::default()));
-                                continue;
-                            };
-                            let Ok((file, _)) = local::open_entry_file(directory, &job.name, &job.path) else {
-                                done.push((index, FileOutcome { lines: Vec::new(), matches: 0, searched: false }));
-                                continue;
-                            };
-                            let mut outcome = FileOutcome { lines: Vec::new(), matches: 0, searched: true };
-                            let mut sink = Collector {
-                                path: &job.path,
-                                lines: &mut outcome.lines,
-                                matches: &mut outcome.matches,
-                                limit,
-                            };
-                            let _ = searcher.search_reader(&matcher, file, &mut sink);
-                            found.fetch_add(outcome.matches, Ordering::Relaxed);
-                            done.push((index, outcome));
-                        }
-                        done
-                    })
-                })
-                .collect();
-            handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
-        });
-        let mut jobs = jobs;
-        for (index, outcome) in &mut outcomes {
-            if let Some(done) = jobs[*index].done.take() {
-                *outcome = done;
-            }
-        }
-        outcomes.sort_unstable_by_key(|(index, _)| *index);
-        let searched_all = outcomes.len() == jobs.len();
-        let mut lines = Vec::new();
-        let mut matches = 0usize;
-        let mut files_searched = 0usize;
-        let mut truncated = walk_truncated || !searched_all;
-        for (_, outcome) in outcomes {
-            files_searched += usize::from(outcome.searched);
-            if matches >= limit {
-                truncated |= outcome.matches > 0;
-                continue;
-            }
-            for line in outcome.lines {
-                if line.is_match {
-                    if matches >= limit {
-                        truncated = true;
-                        break;
-                    }
-                    matches += 1;
-                }
-                lines.push(line);
-            }
-        }
-        Ok(GrepResult { lines, matches, files_searched, truncated })
+        batch.flush();
+        Ok(batch.finish())
     }
 
     /// Reads `.gitignore` in `directory` (through the handle) onto the stack at `depth`.
