@@ -42,6 +42,9 @@ class Fixture:
         (self.data / "image.png").write_bytes(PNG)
         os.symlink("/etc", self.data / "escape")
         self.responses: list[str] = []
+        # More physical spellings for the leak scan (a test serving other storage adds its own,
+        # e.g. a bucket name and an endpoint URL).
+        self.extra_spellings: list[str] = []
 
     def launch(self, *extra: str) -> list[str]:
         return [
@@ -60,6 +63,7 @@ class Fixture:
         home = os.environ.get("HOME")
         if home and home != "/":
             spellings.add(home)
+        spellings.update(spelling for spelling in self.extra_spellings if spelling)
         return sorted(spellings, key=len, reverse=True)
 
     def record(self, value) -> None:
@@ -111,13 +115,20 @@ def fixture(tmp_path):
             assert spelling not in response, f"a response names the physical path {spelling!r}: {response}"
 
 
-def run_client(fixture: Fixture, body, args: list[str] | None = None):
-    """Starts `vfs serve` in the fixture dir, initializes a session, and runs `body(client, init)`."""
+def run_client(fixture: Fixture, body, args: list[str] | None = None, env: dict[str, str] | None = None):
+    """Starts `vfs serve` in the fixture dir, initializes a session, and runs `body(client, init)`.
+
+    `env` adds variables to the server's environment (which otherwise holds only the SDK's safe
+    defaults and `VFS_LOG`).
+    """
     assert BINARY.exists(), f"build the binary first: {BINARY}"
 
     async def main():
         params = StdioServerParameters(
-            command=str(BINARY), args=args or fixture.launch(), cwd=str(fixture.root), env={"VFS_LOG": "warn"}
+            command=str(BINARY),
+            args=args or fixture.launch(),
+            cwd=str(fixture.root),
+            env={"VFS_LOG": "warn", **(env or {})},
         )
         with open(fixture.stderr, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):

@@ -241,6 +241,10 @@ fn reserved(spec: &MountSpec, text: &str) -> Option<HostError> {
 
 /// Makes a relative physical path absolute against `base` (lexically; the registry opens it).
 fn resolve(spec: MountSpec, base: &Path) -> MountSpec {
+    // An object-store URL (`s3://bucket/prefix`) is not a path: nothing to resolve.
+    if spec.physical().contains("://") {
+        return spec;
+    }
     let physical = Path::new(spec.physical());
     if physical.is_absolute() {
         return spec;

@@ -231,6 +231,17 @@ impl Error {
         }))
     }
 
+    /// An object store that kept failing after retries. The store's own error is logged for
+    /// the operator; its text names the bucket and endpoint, so none of it is shown here.
+    #[cfg(feature = "s3")]
+    pub(crate) fn store_failed(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Io,
+            Some(path),
+            format!("`{path}`: the object store failed (after retries); try again later"),
+        )
+    }
+
     pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {
         Self::build(ErrorKind::Changed, Some(path), format!("`{path}` changed while vfs was working on it; try again"))
     }

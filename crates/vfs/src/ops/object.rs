@@ -34,7 +34,7 @@ impl Error {
             StoreError::Precondition => Error::version_mismatch(path, "a newer one"),
             StoreError::Other(error) => {
                 tracing::warn!(target: "vfs::object", %path, error = %error, "object store request failed");
-                Error::io(path, std::io::Error::other("the object store failed (after retries); try again later"))
+                Error::store_failed(path)
             }
         }
     }

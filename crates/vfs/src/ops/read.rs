@@ -421,11 +421,11 @@ pub(crate) fn read_tail(mut file: impl Read + Seek, size: u64, count: u64, cap: 
 }
 
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&byte| byte == needle)
+    memchr::memchr(needle, haystack)
 }
 
 fn memchr_count(haystack: &[u8]) -> u64 {
-    haystack.iter().fold(0, |count, &byte| count + u64::from(byte == b'\n'))
+    memchr::memchr_iter(b'\n', haystack).count() as u64
 }
 
 /// Bytes to text: refuses binary content, trims a character cut by the cap.

@@ -154,12 +154,21 @@ impl ObjectRoot {
             Err(object_store::Error::NotFound { .. }) => {
                 Err("the bucket does not exist or cannot be listed; create it or fix the name".to_owned())
             }
+            // S3 answers a missing bucket with a generic error carrying `NoSuchBucket`.
+            Err(error) if error.to_string().contains("NoSuchBucket") => {
+                Err("the bucket does not exist; create it or fix the name".to_owned())
+            }
             Err(object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }) => {
                 Err("the credentials were refused; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned())
             }
-            Err(error) => Err(format!(
-                "the object store did not answer; check AWS_ENDPOINT_URL, AWS_REGION and the network ({error})"
-            )),
+            Err(error) => {
+                // One line for the operator: the store's first line of error text, no XML body.
+                let detail = error.to_string();
+                let detail = detail.lines().next().unwrap_or_default().trim();
+                Err(format!(
+                    "the object store did not answer; check AWS_ENDPOINT_URL, AWS_REGION and the network ({detail})"
+                ))
+            }
         }
     }
 
@@ -233,7 +242,15 @@ impl ObjectRoot {
 
     /// A reader over the object that fetches 1 MiB ranges on demand.
     pub(crate) fn reader(&self, rel: &[String], size: u64) -> ObjectReader<'_> {
-        ObjectReader { root: self, key: self.key(rel), size, position: 0, buffer: Vec::new(), buffer_start: 0 }
+        ObjectReader {
+            root: self,
+            key: self.key(rel),
+            size,
+            position: 0,
+            buffer: Vec::new(),
+            buffer_start: 0,
+            window: WINDOW,
+        }
     }
 
     /// Puts `bytes` at `rel` atomically, under the condition `when`. Returns the new version.
@@ -356,9 +373,11 @@ pub(crate) struct ObjectReader<'a> {
     position: u64,
     buffer: Vec<u8>,
     buffer_start: u64,
+    window: u64,
 }
 
 const WINDOW: u64 = 1024 * 1024;
+const MAX_WINDOW: u64 = 64 * 1024 * 1024;
 
 impl Read for ObjectReader<'_> {
     fn read(&mut self, output: &mut [u8]) -> io::Result<usize> {
@@ -367,7 +386,11 @@ impl Read for ObjectReader<'_> {
         }
         let buffer_end = self.buffer_start + self.buffer.len() as u64;
         if self.position < self.buffer_start || self.position >= buffer_end {
-            let end = (self.position + WINDOW).min(self.size);
+            // Sequential reads double the range each time (1 MiB up to 64 MiB), so a whole
+            // large object costs a handful of requests while a small window costs one.
+            let sequential = self.position == buffer_end && !self.buffer.is_empty();
+            self.window = if sequential { (self.window * 2).min(MAX_WINDOW) } else { WINDOW };
+            let end = (self.position + self.window).min(self.size);
             self.buffer = self
                 .root
                 .get_range(self.key.clone(), self.position..end)
