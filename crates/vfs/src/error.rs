@@ -200,6 +200,10 @@ impl Error {
         Self::build(ErrorKind::TooLarge, path, message)
     }
 
+    pub(crate) fn too_deep(path: &VirtualPath, levels: usize) -> Self {
+        Self::too_large(Some(path), &format!("vfs creates directories at most {levels} levels deep"))
+    }
+
     pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
         Self::build(ErrorKind::InvalidArgument, None, message.into())
     }

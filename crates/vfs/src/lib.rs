@@ -42,7 +42,7 @@ pub use error::{Error, ErrorKind};
 pub use ops::{
     AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
     GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead,
-    Tree, TreeNode, WriteOptions, WriteOutcome,
+    Tree, TreeNode, WriteOptions, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use registry::{

@@ -17,6 +17,7 @@ mod write;
 use std::sync::Arc;
 
 pub use edit::{Edit, EditOptions, EditOutcome};
+
 pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode};
@@ -55,17 +56,11 @@ impl<'r> Context<'r> {
     ) -> Result<Resolved, Error> {
         let (mount, components) = self.registry.route(self.caller, path)?;
         if create_parents && components.len() > local::MAX_DEPTH + 1 {
-            return Err(Error::too_large(
-                Some(path),
-                &format!("vfs creates directories at most {} levels deep", local::MAX_DEPTH),
-            ));
+            return Err(Error::too_deep(path, local::MAX_DEPTH));
         }
         let gate = |mount: usize, rel: &[String]| {
             if rel.len() > local::MAX_DEPTH {
-                return Err(Error::too_large(
-                    Some(path),
-                    &format!("vfs creates directories at most {} levels deep", local::MAX_DEPTH),
-                ));
+                return Err(Error::too_deep(path, local::MAX_DEPTH));
             }
             self.registry.authorize(self.caller, mount, rel, Access::Write, path)
         };
@@ -117,8 +112,10 @@ impl<'r> Context<'r> {
 /// A shared handle, as the walk uses it.
 pub(crate) type Handle = Arc<std::os::fd::OwnedFd>;
 
-/// Formats seconds since the epoch as RFC 3339 UTC (`2026-11-30T02:13:39Z`).
-pub(crate) fn rfc3339(seconds: i64) -> String {
+/// Formats seconds since the epoch as RFC 3339 UTC (`2026-11-30T02:13:39Z`), the form every
+/// vfs surface uses for time (modification times, exchange-log stamps).
+#[must_use]
+pub fn rfc3339(seconds: i64) -> String {
     let days = seconds.div_euclid(86_400);
     let second_of_day = seconds.rem_euclid(86_400);
     // Howard Hinnant's civil-from-days.

@@ -212,10 +212,7 @@ impl Context<'_> {
             (Some(_), _) => Err(Error::not_a_directory(&path)),
             (None, Some(name)) => {
                 if resolved.rel.len() > local::MAX_DEPTH {
-                    return Err(Error::too_large(
-                        Some(&path),
-                        &format!("vfs creates directories at most {} levels deep", local::MAX_DEPTH),
-                    ));
+                    return Err(Error::too_deep(&path, local::MAX_DEPTH));
                 }
                 self.registry.authorize(self.caller, resolved.mount, &resolved.rel, Access::Write, &path)?;
                 let created = local::make_directory(&resolved.parent, name, &path)?;

@@ -458,27 +458,10 @@ pub(crate) fn open_file_in(
         Kind::Special => return Err(Error::unsupported(path)),
         Kind::Symlink | Kind::File => {}
     }
-    let fd = rustix::fs::openat(
-        directory,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )
-    .map_err(|errno| match errno {
-        Errno::LOOP | Errno::NOENT => Error::changed_during_call(path),
-        errno => Error::io(path, io_error(errno)),
-    })?;
-    let stat = fstat(&fd, path)?;
-    if stat.kind != Kind::File {
-        return Err(match stat.kind {
-            Kind::Directory => Error::not_a_file(path),
-            _ => Error::unsupported(path),
-        });
-    }
     // A regular file replaced by another regular file since the `lstat` (an atomic write by
     // someone else) is simply the newer version: confinement came from the parent handle and
-    // `O_NOFOLLOW`, and the `fstat` above refused anything but a regular file.
-    Ok((OpenFile(File::from(fd)), stat))
+    // `O_NOFOLLOW`, and `open_entry_file` refuses anything but a regular file.
+    open_entry_file(directory, name, path)
 }
 
 /// Opens a directory entry that a walk saw as a regular file, without a separate `lstat`:
@@ -496,10 +479,11 @@ pub(crate) fn open_entry_file(directory: &OwnedFd, name: &str, path: &VirtualPat
         errno => Error::io(path, io_error(errno)),
     })?;
     let stat = fstat(&fd, path)?;
-    if stat.kind != Kind::File {
-        return Err(Error::unsupported(path));
+    match stat.kind {
+        Kind::File => Ok((OpenFile(File::from(fd)), stat)),
+        Kind::Directory => Err(Error::not_a_file(path)),
+        Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
     }
-    Ok((OpenFile(File::from(fd)), stat))
 }
 
 /// Opens the resolved target as a directory (the mount root when `name` is `None`).
