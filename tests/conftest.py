@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import pathlib
+import subprocess
 import sys
 
 import anyio
@@ -18,6 +19,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BINARY = pathlib.Path(os.environ.get("VFS_BINARY", REPO / "target" / "debug" / "vfs"))
+LEAK_CHECKER = REPO / "target" / "debug" / "vfs-compliance"
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -113,6 +115,30 @@ def fixture(tmp_path):
     for response in made.responses:
         for spelling in made.physical_spellings():
             assert spelling not in response, f"a response names the physical path {spelling!r}: {response}"
+    if made.responses:
+        # The project's own leak checker too: every spelling of every mount's physical base
+        # (as given, absolute, canonical), the working directory, $HOME and the internal root.
+        made.logs.mkdir(exist_ok=True)
+        checked = subprocess.run(
+            [
+                str(LEAK_CHECKER),
+                "leaks",
+                "--mount",
+                "data:/src:ro",
+                "--mount",
+                "out:/output:rw",
+                "--internal",
+                "logs:/llm-logs:rw",
+                "--spelling",
+                str(made.root.parent),
+            ],
+            input="\n".join(made.responses),
+            cwd=made.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert checked.returncode == 0, f"vfs-compliance leaks: {checked.stdout}{checked.stderr}"
 
 
 def run_client(fixture: Fixture, body, args: list[str] | None = None, env: dict[str, str] | None = None):
