@@ -411,3 +411,72 @@ fn racing_symlink_swaps_never_escape() {
         "something was created outside the mounts"
     );
 }
+
+/// With a single mount, reads take one `openat2` beneath the root handle; every rule must hold
+/// the same as on the component walk.
+#[test]
+fn single_mount_fast_path_keeps_every_rule() {
+    let fixture = Fixture::new();
+    fixture.file("data/dir/a.txt", "alpha\n");
+    fixture.file("outside/secret.txt", "top secret\n");
+    fixture.symlink("dir/a.txt", "data/inside-link");
+    fixture.symlink(fixture.path("outside/secret.txt"), "data/escape");
+    fixture.symlink("../outside", "data/escape-dir");
+    fixture.file("data/.vfs-tmp-0123456789abcdef", "half");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fixture.path("data/fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build().unwrap();
+    assert_eq!(read(&registry, "/src/dir/a.txt").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/inside-link").unwrap(), "alpha\n");
+    assert_eq!(read(&registry, "/src/escape").unwrap_err().kind(), ErrorKind::Escape);
+    assert_eq!(read(&registry, "/src/escape-dir/secret.txt").unwrap_err().kind(), ErrorKind::Escape);
+    assert_eq!(read(&registry, "/src/fifo").unwrap_err().kind(), ErrorKind::Unsupported);
+    assert_eq!(read(&registry, "/src/dir").unwrap_err().to_string(), "`/src/dir` is a directory, not a file");
+    assert_eq!(read(&registry, "/src/none").unwrap_err().to_string(), "`/src/none` does not exist");
+    assert_eq!(read(&registry, "/src/dir/none/x").unwrap_err().to_string(), "`/src/dir/none/x` does not exist");
+    assert_eq!(
+        read(&registry, "/src/.vfs-tmp-0123456789abcdef").unwrap_err().to_string(),
+        "`/src/.vfs-tmp-0123456789abcdef` does not exist"
+    );
+    assert_eq!(read(&registry, "/elsewhere/x").unwrap_err().kind(), ErrorKind::UnknownRoot);
+}
+
+#[test]
+fn racing_symlink_swaps_never_escape_with_one_mount() {
+    let fixture = Fixture::new();
+    fixture.file("data/dir/file.txt", "inside\n");
+    fixture.file("outside/file.txt", "SECRET\n");
+    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (data, outside) = (fixture.path("data"), fixture.path("outside"));
+    let swapper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut swaps = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::rename(data.join("dir"), data.join("dir.real"));
+                let _ = std::os::unix::fs::symlink(&outside, data.join("dir"));
+                std::thread::yield_now();
+                let _ = std::fs::remove_file(data.join("dir"));
+                let _ = std::fs::rename(data.join("dir.real"), data.join("dir"));
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let mut escapes = 0usize;
+    for _ in 0..5_000 {
+        if read(&registry, "/src/dir/file.txt").is_ok_and(|content| content.contains("SECRET")) {
+            escapes += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 0);
+    assert_eq!(escapes, 0);
+}

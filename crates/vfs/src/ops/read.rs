@@ -146,9 +146,18 @@ impl Context<'_> {
         if let Some(target) = self.object_target(&path)? {
             return self.object_read_text(&target, path, window);
         }
+        let cap = self.registry.limits.read_bytes;
+        let (mount, components) = self.registry.route(self.caller, &path)?;
+        if let Some(opened) = local::open_direct(self.registry, mount, &components, &path) {
+            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+            self.registry.authorize(self.caller, mount, &rel, Access::Read, &path)?;
+            let (file, stat) = opened?;
+            return window_read(path, window, stat.size, file, cap, |content| {
+                local::version_of_bytes(content.as_bytes())
+            });
+        }
         let resolved = self.locate(&path, Access::Read, true, false)?;
         let (file, stat) = local::open_file(&resolved, &path)?;
-        let cap = self.registry.limits.read_bytes;
         window_read(path, window, stat.size, file, cap, |content| local::version_of_bytes(content.as_bytes()))
     }
 
@@ -222,6 +231,26 @@ impl Context<'_> {
         if let Some(target) = self.object_target(&path)? {
             return self.object_info(&target, path);
         }
+        let (mount, components) = self.registry.route(self.caller, &path)?;
+        match local::open_direct(self.registry, mount, &components, &path) {
+            Some(Ok((mut file, stat))) => {
+                let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+                self.registry.authorize(self.caller, mount, &rel, Access::Read, &path)?;
+                let version = local::version_of_file(&mut file, &stat).map_err(|error| Error::io(&path, error))?;
+                let rights = self.registry.mounts[mount].rights_at(&rel).0.as_str();
+                return Ok(FileInfo {
+                    path,
+                    kind: "file",
+                    size: stat.size,
+                    modified: rfc3339(stat.modified.0),
+                    rights,
+                    version: Some(version),
+                });
+            }
+            // Directories (and everything the fast path leaves alone) take the component walk.
+            Some(Err(error)) if error.kind() != crate::ErrorKind::NotAFile => return Err(error),
+            _ => {}
+        }
         let resolved = self.locate(&path, Access::Read, true, false)?;
         let Some(stat) = resolved.stat else {
             return Err(Error::not_found(&path));
@@ -254,7 +283,7 @@ pub(crate) fn window_read(
     } else {
         let offset = window.offset.unwrap_or(1).max(1);
         let limit = window.head.or(window.limit);
-        read_forward(reader, offset, limit, cap)
+        read_forward(reader, offset, limit, cap, size)
     }
     .map_err(|error| Error::io(&path, error))?;
     let content = decode(&path, read.bytes)?;
@@ -318,8 +347,16 @@ pub(crate) struct Window {
 }
 
 /// Skips `offset - 1` lines without keeping them, then reads up to `limit` lines or `cap` bytes.
-pub(crate) fn read_forward(file: impl Read, offset: u64, limit: Option<u64>, cap: u64) -> io::Result<Window> {
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+pub(crate) fn read_forward(
+    file: impl Read,
+    offset: u64,
+    limit: Option<u64>,
+    cap: u64,
+    size: u64,
+) -> io::Result<Window> {
+    // A buffer no larger than the file (plus one byte to see the end in one read), at most 64 KiB.
+    let capacity = usize::try_from(size.saturating_add(1)).unwrap_or(usize::MAX).clamp(512, 64 * 1024);
+    let mut reader = BufReader::with_capacity(capacity, file);
     let mut skipped = 0u64;
     while skipped + 1 < offset {
         let buffer = reader.fill_buf()?;

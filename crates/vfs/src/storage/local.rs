@@ -486,6 +486,60 @@ pub(crate) fn open_entry_file(directory: &OwnedFd, name: &str, path: &VirtualPat
     }
 }
 
+/// The fast path for reads when the registry holds a single mount, so that nothing can be
+/// nested: one `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV` opens the
+/// target beneath the root handle, refusing any link or mount crossing, and `O_NONBLOCK` keeps
+/// a FIFO from blocking. `None` means "take the component walk": several mounts, no
+/// `openat2`, or a path through a link (which the walk resolves within the mount).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn open_direct(
+    registry: &RegistryInner,
+    mount: usize,
+    components: &[&str],
+    path: &VirtualPath,
+) -> Option<Result<(OpenFile, Stat), Error>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+    if registry.mounts.len() != 1
+        || components.is_empty()
+        || UNAVAILABLE.load(Ordering::Relaxed)
+        || components.iter().any(|segment| segment.starts_with(TEMPORARY_PREFIX))
+    {
+        return None;
+    }
+    let root = registry.mounts[mount].storage.local()?;
+    let relative = components.join("/");
+    let resolve = rustix::fs::ResolveFlags::BENEATH
+        | rustix::fs::ResolveFlags::NO_SYMLINKS
+        | rustix::fs::ResolveFlags::NO_MAGICLINKS
+        | rustix::fs::ResolveFlags::NO_XDEV;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    match rustix::fs::openat2(&*root.handle(), relative.as_str(), flags, Mode::empty(), resolve) {
+        Ok(fd) => Some(fstat(&fd, path).and_then(|stat| match stat.kind {
+            Kind::File => Ok((OpenFile(File::from(fd)), stat)),
+            Kind::Directory => Err(Error::not_a_file(path)),
+            Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
+        })),
+        Err(Errno::NOSYS | Errno::PERM) => {
+            UNAVAILABLE.store(true, Ordering::Relaxed);
+            None
+        }
+        Err(Errno::NOENT) => Some(Err(Error::not_found(path))),
+        Err(_) => None,
+    }
+}
+
+/// Other systems always take the component walk.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn open_direct(
+    _registry: &RegistryInner,
+    _mount: usize,
+    _components: &[&str],
+    _path: &VirtualPath,
+) -> Option<Result<(OpenFile, Stat), Error>> {
+    None
+}
+
 /// Opens the resolved target as a directory (the mount root when `name` is `None`).
 pub(crate) fn open_directory(resolved: &Resolved, path: &VirtualPath) -> Result<Arc<OwnedFd>, Error> {
     let Some(seen) = resolved.stat else {
@@ -794,7 +848,10 @@ pub(crate) fn version_of_file(file: &mut OpenFile, stat: &Stat) -> io::Result<St
     if stat.size <= HASHED_VERSION_BYTES {
         file.seek(io::SeekFrom::Start(0))?;
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        let mut buffer = vec![0u8; 64 * 1024];
+        // A buffer no larger than the file needs (zeroing 64 KiB for a small file costs more
+        // than hashing it).
+        let mut buffer =
+            vec![0u8; usize::try_from(stat.size.saturating_add(1)).unwrap_or(usize::MAX).clamp(512, 64 * 1024)];
         loop {
             let count = file.read(&mut buffer)?;
             if count == 0 {
