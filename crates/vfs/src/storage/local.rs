@@ -508,7 +508,13 @@ pub(crate) fn open_direct(
         return None;
     }
     let root = registry.mounts[mount].storage.local()?;
-    let relative = components.join("/");
+    let mut relative = String::with_capacity(path.as_str().len());
+    for (index, segment) in components.iter().enumerate() {
+        if index > 0 {
+            relative.push('/');
+        }
+        relative.push_str(segment);
+    }
     let resolve = rustix::fs::ResolveFlags::BENEATH
         | rustix::fs::ResolveFlags::NO_SYMLINKS
         | rustix::fs::ResolveFlags::NO_MAGICLINKS
