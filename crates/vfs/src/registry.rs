@@ -250,6 +250,8 @@ impl MountRegistryBuilder {
                 .map(|mount| mount.root.as_str().to_owned()),
         );
         let agent_table = agent_table(&mounts);
+        #[cfg(feature = "s3")]
+        let object_mounts = mounts.iter().any(|mount| mount.storage.object().is_some());
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
@@ -258,6 +260,8 @@ impl MountRegistryBuilder {
                 agent_table,
                 limits: self.limits,
                 sync_writes: !self.skip_sync,
+                #[cfg(feature = "s3")]
+                object_mounts,
             }),
         })
     }
@@ -315,6 +319,9 @@ pub(crate) struct RegistryInner {
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
     pub(crate) sync_writes: bool,
+    /// Whether any mount is an object store; when none is, operations skip that dispatch.
+    #[cfg(feature = "s3")]
+    pub(crate) object_mounts: bool,
 }
 
 impl RegistryInner {
@@ -544,9 +551,9 @@ impl MountRegistry {
     /// True when some agent-facing mount or override grants write.
     #[must_use]
     pub fn agent_can_write(&self) -> bool {
-        self.agent_mounts()
-            .iter()
-            .any(|mount| mount.rights != "ro" || mount.overrides.iter().any(|item| item.rights != "ro"))
+        self.inner.mounts.iter().filter(|mount| mount.visibility == Visibility::AgentFacing).any(|mount| {
+            mount.rights.allows(Access::Write) || mount.overrides.iter().any(|item| item.rights().allows(Access::Write))
+        })
     }
 
     /// Every mount with its physical directory, for the operator's table. Operator-facing only.

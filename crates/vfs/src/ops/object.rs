@@ -42,7 +42,12 @@ impl Error {
 
 impl Context<'_> {
     /// The object mount serving `path`, if it is one (after routing for this caller).
+    /// With no object mount at all this answers `None` without routing: the local path that
+    /// follows routes once and gives any unknown-root answer itself.
     pub(crate) fn object_target(&self, path: &VirtualPath) -> Result<Option<Target>, Error> {
+        if !self.registry.object_mounts {
+            return Ok(None);
+        }
         let (mount, components) = self.registry.route(self.caller, path)?;
         if self.registry.mounts[mount].storage.object().is_none() {
             return Ok(None);
