@@ -71,17 +71,22 @@ impl Context<'_> {
     ) -> Result<TextRead, Error> {
         self.allow(target, Access::Read, &path)?;
         let root = self.root(target);
+        let cap = self.registry.limits.read_bytes;
+        if window.tail.is_none() && window.offset.unwrap_or(1) == 1 {
+            // A window from the first line never needs more than `cap + 1` bytes (the extra
+            // byte tells "exactly at the cap" from "more follows"): one GET, no HEAD.
+            let Some((bytes, info)) =
+                root.get_first(&target.rel, cap.saturating_add(1)).map_err(|error| Error::store(&path, error))?
+            else {
+                return Err(self.missing(target, &path));
+            };
+            let token = info.token();
+            return super::read::window_read_bytes(path, window, info.size, bytes, cap, |_| token);
+        }
         let Some(info) = root.head(&target.rel).map_err(|error| Error::store(&path, error))? else {
             return Err(self.missing(target, &path));
         };
-        let cap = self.registry.limits.read_bytes;
         let token = info.token();
-        if window.tail.is_none() && window.offset.unwrap_or(1) == 1 && info.size <= cap {
-            // The whole object fits the cap: one GET instead of ranged ones.
-            let (bytes, _) = root.get_all(&target.rel, cap).map_err(|error| Error::store(&path, error))?;
-            let size = bytes.len() as u64;
-            return super::read::window_read(path, window, size, std::io::Cursor::new(bytes), cap, |_| token);
-        }
         let reader = root.reader(&target.rel, info.size);
         super::read::window_read(path, window, info.size, reader, cap, |_| token)
     }
@@ -104,10 +109,11 @@ impl Context<'_> {
     ) -> Result<(Vec<u8>, Option<String>), Error> {
         self.allow(target, Access::Read, path)?;
         let root = self.root(target);
-        let Some(_) = root.head(&target.rel).map_err(|error| Error::store(path, error))? else {
+        let Some((bytes, info)) =
+            root.get_first(&target.rel, cap.saturating_add(1)).map_err(|error| Error::store(path, error))?
+        else {
             return Err(self.missing(target, path));
         };
-        let (bytes, info) = root.get_all(&target.rel, cap).map_err(|error| Error::store(path, error))?;
         if info.size > cap {
             return Err(Error::too_large(
                 Some(path),

@@ -287,6 +287,18 @@ pub(crate) fn window_read(
         read_forward(reader, offset, limit, cap, size)
     }
     .map_err(|error| Error::io(&path, error))?;
+    finish_window(path, window, size, read, cap, version_of)
+}
+
+/// Decodes a window that was read and describes what follows it.
+fn finish_window(
+    path: VirtualPath,
+    window: &ReadWindow,
+    size: u64,
+    read: Window,
+    cap: u64,
+    version_of: impl FnOnce(&str) -> Option<String>,
+) -> Result<TextRead, Error> {
     let content = decode(&path, read.bytes)?;
     let whole = read.start_line <= 1 && !read.more && window.tail.is_none_or(|_| read.start_line == 1);
     let version = if whole { version_of(&content) } else { None };
@@ -317,6 +329,44 @@ pub(crate) fn window_read(
         next,
         version,
     })
+}
+
+/// [`window_read`] over bytes already in memory: the first `bytes.len()` bytes of a file of
+/// `size` bytes (all of it, or at least `cap + 1` bytes). A window from the first line is cut
+/// out of the buffer in place, with no second copy and no line-by-line loop.
+#[cfg(feature = "s3")]
+pub(crate) fn window_read_bytes(
+    path: VirtualPath,
+    window: &ReadWindow,
+    size: u64,
+    bytes: Vec<u8>,
+    cap: u64,
+    version_of: impl FnOnce(&str) -> Option<String>,
+) -> Result<TextRead, Error> {
+    if window.tail.is_some() || window.offset.unwrap_or(1) > 1 {
+        return window_read(path, window, size, io::Cursor::new(bytes), cap, version_of);
+    }
+    let read = take_forward(bytes, window.head.or(window.limit), cap);
+    finish_window(path, window, size, read, cap, version_of)
+}
+
+/// What [`read_forward`] returns for a window from the first line, computed on a buffer.
+#[cfg(feature = "s3")]
+pub(crate) fn take_forward(mut bytes: Vec<u8>, limit: Option<u64>, cap: u64) -> Window {
+    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    let limit_end = match limit {
+        Some(0) => Some(0),
+        Some(limit) => {
+            let nth = usize::try_from(limit - 1).unwrap_or(usize::MAX);
+            memchr::memchr_iter(b'\n', &bytes).nth(nth).map(|index| index + 1)
+        }
+        None => None,
+    };
+    let end = limit_end.unwrap_or(bytes.len());
+    let (more, capped) = if end > cap { (true, true) } else { (end < bytes.len(), false) };
+    bytes.truncate(end.min(cap));
+    let line_count = memchr_count(&bytes) + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
+    Window { bytes, start_line: 1, line_count, more, capped }
 }
 
 pub(crate) fn validate_window(window: &ReadWindow) -> Result<(), Error> {
@@ -506,5 +556,36 @@ pub(crate) fn mime_type(name: &str) -> &'static str {
         "flac" => "audio/flac",
         "m4a" => "audio/mp4",
         _ => "application/octet-stream",
+    }
+}
+
+#[cfg(all(test, feature = "s3"))]
+mod tests {
+    use super::{Window, read_forward, take_forward};
+
+    fn parts(window: &Window) -> (&[u8], u64, u64, bool, bool) {
+        (&window.bytes, window.start_line, window.line_count, window.more, window.capped)
+    }
+
+    /// The in-memory cut agrees with the streaming reader on every small case: each cap, each
+    /// line limit, with and without a final newline, and given only the first `cap + 1` bytes.
+    #[test]
+    fn take_forward_agrees_with_read_forward() {
+        let texts = ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n\n", "ab\ncd\nef", "é\nxyz\n\nq", "long line\nx\n"];
+        let mut cases = 0;
+        for text in texts {
+            let full = text.as_bytes();
+            for cap in 0..=full.len() as u64 + 2 {
+                for limit in [None, Some(1), Some(2), Some(3), Some(10)] {
+                    let streamed =
+                        read_forward(std::io::Cursor::new(full), 1, limit, cap, full.len() as u64).expect("reads");
+                    let first = full[..full.len().min(cap as usize + 1)].to_vec();
+                    let cut = take_forward(first, limit, cap);
+                    assert_eq!(parts(&cut), parts(&streamed), "text {text:?}, cap {cap}, limit {limit:?}");
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 5 * texts.iter().map(|text| text.len() + 3).sum::<usize>());
     }
 }

@@ -225,17 +225,32 @@ impl ObjectRoot {
         Ok(result?.to_vec())
     }
 
-    /// The whole object, refusing more than `cap` bytes.
-    pub(crate) fn get_all(&self, rel: &[String], cap: u64) -> Result<(Vec<u8>, ObjectInfo), StoreError> {
+    /// The object's first `count` bytes (all of it when it is smaller) and its metadata, in one
+    /// GET, or `None` when there is no object. The body is streamed and dropped once `count`
+    /// bytes have arrived, so a large object costs a short transfer, and a small one no HEAD.
+    pub(crate) fn get_first(&self, rel: &[String], count: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>, StoreError> {
+        if rel.is_empty() {
+            return Ok(None);
+        }
         let store = self.store.clone();
         let key = self.key(rel);
         let result = self.block(async move {
-            let result = store.get(&key).await?;
+            let result = match store.get(&key).await {
+                Ok(result) => result,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(error) => return Err(error),
+            };
             let info = ObjectInfo::from_meta(&result.meta);
-            if info.size > cap {
-                return Ok((Vec::new(), info));
+            let wanted = usize::try_from(info.size.min(count)).unwrap_or(usize::MAX);
+            let mut bytes = Vec::with_capacity(wanted);
+            let mut stream = result.into_stream();
+            while bytes.len() < wanted
+                && let Some(chunk) = stream.try_next().await?
+            {
+                let take = chunk.len().min(wanted - bytes.len());
+                bytes.extend_from_slice(&chunk[..take]);
             }
-            Ok::<_, object_store::Error>((result.bytes().await?.to_vec(), info))
+            Ok(Some((bytes, info)))
         })?;
         Ok(result)
     }
