@@ -121,6 +121,20 @@ pub enum ConfigError {
         /// What went wrong.
         reason: String,
     },
+    /// Two object-storage mounts whose keys overlap in one bucket.
+    #[error(
+        "`{inner}` for mount `{inner_root}` lies inside `{outer}` for mount `{outer_root}`: object-storage mounts cannot nest"
+    )]
+    NestedObjects {
+        /// The mount whose prefix holds the other.
+        outer_root: String,
+        /// Its URL as given.
+        outer: String,
+        /// The mount inside it.
+        inner_root: String,
+        /// Its URL as given.
+        inner: String,
+    },
     /// The directory could not be opened.
     #[error("cannot open `{physical}` for mount `{root}`: {source}")]
     Open {
@@ -144,6 +158,9 @@ impl ConfigError {
             ConfigError::Missing { .. } => "create the directory first, or fix the path",
             ConfigError::NotADirectory { .. } => "a mount's physical side must be a directory",
             ConfigError::Open { .. } => "check the directory's permissions",
+            ConfigError::NestedObjects { .. } => {
+                "give the mounts prefixes side by side, such as `s3://bucket/work` and `s3://bucket/vendor`, or keep only the outer one"
+            }
             ConfigError::Store { .. } => {
                 "set AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_ALLOW_HTTP=true for a local endpoint)"
             }
@@ -202,9 +219,8 @@ impl MountRegistryBuilder {
 
     /// Checks every mount and opens each root directory once.
     pub fn build(&self) -> Result<MountRegistry, ConfigError> {
-        let mut mounts: Vec<Mount> = Vec::with_capacity(self.entries.len());
         let mut seen: HashMap<String, String> = HashMap::new();
-        for (spec, visibility, origin) in &self.entries {
+        for (spec, _, _) in &self.entries {
             let root = spec.root().as_str();
             if let Some(first) = seen.get(&root.to_ascii_lowercase()) {
                 return Err(if first == root {
@@ -214,6 +230,11 @@ impl MountRegistryBuilder {
                 });
             }
             seen.insert(root.to_ascii_lowercase(), root.to_owned());
+        }
+        check_object_nesting(self.entries.iter().map(|(spec, _, _)| spec))?;
+        let mut mounts: Vec<Mount> = Vec::with_capacity(self.entries.len());
+        for (spec, visibility, origin) in &self.entries {
+            let root = spec.root().as_str();
             let storage = Backend::open(spec)?;
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
@@ -265,6 +286,42 @@ impl MountRegistryBuilder {
             }),
         })
     }
+}
+
+/// Refuses two object mounts of one bucket (`s3://bucket`, or the in-process `memory://name`)
+/// where one prefix holds the other (or both are the same). A local tree keeps a nested
+/// mount's own rights and visibility by recognising its root directory during the walk;
+/// object keys have no directory to recognise, so an outer read-write mount would reach an
+/// inner read-only or internal one. Refused before any store is contacted.
+fn check_object_nesting<'a>(specs: impl Iterator<Item = &'a MountSpec>) -> Result<(), ConfigError> {
+    let keyed: Vec<(&MountSpec, Vec<&str>)> = specs
+        .filter_map(|spec| {
+            let (scheme, rest) = spec.physical().split_once("://")?;
+            if !matches!(scheme, "s3" | "memory") {
+                return None;
+            }
+            let parts = std::iter::once(scheme).chain(rest.split('/').filter(|part| !part.is_empty()));
+            Some((spec, parts.collect()))
+        })
+        .collect();
+    for (index, (first, first_keys)) in keyed.iter().enumerate() {
+        for (second, second_keys) in &keyed[index + 1..] {
+            let (outer, inner) = if first_keys.len() <= second_keys.len() {
+                ((first, first_keys), (second, second_keys))
+            } else {
+                ((second, second_keys), (first, first_keys))
+            };
+            if inner.1.starts_with(outer.1) {
+                return Err(ConfigError::NestedObjects {
+                    outer_root: outer.0.root().as_str().to_owned(),
+                    outer: outer.0.physical().to_owned(),
+                    inner_root: inner.0.root().as_str().to_owned(),
+                    inner: inner.0.physical().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn agent_table(mounts: &[Mount]) -> String {
@@ -642,5 +699,29 @@ fn describe(rights: &str) -> &'static str {
         "rw" => "read, write, create, delete",
         "rwnd" => "read, write, create (no delete)",
         _ => "read only",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_object_nesting;
+    use crate::spec::MountSpec;
+
+    fn nested(first: &str, second: &str) -> bool {
+        let specs: Vec<MountSpec> = [first, second].iter().map(|text| text.parse().expect("a mount string")).collect();
+        check_object_nesting(specs.iter()).is_err()
+    }
+
+    #[test]
+    fn only_prefixes_that_hold_one_another_in_one_bucket_nest() {
+        assert!(nested("s3://team/work:/a:ro", "s3://team/work/vendor:/b:rw"));
+        assert!(nested("s3://team/work/vendor:/a:ro", "s3://team/work:/b:rw"));
+        assert!(nested("s3://team/work:/a:ro", "s3://team/work:/b:rw"));
+        assert!(nested("s3://team:/a:ro", "s3://team/x:/b:rw"));
+        assert!(!nested("s3://team/work:/a:ro", "s3://team/workshop:/b:rw"));
+        assert!(!nested("s3://team/a:/a:ro", "s3://other/a:/b:rw"));
+        assert!(nested("memory://team:/a:ro", "memory://team/x:/b:rw"));
+        assert!(!nested("memory://team:/a:ro", "s3://team:/b:rw"));
+        assert!(!nested("/srv/team:/a:ro", "/srv/team/x:/b:rw"));
     }
 }

@@ -329,6 +329,34 @@ fn registry_refusals_are_operator_lines() {
     assert_eq!(file.to_string(), format!("`{}` for mount `/src` is not a directory", fixture.path("file").display()));
 }
 
+/// Object prefixes that nest in one bucket are refused before any store is contacted: an outer
+/// read-write mount would otherwise write into an inner read-only (or internal) one.
+#[test]
+fn nested_object_prefixes_are_refused() {
+    let build = |first: &str, second: &str| {
+        let specs: Vec<vfs::MountSpec> = [first, second].iter().map(|text| text.parse().unwrap()).collect();
+        let mut builder = MountRegistry::builder();
+        builder.mount(specs[0].clone()).internal(specs[1].clone());
+        builder.build().err().map(|error| (error.to_string(), error.hint()))
+    };
+    let hint = "give the mounts prefixes side by side, such as `s3://bucket/work` and `s3://bucket/vendor`, or keep only the outer one";
+    assert_eq!(
+        build("s3://team/work:/work:rw", "s3://team/work/vendor:/vendor:ro"),
+        Some((
+            "`s3://team/work/vendor` for mount `/vendor` lies inside `s3://team/work` for mount `/work`: object-storage mounts cannot nest".to_owned(),
+            hint
+        ))
+    );
+    assert_eq!(
+        build("s3://team/work/logs:/llm-logs:rw", "s3://team:/all:ro").map(|(text, _)| text),
+        Some("`s3://team/work/logs` for mount `/llm-logs` lies inside `s3://team` for mount `/all`: object-storage mounts cannot nest".to_owned())
+    );
+    assert_eq!(
+        build("s3://team/work:/a:ro", "s3://team/work/:/b:rw").map(|(text, _)| text),
+        Some("`s3://team/work/` for mount `/b` lies inside `s3://team/work` for mount `/a`: object-storage mounts cannot nest".to_owned())
+    );
+}
+
 #[test]
 fn privileged_accessor_reaches_only_its_root() {
     let (fixture, registry) = standard();

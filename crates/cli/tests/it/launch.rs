@@ -57,6 +57,24 @@ fn check_lists_every_problem_one_per_line() {
 }
 
 #[test]
+fn nested_object_prefixes_are_refused_before_any_store_is_contacted() {
+    let test = TestDir::new();
+    let run = test.run(&["check", "--mount", "s3://team/work:/work:rw", "--mount", "s3://team/work/vendor:/vendor:ro"]);
+    eqnice!(
+        "`s3://team/work/vendor` for mount `/vendor` lies inside `s3://team/work` for mount `/work`: object-storage mounts cannot nest\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&["serve", "--mount", "s3://team/work:/work:rw", "--mount", "s3://team/work/vendor:/vendor:ro"]);
+    eqnice!(
+        "error: `s3://team/work/vendor` for mount `/vendor` lies inside `s3://team/work` for mount `/work`: object-storage mounts cannot nest\n\n\
+         hint: give the mounts prefixes side by side, such as `s3://bucket/work` and `s3://bucket/vendor`, or keep only the outer one\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+}
+
+#[test]
 fn no_mount_serves_the_current_directory_read_only_at_workspace() {
     let test = TestDir::new();
     let run = test.run(&["mounts"]);

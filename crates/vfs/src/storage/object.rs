@@ -1,5 +1,6 @@
 //! The object-storage backend (cargo feature `s3`): a mount whose physical side is
-//! `s3://bucket[/prefix]` (or `memory://name`, an in-process store for tests and demos).
+//! `s3://bucket[/prefix]` (or `memory://name[/prefix]`, an in-process store for tests and
+//! demos, shared by every mount of that name in the process).
 //!
 //! Object stores have no links, no hard links, no special files and no nested mounts, so
 //! resolution is routing plus key construction; what this module adds is the mapping of each
@@ -22,6 +23,17 @@ use object_store::{
 
 use crate::registry::ConfigError;
 use crate::spec::MountSpec;
+
+/// The in-process store named `name`: every `memory://name` mount in this process shares it,
+/// as every `s3://bucket` mount shares the bucket (so a test can fill a store through one
+/// registry and serve it through another). It lives as long as the process.
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    static STORES: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, Arc<dyn ObjectStore>>>> =
+        std::sync::OnceLock::new();
+    let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let store = stores.entry(name.to_owned()).or_insert_with(|| Arc::new(object_store::memory::InMemory::new()));
+    Arc::clone(store)
+}
 
 /// What an object operation failed with, before it is described to an agent.
 #[derive(Debug)]
@@ -112,7 +124,7 @@ impl ObjectRoot {
         let prefix: Vec<String> = parts.map(str::to_owned).collect();
         let mut spellings = vec![physical.trim_end_matches('/').to_owned(), format!("{scheme}://{bucket}")];
         let store: Arc<dyn ObjectStore> = if scheme == "memory" {
-            Arc::new(object_store::memory::InMemory::new())
+            memory_store(bucket)
         } else {
             {
                 let retry = object_store::RetryConfig {
