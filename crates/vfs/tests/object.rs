@@ -162,3 +162,44 @@ fn probe_unreachable() {
     let error = MountRegistry::builder().mount(spec).build().unwrap_err();
     println!("{error}");
 }
+
+/// `grep` in object storage skips what a local tree's `.gitignore` files and `.git` skip: the
+/// same layout, searched on both backends, gives the same answer.
+#[test]
+fn grep_honours_gitignore_as_a_local_tree_does() {
+    let layout: &[(&str, &str)] = &[
+        (".gitignore", "target/\n*.log\n!keep.log\n"),
+        ("target/x.txt", "needle\n"),
+        ("a.log", "needle\n"),
+        ("keep.log", "needle\n"),
+        ("src/main.rs", "needle\n"),
+        (".git/config", "needle\n"),
+        ("sub/.gitignore", "gen.txt\n!b.log\n"),
+        ("sub/gen.txt", "needle\n"),
+        ("sub/ok.txt", "needle\n"),
+        ("sub/b.log", "needle\n"),
+        ("sub/deeper/gen.txt", "needle\n"),
+    ];
+    let fixture = Fixture::new();
+    for (name, content) in layout {
+        fixture.file(&format!("data/{name}"), content);
+    }
+    let local = MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).build().unwrap();
+    let object = registry_with("memory://gitignore", None);
+    for (name, content) in layout {
+        object.agent().write(&format!("/data/{name}"), content, &WriteOptions::default()).unwrap();
+    }
+    let found = |registry: &MountRegistry, path: &str| {
+        let request = GrepRequest { pattern: "needle".into(), path: Some(path.into()), ..GrepRequest::default() };
+        let mut paths: Vec<String> =
+            registry.agent().grep(&request).unwrap().lines.iter().map(|line| line.path.to_string()).collect();
+        paths.sort();
+        paths
+    };
+    let expected = ["/data/keep.log", "/data/src/main.rs", "/data/sub/b.log", "/data/sub/ok.txt"];
+    assert_eq!(found(&local, "/data"), expected);
+    assert_eq!(found(&object, "/data"), expected);
+    // Searching below the top `.gitignore` leaves it out, on both backends.
+    assert_eq!(found(&local, "/data/sub"), found(&object, "/data/sub"));
+    assert_eq!(found(&object, "/data/sub"), ["/data/sub/b.log", "/data/sub/ok.txt"]);
+}

@@ -23,7 +23,7 @@ use crate::storage::local::{self, Kind};
 /// Longest line text returned; longer lines are cut with `…`.
 const MAX_LINE_CHARS: usize = 500;
 /// Largest `.gitignore` read.
-const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
+pub(super) const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 /// Default `maxResults`.
 const DEFAULT_RESULTS: usize = 200;
 /// Most files one search visits.
@@ -469,12 +469,18 @@ impl Context<'_> {
         if std::io::Read::read_to_string(&mut file, &mut text).is_err() {
             return;
         }
-        let mut builder = GitignoreBuilder::new(PathBuf::from(path.as_str()));
-        for line in text.lines() {
-            let _ = builder.add_line(None, line);
-        }
-        if let Ok(matcher) = builder.build() {
+        if let Some(matcher) = gitignore_matcher(path, &text) {
             ignores.levels.push((depth, matcher));
         }
     }
+}
+
+/// The matcher for a `.gitignore` holding `text` in the directory `directory` (matching is on
+/// virtual paths); `None` when no line is a valid pattern.
+pub(super) fn gitignore_matcher(directory: &VirtualPath, text: &str) -> Option<Gitignore> {
+    let mut builder = GitignoreBuilder::new(PathBuf::from(directory.as_str()));
+    for line in text.lines() {
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().ok()
 }

@@ -6,7 +6,10 @@
 //! conditional put; `create_directory` writes nothing; `move_file` is copy-if-absent then
 //! delete (not atomic); a recursive delete removes every object under the prefix.
 
+use std::collections::HashMap;
+
 use base64::Engine as _;
+use ignore::gitignore::Gitignore;
 
 use super::walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode, exclude_set};
 use super::{
@@ -16,7 +19,7 @@ use super::{
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::object::{ObjectRoot, PutWhen, StoreError};
+use crate::storage::object::{ObjectInfo, ObjectRoot, PutWhen, StoreError};
 
 /// An object mount and the path inside it.
 pub(crate) struct Target {
@@ -258,11 +261,20 @@ impl Context<'_> {
 
     /// Every object below the target, bounded; `true` when more exist.
     fn object_walk(&self, target: &Target, path: &VirtualPath) -> Result<(Vec<Vec<String>>, bool), Error> {
+        let (objects, truncated) = self.object_walk_with_info(target, path)?;
+        Ok((objects.into_iter().map(|(parts, _)| parts).collect(), truncated))
+    }
+
+    /// Every object below `path` (bounded), as mount-relative parts below it, with metadata.
+    #[expect(clippy::type_complexity, reason = "a private helper's result, used in two places")]
+    fn object_walk_with_info(
+        &self,
+        target: &Target,
+        path: &VirtualPath,
+    ) -> Result<(Vec<(Vec<String>, ObjectInfo)>, bool), Error> {
         self.allow(target, Access::Read, path)?;
         let limit = self.registry.limits.entries.saturating_mul(8);
-        let (objects, truncated) =
-            self.root(target).list_all(&target.rel, limit).map_err(|error| Error::store(path, error))?;
-        Ok((objects.into_iter().map(|(parts, _)| parts).collect(), truncated))
+        self.root(target).list_all(&target.rel, limit).map_err(|error| Error::store(path, error))
     }
 
     pub(crate) fn object_tree(
@@ -357,9 +369,15 @@ impl Context<'_> {
             let more = search(path, &mut reader);
             return Ok((1, !more));
         }
-        let (objects, truncated) = self.object_walk(target, path)?;
+        let (objects, truncated) = self.object_walk_with_info(target, path)?;
+        let ignores = self.object_gitignores(target, path, &objects);
         let mut files = 0;
-        for parts in objects {
+        for (parts, info) in objects {
+            // As in a local tree: nothing under `.git`, nothing a `.gitignore` at or below the
+            // searched directory excludes.
+            if parts[..parts.len() - 1].iter().any(|name| name == ".git") || ignored(&ignores, path, &parts) {
+                continue;
+            }
             let relative = parts.join("/");
             if let Some((by_path, glob)) = include {
                 let subject = if *by_path { relative.as_str() } else { parts.last().map_or("", String::as_str) };
@@ -370,7 +388,6 @@ impl Context<'_> {
             let mut rel = target.rel.clone();
             rel.extend(parts.iter().cloned());
             let file_path = parts.iter().fold(path.clone(), |path, name| path.join_trusted(name));
-            let Ok(Some(info)) = root.head(&rel) else { continue };
             files += 1;
             let mut reader = root.reader(&rel, info.size);
             if !search(&file_path, &mut reader) {
@@ -378,6 +395,31 @@ impl Context<'_> {
             }
         }
         Ok((files, truncated))
+    }
+
+    /// The `.gitignore` objects among `objects`, as matchers keyed by their directory's parts.
+    fn object_gitignores(
+        &self,
+        target: &Target,
+        path: &VirtualPath,
+        objects: &[(Vec<String>, ObjectInfo)],
+    ) -> HashMap<Vec<String>, Gitignore> {
+        let root = self.root(target);
+        let mut ignores = HashMap::new();
+        for (parts, info) in objects {
+            let Some((name, directory)) = parts.split_last() else { continue };
+            if name != ".gitignore" || info.size > super::grep::MAX_GITIGNORE_BYTES {
+                continue;
+            }
+            let mut rel = target.rel.clone();
+            rel.extend(parts.iter().cloned());
+            let Ok(Some((bytes, _))) = root.get_first(&rel, super::grep::MAX_GITIGNORE_BYTES) else { continue };
+            let directory_path = directory.iter().fold(path.clone(), |path, name| path.join_trusted(name));
+            if let Some(matcher) = super::grep::gitignore_matcher(&directory_path, &String::from_utf8_lossy(&bytes)) {
+                ignores.insert(directory.to_vec(), matcher);
+            }
+        }
+        ignores
     }
 
     pub(crate) fn object_delete(
@@ -446,4 +488,29 @@ impl Context<'_> {
         root.delete(&from.rel).map_err(|error| Error::store(&source, error))?;
         Ok(())
     }
+}
+
+/// True when the `.gitignore` matchers (keyed by directory parts below `base`) exclude the
+/// object at `parts` or one of the directories above it: for each, the deepest matcher with
+/// an opinion decides, as in a local walk.
+fn ignored(ignores: &HashMap<Vec<String>, Gitignore>, base: &VirtualPath, parts: &[String]) -> bool {
+    if ignores.is_empty() {
+        return false;
+    }
+    let mut subject = base.clone();
+    for end in 1..=parts.len() {
+        subject = subject.join_trusted(&parts[end - 1]);
+        let is_directory = end < parts.len();
+        for depth in (0..end).rev() {
+            let Some(matcher) = ignores.get(&parts[..depth]) else { continue };
+            let found = matcher.matched(std::path::Path::new(subject.as_str()), is_directory);
+            if found.is_ignore() {
+                return true;
+            }
+            if found.is_whitelist() {
+                break;
+            }
+        }
+    }
+    false
 }
