@@ -281,6 +281,7 @@ impl MountRegistryBuilder {
                 agent_table,
                 limits: self.limits,
                 sync_writes: !self.skip_sync,
+                versions: crate::storage::local::VersionCache::default(),
                 #[cfg(feature = "s3")]
                 object_mounts,
             }),
@@ -376,6 +377,9 @@ pub(crate) struct RegistryInner {
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
     pub(crate) sync_writes: bool,
+    /// Content-hash versions of unchanged files, so `get_file_info` and version guards need
+    /// not read a file again.
+    pub(crate) versions: crate::storage::local::VersionCache,
     /// Whether any mount is an object store; when none is, operations skip that dispatch.
     #[cfg(feature = "s3")]
     pub(crate) object_mounts: bool,

@@ -132,6 +132,7 @@ impl AppendFile {
 impl Context<'_> {
     /// Checks `expected` against the current version of `name` in `directory`.
     fn check_version(
+        &self,
         directory: &std::os::fd::OwnedFd,
         name: &str,
         expected: &str,
@@ -141,7 +142,8 @@ impl Context<'_> {
             return Err(Error::version_mismatch(path, "none (the file does not exist)"));
         };
         let (mut file, stat) = local::open_file_in(directory, name, stat, path)?;
-        let current = local::version_of_file(&mut file, &stat).map_err(|error| Error::io(path, error))?;
+        let current = local::version_of_file(&self.registry.versions, &mut file, &stat)
+            .map_err(|error| Error::io(path, error))?;
         if current == expected { Ok(()) } else { Err(Error::version_mismatch(path, &current)) }
     }
 
@@ -180,7 +182,7 @@ impl Context<'_> {
             }
             mode = stat.mode & 0o7777;
             match &options.expected_version {
-                Some(expected) => Self::check_version(&resolved.parent, name, expected, &path)?,
+                Some(expected) => self.check_version(&resolved.parent, name, expected, &path)?,
                 None if !options.overwrite => return Err(Error::already_exists(&path)),
                 None => {}
             }
@@ -271,7 +273,7 @@ impl Context<'_> {
         };
         let _lock = local::lock_directory(&from.parent, &source)?;
         if let Some(expected) = expected_version {
-            Self::check_version(&from.parent, from_name, expected, &source)?;
+            self.check_version(&from.parent, from_name, expected, &source)?;
         }
         if let Some(existing) = local::stat_child(&to.parent, to_name) {
             if !overwrite {
@@ -340,7 +342,7 @@ impl Context<'_> {
         };
         let _lock = local::lock_directory(&resolved.parent, &path)?;
         if let Some(expected) = expected_version {
-            Self::check_version(&resolved.parent, name, expected, &path)?;
+            self.check_version(&resolved.parent, name, expected, &path)?;
         }
         let kind = match stat.kind {
             Kind::Directory => {

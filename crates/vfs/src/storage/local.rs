@@ -14,7 +14,7 @@
     reason = "the storage module is the one place allowed to touch the disk"
 )]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -498,6 +498,24 @@ pub(crate) fn open_direct(
     components: &[&str],
     path: &VirtualPath,
 ) -> Option<Result<(OpenFile, Stat), Error>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let opened = open_beneath(registry, mount, components, path, flags)?;
+    Some(opened.and_then(|(fd, stat)| match stat.kind {
+        Kind::File => Ok((OpenFile(File::from(fd)), stat)),
+        Kind::Directory => Err(Error::not_a_file(path)),
+        Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
+    }))
+}
+
+/// One `openat2` beneath the mount's root handle with `flags`, then `fstat`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn open_beneath(
+    registry: &RegistryInner,
+    mount: usize,
+    components: &[&str],
+    path: &VirtualPath,
+    flags: OFlags,
+) -> Option<Result<(OwnedFd, Stat), Error>> {
     use std::sync::atomic::{AtomicBool, Ordering};
     static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
     if registry.mounts.len() != 1
@@ -519,13 +537,8 @@ pub(crate) fn open_direct(
         | rustix::fs::ResolveFlags::NO_SYMLINKS
         | rustix::fs::ResolveFlags::NO_MAGICLINKS
         | rustix::fs::ResolveFlags::NO_XDEV;
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     match rustix::fs::openat2(&*root.handle(), relative.as_str(), flags, Mode::empty(), resolve) {
-        Ok(fd) => Some(fstat(&fd, path).and_then(|stat| match stat.kind {
-            Kind::File => Ok((OpenFile(File::from(fd)), stat)),
-            Kind::Directory => Err(Error::not_a_file(path)),
-            Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
-        })),
+        Ok(fd) => Some(fstat(&fd, path).map(|stat| (fd, stat))),
         Err(Errno::NOSYS | Errno::PERM) => {
             UNAVAILABLE.store(true, Ordering::Relaxed);
             None
@@ -848,39 +861,120 @@ pub(crate) fn open_append(directory: &OwnedFd, name: &str, path: &VirtualPath) -
 }
 
 /// A version token: a content hash for files up to [`HASHED_VERSION_BYTES`], else a hash of the
-/// identity, size and change times.
-pub(crate) fn version_of_file(file: &mut OpenFile, stat: &Stat) -> io::Result<String> {
+/// identity, size and change times. A content hash already computed for this very state of the
+/// file comes from `cache` (see [`VersionCache`]).
+pub(crate) fn version_of_file(cache: &VersionCache, file: &mut OpenFile, stat: &Stat) -> io::Result<String> {
     use std::io::Seek;
-    if stat.size <= HASHED_VERSION_BYTES {
-        file.seek(io::SeekFrom::Start(0))?;
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        // A buffer no larger than the file needs (zeroing 64 KiB for a small file costs more
-        // than hashing it).
-        let mut buffer =
-            vec![0u8; usize::try_from(stat.size.saturating_add(1)).unwrap_or(usize::MAX).clamp(512, 64 * 1024)];
-        loop {
-            let count = file.read(&mut buffer)?;
-            if count == 0 {
-                break;
-            }
-            hasher.update(&buffer[..count]);
+    if stat.size > HASHED_VERSION_BYTES {
+        return Ok(metadata_version(stat));
+    }
+    if let Some(token) = cache.get(stat) {
+        return Ok(token);
+    }
+    // The clock is read before the state the hash is filed under, so a change during the read
+    // can never hide under that state (see `VersionCache`).
+    let started = std::time::SystemTime::now();
+    let stat = rustix::fs::fstat(&file.0).map(|raw| Stat::from_raw(&raw)).map_err(io_error)?;
+    file.seek(io::SeekFrom::Start(0))?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    // A buffer no larger than the file needs (zeroing 64 KiB for a small file costs more than
+    // hashing it).
+    let mut buffer =
+        vec![0u8; usize::try_from(stat.size.saturating_add(1)).unwrap_or(usize::MAX).clamp(512, 64 * 1024)];
+    loop {
+        let count = file.read(&mut buffer)?;
+        if count == 0 {
+            break;
         }
-        file.seek(io::SeekFrom::Start(0))?;
-        Ok(format!("{:016x}", hasher.digest()))
-    } else {
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        for value in [
-            stat.device,
-            stat.inode,
-            stat.size,
-            stat.modified.0.cast_unsigned(),
-            u64::from(stat.modified.1),
-            stat.changed.0.cast_unsigned(),
-            u64::from(stat.changed.1),
-        ] {
-            hasher.update(&value.to_le_bytes());
+        hasher.update(&buffer[..count]);
+    }
+    file.seek(io::SeekFrom::Start(0))?;
+    let token = format!("{:016x}", hasher.digest());
+    cache.insert(&stat, started, &token);
+    Ok(token)
+}
+
+/// The version of a file in the state `stat` when it is known without reading the file: a
+/// metadata version for a large file, or a content hash filed for this very state.
+pub(crate) fn known_version(cache: &VersionCache, stat: &Stat) -> Option<String> {
+    if stat.size > HASHED_VERSION_BYTES { Some(metadata_version(stat)) } else { cache.get(stat) }
+}
+
+fn metadata_version(stat: &Stat) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for value in [
+        stat.device,
+        stat.inode,
+        stat.size,
+        stat.modified.0.cast_unsigned(),
+        u64::from(stat.modified.1),
+        stat.changed.0.cast_unsigned(),
+        u64::from(stat.changed.1),
+    ] {
+        hasher.update(&value.to_le_bytes());
+    }
+    format!("m{:016x}", hasher.digest())
+}
+
+/// Content-hash versions already computed, filed under the state of the file they were
+/// computed for: (device, inode) and (size, modification time, change time).
+///
+/// Why a hit is safe. The kernel sets a file's change time (`ctime`) to the current time on
+/// every change of content or metadata, and no call sets it to anything else. A hash is filed
+/// only when the file's `ctime` lies at least [`SETTLED`] before the clock reading taken ahead
+/// of the read that produced the hash. Any later change, including one during that read, sets
+/// `ctime` to a time after that reading (less at most one clock tick and one timestamp
+/// granule, which [`SETTLED`] covers), so it can never show the filed `ctime` again; a new file
+/// that reuses the inode number is created after the reading too. So a file showing exactly
+/// the filed state still holds the hashed content, as git's index trusts unchanged `stat`
+/// data for files older than the index. What this trusts: a clock that does not jump back
+/// by more than [`SETTLED`], and filesystems that keep `ctime` (network filesystems with a
+/// skewed server clock weaken it, as they do for git, and so do writes through a shared memory
+/// map, whose times the kernel updates late). Files changed within [`SETTLED`] are
+/// hashed every time. At most [`VERSION_CACHE_ENTRIES`] states are kept; a full cache starts
+/// over.
+#[derive(Debug, Default)]
+pub(crate) struct VersionCache {
+    entries: std::sync::Mutex<HashMap<(u64, u64), CachedVersion>>,
+}
+
+#[derive(Debug)]
+struct CachedVersion {
+    size: u64,
+    modified: (i64, u32),
+    changed: (i64, u32),
+    token: String,
+}
+
+/// How long before the hash's clock reading a file's last change must lie for the hash to be
+/// filed: more than a clock tick plus the coarsest timestamp granule in use (FAT's 2 s).
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The most file states a [`VersionCache`] keeps (about 100 bytes each).
+pub(crate) const VERSION_CACHE_ENTRIES: usize = 8192;
+
+impl VersionCache {
+    fn get(&self, stat: &Stat) -> Option<String> {
+        let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cached = entries.get(&stat.identity())?;
+        (cached.size == stat.size && cached.modified == stat.modified && cached.changed == stat.changed)
+            .then(|| cached.token.clone())
+    }
+
+    fn insert(&self, stat: &Stat, started: std::time::SystemTime, token: &str) {
+        let Some(settled) = started.checked_sub(SETTLED) else { return };
+        let Ok(settled) = settled.duration_since(std::time::UNIX_EPOCH) else { return };
+        let changed = i128::from(stat.changed.0) * 1_000_000_000 + i128::from(stat.changed.1);
+        if changed >= i128::try_from(settled.as_nanos()).unwrap_or(i128::MAX) {
+            return;
         }
-        Ok(format!("m{:016x}", hasher.digest()))
+        let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if entries.len() >= VERSION_CACHE_ENTRIES {
+            entries.clear();
+        }
+        let cached =
+            CachedVersion { size: stat.size, modified: stat.modified, changed: stat.changed, token: token.to_owned() };
+        entries.insert(stat.identity(), cached);
     }
 }
 
@@ -938,5 +1032,65 @@ mod tests {
             write_atomic(&handle, "file.txt", &mut &b"new"[..], Replace::Never, 0o644, true, &path).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
+    }
+
+    fn open_with_stat(path: &std::path::Path) -> (OpenFile, Stat) {
+        let file = File::open(path).unwrap();
+        let stat = Stat::from_raw(&rustix::fs::fstat(&file).unwrap());
+        (OpenFile(file), stat)
+    }
+
+    /// A file changed just now is hashed every time: its hash is not filed.
+    #[test]
+    fn a_recently_changed_file_is_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fresh.txt");
+        std::fs::write(&path, "fresh\n").unwrap();
+        let cache = VersionCache::default();
+        let (mut file, stat) = open_with_stat(&path);
+        let token = version_of_file(&cache, &mut file, &stat).unwrap();
+        assert_eq!(Some(token), version_of_bytes(b"fresh\n"));
+        assert_eq!(cache.get(&stat), None);
+    }
+
+    /// A settled state is served from the cache until size, modification or change time
+    /// differ; then the file is hashed again.
+    #[test]
+    fn a_settled_state_is_served_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.txt");
+        std::fs::write(&path, "old\n").unwrap();
+        let cache = VersionCache::default();
+        let (mut file, stat) = open_with_stat(&path);
+        // As if the hash had been taken ten seconds from now: the change lies well before it.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+        cache.insert(&stat, later, "filed");
+        assert_eq!(version_of_file(&cache, &mut file, &stat).unwrap(), "filed");
+        for changed in [
+            Stat { size: stat.size + 1, ..stat },
+            Stat { modified: (stat.modified.0 + 1, stat.modified.1), ..stat },
+            Stat { changed: (stat.changed.0, stat.changed.1 ^ 1), ..stat },
+            Stat { inode: stat.inode + 1, ..stat },
+        ] {
+            assert_eq!(cache.get(&changed), None, "{changed:?}");
+        }
+        std::fs::write(&path, "new content\n").unwrap();
+        let (mut file, stat) = open_with_stat(&path);
+        assert_eq!(Some(version_of_file(&cache, &mut file, &stat).unwrap()), version_of_bytes(b"new content\n"));
+    }
+
+    #[test]
+    fn the_cache_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "x").unwrap();
+        let (_, stat) = open_with_stat(&path);
+        let cache = VersionCache::default();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+        for inode in 0..=VERSION_CACHE_ENTRIES as u64 {
+            cache.insert(&Stat { inode, ..stat }, later, "t");
+        }
+        let kept = cache.entries.lock().unwrap().len();
+        assert_eq!(kept, 1, "a full cache starts over");
     }
 }
