@@ -1,7 +1,9 @@
 //! The MCP server over stdio, with the official Rust SDK (`rmcp`).
 //!
-//! stdout carries only the protocol. Tool calls run the synchronous `vfs` operations on
-//! Tokio's blocking pool, so concurrent requests from one client do not stall each other.
+//! stdout carries only the protocol. Tool calls run the synchronous `vfs` operations in place
+//! on a worker of the multi-threaded runtime (`block_in_place` hands the worker's other tasks
+//! to a sibling), so concurrent requests from one client do not stall each other. stdin and
+//! stdout, when they are pipes or sockets, are driven by the event loop directly.
 //! Client-sent roots are ignored: the operator's mounts are the whole of what an agent can
 //! reach, and a client (which acts for the agent) must not be able to widen it.
 
@@ -98,8 +100,9 @@ pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
     let (to_server, from_client) = tokio::io::duplex(64 * 1024);
     let (to_client, from_server) = tokio::io::duplex(64 * 1024);
     let (parse_errors, parse_errors_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
-    tokio::spawn(pump_input(tokio::io::stdin(), to_server, parse_errors));
-    let output = tokio::spawn(pump_output(from_server, parse_errors_rx, tokio::io::stdout()));
+    let (input, output) = stdio();
+    tokio::spawn(pump_input(input, to_server, parse_errors));
+    let output = tokio::spawn(pump_output(from_server, parse_errors_rx, output));
     let served = match VfsServer::new(tools).serve((from_client, to_client)).await {
         Ok(server) => server.waiting().await.map(|_| ()).map_err(std::io::Error::other),
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
@@ -111,6 +114,38 @@ pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
     // The server's end of the output pipe is closed now; let the writer drain it.
     let written = output.await.map_err(std::io::Error::other)?;
     served.and(written)
+}
+
+type Input = Box<dyn AsyncRead + Unpin + Send>;
+type Output = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// stdin and stdout as readiness-driven streams when they are pipes or sockets (as MCP clients
+/// spawn servers), else Tokio's `stdin()`/`stdout()`. Those hand every read and write to a
+/// blocking-pool thread and back: two thread hand-offs per message that a pipe registered with
+/// the event loop does without.
+fn stdio() -> (Input, Output) {
+    use std::os::fd::AsFd as _;
+    let input = std::io::stdin().as_fd().try_clone_to_owned().ok().and_then(|fd| {
+        if let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd.try_clone().ok()?) {
+            return Some(Box::new(pipe) as Input);
+        }
+        unix_socket(fd).map(|socket| Box::new(socket) as Input)
+    });
+    let output = std::io::stdout().as_fd().try_clone_to_owned().ok().and_then(|fd| {
+        if let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd.try_clone().ok()?) {
+            return Some(Box::new(pipe) as Output);
+        }
+        unix_socket(fd).map(|socket| Box::new(socket) as Output)
+    });
+    (input.unwrap_or_else(|| Box::new(tokio::io::stdin())), output.unwrap_or_else(|| Box::new(tokio::io::stdout())))
+}
+
+/// `fd` as a Tokio Unix stream, if it is a Unix socket (a terminal or a file is not).
+fn unix_socket(fd: std::os::fd::OwnedFd) -> Option<tokio::net::UnixStream> {
+    let socket = std::os::unix::net::UnixStream::from(fd);
+    socket.local_addr().ok()?;
+    socket.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(socket).ok()
 }
 
 /// What one bounded line read found.

@@ -470,7 +470,13 @@ impl ToolService {
                 let args: ReadTextFileArgs = parse(name, arguments)?;
                 let window =
                     vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
-                self.finish(agent.read_text(&args.path, &window), vfs::TextRead::to_text)
+                let mut output = self.finish(agent.read_text(&args.path, &window), vfs::TextRead::to_text);
+                // The file's text goes once, in the text content; the structured content keeps
+                // what programs need (version, window, truncation) without a second copy.
+                if let Some(Value::Object(fields)) = &mut output.structured {
+                    fields.remove("content");
+                }
+                output
             }
             "read_multiple_files" => {
                 let args: ReadMultipleFilesArgs = parse(name, arguments)?;

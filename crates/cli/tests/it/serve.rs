@@ -36,7 +36,10 @@ fn serves_over_stdio_and_survives_bad_input() {
     assert_eq!(parse_errors.len(), 1, "{messages:?}");
     assert_eq!(parse_errors[0]["id"], serde_json::Value::Null);
     assert_eq!(by_id(&messages, 2)["result"]["content"][0]["text"], "hi\n");
-    assert_eq!(by_id(&messages, 2)["result"]["structuredContent"]["path"], "/src/a.txt");
+    let structured = &by_id(&messages, 2)["result"]["structuredContent"];
+    assert_eq!(structured["path"], "/src/a.txt");
+    assert_eq!((structured["lineCount"].as_u64(), structured["truncated"].as_bool()), (Some(1), Some(false)));
+    assert_eq!(structured.get("content"), None, "the file's text is sent once, as text content");
     assert_eq!(by_id(&messages, 3)["error"]["code"], -32602);
     assert_eq!(by_id(&messages, 4)["error"]["code"], -32602);
     let tools = by_id(&messages, 5)["result"]["tools"].as_array().unwrap().len();
@@ -70,4 +73,65 @@ fn a_refused_launch_serves_nothing() {
         test.redact(&run.stderr),
         "error: the directory `[TMP]/missing` for mount `/src` does not exist\n\nhint: create the directory first, or fix the path\n"
     );
+}
+
+/// The same conversation whatever stdin and stdout are: pipes (the other tests), regular files
+/// (read with Tokio's blocking stdin), or a socket pair (as some clients spawn servers).
+fn conversation() -> String {
+    [
+        INITIALIZE,
+        INITIALIZED,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/src/a.txt"}}}"#,
+    ]
+    .join("\n")
+        + "\n"
+}
+
+fn assert_answered(stdout: &str) {
+    let messages = responses(stdout);
+    assert_eq!(by_id(&messages, 1)["result"]["serverInfo"]["name"], "vfs");
+    assert_eq!(by_id(&messages, 2)["result"]["content"][0]["text"], "hi\n");
+}
+
+#[test]
+#[expect(clippy::disallowed_types, reason = "fixture: the server's stdin and stdout are files here")]
+fn serves_when_stdin_and_stdout_are_files() {
+    let test = TestDir::new();
+    test.file("data/a.txt", "hi\n");
+    let input = test.file("input.jsonl", &conversation());
+    let output = test.path().join("output.jsonl");
+    let status = test
+        .command(&["serve", "--mount", "data:/src"])
+        .stdin(std::fs::File::open(input).unwrap())
+        .stdout(std::fs::File::create(&output).unwrap())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_answered(&std::fs::read_to_string(output).unwrap());
+}
+
+#[test]
+fn serves_over_a_socket_pair() {
+    use std::io::{BufRead as _, Write as _};
+    let test = TestDir::new();
+    test.file("data/a.txt", "hi\n");
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let theirs_out = theirs.try_clone().unwrap();
+    let mut child = test
+        .command(&["serve", "--mount", "data:/src"])
+        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .stdout(std::os::fd::OwnedFd::from(theirs_out))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (&ours).write_all(conversation().as_bytes()).unwrap();
+    let mut reader = std::io::BufReader::new(&ours);
+    let mut stdout = String::new();
+    for _ in 0..2 {
+        reader.read_line(&mut stdout).unwrap();
+    }
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_answered(&stdout);
 }
