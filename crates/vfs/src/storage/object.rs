@@ -138,6 +138,8 @@ impl ObjectRoot {
                     .with_timeout(Duration::from_secs(15))
                     .with_connect_timeout(Duration::from_secs(5))
                     .with_allow_http(allow_http);
+                // TLS through rustls with `ring`; a provider the process already chose stays.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let builder = object_store::aws::AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
                     .with_retry(retry)
