@@ -22,7 +22,8 @@ over stdio by the official Python `mcp` SDK:
   peak RSS             VmHWM of the server process after the workload
 
 vfs gets virtual paths (/data/...); the peers get absolute host paths into the same tree.
-Single-shot operations run --reps times and report the median (every sample is in the JSON).
+Single-shot operations run --reps times (the sub-millisecond ones, the trivial call and
+list_directory, ten times as many) and report the median (every sample is in the JSON).
 Times are wall-clock round trips seen by the client (time.perf_counter), so they include the
 Python SDK's own cost, the same for every server.
 
@@ -73,6 +74,10 @@ NAME_GLOB = "**/*.rs"
 # default 200-match bound, so every server has to read every file.
 CONTENT_QUERY = "needle haystack context"
 ALL_SERVERS = ["vfs", "reference", "rust"]
+# Sub-millisecond single-shot operations are sampled ten times as often: five samples of a
+# 0.5 ms call on a shared machine say more about the machine than about the server.
+CHEAP_OPS = ("trivial", "list_directory")
+CHEAP_REPS_FACTOR = 10
 LABELS = {"vfs": "vfs", "reference": "reference", "rust": "rust-mcp-filesystem"}
 
 
@@ -332,7 +337,10 @@ class Workload:
                     _, _, elapsed, _ = await self.open(stack, errlog)
                     init_samples.append(elapsed)
             raw = [self.raw_session(0, errlog)[0] for _ in range(max(1, self.args.reps) - 1)]
-            first, reads = self.raw_session(self.args.calls, errlog)
+            first, reads, cheap = self.raw_session(self.args.calls, errlog)
+            for op, samples in cheap.items():
+                figures["samples"][f"raw_{op}"] = samples
+                figures[f"raw_{op}_s"] = statistics.median(samples)
             raw.insert(0, first)
             figures["samples"]["raw_initialize"] = raw
             figures["raw_initialize_s"] = statistics.median(raw)
@@ -359,9 +367,11 @@ class Workload:
                 figures["final_rss_bytes"] = status["VmRSS"]
         return figures
 
-    def raw_session(self, reads: int, errlog) -> tuple[float, list[float]]:
+    def raw_session(self, reads: int, errlog) -> tuple[float, list[float], dict[str, list[float]]]:
         """A bare pipe, without the SDK: spawn to the initialize answer, then `reads` read_text_file
-        round trips (one line out, one line back). The server's own share of the SDK figures."""
+        round trips (one line out, one line back) and, when `reads` is not 0, the cheap
+        operations (the trivial call, list_directory) as often as the SDK workload samples them.
+        The server's own share of the SDK figures."""
         env = {**os.environ, **self.env}
         errlog.flush()
         start = time.perf_counter()
@@ -390,6 +400,18 @@ class Workload:
                 samples.append(time.perf_counter() - begin)
                 if b'"isError":true' in answer or b'"result"' not in answer:
                     raise RuntimeError(f"raw read_text_file: unexpected answer {answer[:200]!r}")
+            cheap = {}
+            calls = self.calls()
+            for op in CHEAP_OPS if reads else ():
+                name, arguments = calls[op]
+                cheap[op] = []
+                for index in range(self.args.reps * CHEAP_REPS_FACTOR):
+                    begin = time.perf_counter()
+                    answer = exchange({"jsonrpc": "2.0", "id": reads + 1 + index, "method": "tools/call",
+                                       "params": {"name": name, "arguments": arguments}})
+                    cheap[op].append(time.perf_counter() - begin)
+                    if b'"isError":true' in answer or b'"result"' not in answer:
+                        raise RuntimeError(f"raw {name}: unexpected answer {answer[:200]!r}")
         finally:
             try:
                 process.stdin.close()
@@ -401,7 +423,7 @@ class Workload:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        return initialize, samples
+        return initialize, samples, cheap
 
     async def timed(self, session, name: str, arguments: dict):
         start = time.perf_counter()
@@ -442,7 +464,7 @@ class Workload:
                 continue
             name, arguments = call
             op_samples, result = [], None
-            for _ in range(self.args.reps):
+            for _ in range(self.args.reps * (CHEAP_REPS_FACTOR if op in CHEAP_OPS else 1)):
                 elapsed, result = await self.timed(session, name, arguments)
                 op_samples.append(elapsed)
             text = result_text(result)
@@ -531,6 +553,9 @@ def rows_for(results: dict) -> list[tuple[str, dict, str]]:
         ("read_text_file p99, bare pipe without the SDK (ms)", {k: get(k, "raw_read", "p99_s") for k in keys}, "ms"),
         ("read_text_file throughput, bare pipe (calls/s)", {k: get(k, "raw_read", "calls_per_s") for k in keys}, "rate"),
         ("list_directory / (ms)", {k: op(k, "list_directory") for k in keys}, "ms"),
+        ("trivial call, bare pipe without the SDK (ms, median)", {k: get(k, "raw_trivial_s") for k in keys}, "ms"),
+        ("list_directory /, bare pipe without the SDK (ms, median)",
+         {k: get(k, "raw_list_directory_s") for k in keys}, "ms"),
         (f"search_files `{NAME_GLOB}` (ms)", {k: op(k, "search_files") for k in keys}, "ms"),
         ("directory_tree / (ms)", {k: op(k, "directory_tree") for k in keys}, "ms"),
         ("directory_tree of a subtree all answer in full (ms)", {k: op(k, "directory_tree_sub") for k in keys}, "ms"),

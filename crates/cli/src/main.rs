@@ -248,11 +248,10 @@ fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
         served.join(", "),
         server.tool_summary(),
     ));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    // One thread for the protocol: tool calls on local mounts run in place (see
+    // `vfs_host::server`), and a second worker would only add cross-thread wake-ups.
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(vfs_host::serve_stdio(service)).context("the MCP connection failed")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -691,6 +691,20 @@ impl MountRegistry {
         Ok(Decision { path, mount: mount.root.as_str().to_owned(), rights, scope, rule })
     }
 
+    /// True when some mount is an object store: its calls wait on the network, which a
+    /// server should not do on the thread that reads its requests.
+    #[must_use]
+    pub fn has_object_storage(&self) -> bool {
+        #[cfg(feature = "s3")]
+        {
+            self.inner.object_mounts
+        }
+        #[cfg(not(feature = "s3"))]
+        {
+            false
+        }
+    }
+
     /// The bounds in force.
     #[must_use]
     pub fn limits(&self) -> Limits {

@@ -114,6 +114,10 @@ fn moves_across_local_and_object_mounts() {
 fn read_only_object_mount_refuses_writes() {
     let spec: MountSpec = "memory://ro:/data:ro".parse().unwrap();
     let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    assert!(registry.has_object_storage());
+    let fixture = Fixture::new();
+    fixture.mkdir("src");
+    assert!(!MountRegistry::builder().mount(fixture.spec("src", "/src", "ro")).build().unwrap().has_object_storage());
     assert_eq!(
         registry.agent().write("/data/x", "x", &WriteOptions::default()).unwrap_err().to_string(),
         "cannot write `/data/x`: `/data` is mounted ro, and no mount grants write"
