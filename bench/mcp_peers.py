@@ -23,12 +23,14 @@ over stdio by the official Python `mcp` SDK:
 
 vfs gets virtual paths (/data/...); the peers get absolute host paths into the same tree.
 Single-shot operations run --reps times (the sub-millisecond ones, the trivial call and
-list_directory, ten times as many) and report the median (every sample is in the JSON).
+list_directory, ten times as many) and report the median (every sample is in the JSON). The
+whole workload runs --rounds times per server, the servers taking turns in alternating order,
+and each figure is the median over the rounds.
 Times are wall-clock round trips seen by the client (time.perf_counter), so they include the
 Python SDK's own cost, the same for every server.
 
 usage:
-  python3 bench/mcp_peers.py                         # all three servers, 5,000 files, 1,000 calls
+  python3 bench/mcp_peers.py                         # all three servers, 5,000 files, 1,000 calls, 3 rounds
   python3 bench/mcp_peers.py --servers vfs,reference --files 2000 --calls 500 --json out.json
   python3 bench/mcp_peers.py --smoke                 # vfs only, 200 files, 50 calls (CI)
 
@@ -570,6 +572,18 @@ def rows_for(results: dict) -> list[tuple[str, dict, str]]:
     return rows
 
 
+def combine(rounds: list):
+    """One figure set from several rounds: the median of every number, samples pooled."""
+    first = rounds[0]
+    if isinstance(first, dict):
+        return {key: combine([r[key] for r in rounds if isinstance(r, dict) and key in r]) for key in first}
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        return statistics.median(rounds)
+    if isinstance(first, list) and all(isinstance(r, list) for r in rounds):
+        return [item for r in rounds for item in r]
+    return first
+
+
 def fmt(value, kind: str) -> str:
     if isinstance(value, str):
         return value
@@ -644,6 +658,9 @@ def main():
     parser.add_argument("--read-files", type=int, default=50, help="files the read loop cycles through (default 50)")
     parser.add_argument("--reps", type=int, default=5,
                         help="repetitions of each single-shot operation and of initialize (default 5)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times each server runs the workload, in alternating order; figures are "
+                             "medians over rounds (default 3)")
     parser.add_argument("--json", metavar="OUT", help="write the raw figures as JSON to OUT")
     parser.add_argument("--smoke", action="store_true", help="vfs only, 200 files, 50 calls, 2 reps: seconds")
     parser.add_argument("--vfs", "--vfs-bin", dest="vfs_bin", help="the vfs binary (default target/release/vfs, built if missing)")
@@ -651,7 +668,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per server (default 900)")
     args = parser.parse_args()
     if args.smoke:
-        args.servers, args.files, args.calls, args.reps = "vfs", 200, 50, 2
+        args.servers, args.files, args.calls, args.reps, args.rounds = "vfs", 200, 50, 2, 1
     chosen = [s.strip() for s in args.servers.split(",") if s.strip()]
     unknown = set(chosen) - set(ALL_SERVERS)
     servers = [s for s in ALL_SERVERS if s in chosen]
@@ -665,36 +682,52 @@ def main():
     sub = subtree(tree, SUBTREE_BOUND)
     prepare = {"vfs": prepare_vfs, "reference": prepare_reference, "rust": prepare_rust}
     results = {}
+    commands = {}
     for key in servers:
         command, reason = prepare[key](args)
         if command is None:
             log(f"{LABELS[key]}: unavailable: {reason}")
             results[key] = {"status": "unavailable", "reason": reason}
-            continue
-        log(f"{LABELS[key]}: running the workload ({' '.join(command)})")
-        try:
-            figures = measure(key, command, tree, files, sub, args)
-            results[key] = {"status": "ok", "command": command, "figures": figures}
-        except BaseException as error:  # a peer that fails must not end the run
-            if isinstance(error, KeyboardInterrupt):
-                raise
-            reason = f"{type(error).__name__}: {error}".strip()
-            for inner in getattr(error, "exceptions", []):  # exception groups from anyio
-                reason += f" [{type(inner).__name__}: {inner}]"
-            log(f"{LABELS[key]}: unavailable: {reason} (server stderr: {LOGS / f'{key}-stderr.txt'})")
-            results[key] = {"status": "unavailable", "reason": reason, "command": command}
+        else:
+            commands[key] = command
+    # The servers take turns, round after round, in alternating order: on a shared machine the
+    # load drifts over a minute, and a server measured only at its start or end would carry it.
+    rounds: dict[str, list] = {key: [] for key in commands}
+    for index in range(args.rounds):
+        order = list(commands) if index % 2 == 0 else list(reversed(commands))
+        for key in order:
+            if key in results:  # failed in an earlier round
+                continue
+            log(f"{LABELS[key]}: round {index + 1} of {args.rounds} ({' '.join(commands[key])})")
+            try:
+                rounds[key].append(measure(key, commands[key], tree, files, sub, args))
+            except BaseException as error:  # a peer that fails must not end the run
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                reason = f"{type(error).__name__}: {error}".strip()
+                for inner in getattr(error, "exceptions", []):  # exception groups from anyio
+                    reason += f" [{type(inner).__name__}: {inner}]"
+                log(f"{LABELS[key]}: unavailable: {reason} (server stderr: {LOGS / f'{key}-stderr.txt'})")
+                results[key] = {"status": "unavailable", "reason": reason, "command": commands[key]}
+    for key in commands:
+        if key not in results:
+            results[key] = {"status": "ok", "command": commands[key], "figures": combine(rounds[key]),
+                            "rounds": rounds[key]}
+    results = {key: results[key] for key in servers}
 
     report = {
         "machine": machine(),
         "config": {
             "files": args.files, "calls": args.calls, "read_files": len(files), "reps": args.reps,
+            "rounds": args.rounds,
             "tree": str(tree), "name_glob": NAME_GLOB, "content_query": CONTENT_QUERY, "subtree": sub,
             "reference": f"{REFERENCE_PACKAGE}@{REFERENCE_VERSION}", "rust": f"{RUST_CRATE}@{RUST_VERSION}",
         },
         "results": results,
     }
     m = report["machine"]
-    print(f"## MCP servers side by side: {args.files} files, {args.calls} read calls, {args.reps} reps\n")
+    print(f"## MCP servers side by side: {args.files} files, {args.calls} read calls, {args.reps} reps, "
+          f"{args.rounds} rounds\n")
     print(f"Machine: {m['nproc']} × {m['cpu_model']}, Linux {m['kernel']}, Python {m['python']}, node {m['node']}; "
           f"vfs at {m['git_head']}{' (dirty tree)' if m['git_dirty'] else ''}.\n")
     print(table(results))
