@@ -4,7 +4,8 @@
 //! client's messages are read, answered and written on one thread, and a tool call on local
 //! mounts runs in place (a call waits for the one before it, as it would from a client that
 //! sends one request at a time). With an object-storage mount, calls go to the blocking pool,
-//! so the server keeps reading while the network answers. stdin and stdout, when they are
+//! still one at a time and in the order they came, so the server keeps reading (pings,
+//! cancellations) while the network answers. stdin and stdout, when they are
 //! pipes or sockets, are driven by the event loop directly.
 //! Client-sent roots are ignored: the operator's mounts are the whole of what an agent can
 //! reach, and a client (which acts for the agent) must not be able to widen it.
@@ -23,13 +24,15 @@ use crate::tools::{CallError, ToolService};
 #[derive(Debug, Clone)]
 pub struct VfsServer {
     tools: ToolService,
+    /// Object-storage calls take turns, in the order they came (Tokio's mutex is fair).
+    turns: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl VfsServer {
     /// A server for these tools.
     #[must_use]
     pub fn new(tools: ToolService) -> Self {
-        Self { tools }
+        Self { tools, turns: std::sync::Arc::default() }
     }
 
     /// A one-line summary of the tools listed, for the operator's start-up line.
@@ -72,6 +75,9 @@ impl ServerHandler for VfsServer {
         // its calls go to the blocking pool and the server keeps reading requests meanwhile.
         let flavor = tokio::runtime::Handle::current().runtime_flavor();
         let outcome = if self.tools.registry().has_object_storage() {
+            // One at a time and in order, as in place: a read sent right after a write must
+            // see it.
+            let _turn = self.turns.lock().await;
             tokio::task::spawn_blocking(move || tools.call(&name, arguments)).await.map_err(|error| {
                 tracing::error!(%error, "a tool call panicked");
                 ErrorData::internal_error("the tool failed unexpectedly", None)
@@ -123,33 +129,26 @@ pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
 type Input = Box<dyn AsyncRead + Unpin + Send>;
 type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
-/// stdin and stdout as readiness-driven streams when they are pipes or sockets (as MCP clients
-/// spawn servers), else Tokio's `stdin()`/`stdout()`. Those hand every read and write to a
+/// stdin and stdout as readiness-driven streams when they are pipes (as MCP clients spawn
+/// servers), else Tokio's `stdin()`/`stdout()`. Those hand every read and write to a
 /// blocking-pool thread and back: two thread hand-offs per message that a pipe registered with
 /// the event loop does without.
+///
+/// Non-blocking mode is a flag of the open file, which every process holding that end of the
+/// pipe shares (a shell that started `vfs serve`, the next command of a script). So the pipe
+/// is opened afresh through `/proc/self/fd`, which gives this process a file of its own, and
+/// only that one is made non-blocking. Anything else (a socket, a terminal, a file, no
+/// `/proc`) keeps Tokio's blocking stdin and stdout and leaves the inherited flags alone.
 fn stdio() -> (Input, Output) {
-    use std::os::fd::AsFd as _;
-    let input = std::io::stdin().as_fd().try_clone_to_owned().ok().and_then(|fd| {
-        if let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd.try_clone().ok()?) {
-            return Some(Box::new(pipe) as Input);
-        }
-        unix_socket(fd).map(|socket| Box::new(socket) as Input)
-    });
-    let output = std::io::stdout().as_fd().try_clone_to_owned().ok().and_then(|fd| {
-        if let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd.try_clone().ok()?) {
-            return Some(Box::new(pipe) as Output);
-        }
-        unix_socket(fd).map(|socket| Box::new(socket) as Output)
-    });
-    (input.unwrap_or_else(|| Box::new(tokio::io::stdin())), output.unwrap_or_else(|| Box::new(tokio::io::stdout())))
-}
-
-/// `fd` as a Tokio Unix stream, if it is a Unix socket (a terminal or a file is not).
-fn unix_socket(fd: std::os::fd::OwnedFd) -> Option<tokio::net::UnixStream> {
-    let socket = std::os::unix::net::UnixStream::from(fd);
-    socket.local_addr().ok()?;
-    socket.set_nonblocking(true).ok()?;
-    tokio::net::UnixStream::from_std(socket).ok()
+    // Tokio checks that what it opened is a FIFO; a socket cannot be opened this way at all.
+    let options = tokio::net::unix::pipe::OpenOptions::new();
+    let input = options
+        .open_receiver("/proc/self/fd/0")
+        .map_or_else(|_| Box::new(tokio::io::stdin()) as Input, |pipe| Box::new(pipe) as Input);
+    let output = options
+        .open_sender("/proc/self/fd/1")
+        .map_or_else(|_| Box::new(tokio::io::stdout()) as Output, |pipe| Box::new(pipe) as Output);
+    (input, output)
 }
 
 /// What one bounded line read found.

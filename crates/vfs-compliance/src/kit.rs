@@ -5,8 +5,9 @@
 //! crate's `tests/conformance.rs`, and an object-storage backend runs the same scenarios by
 //! uploading the layout first. Each scenario asserts exact outcomes an agent would see (kinds
 //! and texts), checks every agent-bound text with the [`LeakChecker`], and checks that nothing
-//! outside the mounts changed. Effects are observed through accessors, never by reading the
-//! layout back, so a scenario means the same on every backend; what only a local tree has
+//! outside the mounts changed. Effects are observed through accessors, so a scenario means
+//! the same on every backend (on a local tree the files on disk are checked as well, see
+//! [`World::on_disk`]); what only a local tree has
 //! (links, special files, append-only files) is tested only where [`Factory::local_tree`] says
 //! it exists, and [`run_all`] reports each skipped scenario with its reason.
 
@@ -185,6 +186,16 @@ impl World {
     #[must_use]
     pub fn agent(&self) -> AgentAccessor {
         self.registry.agent()
+    }
+
+    /// On a local tree, also checks the file on disk: a backend whose reads agree with its own
+    /// writes but not with the disk must not pass. (Object stores are observed through the
+    /// accessors only.)
+    pub fn on_disk(&self, factory: &dyn Factory, relative: &str, expected: &str) -> Outcome {
+        if !factory.local_tree() {
+            return Ok(());
+        }
+        ensure_eq(self.layout.read(relative).as_deref(), Some(expected), &format!("`{relative}` on disk"))
     }
 
     /// What the holder of an internal root's capability sees there: each file's name and
@@ -560,6 +571,9 @@ fn rights(factory: &dyn Factory) -> Outcome {
     ensure_eq(content(&agent, "/ro/a.txt").as_deref(), Some("a\n"), "ro content")?;
     ensure_eq(content(&agent, "/mixed/vendor/v.txt").as_deref(), Some("v\n"), "override content")?;
     ensure_eq(content(&agent, "/rwnd/a.txt").as_deref(), Some("b\n"), "rwnd write")?;
+    world.on_disk(factory, "ro/a.txt", "a\n")?;
+    world.on_disk(factory, "mixed/vendor/v.txt", "v\n")?;
+    world.on_disk(factory, "rwnd/a.txt", "b\n")?;
     Ok(())
 }
 
@@ -646,6 +660,7 @@ fn privileged_reach(factory: &dyn Factory) -> Outcome {
         Some("{\"n\":1}\n"),
         "appended",
     )?;
+    world.on_disk(factory, "logs/new.jsonl", "{\"n\":1}\n")?;
     Ok(())
 }
 
@@ -766,6 +781,8 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
     ensure_eq(content(&agent, "/vendor/lib.rs").as_deref(), Some("lib\n"), "ro content")?;
     let internal = world.internal_view("/llm-logs")?;
     ensure_eq(internal, vec![("secret.jsonl".to_owned(), "{}\n".to_owned())], "internal content")?;
+    world.on_disk(factory, "work/vendor/lib.rs", "lib\n")?;
+    world.on_disk(factory, "work/logs/secret.jsonl", "{}\n")?;
     Ok(())
 }
 
@@ -783,6 +800,7 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
     )?;
     world.show(&agent.write("/output/dir/a.txt", "two\n", &overwrite()))?;
     ensure_eq(content(&agent, "/output/dir/a.txt").as_deref(), Some("two\n"), "overwritten")?;
+    world.on_disk(factory, "out/dir/a.txt", "two\n")?;
     if factory.local_tree() {
         // A hard link to a file outside is replaced, never written through.
         layout.hard_link("outside/secret.txt", "out/hard");
@@ -806,6 +824,7 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
     expect_kind(agent.move_path("/output/b.txt", "/output/dir/a.txt", false, None), ErrorKind::AlreadyExists, "move")?;
     world.show(&agent.move_path("/output/b.txt", "/output/dir/a.txt", true, None))?;
     ensure_eq(content(&agent, "/output/dir/a.txt").as_deref(), Some("b\n"), "moved over")?;
+    world.on_disk(factory, "out/dir/a.txt", "b\n")?;
     expect_kind(read(&agent, "/output/b.txt"), ErrorKind::NotFound, "the moved file's old name")?;
     Ok(())
 }
@@ -831,6 +850,7 @@ fn version_guards(factory: &dyn Factory) -> Outcome {
     let stale_edit = EditOptions { expected_version: Some(version), ..EditOptions::default() };
     expect_kind(agent.edit("/output/v.txt", &edit, &stale_edit), ErrorKind::VersionMismatch, "stale edit")?;
     ensure_eq(content(&agent, "/output/v.txt").as_deref(), Some("2\n"), "content after stale attempts")?;
+    world.on_disk(factory, "out/v.txt", "2\n")?;
     Ok(())
 }
 

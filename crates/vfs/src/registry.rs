@@ -295,13 +295,11 @@ impl MountRegistryBuilder {
 /// object keys have no directory to recognise, so an outer read-write mount would reach an
 /// inner read-only or internal one. Refused before any store is contacted.
 fn check_object_nesting<'a>(specs: impl Iterator<Item = &'a MountSpec>) -> Result<(), ConfigError> {
+    // A location that does not parse is refused where the store is opened, with its reason.
     let keyed: Vec<(&MountSpec, Vec<&str>)> = specs
         .filter_map(|spec| {
-            let (scheme, rest) = spec.physical().split_once("://")?;
-            if !matches!(scheme, "s3" | "memory") {
-                return None;
-            }
-            let parts = std::iter::once(scheme).chain(rest.split('/').filter(|part| !part.is_empty()));
+            let location = crate::spec::object_location(spec.physical()).ok()??;
+            let parts = [location.scheme, location.bucket].into_iter().chain(location.prefix);
             Some((spec, parts.collect()))
         })
         .collect();

@@ -336,6 +336,57 @@ impl MountSpec {
 
 const SHAPE_HINT: &str = "write it as `<physical>:<virtual>[:ro|rw|rwnd]`, for example `./out:/output:rw`";
 
+const OBJECT_HINT: &str = "write `s3://bucket[/prefix]` with an S3 bucket name (3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit) and a prefix without empty, `.` or `..` segments";
+
+/// Where an object-storage mount points: the scheme (`s3` or `memory`), the bucket (or store
+/// name) and the key prefix's segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectLocation<'a> {
+    pub(crate) scheme: &'a str,
+    pub(crate) bucket: &'a str,
+    pub(crate) prefix: Vec<&'a str>,
+}
+
+/// Reads `s3://bucket[/prefix]` or `memory://name[/prefix]`: `Ok(None)` for a local path,
+/// `Err(rule)` for an object URL that is not valid. The bucket goes into request URLs as
+/// written, so only S3's own bucket names pass: a `.` or `..` "bucket" would be normalised
+/// away by the URL and land in another mount's bucket, and upper case or `%` could name the
+/// same bucket two ways and slip past the nesting check. One trailing `/` is allowed.
+pub(crate) fn object_location(physical: &str) -> Result<Option<ObjectLocation<'_>>, String> {
+    let Some((scheme, rest)) = physical.split_once("://") else { return Ok(None) };
+    if !matches!(scheme, "s3" | "memory") {
+        return Ok(None);
+    }
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let mut parts = rest.split('/');
+    let bucket = parts.next().unwrap_or_default();
+    let prefix: Vec<&str> = parts.collect();
+    if bucket.is_empty() {
+        return Err(format!("the URL `{physical}` names no bucket"));
+    }
+    if scheme == "s3" && !valid_bucket(bucket) {
+        return Err(format!("`{bucket}` is not an S3 bucket name"));
+    }
+    if prefix.iter().any(|segment| segment.is_empty() || matches!(*segment, "." | "..")) {
+        return Err(format!("the prefix of `{physical}` has an empty, `.` or `..` segment"));
+    }
+    Ok(Some(ObjectLocation { scheme, bucket, prefix }))
+}
+
+/// S3's bucket naming rules: 3 to 63 characters of `[a-z0-9.-]`, a letter or digit at both
+/// ends, no `..`, not shaped like an IPv4 address.
+fn valid_bucket(bucket: &str) -> bool {
+    let bytes = bucket.as_bytes();
+    let edge = |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit());
+    let ip_like = bucket.split('.').count() == 4 && bucket.bytes().all(|byte| byte.is_ascii_digit() || byte == b'.');
+    (3..=63).contains(&bytes.len())
+        && bytes.iter().all(|&byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'.' || byte == b'-')
+        && edge(bytes.first())
+        && edge(bytes.last())
+        && !bucket.contains("..")
+        && !ip_like
+}
+
 /// `s3://bucket/x` → `bucket/x`: a URL scheme, like a drive letter, needs no quoting.
 fn strip_scheme(physical: &str) -> Option<&str> {
     let (scheme, rest) = physical.split_once("://")?;
@@ -459,6 +510,9 @@ impl FromStr for MountSpec {
                 "the physical path is empty",
                 "name a directory on this machine, for example `./data:/src:ro`",
             ));
+        }
+        if let Err(rule) = object_location(physical) {
+            return Err(SpecError::new(spec, SpecPart::Physical, rule, OBJECT_HINT));
         }
 
         let mut parts = rest.split(';');
@@ -673,6 +727,75 @@ mod tests {
         SpecPart::Root,
         "invalid mount `./out:/`: the virtual root `/` is not valid: the virtual root cannot be `/` alone; name it, like `/src`"
     );
+    refuses!(
+        s3_dot_bucket,
+        "s3://./team:/data:rw",
+        SpecPart::Physical,
+        "invalid mount `s3://./team:/data:rw`: `.` is not an S3 bucket name"
+    );
+    refuses!(
+        s3_upper_case_bucket,
+        "s3://Team/x:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://Team/x:/data`: `Team` is not an S3 bucket name"
+    );
+    refuses!(
+        s3_percent_bucket,
+        "s3://%74eam:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://%74eam:/data`: `%74eam` is not an S3 bucket name"
+    );
+    refuses!(
+        s3_ip_bucket,
+        "s3://10.0.0.1:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://10.0.0.1:/data`: `10.0.0.1` is not an S3 bucket name"
+    );
+    refuses!(
+        s3_no_bucket,
+        "s3://:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://:/data`: the URL `s3://` names no bucket"
+    );
+    refuses!(
+        s3_dotdot_prefix,
+        "s3://team/a/../b:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://team/a/../b:/data`: the prefix of `s3://team/a/../b` has an empty, `.` or `..` segment"
+    );
+    refuses!(
+        s3_empty_prefix_segment,
+        "s3://team//b:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://team//b:/data`: the prefix of `s3://team//b` has an empty, `.` or `..` segment"
+    );
+    parses!(
+        s3_trailing_slash,
+        "s3://team.data-1/in/:/src",
+        "s3://team.data-1/in/",
+        "/src",
+        Rights::ReadOnly,
+        "s3://team.data-1/in/:/src:ro"
+    );
+    parses!(
+        memory_any_name,
+        "memory://Any_Name/x:/m:rw",
+        "memory://Any_Name/x",
+        "/m",
+        Rights::ReadWrite,
+        "memory://Any_Name/x:/m:rw"
+    );
+
+    #[test]
+    fn bucket_names_follow_s3_rules() {
+        for good in ["abc", "a-b.c9", &"a".repeat(63)] {
+            assert!(super::valid_bucket(good), "{good}");
+        }
+        for bad in ["ab", &"a".repeat(64), "-ab", "ab-", ".ab", "a..b", "a_b", "aBc", "192.168.1.1", "a b", "a%b"] {
+            assert!(!super::valid_bucket(bad), "{bad}");
+        }
+    }
+
     refuses!(
         dotdot_root,
         "./out:/a/..:rw",

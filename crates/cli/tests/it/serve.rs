@@ -135,3 +135,61 @@ fn serves_over_a_socket_pair() {
     assert!(child.wait().unwrap().success());
     assert_answered(&stdout);
 }
+
+/// Calls on object storage leave the protocol thread, yet run in the order they came: a read
+/// sent right behind a write, without waiting for its answer, sees the write.
+#[test]
+fn pipelined_object_storage_calls_keep_their_order() {
+    let test = TestDir::new();
+    let mut input = vec![INITIALIZE.to_owned(), INITIALIZED.to_owned()];
+    for index in 0..20 {
+        let path = format!("/data/f{index}.txt");
+        input.push(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"{path}","content":"v{index}\n"}}}}}}"#,
+            100 + index
+        ));
+        input.push(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"read_text_file","arguments":{{"path":"{path}"}}}}}}"#,
+            200 + index
+        ));
+    }
+    let run = test.run_with_input(&["serve", "--mount", "memory://pipelined:/data:rw"], &(input.join("\n") + "\n"));
+    let messages = responses(&run.stdout);
+    for index in 0..20 {
+        assert_eq!(by_id(&messages, 200 + index)["result"]["content"][0]["text"], format!("v{index}\n"));
+    }
+    assert_eq!(run.code, 0);
+}
+
+/// The server makes its own copy of the pipe non-blocking, never the open file it inherited:
+/// after it exits, another holder of the same pipe end still blocks as it expects (here, a
+/// write into a full pipe waits for the reader instead of failing).
+#[test]
+fn the_inherited_pipe_stays_blocking() {
+    use std::io::{Read as _, Write as _};
+    let test = TestDir::new();
+    test.file("data/a.txt", "hi\n");
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let ours = writer.try_clone().unwrap();
+    let mut child = test
+        .command(&["serve", "--mount", "data:/src"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(conversation().as_bytes()).unwrap();
+    // Closing stdin ends the server; its answers wait in the pipe.
+    assert!(child.wait().unwrap().success());
+    let filler = std::thread::spawn(move || {
+        let mut ours = ours;
+        ours.write_all(&vec![0u8; 1024 * 1024])
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut received = Vec::new();
+    reader.read_to_end(&mut received).unwrap();
+    filler.join().unwrap().expect("a blocking write waits for the reader");
+    let answers = received.iter().position(|&byte| byte == 0).unwrap();
+    assert_answered(std::str::from_utf8(&received[..answers]).unwrap());
+    assert_eq!(received.len() - answers, 1024 * 1024);
+}

@@ -78,8 +78,9 @@ impl Context<'_> {
         if window.tail.is_none() && window.offset.unwrap_or(1) == 1 {
             // A window from the first line never needs more than `cap + 1` bytes (the extra
             // byte tells "exactly at the cap" from "more follows"): one GET, no HEAD.
-            let Some((bytes, info)) =
-                root.get_first(&target.rel, cap.saturating_add(1)).map_err(|error| Error::store(&path, error))?
+            let Some((bytes, info)) = root
+                .get_first(&target.rel, cap.saturating_add(1), false)
+                .map_err(|error| Error::store(&path, error))?
             else {
                 return Err(self.missing(target, &path));
             };
@@ -113,7 +114,7 @@ impl Context<'_> {
         self.allow(target, Access::Read, path)?;
         let root = self.root(target);
         let Some((bytes, info)) =
-            root.get_first(&target.rel, cap.saturating_add(1)).map_err(|error| Error::store(path, error))?
+            root.get_first(&target.rel, cap.saturating_add(1), true).map_err(|error| Error::store(path, error))?
         else {
             return Err(self.missing(target, path));
         };
@@ -413,9 +414,13 @@ impl Context<'_> {
             }
             let mut rel = target.rel.clone();
             rel.extend(parts.iter().cloned());
-            let Ok(Some((bytes, _))) = root.get_first(&rel, super::grep::MAX_GITIGNORE_BYTES) else { continue };
+            let Ok(Some((bytes, _))) = root.get_first(&rel, super::grep::MAX_GITIGNORE_BYTES + 1, true) else {
+                continue;
+            };
+            // As in a local walk, a `.gitignore` that is not UTF-8 is not used.
+            let Ok(text) = String::from_utf8(bytes) else { continue };
             let directory_path = directory.iter().fold(path.clone(), |path, name| path.join_trusted(name));
-            if let Some(matcher) = super::grep::gitignore_matcher(&directory_path, &String::from_utf8_lossy(&bytes)) {
+            if let Some(matcher) = super::grep::gitignore_matcher(&directory_path, &text) {
                 ignores.insert(directory.to_vec(), matcher);
             }
         }

@@ -890,7 +890,9 @@ pub(crate) fn version_of_file(cache: &VersionCache, file: &mut OpenFile, stat: &
     }
     file.seek(io::SeekFrom::Start(0))?;
     let token = format!("{:016x}", hasher.digest());
-    cache.insert(&stat, started, &token);
+    if keeps_change_times(file) {
+        cache.insert(&stat, started, &token);
+    }
     Ok(token)
 }
 
@@ -898,6 +900,29 @@ pub(crate) fn version_of_file(cache: &VersionCache, file: &mut OpenFile, stat: &
 /// metadata version for a large file, or a content hash filed for this very state.
 pub(crate) fn known_version(cache: &VersionCache, stat: &Stat) -> Option<String> {
     if stat.size > HASHED_VERSION_BYTES { Some(metadata_version(stat)) } else { cache.get(stat) }
+}
+
+/// True when the file lies on a file system known to set the change time itself on every
+/// change (the kernel's own local file systems). FUSE file systems (sshfs reports the
+/// modification time as the change time), network file systems and pseudo file systems are
+/// not trusted: their files are hashed on every call.
+fn keeps_change_times(file: &OpenFile) -> bool {
+    const TRUSTED: [u32; 9] = [
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0x0102_1994, // tmpfs
+        0xF2F5_2010, // f2fs
+        0x2FC1_2FC1, // zfs
+        0xCA45_1A4E, // bcachefs
+        0x8584_58F6, // ramfs
+        0x794C_7630, // overlayfs (changes land on its upper, local file system)
+    ];
+    rustix::fs::fstatfs(&file.0).is_ok_and(|statfs| {
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "magic numbers are 32-bit")]
+        let magic = statfs.f_type as u32;
+        TRUSTED.contains(&magic)
+    })
 }
 
 fn metadata_version(stat: &Stat) -> String {
@@ -930,9 +955,16 @@ fn metadata_version(stat: &Stat) -> String {
 /// data for files older than the index. What this trusts: a clock that does not jump back
 /// by more than [`SETTLED`], and filesystems that keep `ctime` (network filesystems with a
 /// skewed server clock weaken it, as they do for git, and so do writes through a shared memory
-/// map, whose times the kernel updates late). Files changed within [`SETTLED`] are
-/// hashed every time. At most [`VERSION_CACHE_ENTRIES`] states are kept; a full cache starts
-/// over.
+/// map, whose times the kernel updates late), so only files on the kernel's local file
+/// systems are filed at all (see `keeps_change_times`).
+///
+/// One gap remains in that argument: a `write` stamps the times when it starts and then
+/// copies its data, so a single write stalled for seconds (throttled write-back, a slow source
+/// buffer) could be hashed half done under a state that no longer changes when the write
+/// ends. A hash is therefore served only once it is confirmed: the same state hashed to the
+/// same token again, at least [`SETTLED`] after the first time. A stalled write would have to
+/// stay stalled at the same byte across both. Files changed within [`SETTLED`] are hashed
+/// every time. At most [`VERSION_CACHE_ENTRIES`] states are kept; a full cache starts over.
 #[derive(Debug, Default)]
 pub(crate) struct VersionCache {
     entries: std::sync::Mutex<HashMap<(u64, u64), CachedVersion>>,
@@ -944,6 +976,16 @@ struct CachedVersion {
     modified: (i64, u32),
     changed: (i64, u32),
     token: String,
+    /// When the first hash of this state started.
+    first_hashed: std::time::SystemTime,
+    /// Hashed again to the same token at least [`SETTLED`] later: served from now on.
+    confirmed: bool,
+}
+
+impl CachedVersion {
+    fn same_state(&self, stat: &Stat) -> bool {
+        self.size == stat.size && self.modified == stat.modified && self.changed == stat.changed
+    }
 }
 
 /// How long before the hash's clock reading a file's last change must lie for the hash to be
@@ -957,8 +999,7 @@ impl VersionCache {
     fn get(&self, stat: &Stat) -> Option<String> {
         let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let cached = entries.get(&stat.identity())?;
-        (cached.size == stat.size && cached.modified == stat.modified && cached.changed == stat.changed)
-            .then(|| cached.token.clone())
+        (cached.confirmed && cached.same_state(stat)).then(|| cached.token.clone())
     }
 
     fn insert(&self, stat: &Stat, started: std::time::SystemTime, token: &str) {
@@ -969,11 +1010,25 @@ impl VersionCache {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(cached) = entries.get_mut(&stat.identity())
+            && cached.same_state(stat)
+            && cached.token == token
+        {
+            let apart = started.duration_since(cached.first_hashed).is_ok_and(|apart| apart >= SETTLED);
+            cached.confirmed |= apart;
+            return;
+        }
         if entries.len() >= VERSION_CACHE_ENTRIES {
             entries.clear();
         }
-        let cached =
-            CachedVersion { size: stat.size, modified: stat.modified, changed: stat.changed, token: token.to_owned() };
+        let cached = CachedVersion {
+            size: stat.size,
+            modified: stat.modified,
+            changed: stat.changed,
+            token: token.to_owned(),
+            first_hashed: started,
+            confirmed: false,
+        };
         entries.insert(stat.identity(), cached);
     }
 }
@@ -1065,6 +1120,11 @@ mod tests {
         // As if the hash had been taken ten seconds from now: the change lies well before it.
         let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
         cache.insert(&stat, later, "filed");
+        // A first hash is a candidate only; the same token again 3 s on confirms it.
+        assert_eq!(cache.get(&stat), None);
+        cache.insert(&stat, later + std::time::Duration::from_secs(1), "filed");
+        assert_eq!(cache.get(&stat), None, "confirmed too soon");
+        cache.insert(&stat, later + SETTLED, "filed");
         assert_eq!(version_of_file(&cache, &mut file, &stat).unwrap(), "filed");
         for changed in [
             Stat { size: stat.size + 1, ..stat },
@@ -1077,6 +1137,36 @@ mod tests {
         std::fs::write(&path, "new content\n").unwrap();
         let (mut file, stat) = open_with_stat(&path);
         assert_eq!(Some(version_of_file(&cache, &mut file, &stat).unwrap()), version_of_bytes(b"new content\n"));
+    }
+
+    /// A write stalled midway: the same state hashed to another token later (the write went
+    /// on without touching the times) is never served, and the newer hash starts over.
+    #[test]
+    fn a_state_that_hashes_differently_is_not_confirmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stalled.txt");
+        std::fs::write(&path, "half").unwrap();
+        let (_, stat) = open_with_stat(&path);
+        let cache = VersionCache::default();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+        cache.insert(&stat, later, "half written");
+        cache.insert(&stat, later + SETTLED, "whole");
+        assert_eq!(cache.get(&stat), None);
+        cache.insert(&stat, later + SETTLED * 2, "whole");
+        assert_eq!(cache.get(&stat).as_deref(), Some("whole"));
+    }
+
+    /// Only file systems that keep change times themselves are trusted.
+    #[test]
+    fn local_file_systems_keep_change_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "x").unwrap();
+        let (file, _) = open_with_stat(&path);
+        // The temporary directory of the machines this runs on is ext4 or tmpfs.
+        assert!(keeps_change_times(&file));
+        let (proc_file, _) = open_with_stat(std::path::Path::new("/proc/self/status"));
+        assert!(!keeps_change_times(&proc_file), "procfs changes content without change times");
     }
 
     #[test]

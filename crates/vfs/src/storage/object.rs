@@ -116,12 +116,14 @@ impl ObjectRoot {
             .enable_all()
             .build()
             .map_err(|error| config_error(spec, format!("cannot start the object-store runtime: {error}")))?;
-        let (scheme, rest) = physical.split_once("://").unwrap_or(("", physical));
-        let mut parts = rest.split('/').filter(|part| !part.is_empty());
-        let Some(bucket) = parts.next() else {
-            return Err(config_error(spec, "the URL names no bucket; write it as `s3://bucket/prefix`"));
+        // Mount strings were checked when parsed; a spec built in code is checked here.
+        let location = match crate::spec::object_location(physical) {
+            Ok(Some(location)) => location,
+            Ok(None) => return Err(config_error(spec, "not an object-storage URL")),
+            Err(rule) => return Err(config_error(spec, format!("{rule}; write it as `s3://bucket/prefix`"))),
         };
-        let prefix: Vec<String> = parts.map(str::to_owned).collect();
+        let (scheme, bucket) = (location.scheme, location.bucket);
+        let prefix: Vec<String> = location.prefix.iter().map(|&part| part.to_owned()).collect();
         let mut spellings = vec![physical.trim_end_matches('/').to_owned(), format!("{scheme}://{bucket}")];
         let store: Arc<dyn ObjectStore> = if scheme == "memory" {
             memory_store(bucket)
@@ -242,7 +244,14 @@ impl ObjectRoot {
     /// The object's first `count` bytes (all of it when it is smaller) and its metadata, in one
     /// GET, or `None` when there is no object. The body is streamed and dropped once `count`
     /// bytes have arrived, so a large object costs a short transfer, and a small one no HEAD.
-    pub(crate) fn get_first(&self, rel: &[String], count: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>, StoreError> {
+    /// With `whole_only`, an object of `count` bytes or more is not read at all (its body comes
+    /// back empty): for callers that refuse anything over a cap.
+    pub(crate) fn get_first(
+        &self,
+        rel: &[String],
+        count: u64,
+        whole_only: bool,
+    ) -> Result<Option<(Vec<u8>, ObjectInfo)>, StoreError> {
         if rel.is_empty() {
             return Ok(None);
         }
@@ -255,6 +264,9 @@ impl ObjectRoot {
                 Err(error) => return Err(error),
             };
             let info = ObjectInfo::from_meta(&result.meta);
+            if whole_only && info.size >= count {
+                return Ok(Some((Vec::new(), info)));
+            }
             let wanted = usize::try_from(info.size.min(count)).unwrap_or(usize::MAX);
             let mut bytes = Vec::with_capacity(wanted);
             let mut stream = result.into_stream();
