@@ -207,3 +207,45 @@ fn grep_honours_gitignore_as_a_local_tree_does() {
     assert_eq!(found(&local, "/data/sub"), found(&object, "/data/sub"));
     assert_eq!(found(&object, "/data/sub"), ["/data/sub/b.log", "/data/sub/ok.txt"]);
 }
+
+/// Caps on object storage: a media read takes an object of exactly the cap and refuses one
+/// byte more (before its body is read); a text read of a larger object stops at the cap and
+/// says how to page on.
+#[test]
+fn object_reads_keep_their_caps() {
+    let mut limits = vfs::Limits::default();
+    limits.media_bytes = 16;
+    limits.read_bytes = 16;
+    let spec: MountSpec = "memory://caps:/data:rw".parse().unwrap();
+    let registry = MountRegistry::builder().mount(spec).limits(limits).build().unwrap();
+    let agent = registry.agent();
+    agent.write("/data/at-cap.png", &"p".repeat(16), &WriteOptions::default()).unwrap();
+    agent.write("/data/over-cap.png", &"p".repeat(17), &WriteOptions::default()).unwrap();
+    assert_eq!(agent.read_media("/data/at-cap.png").unwrap().size, 16);
+    assert_eq!(
+        agent.read_media("/data/over-cap.png").unwrap_err().to_string(),
+        "`/data/over-cap.png`: the file has 17 bytes, more than the 16-byte cap"
+    );
+    agent.write("/data/long.txt", "0123456789\nabcdefghij\nrest\n", &WriteOptions::default()).unwrap();
+    let read = agent.read_text("/data/long.txt", &ReadWindow::default()).unwrap();
+    assert_eq!((read.content.as_str(), read.truncated, read.version), ("0123456789\nabcde", true, None));
+    assert_eq!(
+        read.next.as_deref(),
+        Some(
+            "truncated at the 16-byte cap inside line 2; the file has 27 bytes; read on with offset: 2 (or use head/tail/limit)"
+        )
+    );
+    let on = agent.read_text("/data/long.txt", &ReadWindow { offset: Some(2), ..ReadWindow::default() }).unwrap();
+    assert_eq!(
+        (on.content.as_str(), on.truncated),
+        (
+            "abcdefghij
+rest
+",
+            false
+        )
+    );
+    agent.write("/data/exact.txt", &"x".repeat(15), &WriteOptions::default()).unwrap();
+    let exact = agent.read_text("/data/exact.txt", &ReadWindow::default()).unwrap();
+    assert_eq!((exact.content.len(), exact.truncated, exact.version.is_some()), (15, false, true));
+}

@@ -74,6 +74,32 @@ fn the_byte_cap_bounds_what_is_read() {
     assert_eq!(next.content, line.repeat(5));
 }
 
+/// When the cap cuts a line, paging on starts at that line again, so nothing is skipped; a
+/// single line longer than the cap is cut and paging moves past it.
+#[test]
+fn a_line_cut_by_the_cap_is_read_again() {
+    let fixture = Fixture::new();
+    fixture.file("data/cut.txt", "0123456789\nabcdefghij\nrest\n");
+    fixture.file("data/wide.txt", &("w".repeat(40) + "\nnext\n"));
+    let mut limits = Limits::default();
+    limits.read_bytes = 16;
+    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let agent = registry.agent();
+    let read = agent.read_text("/src/cut.txt", &ReadWindow::default()).unwrap();
+    assert_eq!(
+        read.to_text(),
+        "0123456789\nabcde\n[truncated at the 16-byte cap inside line 2; the file has 27 bytes; read on with offset: 2 (or use head/tail/limit)]"
+    );
+    let on = agent.read_text("/src/cut.txt", &window(None, None, Some(2), None)).unwrap();
+    assert_eq!((on.content.as_str(), on.truncated), ("abcdefghij\nrest\n", false));
+    let wide = agent.read_text("/src/wide.txt", &ReadWindow::default()).unwrap();
+    assert_eq!(
+        wide.next.as_deref(),
+        Some("line 1 alone is longer than the 16-byte cap and is cut; the file has 46 bytes; read on with offset: 2")
+    );
+    assert_eq!(agent.read_text("/src/wide.txt", &window(None, None, Some(2), None)).unwrap().content, "next\n");
+}
+
 #[test]
 fn binary_and_missing_files() {
     let (fixture, registry) = setup();

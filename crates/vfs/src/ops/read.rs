@@ -318,8 +318,22 @@ fn finish_window(
             read.line_count
         ))
     } else if read.more {
-        let next_line = read.start_line.max(1) + read.line_count;
-        Some(if read.capped {
+        let first = read.start_line.max(1);
+        let next_line = first + read.line_count;
+        // The cap may cut the last line shown. Paging on from the next line would skip the
+        // rest of it, so point back at it, unless it is the only line shown (it alone is
+        // longer than the cap, and pointing back would never get past it).
+        let cut = read.capped && !content.is_empty() && !content.ends_with('\n');
+        Some(if cut && read.line_count >= 2 {
+            let cut_line = next_line - 1;
+            format!(
+                "truncated at the {cap}-byte cap inside line {cut_line}; the file has {size} bytes; read on with offset: {cut_line} (or use head/tail/limit)"
+            )
+        } else if cut {
+            format!(
+                "line {first} alone is longer than the {cap}-byte cap and is cut; the file has {size} bytes; read on with offset: {next_line}"
+            )
+        } else if read.capped {
             format!(
                 "truncated at the {cap}-byte cap; the file has {size} bytes; read on with offset: {next_line} (or use head/tail/limit)"
             )
