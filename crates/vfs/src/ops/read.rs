@@ -233,29 +233,22 @@ impl Context<'_> {
             return self.object_info(&target, path);
         }
         let (mount, components) = self.registry.route(self.caller, &path)?;
-        let rights_of = |path: &VirtualPath| {
-            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
-            self.registry.authorize(self.caller, mount, &rel, Access::Read, path)?;
-            Ok::<_, Error>(self.registry.mounts[mount].rights_at(&rel).0.as_str())
-        };
-        let file_info = |path, stat: &local::Stat, rights, version| FileInfo {
-            path,
-            kind: "file",
-            size: stat.size,
-            modified: rfc3339(stat.modified.0),
-            rights,
-            version: Some(version),
-        };
         match local::open_direct(self.registry, mount, &components, &path) {
             Some(Ok((mut file, stat))) => {
-                let rights = rights_of(&path)?;
-                // A version filed for this state of the file (or a metadata version) needs no read.
-                let version = match local::known_version(&self.registry.versions, &stat) {
-                    Some(version) => version,
-                    None => local::version_of_file(&self.registry.versions, &mut file, &stat)
-                        .map_err(|error| Error::io(&path, error))?,
-                };
-                return Ok(file_info(path, &stat, rights, version));
+                let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+                self.registry.authorize(self.caller, mount, &rel, Access::Read, &path)?;
+                // A version already filed for this state of the file is served without a read.
+                let version = local::version_of_file(&self.registry.versions, &mut file, &stat)
+                    .map_err(|error| Error::io(&path, error))?;
+                let rights = self.registry.mounts[mount].rights_at(&rel).0.as_str();
+                return Ok(FileInfo {
+                    path,
+                    kind: "file",
+                    size: stat.size,
+                    modified: rfc3339(stat.modified.0),
+                    rights,
+                    version: Some(version),
+                });
             }
             // Directories (and everything the fast path leaves alone) take the component walk.
             Some(Err(error)) if error.kind() != crate::ErrorKind::NotAFile => return Err(error),

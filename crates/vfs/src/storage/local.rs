@@ -498,24 +498,6 @@ pub(crate) fn open_direct(
     components: &[&str],
     path: &VirtualPath,
 ) -> Option<Result<(OpenFile, Stat), Error>> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let opened = open_beneath(registry, mount, components, path, flags)?;
-    Some(opened.and_then(|(fd, stat)| match stat.kind {
-        Kind::File => Ok((OpenFile(File::from(fd)), stat)),
-        Kind::Directory => Err(Error::not_a_file(path)),
-        Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
-    }))
-}
-
-/// One `openat2` beneath the mount's root handle with `flags`, then `fstat`.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn open_beneath(
-    registry: &RegistryInner,
-    mount: usize,
-    components: &[&str],
-    path: &VirtualPath,
-    flags: OFlags,
-) -> Option<Result<(OwnedFd, Stat), Error>> {
     use std::sync::atomic::{AtomicBool, Ordering};
     static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
     if registry.mounts.len() != 1
@@ -537,8 +519,13 @@ fn open_beneath(
         | rustix::fs::ResolveFlags::NO_SYMLINKS
         | rustix::fs::ResolveFlags::NO_MAGICLINKS
         | rustix::fs::ResolveFlags::NO_XDEV;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     match rustix::fs::openat2(&*root.handle(), relative.as_str(), flags, Mode::empty(), resolve) {
-        Ok(fd) => Some(fstat(&fd, path).map(|stat| (fd, stat))),
+        Ok(fd) => Some(fstat(&fd, path).and_then(|stat| match stat.kind {
+            Kind::File => Ok((OpenFile(File::from(fd)), stat)),
+            Kind::Directory => Err(Error::not_a_file(path)),
+            Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
+        })),
         Err(Errno::NOSYS | Errno::PERM) => {
             UNAVAILABLE.store(true, Ordering::Relaxed);
             None
@@ -894,12 +881,6 @@ pub(crate) fn version_of_file(cache: &VersionCache, file: &mut OpenFile, stat: &
         cache.insert(&stat, started, &token);
     }
     Ok(token)
-}
-
-/// The version of a file in the state `stat` when it is known without reading the file: a
-/// metadata version for a large file, or a content hash filed for this very state.
-pub(crate) fn known_version(cache: &VersionCache, stat: &Stat) -> Option<String> {
-    if stat.size > HASHED_VERSION_BYTES { Some(metadata_version(stat)) } else { cache.get(stat) }
 }
 
 /// True when the file lies on a file system known to set the change time itself on every
