@@ -1,9 +1,11 @@
 """End-to-end tests: the official Python MCP SDK drives the real `vfs serve` over stdio."""
 
 import base64
+import os
+import subprocess
 
 import pytest
-from conftest import PNG, run_client
+from conftest import BINARY, PNG, run_client
 from mcp import MCPError
 
 ALL_TOOLS = [
@@ -246,13 +248,33 @@ def test_a_log_directory_inside_the_workspace_stays_invisible(fixture):
         read = await client.call("read_text_file", {"path": "/workspace/logs/anything.jsonl"})
         assert read.is_error
         assert text(read) == "`/workspace/logs/anything.jsonl` does not exist"
+        missing = await client.call("read_text_file", {"path": "/workspace/gone/anything.jsonl"})
+        assert text(missing) == "`/workspace/gone/anything.jsonl` does not exist"
         found = await client.call("search_files", {"path": "/workspace", "pattern": "exchanges-*"})
         assert "exchanges-" not in text(found)
         grep = await client.call("grep", {"pattern": "read_text_file", "path": "/workspace"})
         assert "exchanges-" not in text(grep)
-        write = await client.call("write_file", {"path": "/workspace/logs/planted.jsonl", "content": "x"})
-        assert write.is_error, text(write)
 
-    run_client(fixture, body, ["serve", "--allow-write", "--llm-log", "logs"])
-    assert not (fixture.logs / "planted.jsonl").exists()
+    # The default workspace is read-only: the log directory inside it is a missing name.
+    run_client(fixture, body, ["serve", "--llm-log", "logs"])
     assert len(fixture.log_lines()) == 5
+
+
+def test_a_log_directory_inside_a_writable_workspace_is_refused(fixture):
+    refused = subprocess.run(
+        [str(BINARY), "serve", "--allow-write", "--llm-log", "logs"],
+        cwd=fixture.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    logs = os.path.realpath(fixture.root / "logs")
+    assert refused.stderr == (
+        f"error: the internal root `/llm-logs` (`{logs}`) lies inside `/workspace` at `/workspace/logs`, "
+        "which is mounted rw; an agent could tell that something is there\n\n"
+        "hint: put the internal directory outside the mount, or make that part read-only with a sub-path "
+        "override (`;part:ro`)\n"
+    )

@@ -641,11 +641,16 @@ mod tests {
         let setup = Setup::new();
         let mut options = setup.options();
         options.settings = Some(setup.settings(r#"{"internal_mounts": ["two:/secret"]}"#));
-        options.allow_write = true;
         let launch = compose(&options).unwrap();
         let mounts = launch.registry().agent_mounts();
         assert_eq!(mounts.len(), 1);
-        assert_eq!((mounts[0].root.as_str(), mounts[0].rights.as_str()), ("/workspace", "rw"));
+        assert_eq!((mounts[0].root.as_str(), mounts[0].rights.as_str()), ("/workspace", "ro"));
+        // Writable, the default workspace would hold the internal directory where an agent
+        // could create its name: refused, with the fix.
+        options.allow_write = true;
+        let problems = compose(&options).unwrap_err();
+        assert_eq!(problems.0.len(), 1);
+        assert!(matches!(&problems.0[0], HostError::Registry(ConfigError::InternalInsideWritable { .. })));
     }
 
     #[test]

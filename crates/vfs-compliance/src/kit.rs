@@ -721,7 +721,7 @@ fn symlink_policy(factory: &dyn Factory) -> Outcome {
     Ok(())
 }
 
-fn physical_nesting(factory: &dyn Factory) -> Outcome {
+fn nesting_layout() -> Layout {
     let layout = Layout::new();
     layout
         .file("work/notes.txt", "n\n")
@@ -729,9 +729,21 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
         .file("work/vendor/lib.rs", "lib\n")
         .symlink("logs", "work/log-alias")
         .symlink("vendor", "work/vendor-alias");
+    layout
+}
+
+fn physical_nesting(factory: &dyn Factory) -> Outcome {
+    let layout = nesting_layout();
+    // An internal directory may lie only where the outer mount grants no write (below, the
+    // plan with `/work` writable all through is refused); there it is a missing name.
     let plan = Plan {
         mounts: vec![
-            PlannedMount { directory: "work", root: "/work", rights: "rw", visibility: Visibility::AgentFacing },
+            PlannedMount {
+                directory: "work",
+                root: "/work",
+                rights: "rw;logs:ro",
+                visibility: Visibility::AgentFacing,
+            },
             PlannedMount { directory: "work/logs", root: "/llm-logs", rights: "rw", visibility: Visibility::Internal },
             PlannedMount {
                 directory: "work/vendor",
@@ -751,6 +763,13 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
             Ok(_) => Err("nested object mounts were accepted".into()),
         };
     }
+    let mut writable = plan.clone();
+    writable.mounts[0].rights = "rw";
+    match World::build(factory, nesting_layout(), &writable) {
+        Err(refusal) if refusal.ends_with("an agent could tell that something is there") => {}
+        Err(other) => return Err(format!("an internal root in a writable part: expected the refusal, got {other}")),
+        Ok(_) => return Err("an internal root in a writable part was accepted".into()),
+    }
     let world = World::build(factory, layout, &plan)?;
     let agent = world.agent();
     for path in ["/work/logs/secret.jsonl", "/work/log-alias/secret.jsonl", "/work/./logs/secret.jsonl"] {
@@ -766,8 +785,19 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
     )?;
     let found = agent.search_files("/work", "*.jsonl", &[]).map_err(|error| error.to_string())?;
     ensure(found.matches.is_empty(), || format!("search found internal files: {found:?}"))?;
-    expect_kind(agent.write("/work/logs/x.txt", "x", &overwrite()), ErrorKind::NotFound, "write into internal")?;
-    expect_kind(agent.delete("/work/logs", true, None), ErrorKind::NotFound, "delete internal")?;
+    // As for a missing name in a read-only part.
+    expect_denial(
+        agent.write("/work/logs/x.txt", "x", &overwrite()),
+        ErrorKind::PermissionDenied,
+        "cannot write `/work/logs/x.txt`: `/work/logs` is mounted ro; mounts that grant write: `/work` (rw)",
+        "write into internal",
+    )?;
+    expect_denial(
+        agent.delete("/work/logs", true, None),
+        ErrorKind::PermissionDenied,
+        "cannot delete `/work/logs`: `/work/logs` is mounted ro; mounts that grant delete: `/work` (rw)",
+        "delete internal",
+    )?;
     for path in ["/work/vendor/lib.rs", "/work/vendor-alias/lib.rs", "/vendor/lib.rs"] {
         let canonical = VirtualPath::new(path).map_err(|error| error.to_string())?;
         expect_denial(

@@ -37,12 +37,6 @@ impl AgentAccessor {
         Context::new(&self.registry.inner, Caller::Agent)
     }
 
-    /// The registry behind this accessor.
-    #[must_use]
-    pub fn registry(&self) -> &MountRegistry {
-        &self.registry
-    }
-
     /// The agent-facing mounts with their rights and overrides.
     #[must_use]
     pub fn list_mounts(&self) -> Vec<MountInfo> {
@@ -51,57 +45,57 @@ impl AgentAccessor {
 
     /// Reads a text file, whole or a window of lines, bounded by the read cap.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        self.context().read_text(path, window)
+        audited(Caller::Agent, "read_text_file", path, || self.context().read_text(path, window))
     }
 
     /// Reads several text files; each gets its own result.
     pub fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
-        self.context().read_multiple(paths)
+        audited(Caller::Agent, "read_multiple_files", "", || self.context().read_multiple(paths))
     }
 
     /// Reads an image or audio file as base64, bounded by the media cap.
     pub fn read_media(&self, path: &str) -> Result<MediaRead, Error> {
-        self.context().read_media(path)
+        audited(Caller::Agent, "read_media_file", path, || self.context().read_media(path))
     }
 
     /// Writes a file atomically.
     pub fn write(&self, path: &str, content: &str, options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        self.context().write(path, content.as_bytes(), options)
+        audited(Caller::Agent, "write_file", path, || self.context().write(path, content.as_bytes(), options))
     }
 
     /// Applies exact-text edits to a file atomically and returns a unified diff.
     pub fn edit(&self, path: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
-        self.context().edit(path, edits, options)
+        audited(Caller::Agent, "edit_file", path, || self.context().edit(path, edits, options))
     }
 
     /// Creates a directory and its parents; succeeds if it exists.
     pub fn create_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
-        self.context().create_directory(path)
+        audited(Caller::Agent, "create_directory", path, || self.context().create_directory(path))
     }
 
     /// Lists a directory (`/` lists the agent-facing mounts).
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
-        self.context().list(path)
+        audited(Caller::Agent, "list_directory", path, || self.context().list(path))
     }
 
     /// A bounded recursive tree.
     pub fn tree(&self, path: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
-        self.context().tree(path, max_depth, excludes)
+        audited(Caller::Agent, "directory_tree", path, || self.context().tree(path, max_depth, excludes))
     }
 
     /// Finds files and directories whose names match a glob.
     pub fn search_files(&self, path: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
-        self.context().search_files(path, pattern, excludes)
+        audited(Caller::Agent, "search_files", path, || self.context().search_files(path, pattern, excludes))
     }
 
     /// Searches file contents with the ripgrep crates.
     pub fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
-        self.context().grep(request)
+        audited(Caller::Agent, "grep", request.path.as_deref().unwrap_or("/"), || self.context().grep(request))
     }
 
     /// Size, kind, times, rights and the version token.
     pub fn info(&self, path: &str) -> Result<FileInfo, Error> {
-        self.context().info(path)
+        audited(Caller::Agent, "get_file_info", path, || self.context().info(path))
     }
 
     /// Moves or renames a file or directory.
@@ -112,12 +106,14 @@ impl AgentAccessor {
         overwrite: bool,
         expected_version: Option<&str>,
     ) -> Result<MoveOutcome, Error> {
-        self.context().move_path(source, destination, overwrite, expected_version)
+        audited(Caller::Agent, "move_file", source, || {
+            self.context().move_path(source, destination, overwrite, expected_version)
+        })
     }
 
     /// Deletes a file, a link, or (with `recursive`) a directory tree.
     pub fn delete(&self, path: &str, recursive: bool, expected_version: Option<&str>) -> Result<DeleteOutcome, Error> {
-        self.context().delete(path, recursive, expected_version)
+        audited(Caller::Agent, "delete_file", path, || self.context().delete(path, recursive, expected_version))
     }
 }
 
@@ -138,8 +134,12 @@ impl PrivilegedAccessor {
         Self { registry, mount }
     }
 
+    fn caller(&self) -> Caller {
+        Caller::Privileged(self.mount)
+    }
+
     fn context(&self) -> Context<'_> {
-        Context::new(&self.registry.inner, Caller::Privileged(self.mount))
+        Context::new(&self.registry.inner, self.caller())
     }
 
     /// The root this accessor reaches.
@@ -153,7 +153,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        self.context().read_text(path, window)
+        audited(self.caller(), "read_text_file", path, || self.context().read_text(path, window))
     }
 
     /// Writes a file under the root atomically.
@@ -161,7 +161,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn write(&self, path: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        self.context().write(path, content, options)
+        audited(self.caller(), "write_file", path, || self.context().write(path, content, options))
     }
 
     /// Lists a directory under the root.
@@ -169,7 +169,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
-        self.context().list(path)
+        audited(self.caller(), "list_directory", path, || self.context().list(path))
     }
 
     /// Narrows this capability to appending: the form a logger holds.
@@ -201,6 +201,73 @@ impl AppendOnlyAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn open_append(&self, path: &str) -> Result<crate::ops::AppendFile, Error> {
-        self.inner.context().open_append(path)
+        audited(self.inner.caller(), "open_append", path, || self.inner.context().open_append(path))
     }
+}
+
+/// How many bytes an operation's result carries, for its audit event.
+trait Audited {
+    fn bytes(&self) -> u64 {
+        0
+    }
+}
+
+impl Audited for TextRead {
+    fn bytes(&self) -> u64 {
+        self.content.len() as u64
+    }
+}
+
+impl Audited for MediaRead {
+    fn bytes(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Audited for WriteOutcome {
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Audited for Vec<FileResult> {
+    fn bytes(&self) -> u64 {
+        self.iter().filter_map(|(_, result)| result.as_ref().ok()).map(Audited::bytes).sum()
+    }
+}
+
+impl Audited for EditOutcome {}
+impl Audited for CreateDirOutcome {}
+impl Audited for Listing {}
+impl Audited for Tree {}
+impl Audited for NameSearch {}
+impl Audited for GrepResult {}
+impl Audited for FileInfo {}
+impl Audited for MoveOutcome {}
+impl Audited for DeleteOutcome {}
+impl Audited for crate::ops::AppendFile {}
+
+/// The one audit wrapper: runs an operation and records one `vfs::audit` event for it, success
+/// or failure, with the operation, the virtual path as given, the bytes it carried and who
+/// asked; never content and never a physical path.
+fn audited<T: Audited>(
+    caller: Caller,
+    operation: &'static str,
+    path: &str,
+    run: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let result = run();
+    let caller = match caller {
+        Caller::Agent => "agent",
+        Caller::Privileged(_) => "privileged",
+    };
+    match &result {
+        Ok(value) => {
+            tracing::debug!(target: "vfs::audit", operation, path, bytes = value.bytes(), caller, outcome = "ok");
+        }
+        Err(error) => {
+            tracing::debug!(target: "vfs::audit", operation, path, bytes = 0u64, caller, outcome = ?error.kind());
+        }
+    }
+    result
 }

@@ -131,6 +131,33 @@ impl Error {
         Self::build(ErrorKind::PermissionDenied, Some(path), message)
     }
 
+    /// A move or delete of a directory that holds a sub-path whose rights do not grant what the
+    /// operation needs there: `verb` is `move`, `move to` or `delete`, `scope` the virtual path
+    /// of the override.
+    pub(crate) fn protected_inside(path: &VirtualPath, verb: &str, scope: &str, rights: &str, access: Access) -> Self {
+        Self::build(
+            ErrorKind::PermissionDenied,
+            Some(path),
+            format!(
+                "cannot {verb} `{path}`: `{scope}` inside it is mounted {rights}, which does not grant {}",
+                access.as_str()
+            ),
+        )
+    }
+
+    /// A move or delete of a directory that holds another mount's root: the directories
+    /// between a mount and a mount nested in it stay where the launch found them. `mount` is
+    /// the nested mount's root when the caller may see it.
+    pub(crate) fn pinned(path: &VirtualPath, verb: &str, mount: Option<&str>) -> Self {
+        let message = match mount {
+            Some(root) => {
+                format!("cannot {verb} `{path}`: it holds the mount `{root}`, whose place stays as the launch found it")
+            }
+            None => format!("cannot {verb} `{path}`: it holds another mount"),
+        };
+        Self::build(ErrorKind::PermissionDenied, Some(path), message)
+    }
+
     pub(crate) fn not_a_file(path: &VirtualPath) -> Self {
         Self::build(ErrorKind::NotAFile, Some(path), format!("`{path}` is a directory, not a file"))
     }

@@ -135,6 +135,44 @@ pub enum ConfigError {
         /// Its URL as given.
         inner: String,
     },
+    /// An internal root whose virtual root lies under an agent-facing one, or above one: an
+    /// agent would see a name there answer differently from a name that does not exist.
+    #[error("the internal root `{internal}` and the agent-facing root `{agent}` nest in one another")]
+    InternalNestedVirtually {
+        /// The internal root.
+        internal: String,
+        /// The agent-facing root.
+        agent: String,
+    },
+    /// An agent-facing mount that serves an internal mount's directory, or lies inside it.
+    #[error(
+        "the mount `{agent}` (`{physical}`) serves the directory of the internal root `{internal}`, or a part of it"
+    )]
+    ServesInternal {
+        /// The agent-facing root.
+        agent: String,
+        /// Its physical directory as given.
+        physical: String,
+        /// The internal root.
+        internal: String,
+    },
+    /// An internal mount's directory inside a part of an agent-facing mount that agents may
+    /// write: its name would be taken there, visibly.
+    #[error(
+        "the internal root `{internal}` (`{physical}`) lies inside `{agent}` at `{inside}`, which is mounted {rights}; an agent could tell that something is there"
+    )]
+    InternalInsideWritable {
+        /// The internal root.
+        internal: String,
+        /// Its physical directory as given.
+        physical: String,
+        /// The agent-facing mount holding it.
+        agent: String,
+        /// The virtual path at which it lies.
+        inside: String,
+        /// The rights there.
+        rights: Rights,
+    },
     /// The directory could not be opened.
     #[error("cannot open `{physical}` for mount `{root}`: {source}")]
     Open {
@@ -158,6 +196,15 @@ impl ConfigError {
             ConfigError::Missing { .. } => "create the directory first, or fix the path",
             ConfigError::NotADirectory { .. } => "a mount's physical side must be a directory",
             ConfigError::Open { .. } => "check the directory's permissions",
+            ConfigError::InternalNestedVirtually { .. } => {
+                "give the internal mount a root of its own, beside the agent-facing ones (like `/llm-logs`)"
+            }
+            ConfigError::ServesInternal { .. } => {
+                "mount a directory that neither is nor lies inside the internal one (the exchange log, `--llm-log`)"
+            }
+            ConfigError::InternalInsideWritable { .. } => {
+                "put the internal directory outside the mount, or make that part read-only with a sub-path override (`;part:ro`)"
+            }
             ConfigError::NestedObjects { .. } => {
                 "give the mounts prefixes side by side, such as `s3://bucket/work` and `s3://bucket/vendor`, or keep only the outer one"
             }
@@ -259,6 +306,8 @@ impl MountRegistryBuilder {
                 *entry = index;
             }
         }
+        check_internal_placement(&mounts)?;
+        let pinned = pin_nesting_chains(&mounts);
         let scrub = Scrubber::new(
             mounts.iter().flat_map(|mount| mount.storage.spellings().iter().cloned()),
             mounts
@@ -277,6 +326,7 @@ impl MountRegistryBuilder {
             inner: Arc::new(RegistryInner {
                 mounts,
                 identities,
+                pinned,
                 scrub,
                 agent_table,
                 limits: self.limits,
@@ -323,6 +373,80 @@ fn check_object_nesting<'a>(specs: impl Iterator<Item = &'a MountSpec>) -> Resul
     Ok(())
 }
 
+/// Refuses every placement in which an agent could tell an internal mount from a name that
+/// does not exist: an internal root nested virtually with an agent-facing one, an agent-facing
+/// mount of the internal directory or of a part of it, and an internal directory lying inside
+/// the writable part of an agent-facing mount (its name would be taken there). Inside a part an
+/// agent may only read, it is answered as missing, which nothing an agent can do contradicts.
+fn check_internal_placement(mounts: &[Mount]) -> Result<(), ConfigError> {
+    let internal = mounts.iter().filter(|mount| mount.visibility == Visibility::Internal);
+    for hidden in internal {
+        let agents = mounts.iter().filter(|mount| mount.visibility == Visibility::AgentFacing);
+        for agent in agents.clone() {
+            if hidden.root_path.starts_with(&agent.root_path) || agent.root_path.starts_with(&hidden.root_path) {
+                return Err(ConfigError::InternalNestedVirtually {
+                    internal: hidden.root.as_str().to_owned(),
+                    agent: agent.root.as_str().to_owned(),
+                });
+            }
+        }
+        let Some(hidden_dir) = hidden.storage.local() else { continue };
+        // The innermost agent-facing mount holding the internal directory decides its rights.
+        let mut holder: Option<(&Mount, Vec<String>)> = None;
+        for agent in agents {
+            let Some(agent_dir) = agent.storage.local() else { continue };
+            if hidden_dir.relative_of(agent_dir).is_some() {
+                return Err(ConfigError::ServesInternal {
+                    agent: agent.root.as_str().to_owned(),
+                    physical: agent.spec.physical().to_owned(),
+                    internal: hidden.root.as_str().to_owned(),
+                });
+            }
+            if let Some(rel) = agent_dir.relative_of(hidden_dir)
+                && holder.as_ref().is_none_or(|(_, current)| current.len() > rel.len())
+            {
+                holder = Some((agent, rel));
+            }
+        }
+        if let Some((agent, rel)) = holder {
+            let (rights, _) = agent.rights_at(&rel);
+            if rights.allows(Access::Write) {
+                return Err(ConfigError::InternalInsideWritable {
+                    internal: hidden.root.as_str().to_owned(),
+                    physical: hidden.spec.physical().to_owned(),
+                    agent: agent.root.as_str().to_owned(),
+                    inside: format!("{}/{}", agent.root, rel.join("/")),
+                    rights,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// For every local mount lying physically inside another, the identities of the directories
+/// from the outer root (exclusive) down to the inner root (inclusive), each mapped to the inner
+/// mount (see `RegistryInner::pinned`).
+fn pin_nesting_chains(mounts: &[Mount]) -> HashMap<(u64, u64), usize> {
+    let mut pinned = HashMap::new();
+    for outer in mounts {
+        let Some(outer_root) = outer.storage.local() else { continue };
+        for (index, inner) in mounts.iter().enumerate() {
+            let Some(inner_root) = inner.storage.local() else { continue };
+            for identity in outer_root.chain_to(inner_root) {
+                // An agent-facing mount names itself in refusals; keep it when both claim one.
+                let keep = pinned.get(&identity).is_some_and(|&current: &usize| {
+                    mounts[current].visibility == Visibility::AgentFacing && inner.visibility == Visibility::Internal
+                });
+                if !keep {
+                    pinned.insert(identity, index);
+                }
+            }
+        }
+    }
+    pinned
+}
+
 fn agent_table(mounts: &[Mount]) -> String {
     let mut rows: Vec<(&str, Rights)> = mounts
         .iter()
@@ -365,12 +489,55 @@ impl Mount {
             None => (self.rights, self.root.as_str().to_owned()),
         }
     }
+
+    /// The first override strictly below `rel` whose rights do not grant `access`: a move or
+    /// delete of `rel` would carry what it protects out of its protection (or put something
+    /// at its place). Lexical, so it holds whether or not the protected path exists yet.
+    pub(crate) fn weaker_override_below(&self, rel: &[String], access: Access) -> Option<&SubPathRights> {
+        self.overrides.iter().find(|item| {
+            let segments = item.segments();
+            segments.len() > rel.len() && segments[..rel.len()] == *rel && !item.rights().allows(access)
+        })
+    }
+}
+
+/// A change to a whole tree, which everything inside it must allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TreeChange {
+    /// Deleting it.
+    Delete,
+    /// Moving it away (the source of a move).
+    MoveFrom,
+    /// Putting something at its place (the destination of a move).
+    MoveTo,
+}
+
+impl TreeChange {
+    fn access(self) -> Access {
+        match self {
+            TreeChange::Delete | TreeChange::MoveFrom => Access::Delete,
+            TreeChange::MoveTo => Access::Write,
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            TreeChange::Delete => "delete",
+            TreeChange::MoveFrom => "move",
+            TreeChange::MoveTo => "move to",
+        }
+    }
 }
 
 pub(crate) struct RegistryInner {
     pub(crate) mounts: Vec<Mount>,
     /// (device, inode) of each mount root → the mount, for physical nesting (DESIGN 4.2 step 7).
     pub(crate) identities: HashMap<(u64, u64), usize>,
+    /// (device, inode) of every directory between a local mount's root and the root of a mount
+    /// nested inside it (the nested root included) → the nested mount. Agents may not move,
+    /// rename or delete these, so a nested mount stays where the launch found it, in this
+    /// launch and the next.
+    pub(crate) pinned: HashMap<(u64, u64), usize>,
     pub(crate) scrub: Scrubber,
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
@@ -457,6 +624,36 @@ impl RegistryInner {
     /// The mount whose root directory has this identity, if any.
     pub(crate) fn mount_at(&self, identity: (u64, u64)) -> Option<usize> {
         self.identities.get(&identity).copied()
+    }
+
+    /// Refuses `change` of the tree at `rel` of `mount` when something inside it is
+    /// protected: an override below `rel` that does not grant what the change needs, or (for
+    /// a directory, by `identity`) the place of a nested mount.
+    pub(crate) fn guard_tree(
+        &self,
+        caller: Caller,
+        mount: usize,
+        rel: &[String],
+        identity: Option<(u64, u64)>,
+        change: TreeChange,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        let owner = &self.mounts[mount];
+        if let Some(item) = owner.weaker_override_below(rel, change.access()) {
+            let scope = format!("{}/{}", owner.root, item.path());
+            return Err(Error::protected_inside(path, change.verb(), &scope, item.rights().as_str(), change.access()));
+        }
+        if let Some(inner) = identity.and_then(|identity| self.pinned.get(&identity)) {
+            let shown = self.visible(caller, *inner).then(|| self.mounts[*inner].root.as_str());
+            return Err(Error::pinned(path, change.verb(), shown));
+        }
+        Ok(())
+    }
+
+    /// True when a directory with this identity is a mount root or lies between a mount and a
+    /// mount nested in it: a recursive delete stops there.
+    pub(crate) fn holds_mount(&self, identity: (u64, u64)) -> bool {
+        self.identities.contains_key(&identity) || self.pinned.contains_key(&identity)
     }
 }
 

@@ -224,11 +224,11 @@ fn internal_directory_nested_in_a_mount_is_absent() {
     fixture.file("work/notes.txt", "n\n");
     fixture.file("work/logs/secret.jsonl", "{}\n");
     fixture.symlink("logs", "work/alias");
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("work", "/work", "rw"))
-        .internal(fixture.spec("work/logs", "/llm-logs", "rw"))
-        .build()
-        .unwrap();
+    // Inside the writable part the launch refuses it (hostile_sequences.rs); inside a part
+    // agents may only read, it is a name that does not exist.
+    let spec = format!("{}:/work:rw;logs:ro", fixture.path("work").display()).parse().unwrap();
+    let registry =
+        MountRegistry::builder().mount(spec).internal(fixture.spec("work/logs", "/llm-logs", "rw")).build().unwrap();
     let agent = registry.agent();
     let missing = read(&registry, "/work/no-such.jsonl").unwrap_err().to_string();
     assert_eq!(missing, "`/work/no-such.jsonl` does not exist");
@@ -246,8 +246,14 @@ fn internal_directory_nested_in_a_mount_is_absent() {
     let grep = agent.grep(&vfs::GrepRequest { pattern: "\\{".into(), ..Default::default() }).unwrap();
     assert_eq!(grep.matches, 0);
     let options = WriteOptions { overwrite: true, expected_version: None };
-    assert_eq!(agent.write("/work/logs/x.txt", "x", &options).unwrap_err().kind(), ErrorKind::NotFound);
-    assert_eq!(agent.delete("/work/logs", true, None).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        agent.write("/work/logs/x.txt", "x", &options).unwrap_err().to_string(),
+        "cannot write `/work/logs/x.txt`: `/work/logs` is mounted ro; mounts that grant write: `/work` (rw)"
+    );
+    assert_eq!(
+        agent.delete("/work/logs", true, None).unwrap_err().to_string(),
+        "cannot delete `/work/logs`: `/work/logs` is mounted ro; mounts that grant delete: `/work` (rw)"
+    );
     assert_eq!(fixture.read("work/logs/secret.jsonl"), "{}\n");
 }
 

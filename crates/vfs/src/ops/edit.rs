@@ -101,12 +101,6 @@ pub(crate) fn unified_diff(path: &VirtualPath, before: &str, after: &str) -> Str
 
 impl Context<'_> {
     pub(crate) fn edit(&self, input: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
-        let result = self.edit_inner(input, edits, options);
-        self.audit("edit_file", input, 0, &result);
-        result
-    }
-
-    fn edit_inner(&self, input: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
         let path = Self::parse(input)?;
         if edits.is_empty() {
             return Err(Error::invalid_argument("`edits` is empty; give at least one {oldText, newText}"));
@@ -160,7 +154,7 @@ impl Context<'_> {
             name,
             &mut after.as_bytes(),
             Replace::Always,
-            stat.mode & 0o7777,
+            stat.mode,
             self.registry.sync_writes,
             &path,
         )?;

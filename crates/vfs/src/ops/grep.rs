@@ -326,12 +326,6 @@ impl IgnoreStack {
 
 impl Context<'_> {
     pub(crate) fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
-        let result = self.grep_inner(request);
-        self.audit("grep", request.path.as_deref().unwrap_or("/"), 0, &result);
-        result
-    }
-
-    fn grep_inner(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
         if request.pattern.is_empty() {
             return Err(Error::invalid_argument("`pattern` is empty"));
         }

@@ -26,7 +26,7 @@ pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteO
 use crate::access::Caller;
 use crate::error::Error;
 use crate::path::VirtualPath;
-use crate::registry::RegistryInner;
+use crate::registry::{RegistryInner, TreeChange};
 use crate::spec::Access;
 use crate::storage::local::{self, Resolved, WalkOptions};
 
@@ -55,8 +55,14 @@ impl<'r> Context<'r> {
         create_parents: bool,
     ) -> Result<Resolved, Error> {
         let (mount, components) = self.registry.route(self.caller, path)?;
-        if create_parents && components.len() > local::MAX_DEPTH + 1 {
-            return Err(Error::too_deep(path, local::MAX_DEPTH));
+        if create_parents {
+            if components.len() > local::MAX_DEPTH + 1 {
+                return Err(Error::too_deep(path, local::MAX_DEPTH));
+            }
+            // The lexical rights first, so that a refused write creates no parent directory;
+            // the rights where resolution lands are checked again below.
+            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+            self.registry.authorize(self.caller, mount, &rel, access, path)?;
         }
         let gate = |mount: usize, rel: &[String]| {
             if rel.len() > local::MAX_DEPTH {
@@ -68,6 +74,20 @@ impl<'r> Context<'r> {
         let resolved = local::resolve(self.registry, self.caller, path, mount, &components, &options)?;
         self.registry.authorize(self.caller, resolved.mount, &resolved.rel, access, path)?;
         Ok(resolved)
+    }
+
+    /// Refuses `change` of the tree at `rel` of `mount` when something inside it is protected
+    /// (see `RegistryInner::guard_tree`); `stat` is the tree's own, when known.
+    pub(crate) fn guard_tree(
+        &self,
+        mount: usize,
+        rel: &[String],
+        stat: Option<local::Stat>,
+        change: TreeChange,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        let identity = stat.filter(|stat| stat.kind == local::Kind::Directory).map(|stat| stat.identity());
+        self.registry.guard_tree(self.caller, mount, rel, identity, change, path)
     }
 
     /// The rights string at a resolved place, for `get_file_info`.
@@ -90,21 +110,6 @@ impl<'r> Context<'r> {
             }
             // Vanished: nothing to show either way.
             None => true,
-        }
-    }
-
-    /// Records an audit event: operation, virtual path, bytes and outcome; never content and
-    /// never a physical path.
-    pub(crate) fn audit<T>(&self, operation: &'static str, path: &str, bytes: u64, result: &Result<T, Error>) {
-        let caller = match self.caller {
-            Caller::Agent => "agent",
-            Caller::Privileged(_) => "privileged",
-        };
-        match result {
-            Ok(_) => tracing::debug!(target: "vfs::audit", operation, path, bytes, caller, outcome = "ok"),
-            Err(error) => {
-                tracing::debug!(target: "vfs::audit", operation, path, bytes, caller, outcome = ?error.kind());
-            }
         }
     }
 }

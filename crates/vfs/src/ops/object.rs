@@ -18,6 +18,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::path::VirtualPath;
+use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::object::{ObjectInfo, ObjectRoot, PutWhen, StoreError};
 
@@ -438,6 +439,7 @@ impl Context<'_> {
         if target.rel.is_empty() {
             return Err(Error::invalid_argument(format!("cannot delete `{path}`: it is a mount root")));
         }
+        self.guard_tree(target.mount, &target.rel, None, TreeChange::Delete, &path)?;
         let root = self.root(target);
         if let Some(info) = root.head(&target.rel).map_err(|error| Error::store(&path, error))? {
             if let Some(expected) = expected_version
@@ -480,6 +482,14 @@ impl Context<'_> {
         overwrite: bool,
     ) -> Result<(), Error> {
         let root = self.root(from);
+        if from.rel == to.rel {
+            // Onto itself: nothing moves (a copy, then a delete of the source, would lose it).
+            return match root.head(&from.rel).map_err(|error| Error::store(&source, error))? {
+                Some(_) if overwrite => Ok(()),
+                Some(_) => Err(Error::already_exists(&destination)),
+                None => Err(Error::not_found(&source)),
+            };
+        }
         if root.head(&from.rel).map_err(|error| Error::store(&source, error))?.is_none() {
             return Err(if root.is_directory(&from.rel).unwrap_or(false) {
                 Error::invalid_argument(format!(

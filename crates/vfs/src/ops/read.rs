@@ -96,7 +96,7 @@ pub struct FileInfo {
     pub path: VirtualPath,
     /// `file` or `directory`.
     pub kind: &'static str,
-    /// Size in bytes.
+    /// Size in bytes (0 for a directory).
     pub size: u64,
     /// Last modification, RFC 3339 UTC.
     pub modified: String,
@@ -135,7 +135,6 @@ impl Context<'_> {
             }
             result = self.read_text_inner(input, window);
         }
-        self.audit("read_text_file", input, result.as_ref().map_or(0, |read| read.content.len() as u64), &result);
         result
     }
 
@@ -216,14 +215,12 @@ impl Context<'_> {
         if bytes.len() as u64 > cap {
             return Err(Error::too_large(Some(&path), &format!("the file grew past the {cap}-byte media cap")));
         }
-        let result = Ok(MediaRead {
+        Ok(MediaRead {
             mime_type: mime_type(path.file_name().unwrap_or_default()).to_owned(),
             data: base64::engine::general_purpose::STANDARD.encode(&bytes),
             size: bytes.len() as u64,
             path,
-        });
-        self.audit("read_media_file", input, bytes.len() as u64, &result);
-        result
+        })
     }
 
     pub(crate) fn info(&self, input: &str) -> Result<FileInfo, Error> {
@@ -259,17 +256,19 @@ impl Context<'_> {
             return Err(Error::not_found(&path));
         };
         let rights = self.rights_at(&resolved);
-        let (kind, version) = match stat.kind {
-            Kind::Directory => ("directory", None),
+        // A directory's size is 0: what the file system reports counts entries on some file
+        // systems, hidden ones included.
+        let (kind, size, version) = match stat.kind {
+            Kind::Directory => ("directory", 0, None),
             Kind::File => {
                 let (mut file, stat) = local::open_file(&resolved, &path)?;
                 let version = local::version_of_file(&self.registry.versions, &mut file, &stat)
                     .map_err(|error| Error::io(&path, error))?;
-                ("file", Some(version))
+                ("file", stat.size, Some(version))
             }
             Kind::Special | Kind::Symlink => return Err(Error::unsupported(&path)),
         };
-        Ok(FileInfo { path, kind, size: stat.size, modified: rfc3339(stat.modified.0), rights, version })
+        Ok(FileInfo { path, kind, size, modified: rfc3339(stat.modified.0), rights, version })
     }
 }
 

@@ -293,10 +293,7 @@ impl Context<'_> {
     }
 
     pub(crate) fn list(&self, input: &str) -> Result<Listing, Error> {
-        let path = Self::parse(input)?;
-        let result = self.list_inner(path);
-        self.audit("list_directory", input, 0, &result);
-        result
+        self.list_inner(Self::parse(input)?)
     }
 
     fn list_inner(&self, path: VirtualPath) -> Result<Listing, Error> {
@@ -400,7 +397,6 @@ impl Context<'_> {
             close_level(&mut stack, &mut depths);
         }
         let entries = stack.pop().unwrap_or_default();
-        self.audit("directory_tree", input, 0, &Ok::<(), Error>(()));
         Ok(Tree { path, entries, count, truncated })
     }
 
@@ -455,9 +451,7 @@ impl Context<'_> {
             }
             Flow::Continue
         })?;
-        let result = Ok(NameSearch { matches, truncated });
-        self.audit("search_files", input, 0, &result);
-        result
+        Ok(NameSearch { matches, truncated })
     }
 
     /// The agent-facing mounts whose roots lie at or below `path` (for searches from `/`).

@@ -11,6 +11,7 @@ use std::io::Write as _;
 use super::Context;
 use crate::error::Error;
 use crate::path::VirtualPath;
+use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind, Replace};
 
@@ -148,12 +149,6 @@ impl Context<'_> {
     }
 
     pub(crate) fn write(&self, input: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        let result = self.write_inner(input, content, options);
-        self.audit("write_file", input, content.len() as u64, &result);
-        result
-    }
-
-    fn write_inner(&self, input: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
         let path = Self::parse(input)?;
         let cap = self.registry.limits.write_bytes;
         if content.len() as u64 > cap {
@@ -180,7 +175,7 @@ impl Context<'_> {
                 Kind::Special => return Err(Error::unsupported(&path)),
                 Kind::File => {}
             }
-            mode = stat.mode & 0o7777;
+            mode = stat.mode;
             match &options.expected_version {
                 Some(expected) => self.check_version(&resolved.parent, name, expected, &path)?,
                 None if !options.overwrite => return Err(Error::already_exists(&path)),
@@ -209,7 +204,7 @@ impl Context<'_> {
             return self.object_create_directory(&target, path);
         }
         let resolved = self.locate(&path, Access::Read, true, true)?;
-        let result = match (resolved.kind(), &resolved.name) {
+        match (resolved.kind(), &resolved.name) {
             (Some(Kind::Directory), _) | (_, None) => Ok(CreateDirOutcome { path, created: false }),
             (Some(_), _) => Err(Error::not_a_directory(&path)),
             (None, Some(name)) => {
@@ -220,24 +215,10 @@ impl Context<'_> {
                 let created = local::make_directory(&resolved.parent, name, &path)?;
                 Ok(CreateDirOutcome { path, created })
             }
-        };
-        self.audit("create_directory", input, 0, &result);
-        result
+        }
     }
 
     pub(crate) fn move_path(
-        &self,
-        source_input: &str,
-        destination_input: &str,
-        overwrite: bool,
-        expected_version: Option<&str>,
-    ) -> Result<MoveOutcome, Error> {
-        let result = self.move_inner(source_input, destination_input, overwrite, expected_version);
-        self.audit("move_file", source_input, 0, &result);
-        result
-    }
-
-    fn move_inner(
         &self,
         source_input: &str,
         destination_input: &str,
@@ -264,13 +245,19 @@ impl Context<'_> {
         if from_stat.kind == Kind::Special {
             return Err(Error::unsupported(&source));
         }
+        self.guard_tree(from.mount, &from.rel, Some(from_stat), TreeChange::MoveFrom, &source)?;
         if destination.starts_with(&source) && destination != source {
             return Err(Error::invalid_argument(format!("cannot move `{source}` into itself")));
         }
+        // Lexically first, so that a refused move creates no parent directory.
+        let (routed, components) = self.registry.route(self.caller, &destination)?;
+        let components: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+        self.guard_tree(routed, &components, None, TreeChange::MoveTo, &destination)?;
         let to = self.locate(&destination, Access::Write, false, true)?;
         let Some(to_name) = &to.name else {
             return Err(Error::already_exists(&destination));
         };
+        self.guard_tree(to.mount, &to.rel, None, TreeChange::MoveTo, &destination)?;
         let _lock = local::lock_directory(&from.parent, &source)?;
         if let Some(expected) = expected_version {
             self.check_version(&from.parent, from_name, expected, &source)?;
@@ -300,7 +287,7 @@ impl Context<'_> {
                     to_name,
                     &mut file,
                     replace,
-                    stat.mode & 0o7777,
+                    stat.mode,
                     self.registry.sync_writes,
                     &destination,
                 )?;
@@ -312,17 +299,6 @@ impl Context<'_> {
     }
 
     pub(crate) fn delete(
-        &self,
-        input: &str,
-        recursive: bool,
-        expected_version: Option<&str>,
-    ) -> Result<DeleteOutcome, Error> {
-        let result = self.delete_inner(input, recursive, expected_version);
-        self.audit("delete_file", input, 0, &result);
-        result
-    }
-
-    fn delete_inner(
         &self,
         input: &str,
         recursive: bool,
@@ -340,6 +316,7 @@ impl Context<'_> {
         let Some(stat) = resolved.stat else {
             return Err(Error::not_found(&path));
         };
+        self.guard_tree(resolved.mount, &resolved.rel, Some(stat), TreeChange::Delete, &path)?;
         let _lock = local::lock_directory(&resolved.parent, &path)?;
         if let Some(expected) = expected_version {
             self.check_version(&resolved.parent, name, expected, &path)?;
@@ -348,8 +325,8 @@ impl Context<'_> {
             Kind::Directory => {
                 if recursive {
                     let registry = self.registry;
-                    let is_mount_root = |identity| registry.mount_at(identity).is_some();
-                    local::remove_tree(&resolved.parent, name, &path, &is_mount_root, 0)?;
+                    let holds_mount = |identity| registry.holds_mount(identity);
+                    local::remove_tree(&resolved.parent, name, &path, &holds_mount, 0)?;
                 } else {
                     local::remove_directory(&resolved.parent, name, &path)?;
                 }
@@ -420,15 +397,21 @@ impl Context<'_> {
         // Both sides' rights first, before anything changes.
         if let Some(target) = &from {
             self.registry.authorize(self.caller, target.mount, &target.rel, Access::Delete, &source)?;
+            self.guard_tree(target.mount, &target.rel, None, TreeChange::MoveFrom, &source)?;
         } else {
-            self.locate(&source, Access::Delete, false, false)?;
+            let resolved = self.locate(&source, Access::Delete, false, false)?;
+            self.guard_tree(resolved.mount, &resolved.rel, resolved.stat, TreeChange::MoveFrom, &source)?;
         }
         if let Some(target) = &to {
             self.registry.authorize(self.caller, target.mount, &target.rel, Access::Write, &destination)?;
+            self.guard_tree(target.mount, &target.rel, None, TreeChange::MoveTo, &destination)?;
         } else {
             match self.locate(&destination, Access::Write, false, false) {
+                Ok(resolved) => {
+                    self.guard_tree(resolved.mount, &resolved.rel, None, TreeChange::MoveTo, &destination)?;
+                }
                 Err(error) if error.kind() != crate::ErrorKind::NotFound => return Err(error),
-                _ => {}
+                Err(_) => {}
             }
         }
         if let (Some(from), Some(to)) = (&from, &to)

@@ -45,6 +45,8 @@ const MAX_LINKS: usize = 40;
 pub(crate) struct LocalRoot {
     dir: Arc<OwnedFd>,
     identity: (u64, u64),
+    /// The canonical physical path (no links, no `.`/`..`), for relations between mounts.
+    canonical: PathBuf,
     /// Every spelling of the root the scrub must know: as given (absolute), canonical.
     spellings: Vec<String>,
 }
@@ -178,7 +180,40 @@ impl LocalRoot {
         ];
         spellings.sort();
         spellings.dedup();
-        Ok(Self { dir: Arc::new(dir), identity: stat.identity(), spellings })
+        Ok(Self { dir: Arc::new(dir), identity: stat.identity(), canonical, spellings })
+    }
+
+    /// The canonical path components of `other` below this root: `Some(empty)` for the same
+    /// directory, `None` when `other` does not lie inside this root.
+    pub(crate) fn relative_of(&self, other: &LocalRoot) -> Option<Vec<String>> {
+        let rest = other.canonical.strip_prefix(&self.canonical).ok()?;
+        Some(rest.components().map(|component| component.as_os_str().to_string_lossy().into_owned()).collect())
+    }
+
+    /// The identities of the directories from this root (exclusive) down to `inner`'s root
+    /// (inclusive) when `inner` lies physically inside this root; empty otherwise. Each
+    /// directory is opened beneath the previous one with `O_NOFOLLOW`, as resolution would.
+    pub(crate) fn chain_to(&self, inner: &LocalRoot) -> Vec<(u64, u64)> {
+        let Some(rest) = self.relative_of(inner) else { return Vec::new() };
+        let mut identities = Vec::with_capacity(rest.len());
+        let mut current = self.dir.clone();
+        for name in &rest {
+            let opened = rustix::fs::openat(
+                &*current,
+                name.as_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            );
+            let Ok(directory) = opened else { return Vec::new() };
+            let Ok(stat) = rustix::fs::fstat(&directory) else { return Vec::new() };
+            identities.push(Stat::from_raw(&stat).identity());
+            current = Arc::new(directory);
+        }
+        // The path led somewhere else than the inner root (changed since it was opened).
+        if identities.last() != Some(&inner.identity) {
+            return Vec::new();
+        }
+        identities
     }
 
     pub(crate) fn identity(&self) -> (u64, u64) {
@@ -290,7 +325,12 @@ pub(crate) fn resolve(
                     Kind::Directory => {
                         if let Some(inner) = registry.mount_at(stat.identity()).filter(|&inner| inner != mount) {
                             if !registry.visible(caller, inner) {
-                                return Err(Error::not_found(path));
+                                // Another mount's root that this caller may not see: answered
+                                // as a name that does not exist. The launch allows that only
+                                // where this mount grants no write, so nothing can try to
+                                // create it.
+                                rel.push(name.clone());
+                                return Ok(Resolved { mount, rel, parent: current, name: Some(name), stat: None });
                             }
                             let Some(parent) = registry.mounts[inner].storage.local().map(LocalRoot::handle) else {
                                 return Err(Error::not_found(path));
@@ -324,10 +364,18 @@ pub(crate) fn resolve(
                         None
                     };
                     match inner {
-                        Some(inner) => {
-                            if !registry.visible(caller, inner) {
-                                return Err(Error::not_found(path));
+                        Some(inner) if !registry.visible(caller, inner) => {
+                            // As a missing directory: refused where creating it would be
+                            // (the launch allows such a root only where this mount grants no
+                            // write), else "does not exist".
+                            if let Some(gate) = options.create_parents {
+                                let mut wanted = rel.clone();
+                                wanted.push(name);
+                                gate(mount, &wanted)?;
                             }
+                            return Err(Error::not_found(path));
+                        }
+                        Some(inner) => {
                             mount = inner;
                             rel.clear();
                         }
@@ -526,10 +574,13 @@ pub(crate) fn open_direct(
             Kind::Directory => Err(Error::not_a_file(path)),
             Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
         })),
-        Err(Errno::NOSYS | Errno::PERM) => {
+        // The kernel has no `openat2`: never ask again.
+        Err(Errno::NOSYS) => {
             UNAVAILABLE.store(true, Ordering::Relaxed);
             None
         }
+        // Refused for this call (a seccomp filter, an LSM): this call takes the walk, the next
+        // one tries again.
         Err(Errno::NOENT) => Some(Err(Error::not_found(path))),
         Err(_) => None,
     }
@@ -670,6 +721,8 @@ pub(crate) enum Replace {
 /// `fsync`, then `rename` (or a no-replace rename for [`Replace::Never`]). The target is never
 /// opened for writing, so a symbolic link or hard link at `name` is replaced, not written
 /// through. On any failure the temporary file is removed and the previous content stays.
+/// Only the permission bits of `mode` are used: setuid, setgid and sticky bits are never
+/// carried onto a file an agent wrote.
 pub(crate) fn write_atomic(
     directory: &OwnedFd,
     name: &str,
@@ -684,7 +737,7 @@ pub(crate) fn write_atomic(
         directory,
         temporary.as_str(),
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode & 0o7777),
+        Mode::from_raw_mode(mode & 0o777),
     )
     .map_err(|errno| Error::io(path, io_error(errno)))?;
     let mut file = File::from(fd);
@@ -801,25 +854,26 @@ pub(crate) fn remove_directory(directory: &OwnedFd, name: &str, path: &VirtualPa
 }
 
 /// Removes a directory tree beneath handles, never following a link (links are unlinked).
-/// Stops at `guard` entries (mount roots nested inside) and reports them as not empty.
+/// Stops at a directory for which `holds_mount` is true (a nested mount's root or a directory
+/// on the way to one); the operation checked the top before, so this is a second line.
 pub(crate) fn remove_tree(
     directory: &OwnedFd,
     name: &str,
     path: &VirtualPath,
-    is_mount_root: &dyn Fn((u64, u64)) -> bool,
+    holds_mount: &dyn Fn((u64, u64)) -> bool,
     depth: usize,
 ) -> Result<(), Error> {
     if depth > MAX_DEPTH {
         return Err(Error::too_large(Some(path), "the directory tree is too deep to delete"));
     }
     let (child, stat) = open_subdirectory(directory, name, path)?;
-    if is_mount_root(stat.identity()) {
-        return Err(Error::invalid_argument(format!("cannot delete `{path}`: it holds another mount")));
+    if holds_mount(stat.identity()) {
+        return Err(Error::pinned(path, "delete", None));
     }
     for entry in read_directory(&child, path)? {
         let entry_path = path.join_trusted(&entry.name);
         if entry.kind == Kind::Directory {
-            remove_tree(&child, &entry.name, &entry_path, is_mount_root, depth + 1)?;
+            remove_tree(&child, &entry.name, &entry_path, holds_mount, depth + 1)?;
         } else {
             remove_file(&child, &entry.name, &entry_path)?;
         }
