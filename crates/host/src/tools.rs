@@ -1,9 +1,11 @@
 //! The agent tools of DESIGN 4.5: names, argument schemas, annotations, and one dispatcher.
 //!
 //! The MCP server and `vfs call` both go through [`ToolService::call`], so what `vfs call`
-//! prints is exactly what an agent would see. Every string bound for the agent (text content,
-//! every string inside structured content, error texts) passes the registry's fail-closed
-//! scrub on the way out.
+//! prints is exactly what an agent would see. Text is rendered from [`vfs::AgentText`]: what
+//! the server composed passes the registry's fail-closed scrub on the way out; file contents,
+//! names read from disk and the agent's own input pass byte for byte (rewriting them would lose
+//! data, and tell an agent which guessed paths are real). Structured content carries the exact
+//! values; the error texts in it are rendered like the text content.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -432,12 +434,9 @@ impl ToolService {
         let started = SystemTime::now();
         let clock = Instant::now();
         let arguments = Value::Object(arguments.unwrap_or_default());
-        let outcome = self.dispatch(name, &arguments).map_err(|error| match error {
-            CallError::UnknownTool(name) => CallError::UnknownTool(self.registry.scrub(&name).into_owned()),
-            CallError::InvalidArguments { tool, message } => {
-                CallError::InvalidArguments { tool, message: self.registry.scrub(&message).into_owned() }
-            }
-        });
+        // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
+        // as given: nothing in it is the server's own.
+        let outcome = self.dispatch(name, &arguments);
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {
@@ -463,14 +462,14 @@ impl ToolService {
             "list_mounts" => {
                 parse::<ListMountsArgs>(name, arguments)?;
                 let mounts = agent.list_mounts();
-                let text = mounts_text(&mounts);
-                self.success(&text, &json!({ "mounts": mounts }))
+                let text = vfs::AgentText::from(mounts_text(&mounts).as_str());
+                self.success(&text, json!({ "mounts": mounts }))
             }
             "read_text_file" => {
                 let args: ReadTextFileArgs = parse(name, arguments)?;
                 let window =
                     vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
-                let mut output = self.finish(agent.read_text(&args.path, &window), vfs::TextRead::to_text);
+                let mut output = self.finish(agent.read_text(&args.path, &window), vfs::TextRead::agent_text);
                 // The file's text goes once, in the text content; the structured content keeps
                 // what programs need (version, window, truncation) without a second copy.
                 if let Some(Value::Object(fields)) = &mut output.structured {
@@ -489,9 +488,11 @@ impl ToolService {
                 let args: PathArgs = parse(name, arguments)?;
                 match agent.read_media(&args.path) {
                     Ok(media) => {
-                        let text = format!("`{}` ({}, {} bytes)", media.path, media.mime_type, media.size);
+                        let mut text = vfs::AgentText::new();
+                        text.composed("`").passed(media.path.as_str());
+                        text.composed(&format!("` ({}, {} bytes)", media.mime_type, media.size));
                         let structured = json!({ "path": media.path, "mimeType": media.mime_type, "size": media.size });
-                        let mut output = self.success(&text, &structured);
+                        let mut output = self.success(&text, structured);
                         output.media = Some(Media { data: media.data, mime_type: media.mime_type });
                         output
                     }
@@ -501,7 +502,7 @@ impl ToolService {
             "write_file" => {
                 let args: WriteFileArgs = parse(name, arguments)?;
                 let options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
-                self.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::to_text)
+                self.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::agent_text)
             }
             "edit_file" => {
                 let args: EditFileArgs = parse(name, arguments)?;
@@ -515,25 +516,25 @@ impl ToolService {
                     dry_run: args.dry_run,
                     expected_version: args.expected_version,
                 };
-                self.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::to_text)
+                self.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::agent_text)
             }
             "create_directory" => {
                 let args: PathArgs = parse(name, arguments)?;
-                self.finish(agent.create_directory(&args.path), vfs::CreateDirOutcome::to_text)
+                self.finish(agent.create_directory(&args.path), vfs::CreateDirOutcome::agent_text)
             }
             "list_directory" => {
                 let args: PathArgs = parse(name, arguments)?;
-                self.finish(agent.list(&args.path), vfs::Listing::to_text)
+                self.finish(agent.list(&args.path), vfs::Listing::agent_text)
             }
             "directory_tree" => {
                 let args: DirectoryTreeArgs = parse(name, arguments)?;
-                self.finish(agent.tree(&args.path, args.max_depth, &args.exclude_patterns), vfs::Tree::to_text)
+                self.finish(agent.tree(&args.path, args.max_depth, &args.exclude_patterns), vfs::Tree::agent_text)
             }
             "search_files" => {
                 let args: SearchFilesArgs = parse(name, arguments)?;
                 self.finish(
                     agent.search_files(&args.path, &args.pattern, &args.exclude_patterns),
-                    vfs::NameSearch::to_text,
+                    vfs::NameSearch::agent_text,
                 )
             }
             "grep" => {
@@ -547,24 +548,24 @@ impl ToolService {
                     context: args.context,
                     max_results: args.max_results,
                 };
-                self.finish(agent.grep(&request), vfs::GrepResult::to_text)
+                self.finish(agent.grep(&request), vfs::GrepResult::agent_text)
             }
             "get_file_info" => {
                 let args: PathArgs = parse(name, arguments)?;
-                self.finish(agent.info(&args.path), vfs::FileInfo::to_text)
+                self.finish(agent.info(&args.path), vfs::FileInfo::agent_text)
             }
             "move_file" => {
                 let args: MoveFileArgs = parse(name, arguments)?;
                 self.finish(
                     agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref()),
-                    vfs::MoveOutcome::to_text,
+                    vfs::MoveOutcome::agent_text,
                 )
             }
             "delete_file" => {
                 let args: DeleteFileArgs = parse(name, arguments)?;
                 self.finish(
                     agent.delete(&args.path, args.recursive, args.expected_version.as_deref()),
-                    vfs::DeleteOutcome::to_text,
+                    vfs::DeleteOutcome::agent_text,
                 )
             }
             _ => return Err(CallError::UnknownTool(name.to_owned())),
@@ -572,66 +573,50 @@ impl ToolService {
         Ok(output)
     }
 
-    fn finish<T: serde::Serialize>(&self, result: Result<T, vfs::Error>, text: fn(&T) -> String) -> ToolOutput {
+    fn finish<T: serde::Serialize>(&self, result: Result<T, vfs::Error>, text: fn(&T) -> vfs::AgentText) -> ToolOutput {
         match result {
             Ok(value) => {
                 let structured = serde_json::to_value(&value).unwrap_or(Value::Null);
-                self.success(&text(&value), &structured)
+                self.success(&text(&value), structured)
             }
             Err(error) => self.failure(&error),
         }
     }
 
-    fn success(&self, text: &str, structured: &Value) -> ToolOutput {
+    fn success(&self, text: &vfs::AgentText, structured: Value) -> ToolOutput {
         let structured = match structured {
-            Value::Object(_) => self.scrub_value(structured),
-            other => json!({ "result": self.scrub_value(other) }),
+            Value::Object(_) => structured,
+            other => json!({ "result": other }),
         };
-        ToolOutput {
-            text: self.registry.scrub(text).into_owned(),
-            structured: Some(structured),
-            media: None,
-            is_error: false,
-        }
+        ToolOutput { text: self.registry.render(text), structured: Some(structured), media: None, is_error: false }
     }
 
     fn failure(&self, error: &vfs::Error) -> ToolOutput {
-        ToolOutput {
-            text: self.registry.scrub(&error.to_string()).into_owned(),
-            structured: None,
-            media: None,
-            is_error: true,
-        }
+        ToolOutput { text: self.registry.render(error.agent_text()), structured: None, media: None, is_error: true }
     }
 
+    /// One section per file, labelled with the path as the agent gave it.
     fn multiple(&self, results: &[vfs::FileResult]) -> ToolOutput {
-        let mut sections = Vec::with_capacity(results.len());
+        let mut text = vfs::AgentText::new();
         let mut files = Vec::with_capacity(results.len());
-        for (path, result) in results {
+        for (index, (path, result)) in results.iter().enumerate() {
+            if index > 0 {
+                text.composed("\n---\n");
+            }
+            text.passed(path);
             match result {
                 Ok(read) => {
-                    sections.push(format!("{path}:\n{}", read.to_text()));
+                    text.composed(":\n").append(&read.agent_text());
                     files.push(json!({ "path": path, "ok": true, "read": read }));
                 }
                 Err(error) => {
-                    sections.push(format!("{path}: error: {error}"));
-                    files.push(json!({ "path": path, "ok": false, "error": error.to_string() }));
+                    text.composed(": error: ").append(error.agent_text());
+                    let error = self.registry.render(error.agent_text());
+                    files.push(json!({ "path": path, "ok": false, "error": error }));
                 }
             }
         }
-        self.success(&sections.join("\n---\n"), &json!({ "files": files }))
-    }
-
-    /// Scrubs every string (and key) in a JSON value.
-    fn scrub_value(&self, value: &Value) -> Value {
-        match value {
-            Value::String(text) => Value::String(self.registry.scrub(text).into_owned()),
-            Value::Array(items) => Value::Array(items.iter().map(|item| self.scrub_value(item)).collect()),
-            Value::Object(map) => Value::Object(
-                map.iter().map(|(key, item)| (self.registry.scrub(key).into_owned(), self.scrub_value(item))).collect(),
-            ),
-            other => other.clone(),
-        }
+        self.success(&text, json!({ "files": files }))
     }
 }
 
@@ -706,13 +691,58 @@ mod tests {
         assert!(matches!(tools.call("read_text_file", arguments), Err(CallError::InvalidArguments { .. })));
     }
 
+    /// File contents, names read from disk and the agent's own input are data: they pass byte
+    /// for byte, even when they spell a mount's physical path or an internal root.
     #[test]
-    fn structured_content_is_scrubbed_string_by_string() {
-        let (dir, tools) = service("rw");
-        let physical = dir.path().to_str().unwrap().to_owned();
-        let value = json!({ "a": ["at ".to_owned() + &physical + "/x"], physical.clone(): 1 });
-        let scrubbed = tools.scrub_value(&value).to_string();
-        assert!(!scrubbed.contains(&physical), "{scrubbed}");
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds the mounted directories")]
+    fn data_and_input_pass_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["src", "logs"] {
+            std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        }
+        let physical = dir.path().join("src").to_str().unwrap().to_owned();
+        let content = format!("see {physical}/a.txt and /llm-logs/x and [redacted]\n");
+        std::fs::write(dir.path().join("src/mentions.txt"), &content).unwrap();
+        std::fs::write(dir.path().join("src/line\nbreak.txt"), "x").unwrap();
+        let spec = |name: &str, root: &str, rights: &str| {
+            let physical = dir.path().join(name);
+            vfs::MountSpec::new(physical.to_str().unwrap(), vfs::MountRoot::new(root).unwrap(), rights.parse().unwrap())
+        };
+        let registry = MountRegistry::builder()
+            .mount(spec("src", "/src", "rw"))
+            .internal(spec("logs", "/llm-logs", "rw"))
+            .build()
+            .unwrap();
+        let tools = ToolService::new(registry, None);
+        let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
+
+        let read = call("read_text_file", json!({ "path": "/src/mentions.txt" }));
+        assert_eq!(read.text, content);
+        let version = read.structured.unwrap()["version"].as_str().unwrap().to_owned();
+        let written = call(
+            "write_file",
+            json!({ "path": "/src/mentions.txt", "content": read.text, "expectedVersion": version }),
+        );
+        assert!(!written.is_error, "{}", written.text);
+        assert_eq!(std::fs::read_to_string(dir.path().join("src/mentions.txt")).unwrap(), content);
+        let found = call("grep", json!({ "pattern": "llm-logs", "path": "/src" }));
+        assert_eq!(found.text, format!("/src/mentions.txt:1:{content}"));
+
+        // A name that holds a newline is escaped in text and exact in structured content.
+        let listing = call("list_directory", json!({ "path": "/src" }));
+        assert_eq!(listing.text, "[FILE] line\\nbreak.txt\n[FILE] mentions.txt\n");
+        assert_eq!(listing.structured.unwrap()["entries"][0]["name"], "line\nbreak.txt");
+
+        // The agent's own input is echoed as given; an internal root reads as an unknown one.
+        let guessed = format!("{physical}/secret");
+        assert_eq!(
+            tools.call(&guessed, None).unwrap_err().to_string(),
+            format!("unknown tool `{guessed}`; list the tools to see which ones this server offers")
+        );
+        let hidden = call("read_multiple_files", json!({ "paths": ["/llm-logs/x", "/src/mentions.txt"] }));
+        let unknown = call("read_multiple_files", json!({ "paths": ["/nope-logs/x", "/src/mentions.txt"] }));
+        assert_eq!(hidden.text, unknown.text.replace("/nope-logs/x", "/llm-logs/x"));
+        assert!(hidden.text.starts_with("/llm-logs/x: error: no mount serves this path"), "{}", hidden.text);
     }
 
     #[test]
@@ -741,7 +771,8 @@ mod tests {
             ("read_text_file", json!({ "path": "/src/docs/a.txt" })),
             ("read_text_file", json!({ "path": "/src/escape/passwd" })),
             ("read_text_file", json!({ "path": "/llm-logs/x" })),
-            ("read_multiple_files", json!({ "paths": ["/src/docs/a.txt", "/llm-logs/x", "/src/../../etc"] })),
+            // (An internal root given as input is echoed as given: `data_and_input_pass_byte_for_byte`.)
+            ("read_multiple_files", json!({ "paths": ["/src/docs/a.txt", "/src/../../etc"] })),
             ("write_file", json!({ "path": "/output/n/b.txt", "content": "x" })),
             ("edit_file", json!({ "path": "/output/n/b.txt", "edits": [{ "oldText": "x", "newText": "y" }] })),
             ("write_file", json!({ "path": "/src/denied.txt", "content": "x" })),

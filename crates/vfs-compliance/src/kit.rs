@@ -89,22 +89,22 @@ impl Factory for LocalFactory {
 }
 
 /// What an agent reads of an operation's result.
-pub trait AgentText {
+pub trait AgentView {
     /// The text the agent sees.
-    fn agent_text(&self) -> String;
+    fn agent_view(&self) -> String;
 }
 
-macro_rules! agent_text {
+macro_rules! agent_view {
     ($($type:ty),*) => {
-        $(impl AgentText for $type {
-            fn agent_text(&self) -> String {
+        $(impl AgentView for $type {
+            fn agent_view(&self) -> String {
                 self.to_text()
             }
         })*
     };
 }
 
-agent_text!(
+agent_view!(
     TextRead,
     Listing,
     Tree,
@@ -118,16 +118,16 @@ agent_text!(
     DeleteOutcome
 );
 
-impl AgentText for MediaRead {
-    fn agent_text(&self) -> String {
+impl AgentView for MediaRead {
+    fn agent_view(&self) -> String {
         format!("{} {} {}", self.path, self.mime_type, self.data)
     }
 }
 
-impl<T: AgentText> AgentText for Result<T, Error> {
-    fn agent_text(&self) -> String {
+impl<T: AgentView> AgentView for Result<T, Error> {
+    fn agent_view(&self) -> String {
         match self {
-            Ok(value) => value.agent_text(),
+            Ok(value) => value.agent_view(),
             Err(error) => error.to_string(),
         }
     }
@@ -214,8 +214,8 @@ impl World {
     }
 
     /// The agent text of `value`, after checking it for leaks and for scrub hits.
-    pub fn show(&self, value: &impl AgentText) -> Result<String, String> {
-        let text = value.agent_text();
+    pub fn show(&self, value: &impl AgentView) -> Result<String, String> {
+        let text = value.agent_view();
         self.check_text(&text)?;
         Ok(text)
     }
@@ -582,21 +582,21 @@ fn every_answer(agent: &AgentAccessor, root: &str) -> Vec<String> {
     let file = format!("{root}/secret.jsonl");
     let edit = [Edit { old_text: "a".into(), new_text: "b".into() }];
     vec![
-        read(agent, &file).agent_text(),
-        agent.read_media(&file).agent_text(),
-        agent.info(&file).agent_text(),
-        agent.list(root).agent_text(),
-        agent.tree(root, None, &[]).agent_text(),
-        agent.search_files(root, "*", &[]).agent_text(),
+        read(agent, &file).agent_view(),
+        agent.read_media(&file).agent_view(),
+        agent.info(&file).agent_view(),
+        agent.list(root).agent_view(),
+        agent.tree(root, None, &[]).agent_view(),
+        agent.search_files(root, "*", &[]).agent_view(),
         agent
             .grep(&GrepRequest { pattern: "x".into(), path: Some(root.to_owned()), ..GrepRequest::default() })
-            .agent_text(),
-        agent.write(&file, "x", &overwrite()).agent_text(),
-        agent.edit(&file, &edit, &EditOptions::default()).agent_text(),
-        agent.create_directory(&format!("{root}/new")).agent_text(),
-        agent.delete(&file, false, None).agent_text(),
-        agent.move_path(&file, "/output/stolen", false, None).agent_text(),
-        agent.move_path("/output/x", &format!("{root}/x"), false, None).agent_text(),
+            .agent_view(),
+        agent.write(&file, "x", &overwrite()).agent_view(),
+        agent.edit(&file, &edit, &EditOptions::default()).agent_view(),
+        agent.create_directory(&format!("{root}/new")).agent_view(),
+        agent.delete(&file, false, None).agent_view(),
+        agent.move_path(&file, "/output/stolen", false, None).agent_view(),
+        agent.move_path("/output/x", &format!("{root}/x"), false, None).agent_view(),
     ]
 }
 
@@ -1041,7 +1041,7 @@ fn configurations(factory: &dyn Factory) -> Outcome {
                             // The holder of the capability may see its own root's name, never a
                             // physical path.
                             let base = world.layout.base().to_string_lossy().into_owned();
-                            for text in [read.agent_text(), write.agent_text()] {
+                            for text in [read.agent_view(), write.agent_view()] {
                                 ensure(!text.contains(&base) && !text.contains(SECRET), || format!("{what}: {text}"))?;
                             }
                             (read, write, false)

@@ -291,7 +291,13 @@ impl Scope {
         let host_tool = relative.starts_with("crates/host/src/")
             && ["tool", "mcp", "server"].iter().any(|word| file_name.contains(word));
         let agent_facing = relative.starts_with("crates/vfs/src/ops/")
-            || matches!(relative, "crates/vfs/src/error.rs" | "crates/vfs/src/access.rs" | "crates/vfs/src/path.rs")
+            || matches!(
+                relative,
+                "crates/vfs/src/error.rs"
+                    | "crates/vfs/src/access.rs"
+                    | "crates/vfs/src/path.rs"
+                    | "crates/vfs/src/text.rs"
+            )
             || host_tool;
         Self {
             storage: relative.starts_with("crates/vfs/src/storage/"),

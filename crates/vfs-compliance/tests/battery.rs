@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use vfs::{AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, ReadWindow, WriteOptions};
 use vfs_compliance::fixture::Layout;
-use vfs_compliance::kit::{AgentText, LocalFactory, Plan, PlannedMount, SECRET, World, standard};
+use vfs_compliance::kit::{AgentView, LocalFactory, Plan, PlannedMount, SECRET, World, standard};
 
 /// Operations every hostile path goes through.
 const OPERATIONS: &[&str] = &[
@@ -39,25 +39,25 @@ fn overwrite() -> WriteOptions {
 fn run(agent: &AgentAccessor, operation: &str, path: &str) -> String {
     let edit = [Edit { old_text: "alpha".into(), new_text: "omega".into() }];
     match operation {
-        "read_text_file" => agent.read_text(path, &ReadWindow::default()).agent_text(),
-        "read_media_file" => agent.read_media(path).agent_text(),
-        "get_file_info" => agent.info(path).agent_text(),
-        "list_directory" => agent.list(path).agent_text(),
-        "directory_tree" => agent.tree(path, Some(4), &[]).agent_text(),
-        "search_files" => agent.search_files(path, "*", &[]).agent_text(),
+        "read_text_file" => agent.read_text(path, &ReadWindow::default()).agent_view(),
+        "read_media_file" => agent.read_media(path).agent_view(),
+        "get_file_info" => agent.info(path).agent_view(),
+        "list_directory" => agent.list(path).agent_view(),
+        "directory_tree" => agent.tree(path, Some(4), &[]).agent_view(),
+        "search_files" => agent.search_files(path, "*", &[]).agent_view(),
         "grep" => agent
             .grep(&GrepRequest {
                 pattern: "SECRET|alpha".into(),
                 path: Some(path.to_owned()),
                 ..GrepRequest::default()
             })
-            .agent_text(),
-        "write_file" => agent.write(path, "pwned\n", &overwrite()).agent_text(),
-        "edit_file" => agent.edit(path, &edit, &EditOptions::default()).agent_text(),
-        "create_directory" => agent.create_directory(path).agent_text(),
-        "delete_file" => agent.delete(path, true, None).agent_text(),
-        "move_file (source)" => agent.move_path(path, "/output/moved", true, None).agent_text(),
-        "move_file (destination)" => agent.move_path("/output/victim", path, true, None).agent_text(),
+            .agent_view(),
+        "write_file" => agent.write(path, "pwned\n", &overwrite()).agent_view(),
+        "edit_file" => agent.edit(path, &edit, &EditOptions::default()).agent_view(),
+        "create_directory" => agent.create_directory(path).agent_view(),
+        "delete_file" => agent.delete(path, true, None).agent_view(),
+        "move_file (source)" => agent.move_path(path, "/output/moved", true, None).agent_view(),
+        "move_file (destination)" => agent.move_path("/output/victim", path, true, None).agent_view(),
         other => panic!("unknown operation {other}"),
     }
 }
@@ -419,7 +419,7 @@ fn fifos_sockets_and_devices_are_refused_at_once() {
         let agent = agent.clone();
         let text = promptly(mount, move || {
             let grep = GrepRequest { pattern: "x".into(), path: Some(mount.to_owned()), ..GrepRequest::default() };
-            format!("{}{}", agent.grep(&grep).agent_text(), agent.tree(mount, None, &[]).agent_text())
+            format!("{}{}", agent.grep(&grep).agent_view(), agent.tree(mount, None, &[]).agent_view())
         });
         check(&world, &outside, mount, &text);
     }
@@ -477,19 +477,19 @@ fn symlink_swaps_during_every_operation_never_escape() {
     let edit = [Edit { old_text: "alpha".into(), new_text: "alpha".into() }];
     for iteration in 0..RACE_ITERATIONS {
         let mut texts = vec![
-            agent.read_text("/src/dir/file.txt", &ReadWindow::default()).agent_text(),
-            agent.read_text("/src/swap.txt", &ReadWindow::default()).agent_text(),
-            agent.list("/src/dir").agent_text(),
+            agent.read_text("/src/dir/file.txt", &ReadWindow::default()).agent_view(),
+            agent.read_text("/src/swap.txt", &ReadWindow::default()).agent_view(),
+            agent.list("/src/dir").agent_view(),
             agent
                 .grep(&GrepRequest { pattern: "SECRET".into(), path: Some("/src".into()), ..GrepRequest::default() })
-                .agent_text(),
+                .agent_view(),
         ];
         if iteration % WRITE_RACE_EVERY == 0 {
             texts.extend([
-                agent.write("/output/dir/written.txt", &format!("{iteration}\n"), &overwrite()).agent_text(),
-                agent.edit("/output/swap.txt", &edit, &EditOptions::default()).agent_text(),
-                agent.create_directory(&format!("/output/dir/sub{}", iteration % 5)).agent_text(),
-                agent.move_path("/output/dir/written.txt", "/output/dir/renamed.txt", true, None).agent_text(),
+                agent.write("/output/dir/written.txt", &format!("{iteration}\n"), &overwrite()).agent_view(),
+                agent.edit("/output/swap.txt", &edit, &EditOptions::default()).agent_view(),
+                agent.create_directory(&format!("/output/dir/sub{}", iteration % 5)).agent_view(),
+                agent.move_path("/output/dir/written.txt", "/output/dir/renamed.txt", true, None).agent_view(),
             ]);
         }
         calls += texts.len();

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use vfs::{ErrorKind, GrepRequest, ReadWindow};
-use vfs_compliance::kit::{AgentText, LocalFactory, standard};
+use vfs_compliance::kit::{AgentView, LocalFactory, standard};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 
@@ -72,5 +72,5 @@ fn big_inputs_stay_bounded() {
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(30), "listing 100,000 entries took {elapsed:?}");
     world.show(&Ok::<_, vfs::Error>(tree)).unwrap();
-    assert!(agent.list("/output").unwrap().agent_text().contains("[DIR] many"));
+    assert!(agent.list("/output").unwrap().agent_view().contains("[DIR] many"));
 }

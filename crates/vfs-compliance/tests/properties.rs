@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use vfs::{MountSpec, ReadWindow, VirtualPath, WriteOptions};
-use vfs_compliance::kit::{AgentText, LocalFactory, SECRET, standard};
+use vfs_compliance::kit::{AgentView, LocalFactory, SECRET, standard};
 
 /// The reference model of DESIGN 4.2 step 2: collapse `//`, drop `.`, apply `..` never above `/`.
 fn model(input: &str) -> String {
@@ -154,12 +154,12 @@ proptest! {
         for (operation, tokens) in steps {
             let path = format!("/output/{}", tokens.join("/"));
             let text = match operation {
-                "read" => agent.read_text(&path, &ReadWindow::default()).agent_text(),
-                "write" => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_text(),
-                "list" => agent.list(&path).agent_text(),
-                "mkdir" => agent.create_directory(&path).agent_text(),
-                "delete" => agent.delete(&path, true, None).agent_text(),
-                "move" => agent.move_path(&path, "/output/moved", true, None).agent_text(),
+                "read" => agent.read_text(&path, &ReadWindow::default()).agent_view(),
+                "write" => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_view(),
+                "list" => agent.list(&path).agent_view(),
+                "mkdir" => agent.create_directory(&path).agent_view(),
+                "delete" => agent.delete(&path, true, None).agent_view(),
+                "move" => agent.move_path(&path, "/output/moved", true, None).agent_view(),
                 "link-out" => {
                     let name = tokens.last().copied().unwrap_or("link");
                     if !matches!(name, "." | "..") {

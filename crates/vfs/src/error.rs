@@ -2,7 +2,8 @@
 //!
 //! Every [`Error`] is built by a constructor in this module from a [`VirtualPath`] and fixed
 //! wording; none takes a host path, and OS errors contribute only their [`std::io::ErrorKind`]
-//! (whose text never carries a path). The unknown-root error is built in exactly one place,
+//! (whose text never carries a path). The message is an [`AgentText`]: the wording is composed,
+//! the paths and patterns it echoes are the agent's own input, passed as given. The unknown-root error is built in exactly one place,
 //! [`Error::unknown_root`], and internal roots use it too, so "internal" and "does not exist"
 //! are the same bytes (DESIGN 4.2 step 4).
 
@@ -11,6 +12,7 @@ use std::sync::Arc;
 
 use crate::path::{ParsePathError, VirtualPath};
 use crate::spec::Access;
+use crate::text::{AgentText, agent_text, code};
 
 /// What went wrong, for callers that branch on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,7 +61,7 @@ pub enum ErrorKind {
 struct Inner {
     kind: ErrorKind,
     path: Option<VirtualPath>,
-    message: String,
+    message: AgentText,
     source: Option<std::io::Error>,
 }
 
@@ -69,7 +71,7 @@ struct Inner {
 pub struct Error(Arc<Inner>);
 
 impl Error {
-    fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: String) -> Self {
+    fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText) -> Self {
         Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None }))
     }
 
@@ -85,8 +87,15 @@ impl Error {
         self.0.path.as_ref()
     }
 
+    /// The message as the pieces it was built from: the server's wording, and the agent's
+    /// input it echoes (see [`AgentText`]).
+    #[must_use]
+    pub fn agent_text(&self) -> &AgentText {
+        &self.0.message
+    }
+
     pub(crate) fn invalid_path(error: &ParsePathError) -> Self {
-        Self::build(ErrorKind::InvalidPath, None, error.to_string())
+        Self::build(ErrorKind::InvalidPath, None, agent_text![error.to_string()])
     }
 
     /// The single constructor for "no such root", used for unknown and internal roots alike.
@@ -95,38 +104,55 @@ impl Error {
     #[cold]
     pub(crate) fn unknown_root(mount_table: &str) -> Self {
         let message = if mount_table.is_empty() {
-            "no mount serves this path, and no mounts are available".to_owned()
+            agent_text!["no mount serves this path, and no mounts are available"]
         } else {
-            format!("no mount serves this path; available mounts: {mount_table}")
+            agent_text!["no mount serves this path; available mounts: ", mount_table]
         };
         Self::build(ErrorKind::UnknownRoot, None, message)
     }
 
     pub(crate) fn not_found(path: &VirtualPath) -> Self {
-        Self::build(ErrorKind::NotFound, Some(path), format!("`{path}` does not exist"))
+        Self::build(ErrorKind::NotFound, Some(path), agent_text![code(path), " does not exist"])
     }
 
     pub(crate) fn already_exists(path: &VirtualPath) -> Self {
         Self::build(
             ErrorKind::AlreadyExists,
             Some(path),
-            format!("`{path}` already exists; pass `overwrite: true` to replace it"),
+            agent_text![code(path), " already exists; pass `overwrite: true` to replace it"],
         )
     }
 
     pub(crate) fn denied(path: &VirtualPath, access: Access, scope: &str, rights: &str, grantors: &str) -> Self {
+        let access = access.as_str();
         let message = if grantors.is_empty() {
-            format!(
-                "cannot {} `{path}`: `{scope}` is mounted {rights}, and no mount grants {}",
-                access.as_str(),
-                access.as_str()
-            )
+            agent_text![
+                "cannot ",
+                access,
+                " ",
+                code(path),
+                ": `",
+                scope,
+                "` is mounted ",
+                rights,
+                ", and no mount grants ",
+                access
+            ]
         } else {
-            format!(
-                "cannot {} `{path}`: `{scope}` is mounted {rights}; mounts that grant {}: {grantors}",
-                access.as_str(),
-                access.as_str()
-            )
+            agent_text![
+                "cannot ",
+                access,
+                " ",
+                code(path),
+                ": `",
+                scope,
+                "` is mounted ",
+                rights,
+                "; mounts that grant ",
+                access,
+                ": ",
+                grantors
+            ]
         };
         Self::build(ErrorKind::PermissionDenied, Some(path), message)
     }
@@ -135,42 +161,50 @@ impl Error {
     /// operation needs there: `verb` is `move`, `move to` or `delete`, `scope` the virtual path
     /// of the override.
     pub(crate) fn protected_inside(path: &VirtualPath, verb: &str, scope: &str, rights: &str, access: Access) -> Self {
-        Self::build(
-            ErrorKind::PermissionDenied,
-            Some(path),
-            format!(
-                "cannot {verb} `{path}`: `{scope}` inside it is mounted {rights}, which does not grant {}",
-                access.as_str()
-            ),
-        )
+        let message = agent_text![
+            "cannot ",
+            verb,
+            " ",
+            code(path),
+            ": `",
+            scope,
+            "` inside it is mounted ",
+            rights,
+            ", which does not grant ",
+            access.as_str()
+        ];
+        Self::build(ErrorKind::PermissionDenied, Some(path), message)
     }
 
     /// A move or delete of a directory that holds another mount's root: the directories
     /// between a mount and a mount nested in it stay where the launch found them. `mount` is
     /// the nested mount's root when the caller may see it.
     pub(crate) fn pinned(path: &VirtualPath, verb: &str, mount: Option<&str>) -> Self {
-        let message = match mount {
-            Some(root) => {
-                format!("cannot {verb} `{path}`: it holds the mount `{root}`, whose place stays as the launch found it")
-            }
-            None => format!("cannot {verb} `{path}`: it holds another mount"),
-        };
+        let mut message = agent_text!["cannot ", verb, " ", code(path)];
+        if let Some(root) = mount {
+            message.composed(&format!(": it holds the mount `{root}`, whose place stays as the launch found it"));
+        } else {
+            message.composed(": it holds another mount");
+        }
         Self::build(ErrorKind::PermissionDenied, Some(path), message)
     }
 
     pub(crate) fn not_a_file(path: &VirtualPath) -> Self {
-        Self::build(ErrorKind::NotAFile, Some(path), format!("`{path}` is a directory, not a file"))
+        Self::build(ErrorKind::NotAFile, Some(path), agent_text![code(path), " is a directory, not a file"])
     }
 
     pub(crate) fn not_a_directory(path: &VirtualPath) -> Self {
-        Self::build(ErrorKind::NotADirectory, Some(path), format!("`{path}` is not a directory"))
+        Self::build(ErrorKind::NotADirectory, Some(path), agent_text![code(path), " is not a directory"])
     }
 
     pub(crate) fn unsupported(path: &VirtualPath) -> Self {
         Self::build(
             ErrorKind::Unsupported,
             Some(path),
-            format!("`{path}` is not a regular file or directory (a FIFO, socket or device); vfs does not open it"),
+            agent_text![
+                code(path),
+                " is not a regular file or directory (a FIFO, socket or device); vfs does not open it"
+            ],
         )
     }
 
@@ -178,7 +212,7 @@ impl Error {
         Self::build(
             ErrorKind::Escape,
             Some(path),
-            format!("`{path}` goes through a symbolic link that leads outside its mount; it is not followed"),
+            agent_text![code(path), " goes through a symbolic link that leads outside its mount; it is not followed"],
         )
     }
 
@@ -186,7 +220,7 @@ impl Error {
         Self::build(
             ErrorKind::SymlinkLoop,
             Some(path),
-            format!("`{path}` goes through too many symbolic links (a loop?)"),
+            agent_text![code(path), " goes through too many symbolic links (a loop?)"],
         )
     }
 
@@ -194,9 +228,10 @@ impl Error {
         Self::build(
             ErrorKind::Symlink,
             Some(path),
-            format!(
-                "`{path}` is a symbolic link; vfs does not write or delete through links, so address the file it points to"
-            ),
+            agent_text![
+                code(path),
+                " is a symbolic link; vfs does not write or delete through links, so address the file it points to"
+            ],
         )
     }
 
@@ -204,34 +239,52 @@ impl Error {
         Self::build(
             ErrorKind::VersionMismatch,
             Some(path),
-            format!("`{path}` changed since you read it: its version is now `{current}`; read it again and retry"),
+            agent_text![
+                code(path),
+                " changed since you read it: its version is now `",
+                current,
+                "`; read it again and retry"
+            ],
         )
     }
 
     pub(crate) fn edit_mismatch(path: &VirtualPath, edit: usize, count: usize) -> Self {
         let message = if count == 0 {
-            format!("edit {edit} for `{path}`: `oldText` was not found; read the file and copy the text exactly")
+            agent_text![
+                "edit ",
+                edit.to_string(),
+                " for ",
+                code(path),
+                ": `oldText` was not found; read the file and copy the text exactly"
+            ]
         } else {
-            format!(
-                "edit {edit} for `{path}`: `oldText` matches {count} places; add surrounding lines to make it unique, or pass `replaceAll: true`"
-            )
+            agent_text![
+                "edit ",
+                edit.to_string(),
+                " for ",
+                code(path),
+                ": `oldText` matches ",
+                count.to_string(),
+                " places; add surrounding lines to make it unique, or pass `replaceAll: true`"
+            ]
         };
         Self::build(ErrorKind::EditMismatch, Some(path), message)
     }
 
-    pub(crate) fn too_large(path: Option<&VirtualPath>, what: &str) -> Self {
+    pub(crate) fn too_large(path: Option<&VirtualPath>, what: impl Into<AgentText>) -> Self {
+        let what = what.into();
         let message = match path {
-            Some(path) => format!("`{path}`: {what}"),
-            None => what.to_owned(),
+            Some(path) => agent_text![code(path), ": ", &what],
+            None => what,
         };
         Self::build(ErrorKind::TooLarge, path, message)
     }
 
     pub(crate) fn too_deep(path: &VirtualPath, levels: usize) -> Self {
-        Self::too_large(Some(path), &format!("vfs creates directories at most {levels} levels deep"))
+        Self::too_large(Some(path), agent_text!["vfs creates directories at most ", levels.to_string(), " levels deep"])
     }
 
-    pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_argument(message: impl Into<AgentText>) -> Self {
         Self::build(ErrorKind::InvalidArgument, None, message.into())
     }
 
@@ -239,7 +292,10 @@ impl Error {
         Self::build(
             ErrorKind::DirectoryNotEmpty,
             Some(path),
-            format!("`{path}` is a directory that is not empty; pass `recursive: true` to delete it with its contents"),
+            agent_text![
+                code(path),
+                " is a directory that is not empty; pass `recursive: true` to delete it with its contents"
+            ],
         )
     }
 
@@ -257,7 +313,7 @@ impl Error {
         Self(Arc::new(Inner {
             kind: ErrorKind::Io,
             path: Some(path.clone()),
-            message: format!("`{path}`: {description}"),
+            message: agent_text![code(path), ": ", description],
             source: Some(error),
         }))
     }
@@ -269,12 +325,16 @@ impl Error {
         Self::build(
             ErrorKind::Io,
             Some(path),
-            format!("`{path}`: the object store failed (after retries); try again later"),
+            agent_text![code(path), ": the object store failed (after retries); try again later"],
         )
     }
 
     pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {
-        Self::build(ErrorKind::Changed, Some(path), format!("`{path}` changed while vfs was working on it; try again"))
+        Self::build(
+            ErrorKind::Changed,
+            Some(path),
+            agent_text![code(path), " changed while vfs was working on it; try again"],
+        )
     }
 }
 
@@ -292,7 +352,7 @@ fn describe_io_kind(kind: std::io::ErrorKind) -> String {
 
 impl fmt::Display for Error {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0.message)
+        fmt::Display::fmt(&self.0.message, formatter)
     }
 }
 

@@ -51,6 +51,7 @@ pub use registry::{
 };
 pub use scrub::REDACTED;
 pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights};
+pub use text::{AgentText, escape_controls};
 
 mod access;
 mod error;
@@ -60,3 +61,4 @@ mod registry;
 mod scrub;
 mod spec;
 mod storage;
+mod text;

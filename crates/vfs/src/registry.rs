@@ -844,12 +844,20 @@ impl MountRegistry {
         text
     }
 
-    /// The final fail-closed scrub for agent-bound text: replaces any spelling of any mount's
-    /// physical directory and any internal root name. It should never fire; when it does it
-    /// logs a warning, because that is a bug.
+    /// The final fail-closed scrub for text the server composed: replaces any spelling of any
+    /// mount's physical directory and any internal root name. It should never fire; when it
+    /// does it logs a warning, because that is a bug. Data and the agent's own input never pass
+    /// through it: render an [`AgentText`](crate::AgentText) with [`MountRegistry::render`].
     #[must_use]
     pub fn scrub<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
         self.inner.scrub.scrub(text)
+    }
+
+    /// Renders agent-bound text: the pieces the server composed pass the scrub (see
+    /// [`MountRegistry::scrub`]), data and the agent's own input pass as they are.
+    #[must_use]
+    pub fn render(&self, text: &crate::AgentText) -> String {
+        text.render(|piece| self.inner.scrub.scrub(piece))
     }
 
     /// The physical spellings the scrub knows (operator and test use: the leak checker).

@@ -1,9 +1,11 @@
 //! The fail-closed scrub: the last line of defence on agent-bound text.
 //!
-//! Types make it hard to put a physical path into an agent-facing string; this module makes it
-//! impossible for one to get out. It replaces every known spelling of every mount's physical
-//! directory (as given, absolute, canonical) and every internal root name with a neutral marker.
-//! A hit means a bug upstream, so it logs a warning for the operator.
+//! Types make it hard to put a physical path into an agent-facing string; this module catches
+//! one that got through anyway. It runs on what the server composed (see [`crate::AgentText`]),
+//! never on data or on the agent's own input, and replaces every known spelling of every mount's
+//! physical directory (as given, absolute, canonical; whole paths and URLs, never bare words)
+//! and every internal root name with a neutral marker. A hit means a bug upstream, so it logs a
+//! warning for the operator.
 
 use std::borrow::Cow;
 
@@ -39,7 +41,9 @@ impl Scrubber {
             // is itself an agent-facing virtual path (mount `/work` at `/work`) reads the same
             // either way, so redacting it would only garble legitimate output.
             .filter(|spelling| {
-                spelling.len() > 1
+                // Whole physical spellings only: an absolute path or a URL, never a bare word.
+                (spelling.starts_with('/') || spelling.contains("://"))
+                    && spelling.len() > 1
                     && !agent_roots.iter().any(|root| spelling == root || spelling.starts_with(&format!("{root}/")))
             })
             .collect();
@@ -126,6 +130,13 @@ mod tests {
         assert_eq!(scrub.scrub("`/home/op/data`"), "`[redacted]`");
         assert_eq!(scrub.scrub("at /home/op/other"), "at [redacted]/other");
         assert_eq!(scrub.scrub("see /llm-logs/x"), "see [redacted]/x");
+    }
+
+    #[test]
+    fn bare_words_are_never_spellings() {
+        let scrub = Scrubber::new(["data".to_owned(), "s3://data".to_owned()], [], ["/data".to_owned()]);
+        assert_eq!(scrub.spellings(), ["s3://data"]);
+        assert_eq!(scrub.scrub("/data/x in s3://data/x"), "/data/x in [redacted]/x");
     }
 
     #[test]

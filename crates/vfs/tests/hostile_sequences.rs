@@ -321,3 +321,21 @@ fn overrides_protect_their_sub_paths_on_object_storage_too() {
     let read = agent.read_text("/ov/stage/vendor/lib.txt", &ReadWindow::default()).unwrap();
     assert_eq!(read.content, "planted\n");
 }
+
+/// A bucket named like a word (`data`) is a physical spelling only as a whole URL: paths that
+/// contain the word pass as they are.
+#[cfg(feature = "s3")]
+#[test]
+fn a_bucket_named_like_a_root_does_not_garble_paths() {
+    let registry = MountRegistry::builder().mount(spec("memory://data:/data:rw")).build().unwrap();
+    let agent = registry.agent();
+    let written = agent.write("/data/data/x.txt", "data\n", &WriteOptions::default()).unwrap();
+    let version = written.version.clone().unwrap();
+    assert_eq!(
+        registry.render(&written.agent_text()),
+        format!("created `/data/data/x.txt` (5 bytes, version {version})")
+    );
+    let listing = agent.list("/data").unwrap();
+    assert_eq!(registry.render(&listing.agent_text()), "[DIR] data\n");
+    assert_eq!(registry.scrub("stored in memory://data/x"), "stored in [redacted]/x");
+}

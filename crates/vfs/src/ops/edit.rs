@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind, Replace};
+use crate::text::{AgentText, agent_text, code, passed};
 
 /// One replacement.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -52,15 +53,15 @@ impl EditOutcome {
     /// The agent-facing text: the diff, with a header line.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let verb = if self.applied { "edited" } else { "dry run, nothing written:" };
-        let mut text = format!(
-            "{verb} `{}` ({} replacement{})\n",
-            self.path,
-            self.replacements,
-            if self.replacements == 1 { "" } else { "s" }
-        );
-        text.push_str(&self.diff);
-        text
+        self.agent_text().to_string()
+    }
+
+    /// [`EditOutcome::to_text`] as its pieces: the diff is passed byte for byte.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let verb = if self.applied { "edited " } else { "dry run, nothing written: " };
+        let count = format!(" ({} replacement{})\n", self.replacements, if self.replacements == 1 { "" } else { "s" });
+        agent_text![verb, code(&self.path), count, passed(&self.diff)]
     }
 }
 
@@ -76,7 +77,7 @@ pub(crate) fn apply(
     let mut total = 0;
     for (index, edit) in edits.iter().enumerate() {
         if edit.old_text.is_empty() {
-            return Err(Error::invalid_argument(format!("edit {}: `oldText` is empty", index + 1)));
+            return Err(Error::invalid_argument(agent_text![format!("edit {}: `oldText` is empty", index + 1)]));
         }
         let (old, new) = if crlf && !edit.old_text.contains("\r\n") {
             (edit.old_text.replace('\n', "\r\n"), edit.new_text.replace('\n', "\r\n"))
@@ -126,7 +127,7 @@ impl Context<'_> {
         if stat.size > cap {
             return Err(Error::too_large(
                 Some(&path),
-                &format!("the file has {} bytes, more than the {cap}-byte edit cap", stat.size),
+                agent_text![format!("the file has {} bytes, more than the {cap}-byte edit cap", stat.size)],
             ));
         }
         let mut bytes = Vec::with_capacity(stat.size as usize);
@@ -139,11 +140,15 @@ impl Context<'_> {
             let current = before_version.unwrap_or_default();
             return Err(Error::version_mismatch(&path, &current));
         }
-        let before = String::from_utf8(bytes)
-            .map_err(|_| Error::invalid_argument(format!("`{path}` is not UTF-8 text; it cannot be edited as text")))?;
+        let before = String::from_utf8(bytes).map_err(|_| {
+            Error::invalid_argument(agent_text![code(&path), " is not UTF-8 text; it cannot be edited as text"])
+        })?;
         let (after, replacements) = apply(&path, &before, edits, options.replace_all)?;
         if after.len() as u64 > cap {
-            return Err(Error::too_large(Some(&path), &format!("the edited file would exceed the {cap}-byte cap")));
+            return Err(Error::too_large(
+                Some(&path),
+                agent_text![format!("the edited file would exceed the {cap}-byte cap")],
+            ));
         }
         let diff = unified_diff(&path, &before, &after);
         if options.dry_run {

@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind};
+use crate::text::{AgentText, agent_text, passed};
 
 /// Longest line text returned; longer lines are cut with `…`.
 const MAX_LINE_CHARS: usize = 500;
@@ -236,16 +237,24 @@ impl GrepResult {
     /// ripgrep prints them.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let mut text = String::new();
+        self.agent_text().to_string()
+    }
+
+    /// [`GrepResult::to_text`] as its pieces: paths from disk are passed with control
+    /// characters escaped, line text is passed as it is.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = AgentText::new();
         for line in &self.lines {
-            let separator = if line.is_match { ':' } else { '-' };
-            text.push_str(&format!("{}{separator}{}{separator}{}\n", line.path, line.line, line.text));
+            let separator = if line.is_match { ":" } else { "-" };
+            text.name(line.path.as_str()).composed(&format!("{separator}{}{separator}", line.line));
+            text.passed(&line.text).composed("\n");
         }
         if self.matches == 0 {
-            text.push_str(&format!("no matches in {} files\n", self.files_searched));
+            text.composed(&format!("no matches in {} files\n", self.files_searched));
         }
         if self.truncated {
-            text.push_str(&format!(
+            text.composed(&format!(
                 "[truncated at {} matches; narrow with `path`, `include` or a more specific pattern, or raise `maxResults`]\n",
                 self.matches
             ));
@@ -335,10 +344,11 @@ impl Context<'_> {
             .line_terminator(Some(b'\n'))
             .build(&request.pattern)
             .map_err(|_| {
-                Error::invalid_argument(format!(
-                    "`{}` is not a valid regular expression; pass `literal: true` to search for the text as written",
-                    request.pattern
-                ))
+                Error::invalid_argument(agent_text![
+                    "`",
+                    passed(&request.pattern),
+                    "` is not a valid regular expression; pass `literal: true` to search for the text as written"
+                ])
             })?;
         let include = match &request.include {
             Some(glob) => Some((
@@ -346,7 +356,13 @@ impl Context<'_> {
                 GlobBuilder::new(glob)
                     .literal_separator(glob.contains('/'))
                     .build()
-                    .map_err(|_| Error::invalid_argument(format!("`include` pattern `{glob}` is not a valid glob")))?
+                    .map_err(|_| {
+                        Error::invalid_argument(agent_text![
+                            "`include` pattern `",
+                            passed(glob),
+                            "` is not a valid glob"
+                        ])
+                    })?
                     .compile_matcher(),
             )),
             None => None,

@@ -21,6 +21,7 @@ use crate::path::VirtualPath;
 use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::object::{ObjectInfo, ObjectRoot, PutWhen, StoreError};
+use crate::text::{agent_text, code};
 
 /// An object mount and the path inside it.
 pub(crate) struct Target {
@@ -122,7 +123,7 @@ impl Context<'_> {
         if info.size > cap {
             return Err(Error::too_large(
                 Some(path),
-                &format!("the file has {} bytes, more than the {cap}-byte cap", info.size),
+                agent_text![format!("the file has {} bytes, more than the {cap}-byte cap", info.size)],
             ));
         }
         Ok((bytes, info.token()))
@@ -206,8 +207,9 @@ impl Context<'_> {
         {
             return Err(Error::version_mismatch(&path, token.as_deref().unwrap_or_default()));
         }
-        let before = String::from_utf8(bytes)
-            .map_err(|_| Error::invalid_argument(format!("`{path}` is not UTF-8 text; it cannot be edited as text")))?;
+        let before = String::from_utf8(bytes).map_err(|_| {
+            Error::invalid_argument(agent_text![code(&path), " is not UTF-8 text; it cannot be edited as text"])
+        })?;
         let (after, replacements) = super::edit::apply(&path, &before, edits, options.replace_all)?;
         let diff = super::edit::unified_diff(&path, &before, &after);
         if options.dry_run {
@@ -437,7 +439,7 @@ impl Context<'_> {
     ) -> Result<DeleteOutcome, Error> {
         self.allow(target, Access::Delete, &path)?;
         if target.rel.is_empty() {
-            return Err(Error::invalid_argument(format!("cannot delete `{path}`: it is a mount root")));
+            return Err(Error::invalid_argument(agent_text!["cannot delete ", code(&path), ": it is a mount root"]));
         }
         self.guard_tree(target.mount, &target.rel, None, TreeChange::Delete, &path)?;
         let root = self.root(target);
@@ -492,9 +494,11 @@ impl Context<'_> {
         }
         if root.head(&from.rel).map_err(|error| Error::store(&source, error))?.is_none() {
             return Err(if root.is_directory(&from.rel).unwrap_or(false) {
-                Error::invalid_argument(format!(
-                    "cannot move directory `{source}` in object storage; move its files one by one"
-                ))
+                Error::invalid_argument(agent_text![
+                    "cannot move directory ",
+                    code(&source),
+                    " in object storage; move its files one by one"
+                ])
             } else {
                 Error::not_found(&source)
             });

@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind};
+use crate::text::{AgentText, agent_text, code, name};
 
 /// Which lines of a text file to read. All optional; `head`/`tail` and `offset`/`limit` do not
 /// mix. `offset` is 1-based.
@@ -57,17 +58,21 @@ impl TextRead {
     /// What the agent reads: the text, and a note when there is more.
     #[must_use]
     pub fn to_text(&self) -> String {
-        match &self.next {
-            Some(next) => {
-                let mut text = self.content.clone();
-                if !text.is_empty() && !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                text.push_str(&format!("[{next}]"));
-                text
+        self.agent_text().to_string()
+    }
+
+    /// [`TextRead::to_text`] as its pieces: the content is passed byte for byte.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = AgentText::new();
+        text.passed(&self.content);
+        if let Some(next) = &self.next {
+            if !self.content.is_empty() && !self.content.ends_with('\n') {
+                text.composed("\n");
             }
-            None => self.content.clone(),
+            text.composed("[").composed(next).composed("]");
         }
+        text
     }
 }
 
@@ -111,12 +116,22 @@ impl FileInfo {
     /// The agent-facing text.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let mut text = format!(
-            "path: {}\nkind: {}\nsize: {}\nmodified: {}\nrights: {}\n",
-            self.path, self.kind, self.size, self.modified, self.rights
-        );
+        self.agent_text().to_string()
+    }
+
+    /// [`FileInfo::to_text`] as its pieces.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = agent_text![
+            "path: ",
+            name(self.path.as_str()),
+            format!(
+                "\nkind: {}\nsize: {}\nmodified: {}\nrights: {}\n",
+                self.kind, self.size, self.modified, self.rights
+            )
+        ];
         if let Some(version) = &self.version {
-            text.push_str(&format!("version: {version}\n"));
+            text.composed(&format!("version: {version}\n"));
         }
         text
     }
@@ -169,7 +184,7 @@ impl Context<'_> {
         if paths.len() > limit {
             return Err(Error::too_large(
                 None,
-                &format!("{} paths given, at most {limit} per call; split the list", paths.len()),
+                agent_text![format!("{} paths given, at most {limit} per call; split the list", paths.len())],
             ));
         }
         let budget = self.registry.limits.read_bytes.saturating_mul(4);
@@ -181,7 +196,9 @@ impl Context<'_> {
                     input.clone(),
                     Err(Error::too_large(
                         None,
-                        &format!("skipped: this call's results reached {budget} bytes; read the rest in another call"),
+                        agent_text![format!(
+                            "skipped: this call's results reached {budget} bytes; read the rest in another call"
+                        )],
                     )),
                 ));
                 continue;
@@ -207,13 +224,16 @@ impl Context<'_> {
         if stat.size > cap {
             return Err(Error::too_large(
                 Some(&path),
-                &format!("the file has {} bytes, more than the {cap}-byte media cap", stat.size),
+                agent_text![format!("the file has {} bytes, more than the {cap}-byte media cap", stat.size)],
             ));
         }
         let mut bytes = Vec::with_capacity(stat.size as usize);
         file.take(cap + 1).read_to_end(&mut bytes).map_err(|error| Error::io(&path, error))?;
         if bytes.len() as u64 > cap {
-            return Err(Error::too_large(Some(&path), &format!("the file grew past the {cap}-byte media cap")));
+            return Err(Error::too_large(
+                Some(&path),
+                agent_text![format!("the file grew past the {cap}-byte media cap")],
+            ));
         }
         Ok(MediaRead {
             mime_type: mime_type(path.file_name().unwrap_or_default()).to_owned(),
@@ -535,9 +555,10 @@ fn memchr_count(haystack: &[u8]) -> u64 {
 /// Bytes to text: refuses binary content, trims a character cut by the cap.
 pub(crate) fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, Error> {
     if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
-        return Err(Error::invalid_argument(format!(
-            "`{path}` looks binary (it contains NUL bytes); use read_media_file for images and audio"
-        )));
+        return Err(Error::invalid_argument(agent_text![
+            code(path),
+            " looks binary (it contains NUL bytes); use read_media_file for images and audio"
+        ]));
     }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(text),
@@ -548,9 +569,10 @@ pub(crate) fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, E
                 bytes.truncate(utf8.valid_up_to());
                 Ok(String::from_utf8(bytes).unwrap_or_default())
             } else {
-                Err(Error::invalid_argument(format!(
-                    "`{path}` is not UTF-8 text; use read_media_file for binary content"
-                )))
+                Err(Error::invalid_argument(agent_text![
+                    code(path),
+                    " is not UTF-8 text; use read_media_file for binary content"
+                ]))
             }
         }
     }

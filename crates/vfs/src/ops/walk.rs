@@ -15,6 +15,7 @@ use crate::path::VirtualPath;
 use crate::registry::Visibility;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind};
+use crate::text::{AgentText, agent_text, name, passed};
 
 /// What an entry is, as an agent sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -76,18 +77,22 @@ impl Listing {
     /// The agent-facing text: `[DIR] name` / `[FILE] name` lines.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let mut text = String::new();
+        self.agent_text().to_string()
+    }
+
+    /// [`Listing::to_text`] as its pieces: names from disk are passed, control characters
+    /// escaped.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = AgentText::new();
         for entry in &self.entries {
-            text.push_str(entry.kind.tag());
-            text.push(' ');
-            text.push_str(&entry.name);
-            text.push('\n');
+            text.composed(entry.kind.tag()).composed(" ").name(&entry.name).composed("\n");
         }
         if self.entries.is_empty() {
-            text.push_str(&format!("`{}` is empty\n", self.path));
+            text.code(&self.path).composed(" is empty\n");
         }
         if self.truncated {
-            text.push_str(&format!(
+            text.composed(&format!(
                 "[truncated: showing {} of {} entries; narrow with search_files]\n",
                 self.entries.len(),
                 self.total
@@ -128,25 +133,31 @@ impl Tree {
     /// ending in `/`.
     #[must_use]
     pub fn to_text(&self) -> String {
-        fn render(nodes: &[TreeNode], depth: usize, text: &mut String) {
+        self.agent_text().to_string()
+    }
+
+    /// [`Tree::to_text`] as its pieces: names from disk are passed, control characters
+    /// escaped.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        fn render(nodes: &[TreeNode], depth: usize, text: &mut AgentText) {
             for node in nodes {
-                text.push_str(&"  ".repeat(depth));
-                text.push_str(&node.name);
+                text.composed(&"  ".repeat(depth)).name(&node.name);
                 match node.kind {
-                    EntryKind::Directory => text.push('/'),
-                    EntryKind::Link => text.push_str(" (link)"),
-                    _ => {}
-                }
-                text.push('\n');
+                    EntryKind::Directory => text.composed("/"),
+                    EntryKind::Link => text.composed(" (link)"),
+                    _ => text,
+                };
+                text.composed("\n");
                 if let Some(children) = &node.children {
                     render(children, depth + 1, text);
                 }
             }
         }
-        let mut text = format!("{}/\n", self.path.as_str().trim_end_matches('/'));
+        let mut text = agent_text![name(self.path.as_str().trim_end_matches('/')), "/\n"];
         render(&self.entries, 1, &mut text);
         if self.truncated {
-            text.push_str(&format!(
+            text.composed(&format!(
                 "[truncated after {} entries; pass a smaller maxDepth, excludePatterns, or a deeper path]\n",
                 self.count
             ));
@@ -168,16 +179,22 @@ impl NameSearch {
     /// The agent-facing text: one virtual path per line.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let mut text = String::new();
+        self.agent_text().to_string()
+    }
+
+    /// [`NameSearch::to_text`] as its pieces: paths built from names on disk are passed,
+    /// control characters escaped.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = AgentText::new();
         for path in &self.matches {
-            text.push_str(path.as_str());
-            text.push('\n');
+            text.name(path.as_str()).composed("\n");
         }
         if self.matches.is_empty() {
-            text.push_str("no matches\n");
+            text.composed("no matches\n");
         }
         if self.truncated {
-            text.push_str(&format!(
+            text.composed(&format!(
                 "[truncated at {} matches; use a more specific pattern or path]\n",
                 self.matches.len()
             ));
@@ -192,8 +209,9 @@ pub(crate) fn exclude_set(patterns: &[String]) -> Result<GlobSet, Error> {
     for pattern in patterns {
         let pattern = pattern.trim_end_matches('/');
         for candidate in [pattern.to_owned(), format!("**/{pattern}"), format!("**/{pattern}/**")] {
-            let glob = Glob::new(&candidate)
-                .map_err(|_| Error::invalid_argument(format!("exclude pattern `{pattern}` is not a valid glob")))?;
+            let glob = Glob::new(&candidate).map_err(|_| {
+                Error::invalid_argument(agent_text!["exclude pattern `", passed(pattern), "` is not a valid glob"])
+            })?;
             builder.add(glob);
         }
     }
@@ -409,7 +427,13 @@ impl Context<'_> {
         let matcher = GlobBuilder::new(pattern)
             .literal_separator(by_path)
             .build()
-            .map_err(|_| Error::invalid_argument(format!("`{pattern}` is not a valid glob; try `*.rs` or `**/*.md`")))?
+            .map_err(|_| {
+                Error::invalid_argument(agent_text![
+                    "`",
+                    passed(pattern),
+                    "` is not a valid glob; try `*.rs` or `**/*.md`"
+                ])
+            })?
             .compile_matcher();
         if self.registry.route(self.caller, &path).is_err() {
             let roots = self.roots_below(&path);

@@ -14,6 +14,7 @@ use crate::path::VirtualPath;
 use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind, Replace};
+use crate::text::{AgentText, agent_text, code};
 
 /// Options of `write_file`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,11 +44,19 @@ impl WriteOutcome {
     /// The agent-facing text.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let verb = if self.created { "created" } else { "replaced" };
-        match &self.version {
-            Some(version) => format!("{verb} `{}` ({} bytes, version {version})", self.path, self.bytes),
-            None => format!("{verb} `{}` ({} bytes)", self.path, self.bytes),
+        self.agent_text().to_string()
+    }
+
+    /// [`WriteOutcome::to_text`] as its pieces.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let verb = if self.created { "created " } else { "replaced " };
+        let mut text = agent_text![verb, code(&self.path), format!(" ({} bytes", self.bytes)];
+        if let Some(version) = &self.version {
+            text.composed(&format!(", version {version}"));
         }
+        text.composed(")");
+        text
     }
 }
 
@@ -64,10 +73,16 @@ impl CreateDirOutcome {
     /// The agent-facing text.
     #[must_use]
     pub fn to_text(&self) -> String {
+        self.agent_text().to_string()
+    }
+
+    /// [`CreateDirOutcome::to_text`] as its pieces.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
         if self.created {
-            format!("created directory `{}`", self.path)
+            agent_text!["created directory ", code(&self.path)]
         } else {
-            format!("directory `{}` already exists", self.path)
+            agent_text!["directory ", code(&self.path), " already exists"]
         }
     }
 }
@@ -87,7 +102,13 @@ impl MoveOutcome {
     /// The agent-facing text.
     #[must_use]
     pub fn to_text(&self) -> String {
-        format!("moved `{}` to `{}`", self.source, self.destination)
+        self.agent_text().to_string()
+    }
+
+    /// [`MoveOutcome::to_text`] as its pieces.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        agent_text!["moved ", code(&self.source), " to ", code(&self.destination)]
     }
 }
 
@@ -104,7 +125,13 @@ impl DeleteOutcome {
     /// The agent-facing text.
     #[must_use]
     pub fn to_text(&self) -> String {
-        format!("deleted {} `{}`", self.kind, self.path)
+        self.agent_text().to_string()
+    }
+
+    /// [`DeleteOutcome::to_text`] as its pieces.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        agent_text!["deleted ", self.kind, " ", code(&self.path)]
     }
 }
 
@@ -154,7 +181,7 @@ impl Context<'_> {
         if content.len() as u64 > cap {
             return Err(Error::too_large(
                 Some(&path),
-                &format!("the content has {} bytes, more than the {cap}-byte write cap", content.len()),
+                agent_text![format!("the content has {} bytes, more than the {cap}-byte write cap", content.len())],
             ));
         }
         #[cfg(feature = "s3")]
@@ -237,7 +264,7 @@ impl Context<'_> {
         }
         let from = self.locate(&source, Access::Delete, false, false)?;
         let Some(from_name) = &from.name else {
-            return Err(Error::invalid_argument(format!("cannot move `{source}`: it is a mount root")));
+            return Err(Error::invalid_argument(agent_text!["cannot move ", code(&source), ": it is a mount root"]));
         };
         let Some(from_stat) = from.stat else {
             return Err(Error::not_found(&source));
@@ -247,7 +274,7 @@ impl Context<'_> {
         }
         self.guard_tree(from.mount, &from.rel, Some(from_stat), TreeChange::MoveFrom, &source)?;
         if destination.starts_with(&source) && destination != source {
-            return Err(Error::invalid_argument(format!("cannot move `{source}` into itself")));
+            return Err(Error::invalid_argument(agent_text!["cannot move ", code(&source), " into itself"]));
         }
         // Lexically first, so that a refused move creates no parent directory.
         let (routed, components) = self.registry.route(self.caller, &destination)?;
@@ -267,9 +294,11 @@ impl Context<'_> {
                 return Err(Error::already_exists(&destination));
             }
             if existing.kind == Kind::Directory {
-                return Err(Error::invalid_argument(format!(
-                    "cannot replace directory `{destination}`; delete it first"
-                )));
+                return Err(Error::invalid_argument(agent_text![
+                    "cannot replace directory ",
+                    code(&destination),
+                    "; delete it first"
+                ]));
             }
         }
         let replace = if overwrite { Replace::Always } else { Replace::Never };
@@ -277,9 +306,11 @@ impl Context<'_> {
             Ok(()) => Ok(MoveOutcome { source, destination, copied: false }),
             Err(error) if error.kind() == crate::ErrorKind::Io && is_cross_device(&error) => {
                 if from_stat.kind != Kind::File {
-                    return Err(Error::invalid_argument(format!(
-                        "cannot move directory `{source}` to another file system; move its files one by one"
-                    )));
+                    return Err(Error::invalid_argument(agent_text![
+                        "cannot move directory ",
+                        code(&source),
+                        " to another file system; move its files one by one"
+                    ]));
                 }
                 let (mut file, stat) = local::open_file_in(&from.parent, from_name, from_stat, &source)?;
                 local::write_atomic(
@@ -311,7 +342,7 @@ impl Context<'_> {
         }
         let resolved = self.locate(&path, Access::Delete, false, false)?;
         let Some(name) = &resolved.name else {
-            return Err(Error::invalid_argument(format!("cannot delete `{path}`: it is a mount root")));
+            return Err(Error::invalid_argument(agent_text!["cannot delete ", code(&path), ": it is a mount root"]));
         };
         let Some(stat) = resolved.stat else {
             return Err(Error::not_found(&path));
@@ -372,7 +403,7 @@ impl Context<'_> {
         if stat.size > cap {
             return Err(Error::too_large(
                 Some(path),
-                &format!("the file has {} bytes, more than the {cap}-byte cap", stat.size),
+                agent_text![format!("the file has {} bytes, more than the {cap}-byte cap", stat.size)],
             ));
         }
         let mut bytes = Vec::with_capacity(stat.size as usize);

@@ -30,6 +30,7 @@ use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::registry::{ConfigError, RegistryInner};
 use crate::spec::MountSpec;
+use crate::text::{agent_text, code};
 
 /// Names of vfs's own temporary files (an atomic write in flight, or one a crash interrupted).
 /// They are never listed, walked or resolved: an agent sees only whole files.
@@ -292,9 +293,10 @@ pub(crate) fn resolve(
     let check_nesting = registry.mounts.len() > 1;
     'restart: loop {
         let Some(root) = registry.mounts[mount].storage.local() else {
-            return Err(Error::invalid_argument(format!(
-                "`{path}` is in object storage, where this operation is not available"
-            )));
+            return Err(Error::invalid_argument(agent_text![
+                code(path),
+                " is in object storage, where this operation is not available"
+            ]));
         };
         let mut current = root.handle();
         let mut rel: Vec<String> = Vec::with_capacity(pending.len());
@@ -815,10 +817,12 @@ pub(crate) fn rename(
     };
     result.map_err(|errno| match errno {
         Errno::EXIST | Errno::NOTEMPTY => Error::already_exists(path),
-        Errno::ISDIR | Errno::NOTDIR => Error::invalid_argument(format!(
-            "cannot move to `{path}`: a file and a directory cannot replace each other"
-        )),
-        Errno::INVAL => Error::invalid_argument(format!("cannot move a directory into itself (`{path}`)")),
+        Errno::ISDIR | Errno::NOTDIR => Error::invalid_argument(agent_text![
+            "cannot move to ",
+            code(path),
+            ": a file and a directory cannot replace each other"
+        ]),
+        Errno::INVAL => Error::invalid_argument(agent_text!["cannot move a directory into itself (", code(path), ")"]),
         errno => Error::io(path, io_error(errno)),
     })?;
     let _ = rustix::fs::fsync(from_dir);

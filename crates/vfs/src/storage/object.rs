@@ -152,7 +152,6 @@ impl ObjectRoot {
                 let store = builder
                     .build()
                     .map_err(|_| config_error(spec, "cannot configure the S3 client; check the AWS_* variables"))?;
-                spellings.push(bucket.to_owned());
                 Arc::new(store)
             }
         };
@@ -188,7 +187,9 @@ impl ObjectRoot {
         }
     }
 
-    /// The physical spellings the scrub must know: URL, bucket, endpoint.
+    /// The physical spellings the scrub must know: the URL, the bucket's URL and the
+    /// endpoint. Never the bare bucket name: a bucket called `data` is also a word, and
+    /// `/data/x` must not turn into `/[redacted]/x`.
     pub(crate) fn spellings(&self) -> &[String] {
         &self.spellings
     }
