@@ -231,6 +231,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
+    vfs::raise_open_file_limit();
     let launch = vfs_host::compose(options)?;
     let registry = launch.registry().clone();
     let logger = vfs_host::ExchangeLogger::open(&registry).map_err(Problems::from)?;

@@ -102,17 +102,21 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// Serves `tools` over stdin/stdout until the client disconnects. A client that closes the
 /// connection before initializing (stdin at end of file) is a normal end, not an error.
 ///
-/// stdin passes through a filter before it reaches the SDK: a line that is not JSON at all gets
-/// the JSON-RPC parse error (`-32700`, `id: null`) that the SDK would drop silently, and the
-/// server keeps serving. stdout is written by one task, line by line, so those answers never
-/// interleave with the SDK's messages.
+/// stdin passes through a filter before it reaches the SDK: a line that is not valid JSON (also
+/// a number out of range, a string that is not UTF-8, nesting deeper than 128) gets the
+/// JSON-RPC parse error (`-32700`, `id: null`) that the SDK would drop silently, and the server
+/// keeps serving. stdout is written by one task, line by line, so those answers never
+/// interleave with the SDK's messages. What waits for stdout is bounded: at most 256 requests
+/// are read and not yet answered on stdout, and at most 64 parse errors wait to be written;
+/// past that the server stops reading stdin until the client reads its answers.
 pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
     let (to_server, from_client) = tokio::io::duplex(64 * 1024);
     let (to_client, from_server) = tokio::io::duplex(64 * 1024);
-    let (parse_errors, parse_errors_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let (parse_errors, parse_errors_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(MAX_PARSE_ERRORS);
+    let in_flight = std::sync::Arc::new(InFlight::new(MAX_IN_FLIGHT));
     let (input, output) = stdio();
-    tokio::spawn(pump_input(input, to_server, parse_errors));
-    let output = tokio::spawn(pump_output(from_server, parse_errors_rx, output));
+    tokio::spawn(pump_input(input, to_server, parse_errors, in_flight.clone()));
+    let output = tokio::spawn(pump_output(from_server, parse_errors_rx, output, in_flight));
     let served = match VfsServer::new(tools).serve((from_client, to_client)).await {
         Ok(server) => server.waiting().await.map(|_| ()).map_err(std::io::Error::other),
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
@@ -124,6 +128,128 @@ pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
     // The server's end of the output pipe is closed now; let the writer drain it.
     let written = output.await.map_err(std::io::Error::other)?;
     served.and(written)
+}
+
+/// Most requests read from stdin and not yet answered on stdout.
+const MAX_IN_FLIGHT: usize = 256;
+/// Most parse errors waiting to be written to stdout.
+const MAX_PARSE_ERRORS: usize = 64;
+
+/// The requests read and not yet answered, by id, bounded: a client that sends requests and
+/// never reads the answers makes the server stop reading, not grow.
+struct InFlight {
+    open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+    room: tokio::sync::Semaphore,
+}
+
+impl InFlight {
+    fn new(capacity: usize) -> Self {
+        Self { open: std::sync::Mutex::default(), room: tokio::sync::Semaphore::new(capacity) }
+    }
+
+    /// Waits for room, then counts a request with this id (its JSON text).
+    async fn start(&self, id: String) {
+        if let Ok(permit) = self.room.acquire().await {
+            permit.forget();
+        }
+        *self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(id).or_default() += 1;
+    }
+
+    /// The request with this id was answered (or cancelled, so it will not be).
+    fn finish(&self, id: &str) {
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = open.get_mut(id) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(id);
+            }
+            self.room.add_permits(1);
+        }
+    }
+}
+
+/// Accepts any JSON value, visiting all of it: numbers are read as numbers (`1e999` is out of
+/// range), strings as text (UTF-8 is checked), and nesting counts against `serde_json`'s
+/// recursion limit of 128. Borrowed strings cost no allocation.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Checked, A::Error> {
+        while items.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<Checked, A::Error> {
+        while entries.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+}
+
+/// What the in-flight count needs of a message: its id, and its method if it has one.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<CancelParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct CancelParams {
+    #[serde(rename = "requestId", default)]
+    request_id: Option<serde_json::Value>,
+}
+
+/// A request's id as a key: a string or an integer (anything else the SDK refuses without an
+/// id, so it is not counted).
+fn id_key(id: &serde_json::Value) -> Option<String> {
+    match id {
+        serde_json::Value::String(_) => Some(id.to_string()),
+        serde_json::Value::Number(number) if number.is_i64() || number.is_u64() => Some(id.to_string()),
+        _ => None,
+    }
 }
 
 type Input = Box<dyn AsyncRead + Unpin + Send>;
@@ -211,9 +337,13 @@ fn parse_error(message: &str) -> Vec<u8> {
     line
 }
 
-/// Copies client lines to the SDK; answers lines that are not JSON with a parse error.
-async fn pump_input<R, W>(input: R, mut to_server: W, parse_errors: tokio::sync::mpsc::UnboundedSender<Vec<u8>>)
-where
+/// Copies client lines to the SDK; answers lines that are not valid JSON with a parse error.
+async fn pump_input<R, W>(
+    input: R,
+    mut to_server: W,
+    parse_errors: tokio::sync::mpsc::Sender<Vec<u8>>,
+    in_flight: std::sync::Arc<InFlight>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -228,20 +358,35 @@ where
             }
             Ok(Line::TooLong) => Some(parse_error("parse error: the message is longer than 16 MiB")),
             Ok(Line::Text) if line.iter().all(u8::is_ascii_whitespace) => None,
-            Ok(Line::Text) => match serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
-                Ok(_) => {
+            Ok(Line::Text) => match serde_json::from_slice::<Checked>(&line) {
+                Ok(Checked) => {
+                    if let Ok(envelope) = serde_json::from_slice::<Envelope>(&line)
+                        && envelope.jsonrpc.as_deref() == Some("2.0")
+                    {
+                        match (envelope.method.as_deref(), envelope.id.as_ref().and_then(id_key)) {
+                            (Some("notifications/cancelled"), _) => {
+                                // A cancelled request is not answered: it leaves the count.
+                                let cancelled = envelope.params.and_then(|params| params.request_id);
+                                if let Some(key) = cancelled.as_ref().and_then(id_key) {
+                                    in_flight.finish(&key);
+                                }
+                            }
+                            (Some(_), Some(key)) => in_flight.start(key).await,
+                            _ => {}
+                        }
+                    }
                     line.push(b'\n');
                     if to_server.write_all(&line).await.is_err() {
                         break; // The server has stopped.
                     }
                     None
                 }
-                Err(_) => Some(parse_error("parse error: the message is not JSON")),
+                Err(_) => Some(parse_error("parse error: the message is not valid JSON")),
             },
         };
         if let Some(answer) = answer {
-            tracing::warn!("answered a message that is not JSON with a parse error");
-            if parse_errors.send(answer).is_err() {
+            tracing::warn!("answered a message that is not valid JSON with a parse error");
+            if parse_errors.send(answer).await.is_err() {
                 break;
             }
         }
@@ -249,11 +394,13 @@ where
     let _ = to_server.shutdown().await;
 }
 
-/// Writes the SDK's messages and the parse errors to stdout, whole lines only.
+/// Writes the SDK's messages and the parse errors to stdout, whole lines only. A response
+/// leaves the in-flight count once it is written.
 async fn pump_output<R, W>(
     from_server: R,
-    mut parse_errors: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    mut parse_errors: tokio::sync::mpsc::Receiver<Vec<u8>>,
     mut output: W,
+    in_flight: std::sync::Arc<InFlight>,
 ) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -270,6 +417,9 @@ where
                 }
                 output.write_all(&line).await?;
                 output.flush().await?;
+                if let Some(key) = response_id(&line) {
+                    in_flight.finish(&key);
+                }
                 line.clear();
             }
             answer = parse_errors.recv(), if errors_open => match answer {
@@ -282,6 +432,28 @@ where
         }
     }
     Ok(())
+}
+
+/// The id of a response the SDK wrote (no `method`), as a key. The SDK writes `jsonrpc` and
+/// `id` first, so the id is read from the start of the line without parsing a large result;
+/// any other shape is parsed whole.
+fn response_id(line: &[u8]) -> Option<String> {
+    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    if let Some(rest) = line.strip_prefix(PREFIX) {
+        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<serde_json::Value>();
+        let id = stream.next()?.ok()?;
+        let after = rest.get(stream.byte_offset()..)?;
+        // A request from the server to the client has a method after its id; only responses count.
+        if after.starts_with(br#","result""#) || after.starts_with(br#","error""#) {
+            return id_key(&id);
+        }
+        return None;
+    }
+    let envelope = serde_json::from_slice::<Envelope>(line).ok()?;
+    if envelope.method.is_some() {
+        return None;
+    }
+    envelope.id.as_ref().and_then(id_key)
 }
 
 #[cfg(test)]
@@ -307,8 +479,8 @@ mod tests {
     async fn lines_that_are_not_json_get_a_parse_error_and_the_rest_pass() {
         let input: &[u8] = b"{\"a\":1}\nnot json\n\n[1,2]\n";
         let (to_server, mut from_client) = tokio::io::duplex(1024);
-        let (errors, mut errors_rx) = tokio::sync::mpsc::unbounded_channel();
-        pump_input(input, to_server, errors).await;
+        let (errors, mut errors_rx) = tokio::sync::mpsc::channel(8);
+        pump_input(input, to_server, errors, std::sync::Arc::new(InFlight::new(8))).await;
         let mut passed = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut from_client, &mut passed).await.unwrap();
         assert_eq!(passed, "{\"a\":1}\n[1,2]\n");

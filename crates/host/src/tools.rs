@@ -436,7 +436,7 @@ impl ToolService {
         let arguments = Value::Object(arguments.unwrap_or_default());
         // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
         // as given: nothing in it is the server's own.
-        let outcome = self.dispatch(name, &arguments);
+        let outcome = guarded(name, || self.dispatch(name, &arguments));
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {
@@ -620,6 +620,20 @@ impl ToolService {
     }
 }
 
+/// Runs a tool; a panic inside it (a bug) becomes an `isError` result and a log line for the
+/// operator, so no request is left unanswered and the server goes on.
+fn guarded(tool: &str, run: impl FnOnce() -> Result<ToolOutput, CallError>) -> Result<ToolOutput, CallError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|_| {
+        tracing::error!(tool, "a tool call panicked; this is a bug, please report it");
+        Ok(ToolOutput {
+            text: format!("`{tool}` failed unexpectedly (an internal error, logged for the operator); try again or narrow the request"),
+            structured: None,
+            media: None,
+            is_error: true,
+        })
+    })
+}
+
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, CallError> {
     serde_json::from_value(arguments.clone())
         .map_err(|error| CallError::InvalidArguments { tool: tool.to_owned(), message: error.to_string() })
@@ -654,6 +668,16 @@ mod tests {
         let spec = vfs::MountSpec::new(dir.path().to_str().unwrap(), root, rights.parse().unwrap());
         let registry = MountRegistry::builder().mount(spec).build().unwrap();
         (dir, ToolService::new(registry, None))
+    }
+
+    #[test]
+    fn a_panic_in_a_tool_is_an_error_result() {
+        let output = guarded("grep", || panic!("a bug")).unwrap();
+        assert!(output.is_error);
+        assert_eq!(
+            output.text,
+            "`grep` failed unexpectedly (an internal error, logged for the operator); try again or narrow the request"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! [`MountRegistry::mint_privileged`](crate::MountRegistry::mint_privileged) creates, for one
 //! named root, and that reaches nothing else. Neither type can be turned into the other.
 
+use crate::budget::{Budget, Deadline};
 use crate::error::Error;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
@@ -26,15 +27,31 @@ pub(crate) enum Caller {
 #[derive(Debug, Clone)]
 pub struct AgentAccessor {
     registry: MountRegistry,
+    budget: Budget,
 }
 
 impl AgentAccessor {
     pub(crate) fn new(registry: MountRegistry) -> Self {
-        Self { registry }
+        let budget = Budget::unlimited().with_time(registry.limits().call_time);
+        Self { registry, budget }
     }
 
-    fn context(&self) -> Context<'_> {
-        Context::new(&self.registry.inner, Caller::Agent)
+    /// This accessor with another time budget and cancel flag for its calls (the default: the
+    /// registry's [`Limits::call_time`](crate::Limits::call_time), no flag).
+    #[must_use]
+    pub fn with_budget(&self, budget: Budget) -> Self {
+        Self { registry: self.registry.clone(), budget }
+    }
+
+    /// Runs one operation on a fresh context with its own clock, and audits it.
+    fn run<T: Audited>(
+        &self,
+        operation: &'static str,
+        path: &str,
+        work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let context = Context::new(&self.registry.inner, Caller::Agent, self.budget.start(operation));
+        audited(Caller::Agent, operation, path, || work(&context))
     }
 
     /// The agent-facing mounts with their rights and overrides.
@@ -45,57 +62,57 @@ impl AgentAccessor {
 
     /// Reads a text file, whole or a window of lines, bounded by the read cap.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        audited(Caller::Agent, "read_text_file", path, || self.context().read_text(path, window))
+        self.run("read_text_file", path, |context| context.read_text(path, window))
     }
 
     /// Reads several text files; each gets its own result.
     pub fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
-        audited(Caller::Agent, "read_multiple_files", "", || self.context().read_multiple(paths))
+        self.run("read_multiple_files", "", |context| context.read_multiple(paths))
     }
 
     /// Reads an image or audio file as base64, bounded by the media cap.
     pub fn read_media(&self, path: &str) -> Result<MediaRead, Error> {
-        audited(Caller::Agent, "read_media_file", path, || self.context().read_media(path))
+        self.run("read_media_file", path, |context| context.read_media(path))
     }
 
     /// Writes a file atomically.
     pub fn write(&self, path: &str, content: &str, options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        audited(Caller::Agent, "write_file", path, || self.context().write(path, content.as_bytes(), options))
+        self.run("write_file", path, |context| context.write(path, content.as_bytes(), options))
     }
 
     /// Applies exact-text edits to a file atomically and returns a unified diff.
     pub fn edit(&self, path: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
-        audited(Caller::Agent, "edit_file", path, || self.context().edit(path, edits, options))
+        self.run("edit_file", path, |context| context.edit(path, edits, options))
     }
 
     /// Creates a directory and its parents; succeeds if it exists.
     pub fn create_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
-        audited(Caller::Agent, "create_directory", path, || self.context().create_directory(path))
+        self.run("create_directory", path, |context| context.create_directory(path))
     }
 
     /// Lists a directory (`/` lists the agent-facing mounts).
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
-        audited(Caller::Agent, "list_directory", path, || self.context().list(path))
+        self.run("list_directory", path, |context| context.list(path))
     }
 
     /// A bounded recursive tree.
     pub fn tree(&self, path: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
-        audited(Caller::Agent, "directory_tree", path, || self.context().tree(path, max_depth, excludes))
+        self.run("directory_tree", path, |context| context.tree(path, max_depth, excludes))
     }
 
     /// Finds files and directories whose names match a glob.
     pub fn search_files(&self, path: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
-        audited(Caller::Agent, "search_files", path, || self.context().search_files(path, pattern, excludes))
+        self.run("search_files", path, |context| context.search_files(path, pattern, excludes))
     }
 
     /// Searches file contents with the ripgrep crates.
     pub fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
-        audited(Caller::Agent, "grep", request.path.as_deref().unwrap_or("/"), || self.context().grep(request))
+        self.run("grep", request.path.as_deref().unwrap_or("/"), |context| context.grep(request))
     }
 
     /// Size, kind, times, rights and the version token.
     pub fn info(&self, path: &str) -> Result<FileInfo, Error> {
-        audited(Caller::Agent, "get_file_info", path, || self.context().info(path))
+        self.run("get_file_info", path, |context| context.info(path))
     }
 
     /// Moves or renames a file or directory.
@@ -106,14 +123,12 @@ impl AgentAccessor {
         overwrite: bool,
         expected_version: Option<&str>,
     ) -> Result<MoveOutcome, Error> {
-        audited(Caller::Agent, "move_file", source, || {
-            self.context().move_path(source, destination, overwrite, expected_version)
-        })
+        self.run("move_file", source, |context| context.move_path(source, destination, overwrite, expected_version))
     }
 
     /// Deletes a file, a link, or (with `recursive`) a directory tree.
     pub fn delete(&self, path: &str, recursive: bool, expected_version: Option<&str>) -> Result<DeleteOutcome, Error> {
-        audited(Caller::Agent, "delete_file", path, || self.context().delete(path, recursive, expected_version))
+        self.run("delete_file", path, |context| context.delete(path, recursive, expected_version))
     }
 }
 
@@ -138,8 +153,15 @@ impl PrivilegedAccessor {
         Caller::Privileged(self.mount)
     }
 
-    fn context(&self) -> Context<'_> {
-        Context::new(&self.registry.inner, self.caller())
+    /// Runs one operation (infrastructure's own calls have no time budget), and audits it.
+    fn run<T: Audited>(
+        &self,
+        operation: &'static str,
+        path: &str,
+        work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let context = Context::new(&self.registry.inner, self.caller(), Deadline::never());
+        audited(self.caller(), operation, path, || work(&context))
     }
 
     /// The root this accessor reaches.
@@ -153,7 +175,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        audited(self.caller(), "read_text_file", path, || self.context().read_text(path, window))
+        self.run("read_text_file", path, |context| context.read_text(path, window))
     }
 
     /// Writes a file under the root atomically.
@@ -161,7 +183,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn write(&self, path: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        audited(self.caller(), "write_file", path, || self.context().write(path, content, options))
+        self.run("write_file", path, |context| context.write(path, content, options))
     }
 
     /// Lists a directory under the root.
@@ -169,7 +191,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
-        audited(self.caller(), "list_directory", path, || self.context().list(path))
+        self.run("list_directory", path, |context| context.list(path))
     }
 
     /// Narrows this capability to appending: the form a logger holds.
@@ -201,7 +223,7 @@ impl AppendOnlyAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn open_append(&self, path: &str) -> Result<crate::ops::AppendFile, Error> {
-        audited(self.inner.caller(), "open_append", path, || self.inner.context().open_append(path))
+        self.inner.run("open_append", path, |context| context.open_append(path))
     }
 }
 

@@ -55,6 +55,10 @@ pub enum ErrorKind {
     Changed,
     /// The host refused or failed the operation.
     Io,
+    /// The call ran past its time budget and was stopped.
+    TimedOut,
+    /// The caller cancelled the call.
+    Cancelled,
 }
 
 #[derive(Debug)]
@@ -327,6 +331,18 @@ impl Error {
             Some(path),
             agent_text![code(path), ": the object store failed (after retries); try again later"],
         )
+    }
+
+    /// A call stopped at its time budget: names the operation and what to narrow.
+    pub(crate) fn timed_out(operation: &str, seconds: u64, hint: &str) -> Self {
+        let message =
+            agent_text![format!("`{operation}` ran past its {seconds} s time budget and was stopped; "), hint];
+        Self::build(ErrorKind::TimedOut, None, message)
+    }
+
+    /// A call its caller cancelled (an MCP client sends no answer for it).
+    pub(crate) fn cancelled() -> Self {
+        Self::build(ErrorKind::Cancelled, None, agent_text!["the call was cancelled"])
     }
 
     pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {

@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor};
+pub use budget::Budget;
 pub use error::{Error, ErrorKind};
 pub use ops::{
     AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
@@ -53,7 +54,16 @@ pub use scrub::REDACTED;
 pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights};
 pub use text::{AgentText, escape_controls};
 
+/// Raises the process's soft open-file limit to its hard limit (at most 1,048,576), for a
+/// server that walks large trees for several callers at once; returns the limit in force. Call
+/// it once, before the first operation.
+#[expect(clippy::must_use_candidate, reason = "raising the limit is the point; the value is for a log line")]
+pub fn raise_open_file_limit() -> u64 {
+    storage::local::raise_open_file_limit()
+}
+
 mod access;
+mod budget;
 mod error;
 mod ops;
 mod path;

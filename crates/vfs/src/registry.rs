@@ -61,6 +61,18 @@ pub struct Limits {
     pub matches: usize,
     /// Most files `read_multiple_files` takes (default 64).
     pub files_per_call: usize,
+    /// Most edits one `edit_file` call applies (default 100).
+    pub edits_per_call: usize,
+    /// Longest glob pattern (name search, `include`, each exclude pattern) in bytes (default
+    /// 1 KiB); a longer one is refused before it is compiled.
+    pub glob_bytes: usize,
+    /// Longest regular expression in bytes (default 8 KiB).
+    pub regex_bytes: usize,
+    /// Most exclude patterns per call (default 64).
+    pub excludes: usize,
+    /// Longest time one agent call may run before it is stopped with an error that says what
+    /// to narrow (default 30 s).
+    pub call_time: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -73,6 +85,11 @@ impl Default for Limits {
             depth: 32,
             matches: 1_000,
             files_per_call: 64,
+            edits_per_call: 100,
+            glob_bytes: 1024,
+            regex_bytes: 8 * 1024,
+            excludes: 64,
+            call_time: std::time::Duration::from_secs(30),
         }
     }
 }

@@ -193,3 +193,97 @@ fn the_inherited_pipe_stays_blocking() {
     assert_answered(std::str::from_utf8(&received[..answers]).unwrap());
     assert_eq!(received.len() - answers, 1024 * 1024);
 }
+
+/// JSON that a lenient reader would skip (a number out of range, nesting deeper than 128, a
+/// string that is not UTF-8) gets a parse error like any other malformed line, and the server
+/// goes on.
+#[test]
+fn every_malformed_line_gets_a_parse_error() {
+    use std::io::{Read as _, Write as _};
+    let test = TestDir::new();
+    let mut child = test
+        .command(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn vfs");
+    let mut input: Vec<u8> = Vec::new();
+    for line in [INITIALIZE, INITIALIZED, r#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":1e999}}"#] {
+        input.extend_from_slice(line.as_bytes());
+        input.push(b'\n');
+    }
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"ping","params":{{"x":{}{}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    input.extend_from_slice(nested.as_bytes());
+    input.push(b'\n');
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}\n");
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&input).unwrap();
+    drop(stdin);
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert!(child.wait().unwrap().success());
+    let messages = responses(&stdout);
+    let parse_errors: Vec<_> = messages.iter().filter(|message| message["error"]["code"] == -32700).collect();
+    assert_eq!(parse_errors.len(), 3, "{messages:?}");
+    for error in parse_errors {
+        assert_eq!(error["id"], serde_json::Value::Null);
+        assert_eq!(error["error"]["message"], "parse error: the message is not valid JSON");
+    }
+    assert_eq!(by_id(&messages, 5)["result"], serde_json::json!({}));
+}
+
+/// Writes `line` to a server that never has its stdout read, for two seconds, and returns how
+/// many bytes the server took: a bounded server stops reading once its answers back up.
+fn bytes_taken_without_reading(line: &str) -> usize {
+    use std::io::Write as _;
+    let test = TestDir::new();
+    let mut child = test
+        .command(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn vfs");
+    let mut stdin = child.stdin.take().unwrap();
+    let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = taken.clone();
+    let line = format!("{line}\n");
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(format!("{INITIALIZE}\n{INITIALIZED}\n").as_bytes());
+        // At most 64 MiB; a server that keeps reading takes it all within the two seconds.
+        for _ in 0..(64 * 1024 * 1024 / line.len()) {
+            if stdin.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+            counter.fetch_add(line.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let taken = taken.load(std::sync::atomic::Ordering::Relaxed);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    writer.join().unwrap();
+    taken
+}
+
+#[test]
+fn a_client_that_never_reads_makes_the_server_stop_reading_junk() {
+    let junk = "x".repeat(1023);
+    let taken = bytes_taken_without_reading(&junk);
+    // The pipes hold some 130 KiB, 64 parse errors wait; the rest stays with the client.
+    assert!(taken < 4 * 1024 * 1024, "the server took {taken} bytes of junk it could not answer");
+}
+
+#[test]
+fn a_client_that_never_reads_makes_the_server_stop_reading_requests() {
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let taken = bytes_taken_without_reading(ping);
+    // 256 requests in flight, plus what the pipes hold.
+    assert!(taken < 1024 * 1024, "the server took {taken} bytes of requests it could not answer");
+}

@@ -5,6 +5,7 @@
 //! literal (`$1` stays `$1`), a CRLF file keeps CRLF, and the diff names virtual paths only.
 
 use super::Context;
+use crate::budget::Deadline;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
@@ -65,17 +66,27 @@ impl EditOutcome {
     }
 }
 
+/// What bounds an edit: the most bytes the result may have, and the call's clock.
+pub(crate) struct Bounds<'a> {
+    pub(crate) cap: u64,
+    pub(crate) deadline: &'a Deadline,
+}
+
 /// Applies `edits` in order to `content`; returns the new content and the replacement count.
+/// The size of each intermediate result is known before it is built, so an edit that would
+/// pass the cap (`replaceAll` of `a` by `aa`, again and again) is refused without building it.
 pub(crate) fn apply(
     path: &VirtualPath,
     content: &str,
     edits: &[Edit],
     replace_all: bool,
+    bounds: &Bounds<'_>,
 ) -> Result<(String, usize), Error> {
     let crlf = content.contains("\r\n");
     let mut current = content.to_owned();
     let mut total = 0;
     for (index, edit) in edits.iter().enumerate() {
+        bounds.deadline.check()?;
         if edit.old_text.is_empty() {
             return Err(Error::invalid_argument(agent_text![format!("edit {}: `oldText` is empty", index + 1)]));
         }
@@ -88,6 +99,19 @@ pub(crate) fn apply(
         if count == 0 || (count > 1 && !replace_all) {
             return Err(Error::edit_mismatch(path, index + 1, count));
         }
+        let replaced = if replace_all { count } else { 1 };
+        let size = (current.len() as u64 - (old.len() * replaced) as u64)
+            .saturating_add((new.len() as u64).saturating_mul(replaced as u64));
+        if size > bounds.cap {
+            return Err(Error::too_large(
+                Some(path),
+                agent_text![format!(
+                    "edit {} would make the file {size} bytes, more than the {}-byte edit cap",
+                    index + 1,
+                    bounds.cap
+                )],
+            ));
+        }
         current =
             if replace_all { current.replace(old.as_str(), &new) } else { current.replacen(old.as_str(), &new, 1) };
         total += count;
@@ -95,9 +119,39 @@ pub(crate) fn apply(
     Ok((current, total))
 }
 
-pub(crate) fn unified_diff(path: &VirtualPath, before: &str, after: &str) -> String {
+/// Longest a diff is worked on: past it, the diff is coarser (whole changed regions), never wrong.
+const DIFF_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A unified diff naming the virtual path, cut after `cap` bytes at a hunk boundary (with a
+/// note saying so). Lines are compared for at most [`DIFF_TIME`] (or until the call's clock runs
+/// out), so a large edit cannot spend the call on its diff.
+pub(crate) fn unified_diff(path: &VirtualPath, before: &str, after: &str, cap: u64, deadline: &Deadline) -> String {
     let name = path.as_str();
-    similar::TextDiff::from_lines(before, after).unified_diff().context_radius(3).header(name, name).to_string()
+    let mut limit = std::time::Instant::now() + DIFF_TIME;
+    if let Some(at) = deadline.at() {
+        limit = limit.min(at);
+    }
+    let diff = similar::TextDiff::configure().deadline(limit).diff_lines(before, after);
+    let mut unified = diff.unified_diff();
+    unified.context_radius(3).header(name, name);
+    let mut text = String::new();
+    let mut hunks = unified.iter_hunks();
+    while let Some(hunk) = hunks.next() {
+        if text.is_empty() {
+            text = format!("--- {name}\n+++ {name}\n");
+        }
+        let hunk = hunk.to_string();
+        if (text.len() + hunk.len()) as u64 > cap {
+            let rest = 1 + hunks.count();
+            text.push_str(&format!(
+                "[diff cut at the {cap}-byte cap; {rest} more change{} not shown; read the file to see them]\n",
+                if rest == 1 { "" } else { "s" }
+            ));
+            break;
+        }
+        text.push_str(&hunk);
+    }
+    text
 }
 
 impl Context<'_> {
@@ -105,6 +159,16 @@ impl Context<'_> {
         let path = Self::parse(input)?;
         if edits.is_empty() {
             return Err(Error::invalid_argument("`edits` is empty; give at least one {oldText, newText}"));
+        }
+        let most = self.registry.limits.edits_per_call;
+        if edits.len() > most {
+            return Err(Error::too_large(
+                None,
+                agent_text![format!(
+                    "{} edits given, at most {most} per call; split them over several calls",
+                    edits.len()
+                )],
+            ));
         }
         #[cfg(feature = "s3")]
         if let Some(target) = self.object_target(&path)? {
@@ -143,14 +207,15 @@ impl Context<'_> {
         let before = String::from_utf8(bytes).map_err(|_| {
             Error::invalid_argument(agent_text![code(&path), " is not UTF-8 text; it cannot be edited as text"])
         })?;
-        let (after, replacements) = apply(&path, &before, edits, options.replace_all)?;
+        let bounds = Bounds { cap, deadline: &self.deadline };
+        let (after, replacements) = apply(&path, &before, edits, options.replace_all, &bounds)?;
         if after.len() as u64 > cap {
             return Err(Error::too_large(
                 Some(&path),
                 agent_text![format!("the edited file would exceed the {cap}-byte cap")],
             ));
         }
-        let diff = unified_diff(&path, &before, &after);
+        let diff = unified_diff(&path, &before, &after, self.registry.limits.read_bytes, &self.deadline);
         if options.dry_run {
             return Ok(EditOutcome { path, diff, applied: false, replacements, version: before_version });
         }
@@ -175,30 +240,35 @@ mod tests {
         VirtualPath::new("/w/a.txt").unwrap()
     }
 
+    fn bounds() -> Bounds<'static> {
+        static NEVER: std::sync::LazyLock<Deadline> = std::sync::LazyLock::new(Deadline::never);
+        Bounds { cap: 1024, deadline: &NEVER }
+    }
+
     fn edit(old: &str, new: &str) -> Edit {
         Edit { old_text: old.into(), new_text: new.into() }
     }
 
     #[test]
     fn unique_match_replaces_literally() {
-        let (text, count) = apply(&path(), "a $x b", &[edit("$x", "$1")], false).unwrap();
+        let (text, count) = apply(&path(), "a $x b", &[edit("$x", "$1")], false, &bounds()).unwrap();
         assert_eq!((text.as_str(), count), ("a $1 b", 1));
     }
 
     #[test]
     fn ambiguous_match_names_the_count() {
-        let error = apply(&path(), "x x x", &[edit("x", "y")], false).unwrap_err();
+        let error = apply(&path(), "x x x", &[edit("x", "y")], false, &bounds()).unwrap_err();
         assert_eq!(
             error.to_string(),
             "edit 1 for `/w/a.txt`: `oldText` matches 3 places; add surrounding lines to make it unique, or pass `replaceAll: true`"
         );
-        let (text, count) = apply(&path(), "x x x", &[edit("x", "y")], true).unwrap();
+        let (text, count) = apply(&path(), "x x x", &[edit("x", "y")], true, &bounds()).unwrap();
         assert_eq!((text.as_str(), count), ("y y y", 3));
     }
 
     #[test]
     fn missing_match_is_an_error() {
-        let error = apply(&path(), "abc", &[edit("zzz", "y")], false).unwrap_err();
+        let error = apply(&path(), "abc", &[edit("zzz", "y")], false, &bounds()).unwrap_err();
         assert_eq!(
             error.to_string(),
             "edit 1 for `/w/a.txt`: `oldText` was not found; read the file and copy the text exactly"
@@ -207,13 +277,38 @@ mod tests {
 
     #[test]
     fn crlf_is_preserved() {
-        let (text, _) = apply(&path(), "one\r\ntwo\r\nthree\r\n", &[edit("one\ntwo", "uno\ndos")], false).unwrap();
+        let (text, _) =
+            apply(&path(), "one\r\ntwo\r\nthree\r\n", &[edit("one\ntwo", "uno\ndos")], false, &bounds()).unwrap();
         assert_eq!(text, "uno\r\ndos\r\nthree\r\n");
+    }
+
+    /// `replaceAll` of `a` by `aa`, many times over: refused when the next result would pass
+    /// the cap, before it is built.
+    #[test]
+    fn growth_past_the_cap_is_refused_before_it_is_built() {
+        let edits = vec![edit("a", "aa"); 26];
+        let error = apply(&path(), &"a".repeat(100), &edits, true, &bounds()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`/w/a.txt`: edit 4 would make the file 1600 bytes, more than the 1024-byte edit cap"
+        );
+    }
+
+    /// A diff larger than its cap stops at a hunk boundary and says what it left out.
+    #[test]
+    fn a_large_diff_is_cut_with_a_note() {
+        let before = (0..200).map(|line| format!("line {line}\n")).collect::<Vec<_>>().concat();
+        let after = before.replace("line 1", "LINE 1");
+        let diff = unified_diff(&path(), &before, &after, 200, &Deadline::never());
+        assert!(diff.starts_with("--- /w/a.txt\n+++ /w/a.txt\n@@ -1,5 +1,5 @@\n line 0\n-line 1\n+LINE 1\n"), "{diff}");
+        assert!(diff.ends_with("more changes not shown; read the file to see them]\n"), "{diff}");
+        assert!(diff.len() < 400, "{}", diff.len());
+        assert_eq!(unified_diff(&path(), "same\n", "same\n", 200, &Deadline::never()), "");
     }
 
     #[test]
     fn diff_names_virtual_paths() {
-        let diff = unified_diff(&path(), "a\nb\n", "a\nc\n");
+        let diff = unified_diff(&path(), "a\nb\n", "a\nc\n", 1024, &Deadline::never());
         assert_eq!(diff, "--- /w/a.txt\n+++ /w/a.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
     }
 }

@@ -8,23 +8,26 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use globset::GlobBuilder;
-use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::walk::Flow;
 use super::{Context, Handle};
+use crate::budget::Deadline;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind};
-use crate::text::{AgentText, agent_text, passed};
+use crate::text::AgentText;
 
 /// Longest line text returned; longer lines are cut with `…`.
 const MAX_LINE_CHARS: usize = 500;
-/// Largest `.gitignore` read.
-pub(super) const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
+/// Largest `.gitignore` read (a larger one is not used): compiling one costs hundreds of
+/// bytes of memory per byte of patterns, at every directory a walk passes.
+pub(super) const MAX_GITIGNORE_BYTES: u64 = 64 * 1024;
+/// Longest line the searcher holds in memory; a file with a longer line is skipped and counted
+/// as unreadable.
+const HEAP_LIMIT: usize = 8 * 1024 * 1024;
 /// Default `maxResults`.
 const DEFAULT_RESULTS: usize = 200;
 /// Most files one search visits.
@@ -49,25 +52,32 @@ const BATCH: usize = 4096;
 /// The files waiting to be searched and the merged output so far, in walk order.
 struct Batch<'m> {
     matcher: &'m grep_regex::RegexMatcher,
+    deadline: &'m Deadline,
     context: usize,
     limit: usize,
     jobs: Vec<Job>,
+    /// Distinct directory handles the waiting jobs hold open.
+    handles: usize,
     lines: Vec<GrepLine>,
     matches: usize,
     files_searched: usize,
+    unreadable: usize,
     truncated: bool,
 }
 
 impl<'m> Batch<'m> {
-    fn new(matcher: &'m grep_regex::RegexMatcher, context: usize, limit: usize) -> Self {
+    fn new(matcher: &'m grep_regex::RegexMatcher, deadline: &'m Deadline, context: usize, limit: usize) -> Self {
         Self {
             matcher,
+            deadline,
             context,
             limit,
             jobs: Vec::new(),
+            handles: 0,
             lines: Vec::new(),
             matches: 0,
             files_searched: 0,
+            unreadable: 0,
             truncated: false,
         }
     }
@@ -78,6 +88,7 @@ impl<'m> Batch<'m> {
             .binary_detection(BinaryDetection::quit(0))
             .before_context(self.context)
             .after_context(self.context)
+            .heap_limit(Some(HEAP_LIMIT))
             .build()
     }
 
@@ -86,9 +97,14 @@ impl<'m> Batch<'m> {
         self.matches >= self.limit
     }
 
+    /// Queues a file; searches the batch once it holds [`BATCH`] files or as many directory
+    /// handles as the process can spare (`local::descriptor_budget`).
     fn push(&mut self, job: Job) {
+        if self.jobs.last().is_none_or(|last| !std::sync::Arc::ptr_eq(&last.directory, &job.directory)) {
+            self.handles += 1;
+        }
         self.jobs.push(job);
-        if self.jobs.len() >= BATCH {
+        if self.jobs.len() >= BATCH || self.handles >= local::descriptor_budget() {
             self.flush();
         }
     }
@@ -96,6 +112,7 @@ impl<'m> Batch<'m> {
     /// Appends one file's outcome in order, cutting at `limit` matches.
     fn merge(&mut self, outcome: FileOutcome) {
         self.files_searched += usize::from(outcome.searched);
+        self.unreadable += usize::from(outcome.unreadable);
         if self.full() {
             self.truncated |= outcome.matches > 0;
             return;
@@ -120,6 +137,7 @@ impl<'m> Batch<'m> {
             return;
         }
         let jobs = std::mem::take(&mut self.jobs);
+        self.handles = 0;
         let remaining = self.limit.saturating_sub(self.matches);
         let next = AtomicUsize::new(0);
         let found = AtomicUsize::new(0);
@@ -132,21 +150,11 @@ impl<'m> Batch<'m> {
                     scope.spawn(move || {
                         let mut searcher = this.searcher();
                         let mut done = Vec::new();
-                        while found.load(Ordering::Relaxed) < remaining {
+                        while found.load(Ordering::Relaxed) < remaining && this.deadline.check().is_ok() {
                             let index = next.fetch_add(1, Ordering::Relaxed);
                             let Some(job) = jobs.get(index) else { break };
-                            let mut outcome = FileOutcome::default();
-                            if let Ok((file, _)) = local::open_entry_file(&job.directory, &job.name, &job.path) {
-                                outcome.searched = true;
-                                let mut sink = Collector {
-                                    path: &job.path,
-                                    lines: &mut outcome.lines,
-                                    matches: &mut outcome.matches,
-                                    limit: this.limit,
-                                };
-                                let _ = searcher.search_reader(this.matcher, file, &mut sink);
-                                found.fetch_add(outcome.matches, Ordering::Relaxed);
-                            }
+                            let outcome = this.search_one(&mut searcher, job);
+                            found.fetch_add(outcome.matches, Ordering::Relaxed);
                             done.push((index, outcome));
                         }
                         done
@@ -164,12 +172,37 @@ impl<'m> Batch<'m> {
         }
     }
 
-    fn finish(self) -> GrepResult {
+    /// Searches one file; each read checks the call's clock. A file that vanished is left
+    /// out; one that cannot be opened or searched (permissions, I/O, a line longer than
+    /// [`HEAP_LIMIT`]) is counted as unreadable.
+    fn search_one(&self, searcher: &mut Searcher, job: &Job) -> FileOutcome {
+        let mut outcome = FileOutcome::default();
+        let file = match local::open_entry_file(&job.directory, &job.name, &job.path) {
+            Ok((file, _)) => file,
+            Err(error) => {
+                outcome.unreadable = error.kind() != crate::ErrorKind::Changed;
+                return outcome;
+            }
+        };
+        outcome.searched = true;
+        let mut sink =
+            Collector { path: &job.path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit: self.limit };
+        if searcher.search_reader(self.matcher, self.deadline.reader(file), &mut sink).is_err() {
+            // A search the clock stopped is reported by the caller, as the whole call's end.
+            outcome.unreadable = self.deadline.check().is_ok();
+        }
+        outcome
+    }
+
+    /// The result; `directories` counts what the walk itself could not read.
+    fn finish(self, directories: usize) -> GrepResult {
+        let unreadable = self.unreadable + directories;
         GrepResult {
             lines: self.lines,
             matches: self.matches,
             files_searched: self.files_searched,
-            truncated: self.truncated,
+            truncated: self.truncated || unreadable > 0,
+            unreadable,
         }
     }
 }
@@ -180,6 +213,7 @@ struct FileOutcome {
     lines: Vec<GrepLine>,
     matches: usize,
     searched: bool,
+    unreadable: bool,
 }
 
 /// A content search.
@@ -228,8 +262,12 @@ pub struct GrepResult {
     pub matches: usize,
     /// How many files were searched.
     pub files_searched: usize,
-    /// True when `maxResults` stopped the search.
+    /// True when `maxResults` stopped the search, or a file could not be read.
     pub truncated: bool,
+    /// Files and directories that could not be read (permission or I/O errors, lines longer
+    /// than 8 MiB).
+    #[serde(skip_serializing_if = "super::walk::is_zero")]
+    pub unreadable: usize,
 }
 
 impl GrepResult {
@@ -253,7 +291,10 @@ impl GrepResult {
         if self.matches == 0 {
             text.composed(&format!("no matches in {} files\n", self.files_searched));
         }
-        if self.truncated {
+        if self.unreadable > 0 {
+            text.composed(&super::walk::unreadable_note(self.unreadable));
+        }
+        if self.truncated && self.unreadable == 0 {
             text.composed(&format!(
                 "[truncated at {} matches; narrow with `path`, `include` or a more specific pattern, or raise `maxResults`]\n",
                 self.matches
@@ -335,36 +376,10 @@ impl IgnoreStack {
 
 impl Context<'_> {
     pub(crate) fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
-        if request.pattern.is_empty() {
-            return Err(Error::invalid_argument("`pattern` is empty"));
-        }
-        let matcher = RegexMatcherBuilder::new()
-            .case_insensitive(request.case_insensitive)
-            .fixed_strings(request.literal)
-            .line_terminator(Some(b'\n'))
-            .build(&request.pattern)
-            .map_err(|_| {
-                Error::invalid_argument(agent_text![
-                    "`",
-                    passed(&request.pattern),
-                    "` is not a valid regular expression; pass `literal: true` to search for the text as written"
-                ])
-            })?;
+        let limits = &self.registry.limits;
+        let matcher = super::pattern::regex(&request.pattern, request.case_insensitive, request.literal, limits)?;
         let include = match &request.include {
-            Some(glob) => Some((
-                glob.contains('/'),
-                GlobBuilder::new(glob)
-                    .literal_separator(glob.contains('/'))
-                    .build()
-                    .map_err(|_| {
-                        Error::invalid_argument(agent_text![
-                            "`include` pattern `",
-                            passed(glob),
-                            "` is not a valid glob"
-                        ])
-                    })?
-                    .compile_matcher(),
-            )),
+            Some(glob) => Some((glob.contains('/'), super::pattern::glob("include", glob, limits)?)),
             None => None,
         };
         let context = request.context.unwrap_or(0).min(20);
@@ -374,7 +389,7 @@ impl Context<'_> {
         // The walk is sequential and lists files to search in walk order; every BATCH files,
         // the batch is searched on every core and merged in order, so memory and open
         // directory handles stay bounded however large the tree is.
-        let mut batch = Batch::new(&matcher, context, limit);
+        let mut batch = Batch::new(&matcher, &self.deadline, context, limit);
         #[cfg(feature = "s3")]
         let object_start = self.object_target(&start).ok().flatten().is_some();
         #[cfg(not(feature = "s3"))]
@@ -410,7 +425,7 @@ impl Context<'_> {
                 // Object stores are searched as they are listed (streaming each object).
                 let mut searcher = batch.searcher();
                 let (_, truncated) = self.object_grep(&target, &root, include.as_ref(), &mut |path, reader| {
-                    let mut outcome = FileOutcome { lines: Vec::new(), matches: 0, searched: true };
+                    let mut outcome = FileOutcome { searched: true, ..FileOutcome::default() };
                     let mut sink = Collector { path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit };
                     let _ = searcher.search_reader(&matcher, reader, &mut sink);
                     batch.merge(outcome);
@@ -465,7 +480,9 @@ impl Context<'_> {
             }
         }
         batch.flush();
-        Ok(batch.finish())
+        // A clock that ran out during the last batch ends the call, as it does in the walk.
+        self.deadline.check()?;
+        Ok(batch.finish(self.unreadable.get()))
     }
 
     /// Reads `.gitignore` in `directory` (through the handle) onto the stack at `depth`.

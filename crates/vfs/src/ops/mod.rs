@@ -10,6 +10,7 @@ mod edit;
 mod grep;
 #[cfg(feature = "s3")]
 mod object;
+mod pattern;
 mod read;
 mod walk;
 mod write;
@@ -24,21 +25,31 @@ pub use walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode};
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteOptions, WriteOutcome};
 
 use crate::access::Caller;
+use crate::budget::Deadline;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::registry::{RegistryInner, TreeChange};
 use crate::spec::Access;
 use crate::storage::local::{self, Resolved, WalkOptions};
 
-/// One request's view: the registry and who is asking.
+/// One request's view: the registry, who is asking, and the call's clock.
 pub(crate) struct Context<'r> {
     pub(crate) registry: &'r RegistryInner,
     pub(crate) caller: Caller,
+    pub(crate) deadline: Deadline,
+    /// Entries a walk could not read (permissions, I/O errors, too many open files); a result
+    /// that skipped any says so and is marked truncated.
+    pub(crate) unreadable: std::cell::Cell<usize>,
 }
 
 impl<'r> Context<'r> {
-    pub(crate) fn new(registry: &'r RegistryInner, caller: Caller) -> Self {
-        Self { registry, caller }
+    pub(crate) fn new(registry: &'r RegistryInner, caller: Caller, deadline: Deadline) -> Self {
+        Self { registry, caller, deadline, unreadable: std::cell::Cell::new(0) }
+    }
+
+    /// Counts an entry a walk had to skip because of an error other than "it vanished".
+    pub(crate) fn skipped_unreadable(&self) {
+        self.unreadable.set(self.unreadable.get() + 1);
     }
 
     /// Parses agent input into a virtual path.

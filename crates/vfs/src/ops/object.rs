@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use ignore::gitignore::Gitignore;
 
-use super::walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode, exclude_set};
+use super::pattern::exclude_set;
+use super::walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode};
 use super::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, MediaRead, ReadWindow,
     TextRead, WriteOptions, WriteOutcome, rfc3339,
@@ -87,14 +88,14 @@ impl Context<'_> {
                 return Err(self.missing(target, &path));
             };
             let token = info.token();
-            return super::read::window_read_bytes(path, window, info.size, bytes, cap, |_| token);
+            return super::read::window_read_bytes(path, window, info.size, bytes, cap, &self.deadline, |_| token);
         }
         let Some(info) = root.head(&target.rel).map_err(|error| Error::store(&path, error))? else {
             return Err(self.missing(target, &path));
         };
         let token = info.token();
         let reader = root.reader(&target.rel, info.size);
-        super::read::window_read(path, window, info.size, reader, cap, |_| token)
+        super::read::window_read(path, window, info.size, reader, cap, &self.deadline, |_| token)
     }
 
     /// "Does not exist", or "is a directory" when the name is a prefix.
@@ -210,8 +211,9 @@ impl Context<'_> {
         let before = String::from_utf8(bytes).map_err(|_| {
             Error::invalid_argument(agent_text![code(&path), " is not UTF-8 text; it cannot be edited as text"])
         })?;
-        let (after, replacements) = super::edit::apply(&path, &before, edits, options.replace_all)?;
-        let diff = super::edit::unified_diff(&path, &before, &after);
+        let bounds = super::edit::Bounds { cap, deadline: &self.deadline };
+        let (after, replacements) = super::edit::apply(&path, &before, edits, options.replace_all, &bounds)?;
+        let diff = super::edit::unified_diff(&path, &before, &after, self.registry.limits.read_bytes, &self.deadline);
         if options.dry_run {
             return Ok(EditOutcome { path, diff, applied: false, replacements, version: token });
         }
@@ -288,7 +290,7 @@ impl Context<'_> {
         max_depth: usize,
         excludes: &[String],
     ) -> Result<Tree, Error> {
-        let excluded = exclude_set(excludes)?;
+        let excluded = exclude_set(excludes, &self.registry.limits)?;
         let (objects, mut truncated) = self.object_walk(target, &path)?;
         let limit = self.registry.limits.entries;
         let mut entries: Vec<TreeNode> = Vec::new();
@@ -320,7 +322,7 @@ impl Context<'_> {
                 }
             }
         }
-        Ok(Tree { path, entries, count, truncated })
+        Ok(Tree { path, entries, count, truncated, unreadable: 0 })
     }
 
     #[expect(clippy::needless_pass_by_value, reason = "mirrors the local operation's signature")]
@@ -332,7 +334,7 @@ impl Context<'_> {
         by_path: bool,
         excludes: &[String],
     ) -> Result<NameSearch, Error> {
-        let excluded = exclude_set(excludes)?;
+        let excluded = exclude_set(excludes, &self.registry.limits)?;
         let (objects, mut truncated) = self.object_walk(target, &path)?;
         let limit = self.registry.limits.entries;
         let mut seen = std::collections::BTreeSet::new();
@@ -354,7 +356,7 @@ impl Context<'_> {
             .take(limit)
             .map(|relative| relative.split('/').fold(path.clone(), |path, name| path.join_trusted(name)))
             .collect();
-        Ok(NameSearch { matches, truncated })
+        Ok(NameSearch { matches, truncated, unreadable: 0 })
     }
 
     /// Content search over every object below the target, streaming each one.
@@ -369,14 +371,16 @@ impl Context<'_> {
         if let Some(info) = root.head(&target.rel).map_err(|error| Error::store(path, error))? {
             // A single object.
             self.allow(target, Access::Read, path)?;
-            let mut reader = root.reader(&target.rel, info.size);
+            let mut reader = self.deadline.reader(root.reader(&target.rel, info.size));
             let more = search(path, &mut reader);
+            self.deadline.check()?;
             return Ok((1, !more));
         }
         let (objects, truncated) = self.object_walk_with_info(target, path)?;
         let ignores = self.object_gitignores(target, path, &objects);
         let mut files = 0;
         for (parts, info) in objects {
+            self.deadline.check()?;
             // As in a local tree: nothing under `.git`, nothing a `.gitignore` at or below the
             // searched directory excludes.
             if parts[..parts.len() - 1].iter().any(|name| name == ".git") || ignored(&ignores, path, &parts) {
@@ -393,7 +397,7 @@ impl Context<'_> {
             rel.extend(parts.iter().cloned());
             let file_path = parts.iter().fold(path.clone(), |path, name| path.join_trusted(name));
             files += 1;
-            let mut reader = root.reader(&rel, info.size);
+            let mut reader = self.deadline.reader(root.reader(&rel, info.size));
             if !search(&file_path, &mut reader) {
                 return Ok((files, true));
             }

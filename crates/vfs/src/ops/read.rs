@@ -9,6 +9,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use base64::Engine as _;
 
 use super::{Context, rfc3339};
+use crate::budget::Deadline;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
@@ -167,13 +168,15 @@ impl Context<'_> {
             // decision cannot refuse here, so the fast path skips it.
             debug_assert!(self.registry.visible(self.caller, mount));
             let (file, stat) = opened?;
-            return window_read(path, window, stat.size, file, cap, |content| {
+            return window_read(path, window, stat.size, file, cap, &self.deadline, |content| {
                 local::version_of_bytes(content.as_bytes())
             });
         }
         let resolved = self.locate(&path, Access::Read, true, false)?;
         let (file, stat) = local::open_file(&resolved, &path)?;
-        window_read(path, window, stat.size, file, cap, |content| local::version_of_bytes(content.as_bytes()))
+        window_read(path, window, stat.size, file, cap, &self.deadline, |content| {
+            local::version_of_bytes(content.as_bytes())
+        })
     }
 
     pub(crate) fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
@@ -203,7 +206,7 @@ impl Context<'_> {
                 ));
                 continue;
             }
-            let result = self.read_text(input, &ReadWindow::default());
+            let result = self.deadline.check().and_then(|()| self.read_text(input, &ReadWindow::default()));
             if let Ok(read) = &result {
                 used += read.content.len() as u64;
             }
@@ -292,15 +295,19 @@ impl Context<'_> {
     }
 }
 
-/// Reads a line window from any `Read + Seek` and describes it; shared by every backend.
+/// Reads a line window from any `Read + Seek` and describes it; shared by every backend. Each
+/// read checks the call's clock, so skipping to a window deep in a huge file ends at the
+/// call's time budget.
 pub(crate) fn window_read(
     path: VirtualPath,
     window: &ReadWindow,
     size: u64,
     reader: impl Read + Seek,
     cap: u64,
+    deadline: &Deadline,
     version_of: impl FnOnce(&str) -> Option<String>,
 ) -> Result<TextRead, Error> {
+    let reader = deadline.reader(reader);
     let read = if let Some(count) = window.tail {
         read_tail(reader, size, count, cap)
     } else {
@@ -308,7 +315,7 @@ pub(crate) fn window_read(
         let limit = window.head.or(window.limit);
         read_forward(reader, offset, limit, cap, size)
     }
-    .map_err(|error| Error::io(&path, error))?;
+    .map_err(|error| deadline.io_error(&path, error))?;
     finish_window(path, window, size, read, cap, version_of)
 }
 
@@ -377,10 +384,11 @@ pub(crate) fn window_read_bytes(
     size: u64,
     bytes: Vec<u8>,
     cap: u64,
+    deadline: &Deadline,
     version_of: impl FnOnce(&str) -> Option<String>,
 ) -> Result<TextRead, Error> {
     if window.tail.is_some() || window.offset.unwrap_or(1) > 1 {
-        return window_read(path, window, size, io::Cursor::new(bytes), cap, version_of);
+        return window_read(path, window, size, io::Cursor::new(bytes), cap, deadline, version_of);
     }
     let read = take_forward(bytes, window.head.or(window.limit), cap);
     finish_window(path, window, size, read, cap, version_of)

@@ -7,15 +7,13 @@
 
 use std::collections::BTreeMap;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-
 use super::{Context, Handle};
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::registry::Visibility;
 use crate::spec::Access;
 use crate::storage::local::{self, Kind};
-use crate::text::{AgentText, agent_text, name, passed};
+use crate::text::{AgentText, agent_text, name};
 
 /// What an entry is, as an agent sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -124,8 +122,24 @@ pub struct Tree {
     pub entries: Vec<TreeNode>,
     /// How many nodes were returned.
     pub count: usize,
-    /// True when the entry bound cut the tree.
+    /// True when the entry bound cut the tree, or something in it could not be read.
     pub truncated: bool,
+    /// Directories the walk could not read (permission or I/O errors).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unreadable: usize,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+pub(crate) fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
+/// The note for a result whose walk skipped what it could not read.
+pub(crate) fn unreadable_note(unreadable: usize) -> String {
+    format!(
+        "[{unreadable} entr{} could not be read (permission or I/O errors); the result may be incomplete]\n",
+        if unreadable == 1 { "y" } else { "ies" }
+    )
 }
 
 impl Tree {
@@ -156,7 +170,10 @@ impl Tree {
         }
         let mut text = agent_text![name(self.path.as_str().trim_end_matches('/')), "/\n"];
         render(&self.entries, 1, &mut text);
-        if self.truncated {
+        if self.unreadable > 0 {
+            text.composed(&unreadable_note(self.unreadable));
+        }
+        if self.truncated && self.unreadable == 0 {
             text.composed(&format!(
                 "[truncated after {} entries; pass a smaller maxDepth, excludePatterns, or a deeper path]\n",
                 self.count
@@ -171,8 +188,11 @@ impl Tree {
 pub struct NameSearch {
     /// Matching virtual paths, in walk order.
     pub matches: Vec<VirtualPath>,
-    /// True when the bound stopped the search.
+    /// True when the bound stopped the search, or something could not be read.
     pub truncated: bool,
+    /// Directories the walk could not read (permission or I/O errors).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unreadable: usize,
 }
 
 impl NameSearch {
@@ -193,7 +213,10 @@ impl NameSearch {
         if self.matches.is_empty() {
             text.composed("no matches\n");
         }
-        if self.truncated {
+        if self.unreadable > 0 {
+            text.composed(&unreadable_note(self.unreadable));
+        }
+        if self.truncated && self.unreadable == 0 {
             text.composed(&format!(
                 "[truncated at {} matches; use a more specific pattern or path]\n",
                 self.matches.len()
@@ -201,21 +224,6 @@ impl NameSearch {
         }
         text
     }
-}
-
-/// Compiles exclude patterns: each matches a name or a relative path at any depth.
-pub(crate) fn exclude_set(patterns: &[String]) -> Result<GlobSet, Error> {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        let pattern = pattern.trim_end_matches('/');
-        for candidate in [pattern.to_owned(), format!("**/{pattern}"), format!("**/{pattern}/**")] {
-            let glob = Glob::new(&candidate).map_err(|_| {
-                Error::invalid_argument(agent_text!["exclude pattern `", passed(pattern), "` is not a valid glob"])
-            })?;
-            builder.add(glob);
-        }
-    }
-    builder.build().map_err(|_| Error::invalid_argument("exclude patterns are not valid globs"))
 }
 
 /// What a visitor tells the walk.
@@ -239,6 +247,8 @@ pub(crate) struct Visit<'a> {
 impl Context<'_> {
     /// Walks below `directory` depth-first in name order, calling `visit` for each entry;
     /// `max_depth` 1 visits only the directory's own entries. Returns false if stopped.
+    /// Checks the call's clock at every entry. A subdirectory that cannot be opened or read for
+    /// another reason than having vanished is skipped and counted (see `Context::unreadable`).
     pub(crate) fn walk(
         &self,
         directory: &Handle,
@@ -251,6 +261,7 @@ impl Context<'_> {
         let mut entries = local::read_directory(directory, path)?;
         entries.sort_unstable_by(|left, right| left.name.cmp(&right.name));
         for entry in entries {
+            self.deadline.check()?;
             if self.hidden_entry(directory, &entry) {
                 continue;
             }
@@ -270,13 +281,22 @@ impl Context<'_> {
                 Flow::SkipDirectory => {}
                 Flow::Continue => {
                     if entry.kind == Kind::Directory && depth + 1 < max_depth {
-                        // A directory that vanished or turned into a link mid-walk ends its branch.
-                        let Ok((handle, _)) = local::open_subdirectory(directory, &entry.name, &child) else {
-                            continue;
+                        // A directory that vanished or turned into a link mid-walk ends its
+                        // branch; one that cannot be opened or read is counted as well.
+                        let handle = match local::open_subdirectory(directory, &entry.name, &child) {
+                            Ok((handle, _)) => std::sync::Arc::new(handle),
+                            Err(error) => {
+                                if error.kind() != crate::ErrorKind::Changed {
+                                    self.skipped_unreadable();
+                                }
+                                continue;
+                            }
                         };
-                        let handle = std::sync::Arc::new(handle);
-                        if !self.walk(&handle, &child, &child_relative, depth + 1, max_depth, visit)? {
-                            return Ok(false);
+                        match self.walk(&handle, &child, &child_relative, depth + 1, max_depth, visit) {
+                            Ok(true) => {}
+                            Ok(false) => return Ok(false),
+                            Err(error) if error.kind() == crate::ErrorKind::Io => self.skipped_unreadable(),
+                            Err(error) => return Err(error),
                         }
                     }
                 }
@@ -369,14 +389,15 @@ impl Context<'_> {
                     };
                     entries.push(TreeNode { name, kind: EntryKind::Directory, children });
                 }
-                return Ok(Tree { path, entries, count, truncated });
+                let unreadable = self.unreadable.get();
+                return Ok(Tree { path, entries, count, truncated: truncated || unreadable > 0, unreadable });
             }
         }
         #[cfg(feature = "s3")]
         if let Some(target) = self.object_target(&path)? {
             return self.object_tree(&target, path, max_depth, excludes);
         }
-        let excluded = exclude_set(excludes)?;
+        let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
         let directory = self.open_walk_root(&path)?;
         // Build the nested structure from the depth-first, name-ordered visit sequence.
         let mut stack: Vec<Vec<TreeNode>> = vec![Vec::new()];
@@ -415,7 +436,8 @@ impl Context<'_> {
             close_level(&mut stack, &mut depths);
         }
         let entries = stack.pop().unwrap_or_default();
-        Ok(Tree { path, entries, count, truncated })
+        let unreadable = self.unreadable.get();
+        Ok(Tree { path, entries, count, truncated: truncated || unreadable > 0, unreadable })
     }
 
     pub(crate) fn search_files(&self, input: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
@@ -424,17 +446,7 @@ impl Context<'_> {
             return Err(Error::invalid_argument("`pattern` is empty; use a glob such as `*.rs` or `**/test_*.py`"));
         }
         let by_path = pattern.contains('/');
-        let matcher = GlobBuilder::new(pattern)
-            .literal_separator(by_path)
-            .build()
-            .map_err(|_| {
-                Error::invalid_argument(agent_text![
-                    "`",
-                    passed(pattern),
-                    "` is not a valid glob; try `*.rs` or `**/*.md`"
-                ])
-            })?
-            .compile_matcher();
+        let matcher = super::pattern::glob("pattern", pattern, &self.registry.limits)?;
         if self.registry.route(self.caller, &path).is_err() {
             let roots = self.roots_below(&path);
             if !roots.is_empty() {
@@ -449,14 +461,15 @@ impl Context<'_> {
                     matches.truncate(limit);
                     truncated = true;
                 }
-                return Ok(NameSearch { matches, truncated });
+                let unreadable = self.unreadable.get();
+                return Ok(NameSearch { matches, truncated: truncated || unreadable > 0, unreadable });
             }
         }
         #[cfg(feature = "s3")]
         if let Some(target) = self.object_target(&path)? {
             return self.object_search_files(&target, path, &matcher, by_path, excludes);
         }
-        let excluded = exclude_set(excludes)?;
+        let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
         let limit = self.registry.limits.entries;
         let directory = self.open_walk_root(&path)?;
         let mut matches = Vec::new();
@@ -475,7 +488,8 @@ impl Context<'_> {
             }
             Flow::Continue
         })?;
-        Ok(NameSearch { matches, truncated })
+        let unreadable = self.unreadable.get();
+        Ok(NameSearch { matches, truncated: truncated || unreadable > 0, unreadable })
     }
 
     /// The agent-facing mounts whose roots lie at or below `path` (for searches from `/`).

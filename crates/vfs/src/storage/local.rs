@@ -680,6 +680,31 @@ pub(crate) fn read_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<
     Ok(entries)
 }
 
+/// How many directory handles one batch of work (a content search's batch of files) may hold
+/// open: an eighth of the process's open-file limit, between 16 and 4,096, so that several
+/// calls at once stay well inside it.
+pub(crate) fn descriptor_budget() -> usize {
+    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+        usize::try_from(limit / 8).unwrap_or(usize::MAX).clamp(16, 4096)
+    })
+}
+
+/// Raises the process's soft open-file limit to its hard limit (at most 1,048,576), as servers
+/// that walk large trees for several callers at once do. Returns the limit in force.
+pub(crate) fn raise_open_file_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let current = getrlimit(Resource::Nofile);
+    let wanted = current.maximum.unwrap_or(1 << 20).min(1 << 20);
+    if current.current.is_some_and(|soft| soft < wanted)
+        && setrlimit(Resource::Nofile, Rlimit { current: Some(wanted), maximum: current.maximum }).is_ok()
+    {
+        return wanted;
+    }
+    current.current.unwrap_or(u64::MAX)
+}
+
 /// `lstat` of a child.
 pub(crate) fn stat_child(directory: &OwnedFd, name: &str) -> Option<Stat> {
     rustix::fs::statat(directory, name, AtFlags::SYMLINK_NOFOLLOW).ok().map(|raw| Stat::from_raw(&raw))
