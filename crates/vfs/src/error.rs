@@ -304,8 +304,12 @@ impl Error {
     }
 
     /// An OS error: only its kind's description reaches the text; the error itself is kept as
-    /// the source for operator logs.
+    /// the source for operator logs. A read that found its object replaced midway
+    /// ([`ChangedDuringRead`]) is [`ErrorKind::Changed`].
     pub(crate) fn io(path: &VirtualPath, error: std::io::Error) -> Self {
+        if error.get_ref().is_some_and(<dyn std::error::Error + Send + Sync>::is::<ChangedDuringRead>) {
+            return Self::changed_during_call(path);
+        }
         let kind = error.kind();
         let description = match kind {
             std::io::ErrorKind::PermissionDenied => "the host refused access".to_owned(),
@@ -353,6 +357,18 @@ impl Error {
         )
     }
 }
+
+/// Inside an I/O error: what was being read was replaced by another version midway.
+#[derive(Debug)]
+pub(crate) struct ChangedDuringRead;
+
+impl fmt::Display for ChangedDuringRead {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("changed during the read")
+    }
+}
+
+impl std::error::Error for ChangedDuringRead {}
 
 /// `io::ErrorKind`'s Display is fixed wording without paths; we still spell out the common ones
 /// so that the text does not depend on the standard library version.

@@ -94,7 +94,7 @@ impl Context<'_> {
             return Err(self.missing(target, &path));
         };
         let token = info.token();
-        let reader = root.reader(&target.rel, info.size);
+        let reader = root.reader(&target.rel, &info);
         super::read::window_read(path, window, info.size, reader, cap, &self.deadline, |_| token)
     }
 
@@ -371,7 +371,7 @@ impl Context<'_> {
         if let Some(info) = root.head(&target.rel).map_err(|error| Error::store(path, error))? {
             // A single object.
             self.allow(target, Access::Read, path)?;
-            let mut reader = self.deadline.reader(root.reader(&target.rel, info.size));
+            let mut reader = self.deadline.reader(root.reader(&target.rel, &info));
             let more = search(path, &mut reader);
             self.deadline.check()?;
             return Ok((1, !more));
@@ -397,7 +397,7 @@ impl Context<'_> {
             rel.extend(parts.iter().cloned());
             let file_path = parts.iter().fold(path.clone(), |path, name| path.join_trusted(name));
             files += 1;
-            let mut reader = self.deadline.reader(root.reader(&rel, info.size));
+            let mut reader = self.deadline.reader(root.reader(&rel, &info));
             if !search(&file_path, &mut reader) {
                 return Ok((files, true));
             }

@@ -232,10 +232,11 @@ impl ObjectRoot {
     }
 
     /// Bytes `range` of the object.
-    fn get_range(&self, key: Key, range: std::ops::Range<u64>) -> Result<Vec<u8>, StoreError> {
+    /// Bytes `range` of the object, only if it is still the version `etag` names (when given).
+    fn get_range(&self, key: Key, range: std::ops::Range<u64>, etag: Option<String>) -> Result<Vec<u8>, StoreError> {
         let store = self.store.clone();
         let result = self.block(async move {
-            let options = GetOptions { range: Some(GetRange::Bounded(range)), ..GetOptions::default() };
+            let options = GetOptions { range: Some(GetRange::Bounded(range)), if_match: etag, ..GetOptions::default() };
             let result = store.get_opts(&key, options).await?;
             result.bytes().await
         });
@@ -282,12 +283,15 @@ impl ObjectRoot {
         Ok(result)
     }
 
-    /// A reader over the object that fetches 1 MiB ranges on demand.
-    pub(crate) fn reader(&self, rel: &[String], size: u64) -> ObjectReader<'_> {
+    /// A reader over the object that fetches 1 MiB ranges on demand, each pinned to the version
+    /// `info` describes: an object replaced between two ranges fails the read as changed
+    /// instead of stitching two versions together.
+    pub(crate) fn reader(&self, rel: &[String], info: &ObjectInfo) -> ObjectReader<'_> {
         ObjectReader {
             root: self,
             key: self.key(rel),
-            size,
+            etag: info.etag.clone(),
+            size: info.size,
             position: 0,
             buffer: Vec::new(),
             buffer_start: 0,
@@ -411,6 +415,7 @@ impl ObjectRoot {
 pub(crate) struct ObjectReader<'a> {
     root: &'a ObjectRoot,
     key: Key,
+    etag: Option<String>,
     size: u64,
     position: u64,
     buffer: Vec<u8>,
@@ -433,10 +438,13 @@ impl Read for ObjectReader<'_> {
             let sequential = self.position == buffer_end && !self.buffer.is_empty();
             self.window = if sequential { (self.window * 2).min(MAX_WINDOW) } else { WINDOW };
             let end = (self.position + self.window).min(self.size);
-            self.buffer = self
-                .root
-                .get_range(self.key.clone(), self.position..end)
-                .map_err(|_| io::Error::other("the object store failed to return a range"))?;
+            self.buffer =
+                self.root.get_range(self.key.clone(), self.position..end, self.etag.clone()).map_err(|error| {
+                    match error {
+                        StoreError::Precondition => io::Error::other(crate::error::ChangedDuringRead),
+                        _ => io::Error::other("the object store failed to return a range"),
+                    }
+                })?;
             self.buffer_start = self.position;
             if self.buffer.is_empty() {
                 return Ok(0);
@@ -461,5 +469,32 @@ impl Seek for ObjectReader<'_> {
             u64::try_from(target).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
         self.position = target;
         Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read that spans several ranged requests is pinned to the version it started on: an
+    /// object replaced between two ranges fails the read as changed.
+    #[test]
+    fn a_read_across_ranges_fails_when_the_object_is_replaced_midway() {
+        let spec: MountSpec = "memory://pinned-reads:/data:rw".parse().unwrap();
+        let root = ObjectRoot::open(&spec).unwrap();
+        let rel = vec!["big.txt".to_owned()];
+        let first = vec![b'a'; 3 * WINDOW as usize];
+        root.put(&rel, first, PutWhen::Always).unwrap();
+        let info = root.head(&rel).unwrap().unwrap();
+        let mut reader = root.reader(&rel, &info);
+        let mut buffer = vec![0u8; WINDOW as usize];
+        reader.read_exact(&mut buffer).unwrap();
+        assert!(buffer.iter().all(|&byte| byte == b'a'));
+        root.put(&rel, vec![b'b'; 3 * WINDOW as usize], PutWhen::Always).unwrap();
+        let error = reader.read_exact(&mut buffer).unwrap_err();
+        let path = crate::VirtualPath::new("/data/big.txt").unwrap();
+        let error = crate::Error::io(&path, error);
+        assert_eq!(error.kind(), crate::ErrorKind::Changed);
+        assert_eq!(error.to_string(), "`/data/big.txt` changed while vfs was working on it; try again");
     }
 }

@@ -1,0 +1,354 @@
+//! A model-based test of the doctrine: random sequences of agent tool calls, with relaunches in
+//! between, against a tree that holds every kind of protection at once, and after every step
+//! the invariants that must hold whatever the agent did.
+//!
+//! The tree (one temporary directory, `S`):
+//!
+//! | physical | virtual | protection |
+//! |---|---|---|
+//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro` |
+//! | `S/outer/nest/inner` | `/r` (ro) | a read-only mount nested in the writable one |
+//! | `S/outer/sys/logsro/logs` | `/llm-logs` (internal) | the exchange log, under the read-only override |
+//! | `S/out` | `/o` (rw) | a second writable mount, for moves across mounts |
+//!
+//! The model is what must not change: every byte under `proj/lib`, `sys/logsro` (the exchange log files
+//! this run appends aside), and the nested mount; every file under `proj/keep` still there; the
+//! directories `nest` and `nest/inner` where the launch found them. After every step: those
+//! hold, no answer names a physical path, the internal root, its file names or its content, a
+//! file just written reads back byte for byte, and the server answered.
+//!
+//! CI runs a fixed number of cases (`VFS_MODEL_CASES`, default 256, of up to 40 steps). A long
+//! campaign: `VFS_MODEL_CASES=20000 cargo test --release -p vfs-host --test model`
+//! (`docs/compliance.md`).
+#![expect(clippy::disallowed_methods, reason = "fixture: the test builds and inspects the tree on disk")]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use vfs_compliance::leak::LeakChecker;
+use vfs_host::{ExchangeLogger, LaunchOptions, ToolService};
+
+/// Content the internal root holds; no answer may ever carry it.
+const SECRET: &str = "SECRET-LOG-CONTENT-7f3a";
+
+/// The virtual paths the agent tries, every way of spelling them included.
+const PATHS: &[&str] = &[
+    "/w",
+    "/w/proj",
+    "/w/sys",
+    "/w/proj/lib",
+    "/w/proj/lib/a.txt",
+    "/w/proj/lib/deep",
+    "/w/proj/lib/deep/b.txt",
+    "/w/./proj/lib/../lib/a.txt",
+    "/w/plain/../proj/lib/deep",
+    "/w/proj/keep",
+    "/w/proj/keep/k.txt",
+    "/w/nest",
+    "/w/nest/inner",
+    "/w/nest/inner/data.txt",
+    "/w/nest/side.txt",
+    "/w/sys/logsro",
+    "/w/sys/logsro/notes.txt",
+    "/w/sys/logsro/logs",
+    "/w/sys/logsro/logs/secret.jsonl",
+    "/w/plain",
+    "/w/plain/x.txt",
+    "/w/tmp",
+    "/w/tmp/lib",
+    "/w/tmp/x.txt",
+    "/r",
+    "/r/data.txt",
+    "/o",
+    "/o/x.txt",
+    "/o/dir",
+    "/llm-logs",
+    "/llm-logs/secret.jsonl",
+];
+
+const CONTENTS: &[&str] = &["pwned\n", "a\nb\n", "", "line one\r\nline two\r\n"];
+
+#[derive(Debug, Clone)]
+enum Step {
+    Read(&'static str),
+    ReadMultiple(&'static str, &'static str),
+    Write(&'static str, &'static str, bool),
+    Edit(&'static str, bool, bool),
+    CreateDirectory(&'static str),
+    List(&'static str),
+    Tree(&'static str),
+    Search(&'static str),
+    Grep(&'static str),
+    Info(&'static str),
+    Move(&'static str, &'static str, bool),
+    Delete(&'static str, bool),
+    Relaunch,
+}
+
+fn path() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(PATHS)
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        1 => path().prop_map(Step::Read),
+        1 => (path(), path()).prop_map(|(first, second)| Step::ReadMultiple(first, second)),
+        1 => (path(), prop::sample::select(CONTENTS), any::<bool>())
+            .prop_map(|(path, content, overwrite)| Step::Write(path, content, overwrite)),
+        1 => (path(), any::<bool>(), any::<bool>()).prop_map(|(path, all, dry)| Step::Edit(path, all, dry)),
+        1 => path().prop_map(Step::CreateDirectory),
+        1 => path().prop_map(Step::List),
+        1 => path().prop_map(Step::Tree),
+        1 => path().prop_map(Step::Search),
+        1 => path().prop_map(Step::Grep),
+        1 => path().prop_map(Step::Info),
+        3 => (path(), path(), any::<bool>()).prop_map(|(from, to, overwrite)| Step::Move(from, to, overwrite)),
+        3 => (path(), any::<bool>()).prop_map(|(path, recursive)| Step::Delete(path, recursive)),
+        1 => Just(Step::Relaunch),
+    ]
+}
+
+impl Step {
+    fn call(&self) -> (&'static str, Value) {
+        match *self {
+            Step::Read(path) => ("read_text_file", json!({ "path": path })),
+            Step::ReadMultiple(first, second) => ("read_multiple_files", json!({ "paths": [first, second] })),
+            Step::Write(path, content, overwrite) => {
+                ("write_file", json!({ "path": path, "content": content, "overwrite": overwrite }))
+            }
+            Step::Edit(path, all, dry) => (
+                "edit_file",
+                json!({ "path": path, "edits": [{ "oldText": "a", "newText": "A" }], "replaceAll": all, "dryRun": dry }),
+            ),
+            Step::CreateDirectory(path) => ("create_directory", json!({ "path": path })),
+            Step::List(path) => ("list_directory", json!({ "path": path })),
+            Step::Tree(path) => ("directory_tree", json!({ "path": path })),
+            Step::Search(path) => ("search_files", json!({ "path": path, "pattern": "*" })),
+            Step::Grep(path) => ("grep", json!({ "pattern": "SECRET|data|a", "path": path })),
+            Step::Info(path) => ("get_file_info", json!({ "path": path })),
+            Step::Move(from, to, overwrite) => {
+                ("move_file", json!({ "source": from, "destination": to, "overwrite": overwrite }))
+            }
+            Step::Delete(path, recursive) => ("delete_file", json!({ "path": path, "recursive": recursive })),
+            Step::Relaunch => ("", Value::Null),
+        }
+    }
+}
+
+/// The tree, and what the model says must stay.
+struct World {
+    dir: tempfile::TempDir,
+    options: LaunchOptions,
+    protected: BTreeMap<String, Vec<u8>>,
+    kept: Vec<PathBuf>,
+    pinned: Vec<(PathBuf, u64)>,
+}
+
+impl World {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let root = root.as_path();
+        for (name, content) in [
+            ("outer/proj/lib/a.txt", "library a\n"),
+            ("outer/proj/lib/deep/b.txt", "library b\n"),
+            ("outer/proj/keep/k.txt", "kept\n"),
+            ("outer/nest/inner/data.txt", "read-only data\n"),
+            ("outer/nest/side.txt", "beside the nested mount\n"),
+            ("outer/sys/logsro/notes.txt", "notes\n"),
+            ("outer/plain/x.txt", "plain a\n"),
+            ("out/x.txt", "other mount a\n"),
+        ] {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        std::fs::create_dir_all(root.join("outer/sys/logsro/logs")).unwrap();
+        std::fs::write(root.join("outer/sys/logsro/logs/secret.jsonl"), format!("{{\"x\": \"{SECRET}\"}}\n")).unwrap();
+        let options = LaunchOptions {
+            mounts: vec![
+                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro".to_owned(),
+                "outer/nest/inner:/r:ro".to_owned(),
+                "out:/o:rw".to_owned(),
+            ],
+            llm_log: Some(PathBuf::from("outer/sys/logsro/logs")),
+            current_dir: root.to_path_buf(),
+            ..LaunchOptions::default()
+        };
+        let mut world = Self { dir, options, protected: BTreeMap::new(), kept: Vec::new(), pinned: Vec::new() };
+        world.protected = world.snapshot();
+        world.kept = files_under(&root.join("outer/proj/keep"));
+        world.pinned = ["outer/nest", "outer/nest/inner"]
+            .iter()
+            .map(|name| {
+                let path = root.join(name);
+                let inode = std::fs::metadata(&path).unwrap().ino();
+                (path, inode)
+            })
+            .collect();
+        world
+    }
+
+    /// Every byte under the read-only parts, the exchange log files of this run aside.
+    fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        let root = self.dir.path();
+        let mut files = BTreeMap::new();
+        for part in ["outer/proj/lib", "outer/sys/logsro", "outer/nest/inner"] {
+            for file in files_under(&root.join(part)) {
+                let name = file.file_name().unwrap().to_string_lossy().into_owned();
+                if name.starts_with("exchanges-") {
+                    continue;
+                }
+                let key = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                files.insert(key, std::fs::read(&file).unwrap());
+            }
+        }
+        files
+    }
+
+    fn launch(&self) -> (ToolService, LeakChecker) {
+        let launch = vfs_host::compose(&self.options).unwrap();
+        let logger = ExchangeLogger::open(launch.registry()).unwrap();
+        let checker = LeakChecker::new(launch.registry()).with_spelling(&self.dir.path().to_string_lossy());
+        (ToolService::new(launch.registry().clone(), logger), checker)
+    }
+
+    fn check_invariants(&self, after: &str) -> Result<(), TestCaseError> {
+        let now = self.snapshot();
+        prop_assert_eq!(&now, &self.protected, "a protected byte changed after {}", after);
+        for file in &self.kept {
+            prop_assert!(file.exists(), "{} (no delete) is gone after {}", file.display(), after);
+        }
+        for (path, inode) in &self.pinned {
+            let found = std::fs::metadata(path).map(|metadata| metadata.ino()).ok();
+            prop_assert_eq!(found, Some(*inode), "{} moved after {}", path.display(), after);
+        }
+        Ok(())
+    }
+}
+
+fn files_under(directory: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(directory) else { return found };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+fn run(steps: &[Step]) -> Result<(), TestCaseError> {
+    let world = World::new();
+    let (mut tools, mut checker) = world.launch();
+    for step in steps {
+        if matches!(step, Step::Relaunch) {
+            (tools, checker) = world.launch();
+            world.check_invariants("a relaunch")?;
+            continue;
+        }
+        let (name, arguments) = step.call();
+        let output = tools.call(name, arguments.as_object().cloned());
+        let described = format!("{step:?}");
+        let texts: Vec<String> = match &output {
+            Ok(output) => {
+                let mut texts = vec![output.text.clone()];
+                texts.extend(output.structured.as_ref().map(Value::to_string));
+                texts
+            }
+            Err(error) => vec![error.to_string()],
+        };
+        for text in &texts {
+            // The agent's own input is echoed as given: `read_multiple_files` labels each
+            // result with the path it was given, the internal root included.
+            let text = match step {
+                Step::ReadMultiple(first, second) => text.replace(first, "<label>").replace(second, "<label>"),
+                _ => text.clone(),
+            };
+            let leaks = checker.check(&text);
+            prop_assert!(leaks.is_empty(), "{described} leaked {leaks:?}: {text}");
+            prop_assert!(!text.contains(SECRET), "{described} showed internal content: {text}");
+            prop_assert!(!text.contains("exchanges-"), "{described} named an exchange log: {text}");
+            prop_assert!(!text.contains("secret.jsonl") || described.contains("secret.jsonl"), "{described}: {text}");
+        }
+        if let (Step::Write(path, content, _), Ok(output)) = (step, &output)
+            && !output.is_error
+        {
+            let read = tools.call("read_text_file", json!({ "path": path }).as_object().cloned()).unwrap();
+            prop_assert_eq!(&read.text, content, "{} did not read back byte for byte", path);
+        }
+        world.check_invariants(&described)?;
+    }
+    Ok(())
+}
+
+fn cases() -> u32 {
+    std::env::var("VFS_MODEL_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(256)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_sequence_of_calls_breaks_the_doctrine(steps in prop::collection::vec(step(), 1..40)) {
+        run(&steps)?;
+    }
+}
+
+/// The sequences an attacker tried by hand, replayed through the model's invariants.
+#[test]
+fn the_known_attacks_fail() {
+    let attacks: Vec<Vec<Step>> = vec![
+        // Move the read-only part away, edit it, move it back.
+        vec![
+            Step::Move("/w/proj/lib", "/w/tmp", false),
+            Step::Move("/w/proj", "/w/tmp", false),
+            Step::Edit("/w/tmp/lib/a.txt", true, false),
+            Step::Move("/w/tmp", "/w/proj", false),
+        ],
+        // Delete the read-only part with its parent.
+        vec![Step::Delete("/w/proj/lib", true), Step::Delete("/w/proj", true), Step::Delete("/w", true)],
+        // Stage a directory and move it onto the read-only part.
+        vec![
+            Step::Write("/w/tmp/lib/a.txt", "pwned\n", false),
+            Step::Delete("/w/proj/lib", true),
+            Step::Move("/w/tmp/lib", "/w/proj/lib", true),
+        ],
+        // Move the directory that holds the nested mount, recreate it, relaunch.
+        vec![
+            Step::Move("/w/nest", "/w/tmp", false),
+            Step::CreateDirectory("/w/nest/inner"),
+            Step::Write("/w/nest/inner/data.txt", "forged\n", true),
+            Step::Relaunch,
+            Step::Read("/r/data.txt"),
+        ],
+        // Reach the exchange log through the part that holds it.
+        vec![
+            Step::Move("/w/sys/logsro", "/w/tmp", false),
+            Step::Move("/w/sys", "/w/tmp", false),
+            Step::List("/w/sys/logsro/logs"),
+            Step::Delete("/w/sys/logsro", true),
+            Step::Read("/w/sys/logsro/logs/secret.jsonl"),
+            Step::ReadMultiple("/llm-logs/secret.jsonl", "/w/sys/logsro/logs/secret.jsonl"),
+        ],
+        // Take a no-delete file away by moving its directory, or itself.
+        vec![
+            Step::Move("/w/proj/keep", "/o/dir", false),
+            Step::Move("/w/proj", "/o/dir", false),
+            Step::Delete("/w/proj", true),
+            Step::Move("/w/proj/keep/k.txt", "/o/x.txt", true),
+        ],
+    ];
+    for attack in attacks {
+        if let Err(error) = run(&attack) {
+            panic!("{attack:?}: {error}");
+        }
+    }
+}
