@@ -8,19 +8,36 @@
 
 use crate::budget::{Budget, Deadline};
 use crate::error::Error;
+use crate::mount::Caller;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
     GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead, Tree, WriteOptions, WriteOutcome,
 };
 use crate::registry::{MountInfo, MountRegistry};
 
-/// Who is asking: decides which mounts exist for the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Caller {
-    /// An agent, through the tools: agent-facing mounts only.
-    Agent,
-    /// The holder of a privileged capability for one internal mount (its index).
-    Privileged(usize),
+impl MountRegistry {
+    /// The accessor agents' tools use: agent-facing mounts only.
+    #[must_use]
+    pub fn agent(&self) -> AgentAccessor {
+        AgentAccessor::new(self.clone())
+    }
+
+    /// Mints the privileged accessor for one internal root: the single place that creates one.
+    ///
+    /// # Privilege
+    /// The accessor reaches `root` (an internal mount) and nothing else. Hold it in
+    /// infrastructure only (the exchange logger); never hand it to a tool.
+    ///
+    /// Returns `None` when `root` is not an internal mount of this registry.
+    #[must_use]
+    pub fn mint_privileged(&self, root: &str) -> Option<PrivilegedAccessor> {
+        let index = self
+            .inner
+            .mounts
+            .iter()
+            .position(|mount| mount.root.as_str() == root && mount.visibility == crate::mount::Visibility::Internal)?;
+        Some(PrivilegedAccessor::new(self.clone(), index))
+    }
 }
 
 /// What agents' tools use. Cheap to clone.

@@ -40,6 +40,7 @@
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor};
 pub use budget::Budget;
 pub use error::{Error, ErrorKind};
+pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
     GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead,
@@ -47,11 +48,11 @@ pub use ops::{
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use registry::{
-    ConfigError, DecidedBy, Decision, Limits, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView,
-    OverrideInfo, Visibility,
+    DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo,
 };
 pub use scrub::REDACTED;
 pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights};
+pub use storage::Capabilities;
 pub use text::{AgentText, escape_controls};
 
 /// Raises the process's soft open-file limit to its hard limit (at most 1,048,576), for a
@@ -65,6 +66,7 @@ pub fn raise_open_file_limit() -> u64 {
 mod access;
 mod budget;
 mod error;
+mod mount;
 mod ops;
 mod path;
 mod registry;

@@ -10,227 +10,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::access::{AgentAccessor, Caller, PrivilegedAccessor};
 use crate::error::Error;
+use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
-use crate::storage::Backend;
-
-/// Who may resolve a mount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Visibility {
-    /// Listed and resolvable by agents.
-    AgentFacing,
-    /// Resolvable only with a [`PrivilegedAccessor`] for this root; to an agent it does not exist.
-    Internal,
-}
-
-impl Visibility {
-    /// `agent-facing` or `internal`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Visibility::AgentFacing => "agent-facing",
-            Visibility::Internal => "internal",
-        }
-    }
-}
-
-impl fmt::Display for Visibility {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
-/// Bounds applied to every operation. Each field's doc names its default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Limits {
-    /// Most bytes of text one read returns (default 256 KiB).
-    pub read_bytes: u64,
-    /// Most bytes of a media file (default 8 MiB).
-    pub media_bytes: u64,
-    /// Most bytes one write or edit may produce (default 16 MiB).
-    pub write_bytes: u64,
-    /// Most entries a listing, tree or name search returns (default 2,000).
-    pub entries: usize,
-    /// Deepest a tree or walk descends (default 32).
-    pub depth: usize,
-    /// Most matches a content search returns (default 1,000; the per-call default is 200).
-    pub matches: usize,
-    /// Most files `read_multiple_files` takes (default 64).
-    pub files_per_call: usize,
-    /// Most edits one `edit_file` call applies (default 100).
-    pub edits_per_call: usize,
-    /// Longest glob pattern (name search, `include`, each exclude pattern) in bytes (default
-    /// 1 KiB); a longer one is refused before it is compiled.
-    pub glob_bytes: usize,
-    /// Longest regular expression in bytes (default 8 KiB).
-    pub regex_bytes: usize,
-    /// Most exclude patterns per call (default 64).
-    pub excludes: usize,
-    /// Longest time one agent call may run before it is stopped with an error that says what
-    /// to narrow (default 30 s).
-    pub call_time: std::time::Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            read_bytes: 256 * 1024,
-            media_bytes: 8 * 1024 * 1024,
-            write_bytes: 16 * 1024 * 1024,
-            entries: 2_000,
-            depth: 32,
-            matches: 1_000,
-            files_per_call: 64,
-            edits_per_call: 100,
-            glob_bytes: 1024,
-            regex_bytes: 8 * 1024,
-            excludes: 64,
-            call_time: std::time::Duration::from_secs(30),
-        }
-    }
-}
-
-/// A refused registry: operator-facing (it may name physical paths).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Two mounts claim one virtual root.
-    #[error("the virtual root `{root}` is mounted twice")]
-    DuplicateRoot {
-        /// The root.
-        root: String,
-    },
-    /// Two roots differ only by case.
-    #[error("the virtual roots `{first}` and `{second}` differ only by case")]
-    CaseCollision {
-        /// The first root.
-        first: String,
-        /// The second root.
-        second: String,
-    },
-    /// The physical directory does not exist.
-    #[error("the directory `{physical}` for mount `{root}` does not exist")]
-    Missing {
-        /// The root.
-        root: String,
-        /// The physical path as given.
-        physical: String,
-    },
-    /// The physical path is not a directory.
-    #[error("`{physical}` for mount `{root}` is not a directory")]
-    NotADirectory {
-        /// The root.
-        root: String,
-        /// The physical path as given.
-        physical: String,
-    },
-    /// An object store could not be configured or did not answer.
-    #[error("cannot use `{physical}` for mount `{root}`: {reason}")]
-    Store {
-        /// The root.
-        root: String,
-        /// The URL as given.
-        physical: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// Two object-storage mounts whose keys overlap in one bucket.
-    #[error(
-        "`{inner}` for mount `{inner_root}` lies inside `{outer}` for mount `{outer_root}`: object-storage mounts cannot nest"
-    )]
-    NestedObjects {
-        /// The mount whose prefix holds the other.
-        outer_root: String,
-        /// Its URL as given.
-        outer: String,
-        /// The mount inside it.
-        inner_root: String,
-        /// Its URL as given.
-        inner: String,
-    },
-    /// An internal root whose virtual root lies under an agent-facing one, or above one: an
-    /// agent would see a name there answer differently from a name that does not exist.
-    #[error("the internal root `{internal}` and the agent-facing root `{agent}` nest in one another")]
-    InternalNestedVirtually {
-        /// The internal root.
-        internal: String,
-        /// The agent-facing root.
-        agent: String,
-    },
-    /// An agent-facing mount that serves an internal mount's directory, or lies inside it.
-    #[error(
-        "the mount `{agent}` (`{physical}`) serves the directory of the internal root `{internal}`, or a part of it"
-    )]
-    ServesInternal {
-        /// The agent-facing root.
-        agent: String,
-        /// Its physical directory as given.
-        physical: String,
-        /// The internal root.
-        internal: String,
-    },
-    /// An internal mount's directory inside a part of an agent-facing mount that agents may
-    /// write: its name would be taken there, visibly.
-    #[error(
-        "the internal root `{internal}` (`{physical}`) lies inside `{agent}` at `{inside}`, which is mounted {rights}; an agent could tell that something is there"
-    )]
-    InternalInsideWritable {
-        /// The internal root.
-        internal: String,
-        /// Its physical directory as given.
-        physical: String,
-        /// The agent-facing mount holding it.
-        agent: String,
-        /// The virtual path at which it lies.
-        inside: String,
-        /// The rights there.
-        rights: Rights,
-    },
-    /// The directory could not be opened.
-    #[error("cannot open `{physical}` for mount `{root}`: {source}")]
-    Open {
-        /// The root.
-        root: String,
-        /// The physical path as given.
-        physical: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-impl ConfigError {
-    /// How to fix it, for a `hint:` line.
-    #[must_use]
-    pub fn hint(&self) -> &'static str {
-        match self {
-            ConfigError::DuplicateRoot { .. } | ConfigError::CaseCollision { .. } => {
-                "give each mount its own virtual root, for example `/src` and `/src-extra`"
-            }
-            ConfigError::Missing { .. } => "create the directory first, or fix the path",
-            ConfigError::NotADirectory { .. } => "a mount's physical side must be a directory",
-            ConfigError::Open { .. } => "check the directory's permissions",
-            ConfigError::InternalNestedVirtually { .. } => {
-                "give the internal mount a root of its own, beside the agent-facing ones (like `/llm-logs`)"
-            }
-            ConfigError::ServesInternal { .. } => {
-                "mount a directory that neither is nor lies inside the internal one (the exchange log, `--llm-log`)"
-            }
-            ConfigError::InternalInsideWritable { .. } => {
-                "put the internal directory outside the mount, or make that part read-only with a sub-path override (`;part:ro`)"
-            }
-            ConfigError::NestedObjects { .. } => {
-                "give the mounts prefixes side by side, such as `s3://bucket/work` and `s3://bucket/vendor`, or keep only the outer one"
-            }
-            ConfigError::Store { .. } => {
-                "set AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_ALLOW_HTTP=true for a local endpoint)"
-            }
-        }
-    }
-}
+use crate::storage::local::LocalRoot;
+use crate::storage::{Backend, Capabilities, MountTable, Nesting};
 
 /// Builds a [`MountRegistry`]. Mounts are agent-facing unless added with
 /// [`MountRegistryBuilder::internal`].
@@ -299,7 +85,7 @@ impl MountRegistryBuilder {
         let mut mounts: Vec<Mount> = Vec::with_capacity(self.entries.len());
         for (spec, visibility, origin) in &self.entries {
             let root = spec.root().as_str();
-            let storage = Backend::open(spec)?;
+            let storage = Backend::open(spec, !self.skip_sync)?;
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
             };
@@ -317,7 +103,7 @@ impl MountRegistryBuilder {
         let mut identities = HashMap::new();
         for (index, mount) in mounts.iter().enumerate() {
             // Two mounts of one directory: the more specific (longer) root wins on nesting.
-            let Some(identity) = mount.storage.identity() else { continue };
+            let Some(identity) = mount.storage.local().map(LocalRoot::identity) else { continue };
             let entry = identities.entry(identity).or_insert(index);
             if mounts[*entry].root.as_str().len() < mount.root.as_str().len() {
                 *entry = index;
@@ -337,20 +123,16 @@ impl MountRegistryBuilder {
                 .map(|mount| mount.root.as_str().to_owned()),
         );
         let agent_table = agent_table(&mounts);
-        #[cfg(feature = "s3")]
-        let object_mounts = mounts.iter().any(|mount| mount.storage.object().is_some());
+        let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
                 identities,
+                root_inodes,
                 pinned,
                 scrub,
                 agent_table,
                 limits: self.limits,
-                sync_writes: !self.skip_sync,
-                versions: crate::storage::local::VersionCache::default(),
-                #[cfg(feature = "s3")]
-                object_mounts,
             }),
         })
     }
@@ -550,6 +332,9 @@ pub(crate) struct RegistryInner {
     pub(crate) mounts: Vec<Mount>,
     /// (device, inode) of each mount root → the mount, for physical nesting (DESIGN 4.2 step 7).
     pub(crate) identities: HashMap<(u64, u64), usize>,
+    /// The inodes of `identities`: a listing's entries are checked against them without a
+    /// `stat` first.
+    pub(crate) root_inodes: std::collections::HashSet<u64>,
     /// (device, inode) of every directory between a local mount's root and the root of a mount
     /// nested inside it (the nested root included) → the nested mount. Agents may not move,
     /// rename or delete these, so a nested mount stays where the launch found it, in this
@@ -558,13 +343,35 @@ pub(crate) struct RegistryInner {
     pub(crate) scrub: Scrubber,
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
-    pub(crate) sync_writes: bool,
-    /// Content-hash versions of unchanged files, so `get_file_info` and version guards need
-    /// not read a file again.
-    pub(crate) versions: crate::storage::local::VersionCache,
-    /// Whether any mount is an object store; when none is, operations skip that dispatch.
-    #[cfg(feature = "s3")]
-    pub(crate) object_mounts: bool,
+}
+
+/// The registry as resolution sees it, for one caller: the stores, and what a directory
+/// identity is (the same mount, another mount's root to enter, or one this caller may not see).
+pub(crate) struct View<'r> {
+    pub(crate) registry: &'r RegistryInner,
+    pub(crate) caller: Caller,
+}
+
+impl MountTable for View<'_> {
+    fn store(&self, mount: usize) -> &Backend {
+        &self.registry.mounts[mount].storage
+    }
+
+    fn nesting(&self, from: usize, identity: (u64, u64)) -> Nesting {
+        match self.registry.mount_at(identity) {
+            Some(inner) if inner != from && !self.registry.visible(self.caller, inner) => Nesting::Hidden,
+            Some(inner) if inner != from => Nesting::Enters(inner),
+            _ => Nesting::Same,
+        }
+    }
+
+    fn any_root_inode(&self, inode: u64) -> bool {
+        self.registry.root_inodes.contains(&inode)
+    }
+
+    fn single(&self) -> bool {
+        self.registry.mounts.len() == 1
+    }
 }
 
 impl RegistryInner {
@@ -773,29 +580,6 @@ impl MountRegistry {
         MountRegistryBuilder::new()
     }
 
-    /// The accessor agents' tools use: agent-facing mounts only.
-    #[must_use]
-    pub fn agent(&self) -> AgentAccessor {
-        AgentAccessor::new(self.clone())
-    }
-
-    /// Mints the privileged accessor for one internal root: the single place that creates one.
-    ///
-    /// # Privilege
-    /// The accessor reaches `root` (an internal mount) and nothing else. Hold it in
-    /// infrastructure only (the exchange logger); never hand it to a tool.
-    ///
-    /// Returns `None` when `root` is not an internal mount of this registry.
-    #[must_use]
-    pub fn mint_privileged(&self, root: &str) -> Option<PrivilegedAccessor> {
-        let index = self
-            .inner
-            .mounts
-            .iter()
-            .position(|mount| mount.root.as_str() == root && mount.visibility == Visibility::Internal)?;
-        Some(PrivilegedAccessor::new(self.clone(), index))
-    }
-
     /// The agent-facing mounts, sorted by root.
     #[must_use]
     pub fn agent_mounts(&self) -> Vec<MountInfo> {
@@ -915,14 +699,14 @@ impl MountRegistry {
     /// server should not do on the thread that reads its requests.
     #[must_use]
     pub fn has_object_storage(&self) -> bool {
-        #[cfg(feature = "s3")]
-        {
-            self.inner.object_mounts
-        }
-        #[cfg(not(feature = "s3"))]
-        {
-            false
-        }
+        self.inner.mounts.iter().any(|mount| mount.storage.capabilities().network)
+    }
+
+    /// What the store behind an agent-facing or internal root can do (operator and test use:
+    /// the conformance kit skips a scenario only for a capability the store lacks).
+    #[must_use]
+    pub fn capabilities(&self, root: &str) -> Option<Capabilities> {
+        self.inner.mounts.iter().find(|mount| mount.root.as_str() == root).map(|mount| mount.storage.capabilities())
     }
 
     /// The bounds in force.

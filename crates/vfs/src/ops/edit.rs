@@ -9,7 +9,7 @@ use crate::budget::Deadline;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::local::{self, Kind, Replace};
+use crate::storage::{Kind, PutWhen};
 use crate::text::{AgentText, agent_text, code, passed};
 
 /// One replacement.
@@ -170,65 +170,42 @@ impl Context<'_> {
                 )],
             ));
         }
-        #[cfg(feature = "s3")]
-        if let Some(target) = self.object_target(&path)? {
-            return self.object_edit(&target, path, edits, options);
-        }
         let access = if options.dry_run { Access::Read } else { Access::Write };
-        let resolved = self.locate(&path, access, false, false)?;
-        let Some(name) = &resolved.name else {
+        let located = self.locate(&path, access, false, false)?;
+        if Self::is_root(&located) {
             return Err(Error::not_a_file(&path));
-        };
-        let _lock = local::lock_directory(&resolved.parent, &path)?;
-        let Some(stat) = local::stat_child(&resolved.parent, name) else {
-            return Err(Error::not_found(&path));
-        };
-        if stat.kind == Kind::Symlink {
-            return Err(Error::symlink(&path));
         }
-        let (mut file, stat) = local::open_file_in(&resolved.parent, name, stat, &path)?;
+        let store = self.store(located.mount);
+        let _lock = store.lock(&located.node, &path)?;
+        match store.restat(&located.node, &path)? {
+            None => return Err(Error::not_found(&path)),
+            Some(stat) if stat.kind == Kind::Symlink => return Err(Error::symlink(&path)),
+            Some(_) => {}
+        }
         let cap = self.registry.limits.write_bytes;
-        if stat.size > cap {
-            return Err(Error::too_large(
-                Some(&path),
-                agent_text![format!("the file has {} bytes, more than the {cap}-byte edit cap", stat.size)],
-            ));
-        }
-        let mut bytes = Vec::with_capacity(stat.size as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, cap + 1), &mut bytes)
-            .map_err(|error| Error::io(&path, error))?;
-        let before_version = local::version_of_bytes(&bytes);
+        let (bytes, token, stat) = store.read_all(&located.node, cap, &path)?;
         if let Some(expected) = &options.expected_version
-            && before_version.as_deref() != Some(expected.as_str())
+            && token.as_deref() != Some(expected.as_str())
         {
-            let current = before_version.unwrap_or_default();
-            return Err(Error::version_mismatch(&path, &current));
+            return Err(Error::version_mismatch(&path, token.as_deref().unwrap_or_default()));
         }
         let before = String::from_utf8(bytes).map_err(|_| {
             Error::invalid_argument(agent_text![code(&path), " is not UTF-8 text; it cannot be edited as text"])
         })?;
         let bounds = Bounds { cap, deadline: &self.deadline };
         let (after, replacements) = apply(&path, &before, edits, options.replace_all, &bounds)?;
-        if after.len() as u64 > cap {
-            return Err(Error::too_large(
-                Some(&path),
-                agent_text![format!("the edited file would exceed the {cap}-byte cap")],
-            ));
-        }
         let diff = unified_diff(&path, &before, &after, self.registry.limits.read_bytes, &self.deadline);
         if options.dry_run {
-            return Ok(EditOutcome { path, diff, applied: false, replacements, version: before_version });
+            return Ok(EditOutcome { path, diff, applied: false, replacements, version: token });
         }
-        local::write_atomic(
-            &resolved.parent,
-            name,
-            &mut after.as_bytes(),
-            Replace::Always,
-            stat.mode,
-            self.registry.sync_writes,
-            &path,
-        )?;
-        Ok(EditOutcome { version: local::version_of_bytes(after.as_bytes()), path, diff, applied: true, replacements })
+        // Under a directory lock nobody wrote since the read; without one, the put is
+        // conditional on the version read.
+        let when = match token {
+            Some(token) if !store.capabilities().locks => PutWhen::Version(token),
+            _ => PutWhen::Any,
+        };
+        let version = store.put(&located.node, after.as_bytes(), &when, stat.mode, &path)?;
+        Ok(EditOutcome { path, diff, applied: true, replacements, version })
     }
 }
 

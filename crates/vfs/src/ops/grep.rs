@@ -11,20 +11,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::walk::Flow;
-use super::{Context, Handle};
-use crate::budget::Deadline;
+use super::Context;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::local::{self, Kind};
+use crate::storage::local::descriptor_budget;
+use crate::storage::{Backend, Flow, Kind, Located, Node, Walked};
 use crate::text::AgentText;
 
 /// Longest line text returned; longer lines are cut with `…`.
 const MAX_LINE_CHARS: usize = 500;
 /// Largest `.gitignore` read (a larger one is not used): compiling one costs hundreds of
 /// bytes of memory per byte of patterns, at every directory a walk passes.
-pub(super) const MAX_GITIGNORE_BYTES: u64 = 64 * 1024;
+const MAX_GITIGNORE_BYTES: u64 = 64 * 1024;
 /// Longest line the searcher holds in memory; a file with a longer line is skipped and counted
 /// as unreadable.
 const HEAP_LIMIT: usize = 8 * 1024 * 1024;
@@ -33,17 +32,11 @@ const DEFAULT_RESULTS: usize = 200;
 /// Most files one search visits.
 const MAX_FILES: usize = 1_000_000;
 
-/// A file to search, found by the walk.
+/// A file to search, found by the walk: its mount and its place in that mount's store.
 struct Job {
     path: VirtualPath,
-    directory: Handle,
-    name: String,
-}
-
-impl Job {
-    fn local(path: VirtualPath, directory: Handle, name: String) -> Self {
-        Self { path, directory, name }
-    }
+    mount: usize,
+    node: Node,
 }
 
 /// Files searched per parallel batch: bounds memory and open directory handles.
@@ -52,8 +45,8 @@ const BATCH: usize = 4096;
 /// The files waiting to be searched and the merged output so far, in walk order.
 struct Batch<'m> {
     matcher: &'m grep_regex::RegexMatcher,
-    deadline: &'m Deadline,
-    context: usize,
+    context: &'m Context<'m>,
+    lines_around: usize,
     limit: usize,
     jobs: Vec<Job>,
     /// Distinct directory handles the waiting jobs hold open.
@@ -66,11 +59,11 @@ struct Batch<'m> {
 }
 
 impl<'m> Batch<'m> {
-    fn new(matcher: &'m grep_regex::RegexMatcher, deadline: &'m Deadline, context: usize, limit: usize) -> Self {
+    fn new(matcher: &'m grep_regex::RegexMatcher, call: &'m Context<'m>, context: usize, limit: usize) -> Self {
         Self {
             matcher,
-            deadline,
-            context,
+            context: call,
+            lines_around: context,
             limit,
             jobs: Vec::new(),
             handles: 0,
@@ -86,8 +79,8 @@ impl<'m> Batch<'m> {
         SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
-            .before_context(self.context)
-            .after_context(self.context)
+            .before_context(self.lines_around)
+            .after_context(self.lines_around)
             .heap_limit(Some(HEAP_LIMIT))
             .build()
     }
@@ -100,11 +93,11 @@ impl<'m> Batch<'m> {
     /// Queues a file; searches the batch once it holds [`BATCH`] files or as many directory
     /// handles as the process can spare (`local::descriptor_budget`).
     fn push(&mut self, job: Job) {
-        if self.jobs.last().is_none_or(|last| !std::sync::Arc::ptr_eq(&last.directory, &job.directory)) {
+        if job.node.handle().is_some() && self.jobs.last().is_none_or(|last| last.node.handle() != job.node.handle()) {
             self.handles += 1;
         }
         self.jobs.push(job);
-        if self.jobs.len() >= BATCH || self.handles >= local::descriptor_budget() {
+        if self.jobs.len() >= BATCH || self.handles >= descriptor_budget() {
             self.flush();
         }
     }
@@ -150,7 +143,7 @@ impl<'m> Batch<'m> {
                     scope.spawn(move || {
                         let mut searcher = this.searcher();
                         let mut done = Vec::new();
-                        while found.load(Ordering::Relaxed) < remaining && this.deadline.check().is_ok() {
+                        while found.load(Ordering::Relaxed) < remaining && this.context.deadline.check().is_ok() {
                             let index = next.fetch_add(1, Ordering::Relaxed);
                             let Some(job) = jobs.get(index) else { break };
                             let outcome = this.search_one(&mut searcher, job);
@@ -177,8 +170,9 @@ impl<'m> Batch<'m> {
     /// [`HEAP_LIMIT`]) is counted as unreadable.
     fn search_one(&self, searcher: &mut Searcher, job: &Job) -> FileOutcome {
         let mut outcome = FileOutcome::default();
-        let file = match local::open_entry_file(&job.directory, &job.name, &job.path) {
-            Ok((file, _)) => file,
+        let deadline = &self.context.deadline;
+        let opened = match self.context.store(job.mount).open_file(&job.node, None, &job.path) {
+            Ok(opened) => opened,
             Err(error) => {
                 outcome.unreadable = error.kind() != crate::ErrorKind::Changed;
                 return outcome;
@@ -187,9 +181,9 @@ impl<'m> Batch<'m> {
         outcome.searched = true;
         let mut sink =
             Collector { path: &job.path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit: self.limit };
-        if searcher.search_reader(self.matcher, self.deadline.reader(file), &mut sink).is_err() {
+        if searcher.search_reader(self.matcher, deadline.reader(opened.reader), &mut sink).is_err() {
             // A search the clock stopped is reported by the caller, as the whole call's end.
-            outcome.unreadable = self.deadline.check().is_ok();
+            outcome.unreadable = deadline.check().is_ok();
         }
         outcome
     }
@@ -383,98 +377,22 @@ impl Context<'_> {
             None => None,
         };
         let context = request.context.unwrap_or(0).min(20);
-        let limit = request.max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, self.registry.limits.matches);
+        let limit = request.max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, limits.matches);
         let start = Self::parse(request.path.as_deref().unwrap_or("/"))?;
 
-        // The walk is sequential and lists files to search in walk order; every BATCH files,
-        // the batch is searched on every core and merged in order, so memory and open
-        // directory handles stay bounded however large the tree is.
-        let mut batch = Batch::new(&matcher, &self.deadline, context, limit);
-        #[cfg(feature = "s3")]
-        let object_start = self.object_target(&start).ok().flatten().is_some();
-        #[cfg(not(feature = "s3"))]
-        let object_start = false;
-        let roots = if object_start {
-            vec![start.clone()]
-        } else if start.is_root() || self.registry.route(self.caller, &start).is_err() {
-            let roots = self.roots_below(&start);
-            if roots.is_empty() {
-                // Let routing produce the one unknown-root answer.
-                self.registry.route(self.caller, &start)?;
-            }
-            roots
-        } else {
-            let resolved = self.locate(&start, Access::Read, true, false)?;
-            match resolved.kind() {
-                Some(Kind::File) => {
-                    let name = resolved.name.clone().unwrap_or_default();
-                    batch.push(Job::local(start.clone(), resolved.parent.clone(), name));
-                    Vec::new()
-                }
-                Some(Kind::Directory) => vec![start.clone()],
-                Some(_) => return Err(Error::unsupported(&start)),
-                None => return Err(Error::not_found(&start)),
-            }
-        };
-        for root in roots {
+        // The walk is sequential and lists files to search in walk order; every batch of
+        // files is searched on every core and merged in order, so memory and open directory
+        // handles stay bounded however large the tree is.
+        let mut batch = Batch::new(&matcher, self, context, limit);
+        let mut unreadable = 0;
+        for (path, root) in self.grep_roots(&start, &mut batch)? {
             if batch.full() {
                 break;
             }
-            #[cfg(feature = "s3")]
-            if let Some(target) = self.object_target(&root)? {
-                // Object stores are searched as they are listed (streaming each object).
-                let mut searcher = batch.searcher();
-                let (_, truncated) = self.object_grep(&target, &root, include.as_ref(), &mut |path, reader| {
-                    let mut outcome = FileOutcome { searched: true, ..FileOutcome::default() };
-                    let mut sink = Collector { path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit };
-                    let _ = searcher.search_reader(&matcher, reader, &mut sink);
-                    batch.merge(outcome);
-                    !batch.full()
-                })?;
-                batch.truncated |= truncated;
-                continue;
-            }
-            let directory = self.open_walk_root(&root)?;
-            let mut ignores = IgnoreStack { levels: Vec::new() };
-            Self::load_gitignore(&directory, &root, 0, &mut ignores);
-            let max_depth = self.registry.limits.depth;
-            let mut visited = 0usize;
-            let completed = self.walk(&directory, &root, "", 0, max_depth, &mut |visit| {
-                while ignores.levels.last().is_some_and(|(depth, _)| *depth >= visit.depth) {
-                    ignores.levels.pop();
-                }
-                match visit.kind {
-                    Kind::Directory => {
-                        if visit.name == ".git" || ignores.ignored(visit.path, true) {
-                            return Flow::SkipDirectory;
-                        }
-                        if let Ok((handle, _)) = local::open_subdirectory(visit.directory, visit.name, visit.path) {
-                            Self::load_gitignore(&std::sync::Arc::new(handle), visit.path, visit.depth, &mut ignores);
-                        }
-                        Flow::Continue
-                    }
-                    Kind::File => {
-                        if ignores.ignored(visit.path, false) {
-                            return Flow::Continue;
-                        }
-                        if let Some((by_path, glob)) = &include {
-                            let subject = if *by_path { visit.relative } else { visit.name };
-                            if !glob.is_match(subject) {
-                                return Flow::Continue;
-                            }
-                        }
-                        visited += 1;
-                        if visited > MAX_FILES {
-                            return Flow::Stop;
-                        }
-                        batch.push(Job::local(visit.path.clone(), visit.directory.clone(), visit.name.to_owned()));
-                        if batch.full() { Flow::Stop } else { Flow::Continue }
-                    }
-                    Kind::Symlink | Kind::Special => Flow::Continue,
-                }
-            })?;
+            let walked = self.grep_tree(&path, &root, include.as_ref(), &mut batch)?;
             batch.flush();
-            if !completed {
+            unreadable += walked.unreadable;
+            if !walked.completed {
                 batch.truncated = true;
                 break;
             }
@@ -482,20 +400,87 @@ impl Context<'_> {
         batch.flush();
         // A clock that ran out during the last batch ends the call, as it does in the walk.
         self.deadline.check()?;
-        Ok(batch.finish(self.unreadable.get()))
+        Ok(batch.finish(unreadable))
     }
 
-    /// Reads `.gitignore` in `directory` (through the handle) onto the stack at `depth`.
-    fn load_gitignore(directory: &Handle, path: &VirtualPath, depth: usize, ignores: &mut IgnoreStack) {
-        let Some(stat) = local::stat_child(directory, ".gitignore") else { return };
-        if stat.kind != Kind::File || stat.size > MAX_GITIGNORE_BYTES {
-            return;
+    /// Where a search from `start` walks: the mounts below a virtual directory (`/`), the
+    /// directory itself, or nothing when `start` is a file (then it is queued at once).
+    fn grep_roots(&self, start: &VirtualPath, batch: &mut Batch<'_>) -> Result<Vec<(VirtualPath, Located)>, Error> {
+        if start.is_root() || self.registry.route(self.caller, start).is_err() {
+            let roots = self.roots_below(start);
+            if roots.is_empty() {
+                // Let routing produce the one unknown-root answer.
+                self.registry.route(self.caller, start)?;
+            }
+            return roots
+                .into_iter()
+                .map(|root| self.locate(&root, Access::Read, true, false).map(|located| (root, located)))
+                .collect();
         }
-        let Ok((mut file, _)) = local::open_file_in(directory, ".gitignore", stat, path) else { return };
-        let mut text = String::new();
-        if std::io::Read::read_to_string(&mut file, &mut text).is_err() {
-            return;
+        let located = self.locate(start, Access::Read, true, false)?;
+        match self.store(located.mount).stat(&located.node, start)?.map(|stat| stat.kind) {
+            Some(Kind::File) => {
+                batch.push(Job { path: start.clone(), mount: located.mount, node: located.node });
+                Ok(Vec::new())
+            }
+            Some(Kind::Directory) => Ok(vec![(start.clone(), located)]),
+            Some(_) => Err(Error::unsupported(start)),
+            None => Err(Error::not_found(start)),
         }
+    }
+
+    /// Walks one tree, queueing the files to search: `.gitignore` files are honoured as
+    /// they are met, `.git` is skipped, and `include` filters names or relative paths.
+    fn grep_tree(
+        &self,
+        path: &VirtualPath,
+        root: &Located,
+        include: Option<&(bool, globset::GlobMatcher)>,
+        batch: &mut Batch<'_>,
+    ) -> Result<Walked, Error> {
+        let store = self.store(root.mount);
+        let mut ignores = IgnoreStack { levels: Vec::new() };
+        Self::load_gitignore(store, &root.node, path, 0, &mut ignores);
+        let mut visited = 0usize;
+        self.walk_located(root, path, self.registry.limits.depth, &mut |visit| {
+            while ignores.levels.last().is_some_and(|(depth, _)| *depth >= visit.depth) {
+                ignores.levels.pop();
+            }
+            match visit.kind {
+                Kind::Directory => {
+                    if visit.name == ".git" || ignores.ignored(visit.path, true) {
+                        return Flow::SkipDirectory;
+                    }
+                    Self::load_gitignore(store, visit.node, visit.path, visit.depth, &mut ignores);
+                    Flow::Continue
+                }
+                Kind::File => {
+                    if ignores.ignored(visit.path, false) {
+                        return Flow::Continue;
+                    }
+                    if let Some((by_path, glob)) = include {
+                        let subject = if *by_path { visit.relative } else { visit.name };
+                        if !glob.is_match(subject) {
+                            return Flow::Continue;
+                        }
+                    }
+                    visited += 1;
+                    if visited > MAX_FILES {
+                        return Flow::Stop;
+                    }
+                    batch.push(Job { path: visit.path.clone(), mount: root.mount, node: visit.node.clone() });
+                    if batch.full() { Flow::Stop } else { Flow::Continue }
+                }
+                Kind::Symlink | Kind::Special => Flow::Continue,
+            }
+        })
+    }
+
+    /// Reads the `.gitignore` in a directory onto the stack at `depth`; one that is too large
+    /// or not UTF-8 is not used.
+    fn load_gitignore(store: &Backend, directory: &Node, path: &VirtualPath, depth: usize, ignores: &mut IgnoreStack) {
+        let Some(bytes) = store.read_child(directory, ".gitignore", MAX_GITIGNORE_BYTES, path) else { return };
+        let Ok(text) = String::from_utf8(bytes) else { return };
         if let Some(matcher) = gitignore_matcher(path, &text) {
             ignores.levels.push((depth, matcher));
         }
@@ -504,7 +489,7 @@ impl Context<'_> {
 
 /// The matcher for a `.gitignore` holding `text` in the directory `directory` (matching is on
 /// virtual paths); `None` when no line is a valid pattern.
-pub(super) fn gitignore_matcher(directory: &VirtualPath, text: &str) -> Option<Gitignore> {
+fn gitignore_matcher(directory: &VirtualPath, text: &str) -> Option<Gitignore> {
     let mut builder = GitignoreBuilder::new(PathBuf::from(directory.as_str()));
     for line in text.lines() {
         let _ = builder.add_line(None, line);

@@ -1,21 +1,19 @@
-//! File operations, written once for every caller.
+//! File operations, written once over the storage seam for every store and every caller.
 //!
-//! Each operation follows the same shape: parse the virtual path, route it to a mount (steps 3
-//! and 4 of DESIGN 4.2), resolve beneath the mount's handle (steps 6 to 8), ask the registry
-//! for the rights on the *effective* mount and canonical path that resolution reached (steps 5
-//! and 7), act on the handles resolution returned, and describe the outcome in virtual paths
-//! only. Every result is bounded and says when it was truncated and how to narrow.
+//! Each operation follows the same shape (`design.md`, resolution rules): parse the virtual
+//! path, route it to a mount, let the mount's store locate it (a local store resolves beneath
+//! the mount's handle and may land in a nested mount), ask the registry for the rights on the
+//! *effective* mount and canonical path the store reached, act on the place through the
+//! store's primitives, and describe the outcome in virtual paths only. What differs between
+//! stores is asked of their [`Capabilities`](crate::Capabilities), never of their kind. Every
+//! result is bounded and says when it was truncated and how to narrow.
 
 mod edit;
 mod grep;
-#[cfg(feature = "s3")]
-mod object;
 mod pattern;
 mod read;
 mod walk;
 mod write;
-
-use std::sync::Arc;
 
 pub use edit::{Edit, EditOptions, EditOutcome};
 
@@ -24,32 +22,25 @@ pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode};
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteOptions, WriteOutcome};
 
-use crate::access::Caller;
 use crate::budget::Deadline;
 use crate::error::Error;
+use crate::mount::Caller;
 use crate::path::VirtualPath;
-use crate::registry::{RegistryInner, TreeChange};
+use crate::registry::{RegistryInner, TreeChange, View};
 use crate::spec::Access;
-use crate::storage::local::{self, Resolved, WalkOptions};
+use crate::storage::local::MAX_DEPTH;
+use crate::storage::{Backend, Located, Resolve, Stat};
 
 /// One request's view: the registry, who is asking, and the call's clock.
 pub(crate) struct Context<'r> {
     pub(crate) registry: &'r RegistryInner,
     pub(crate) caller: Caller,
     pub(crate) deadline: Deadline,
-    /// Entries a walk could not read (permissions, I/O errors, too many open files); a result
-    /// that skipped any says so and is marked truncated.
-    pub(crate) unreadable: std::cell::Cell<usize>,
 }
 
 impl<'r> Context<'r> {
     pub(crate) fn new(registry: &'r RegistryInner, caller: Caller, deadline: Deadline) -> Self {
-        Self { registry, caller, deadline, unreadable: std::cell::Cell::new(0) }
-    }
-
-    /// Counts an entry a walk had to skip because of an error other than "it vanished".
-    pub(crate) fn skipped_unreadable(&self) {
-        self.unreadable.set(self.unreadable.get() + 1);
+        Self { registry, caller, deadline }
     }
 
     /// Parses agent input into a virtual path.
@@ -57,18 +48,30 @@ impl<'r> Context<'r> {
         VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))
     }
 
-    /// Routes and resolves `path`, then checks `access` on where resolution landed.
+    /// The registry as resolution sees it for this caller.
+    pub(crate) fn table(&self) -> View<'r> {
+        View { registry: self.registry, caller: self.caller }
+    }
+
+    /// The store of mount `mount`.
+    pub(crate) fn store(&self, mount: usize) -> &'r Backend {
+        &self.registry.mounts[mount].storage
+    }
+
+    /// Routes and locates `path`, then checks `access` on where the store landed. With
+    /// `create_parents`, missing directories on the way are created (local stores; object
+    /// stores have none to create) after the rights there are checked.
     pub(crate) fn locate(
         &self,
         path: &VirtualPath,
         access: Access,
         follow_final: bool,
         create_parents: bool,
-    ) -> Result<Resolved, Error> {
+    ) -> Result<Located, Error> {
         let (mount, components) = self.registry.route(self.caller, path)?;
         if create_parents {
-            if components.len() > local::MAX_DEPTH + 1 {
-                return Err(Error::too_deep(path, local::MAX_DEPTH));
+            if components.len() > MAX_DEPTH + 1 {
+                return Err(Error::too_deep(path, MAX_DEPTH));
             }
             // The lexical rights first, so that a refused write creates no parent directory;
             // the rights where resolution lands are checked again below.
@@ -76,57 +79,40 @@ impl<'r> Context<'r> {
             self.registry.authorize(self.caller, mount, &rel, access, path)?;
         }
         let gate = |mount: usize, rel: &[String]| {
-            if rel.len() > local::MAX_DEPTH {
-                return Err(Error::too_deep(path, local::MAX_DEPTH));
+            if rel.len() > MAX_DEPTH {
+                return Err(Error::too_deep(path, MAX_DEPTH));
             }
             self.registry.authorize(self.caller, mount, rel, Access::Write, path)
         };
-        let options = WalkOptions { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
-        let resolved = local::resolve(self.registry, self.caller, path, mount, &components, &options)?;
-        self.registry.authorize(self.caller, resolved.mount, &resolved.rel, access, path)?;
-        Ok(resolved)
+        let options = Resolve { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
+        let located = self.store(mount).locate(&self.table(), mount, &components, &options, path)?;
+        self.registry.authorize(self.caller, located.mount, &located.rel, access, path)?;
+        Ok(located)
     }
 
-    /// Refuses `change` of the tree at `rel` of `mount` when something inside it is protected
-    /// (see `RegistryInner::guard_tree`); `stat` is the tree's own, when known.
+    /// Refuses `change` of the tree at a located place when something inside it is protected
+    /// (see `RegistryInner::guard_tree`); `stat` is the place's own, when known.
     pub(crate) fn guard_tree(
         &self,
-        mount: usize,
-        rel: &[String],
-        stat: Option<local::Stat>,
+        located: &Located,
+        stat: Option<&Stat>,
         change: TreeChange,
         path: &VirtualPath,
     ) -> Result<(), Error> {
-        let identity = stat.filter(|stat| stat.kind == local::Kind::Directory).map(|stat| stat.identity());
-        self.registry.guard_tree(self.caller, mount, rel, identity, change, path)
+        let identity = stat.filter(|stat| stat.kind == crate::storage::Kind::Directory).and_then(|stat| stat.identity);
+        self.registry.guard_tree(self.caller, located.mount, &located.rel, identity, change, path)
     }
 
-    /// The rights string at a resolved place, for `get_file_info`.
-    pub(crate) fn rights_at(&self, resolved: &Resolved) -> &'static str {
-        self.registry.mounts[resolved.mount].rights_at(&resolved.rel).0.as_str()
+    /// The rights string at a located place, for `get_file_info`.
+    pub(crate) fn rights_at(&self, located: &Located) -> &'static str {
+        self.registry.mounts[located.mount].rights_at(&located.rel).0.as_str()
     }
 
-    /// True when a directory entry is another mount's root that this caller may not see
-    /// (an internal directory lying physically inside a visible mount).
-    pub(crate) fn hidden_entry(&self, directory: &std::os::fd::OwnedFd, entry: &local::Entry) -> bool {
-        if entry.kind != local::Kind::Directory {
-            return false;
-        }
-        if !self.registry.identities.keys().any(|&(_, inode)| inode == entry.inode) {
-            return false;
-        }
-        match local::stat_child(directory, &entry.name) {
-            Some(stat) => {
-                self.registry.mount_at(stat.identity()).is_some_and(|mount| !self.registry.visible(self.caller, mount))
-            }
-            // Vanished: nothing to show either way.
-            None => true,
-        }
+    /// True when the place is a mount's root (no name of its own to move, delete or write).
+    pub(crate) fn is_root(located: &Located) -> bool {
+        located.rel.is_empty()
     }
 }
-
-/// A shared handle, as the walk uses it.
-pub(crate) type Handle = Arc<std::os::fd::OwnedFd>;
 
 /// Formats seconds since the epoch as RFC 3339 UTC (`2026-11-30T02:13:39Z`), the form every
 /// vfs surface uses for time (modification times, exchange-log stamps).

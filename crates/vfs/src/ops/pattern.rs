@@ -11,7 +11,7 @@ use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 
 use crate::error::Error;
-use crate::registry::Limits;
+use crate::mount::Limits;
 use crate::text::{agent_text, passed};
 
 /// Largest compiled regular expression (the automaton, before any search), in bytes.

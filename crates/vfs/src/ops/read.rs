@@ -13,7 +13,8 @@ use crate::budget::Deadline;
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::local::{self, Kind};
+use crate::storage::Kind;
+use crate::storage::local::version_of_bytes;
 use crate::text::{AgentText, agent_text, code, name};
 
 /// Which lines of a text file to read. All optional; `head`/`tail` and `offset`/`limit` do not
@@ -142,41 +143,44 @@ const BINARY_PROBE: usize = 8 * 1024;
 
 impl Context<'_> {
     pub(crate) fn read_text(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        let mut result = self.read_text_inner(input, window);
+        let mut result = self.read_text_once(input, window);
         // A name swapped during the call (a link or a directory where a file was) is retried a
         // couple of times before the agent is told.
         for _ in 0..2 {
             if !matches!(&result, Err(error) if error.kind() == crate::ErrorKind::Changed) {
                 break;
             }
-            result = self.read_text_inner(input, window);
+            result = self.read_text_once(input, window);
         }
         result
     }
 
-    fn read_text_inner(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
+    fn read_text_once(&self, input: &str, window: &ReadWindow) -> Result<TextRead, Error> {
         validate_window(window)?;
         let path = Self::parse(input)?;
-        #[cfg(feature = "s3")]
-        if let Some(target) = self.object_target(&path)? {
-            return self.object_read_text(&target, path, window);
-        }
         let cap = self.registry.limits.read_bytes;
         let (mount, components) = self.registry.route(self.caller, &path)?;
-        if let Some(opened) = local::open_direct(self.registry, mount, &components, &path) {
+        if let Some(opened) = self.store(mount).open_fast(&self.table(), &components, &path) {
             // Routing already decided visibility, and every right includes read: the rights
             // decision cannot refuse here, so the fast path skips it.
             debug_assert!(self.registry.visible(self.caller, mount));
             let (file, stat) = opened?;
             return window_read(path, window, stat.size, file, cap, &self.deadline, |content| {
-                local::version_of_bytes(content.as_bytes())
+                version_of_bytes(content.as_bytes())
             });
         }
-        let resolved = self.locate(&path, Access::Read, true, false)?;
-        let (file, stat) = local::open_file(&resolved, &path)?;
-        window_read(path, window, stat.size, file, cap, &self.deadline, |content| {
-            local::version_of_bytes(content.as_bytes())
-        })
+        let located = self.locate(&path, Access::Read, true, false)?;
+        // A window from the first line needs at most `cap + 1` bytes (the extra byte tells
+        // "exactly at the cap" from "more follows"): a store that can fetch them with the open
+        // saves a request.
+        let from_start = window.tail.is_none() && window.offset.unwrap_or(1) == 1;
+        let opened = self.store(located.mount).open_file(&located.node, from_start.then_some(cap + 1), &path)?;
+        let token = opened.token;
+        let version_of = |content: &str| token.or_else(|| version_of_bytes(content.as_bytes()));
+        match opened.first {
+            Some(bytes) => window_read_bytes(path, window, opened.size, bytes, cap, &self.deadline, version_of),
+            None => window_read(path, window, opened.size, opened.reader, cap, &self.deadline, version_of),
+        }
     }
 
     pub(crate) fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
@@ -195,15 +199,9 @@ impl Context<'_> {
         let mut results = Vec::with_capacity(paths.len());
         for input in paths {
             if used >= budget {
-                results.push((
-                    input.clone(),
-                    Err(Error::too_large(
-                        None,
-                        agent_text![format!(
-                            "skipped: this call's results reached {budget} bytes; read the rest in another call"
-                        )],
-                    )),
-                ));
+                let skipped =
+                    format!("skipped: this call's results reached {budget} bytes; read the rest in another call");
+                results.push((input.clone(), Err(Error::too_large(None, agent_text![skipped]))));
                 continue;
             }
             let result = self.deadline.check().and_then(|()| self.read_text(input, &ReadWindow::default()));
@@ -217,27 +215,9 @@ impl Context<'_> {
 
     pub(crate) fn read_media(&self, input: &str) -> Result<MediaRead, Error> {
         let path = Self::parse(input)?;
-        #[cfg(feature = "s3")]
-        if let Some(target) = self.object_target(&path)? {
-            return self.object_read_media(&target, path);
-        }
-        let resolved = self.locate(&path, Access::Read, true, false)?;
-        let (file, stat) = local::open_file(&resolved, &path)?;
+        let located = self.locate(&path, Access::Read, true, false)?;
         let cap = self.registry.limits.media_bytes;
-        if stat.size > cap {
-            return Err(Error::too_large(
-                Some(&path),
-                agent_text![format!("the file has {} bytes, more than the {cap}-byte media cap", stat.size)],
-            ));
-        }
-        let mut bytes = Vec::with_capacity(stat.size as usize);
-        file.take(cap + 1).read_to_end(&mut bytes).map_err(|error| Error::io(&path, error))?;
-        if bytes.len() as u64 > cap {
-            return Err(Error::too_large(
-                Some(&path),
-                agent_text![format!("the file grew past the {cap}-byte media cap")],
-            ));
-        }
+        let (bytes, _, _) = self.store(located.mount).read_all(&located.node, cap, &path)?;
         Ok(MediaRead {
             mime_type: mime_type(path.file_name().unwrap_or_default()).to_owned(),
             data: base64::engine::general_purpose::STANDARD.encode(&bytes),
@@ -248,47 +228,30 @@ impl Context<'_> {
 
     pub(crate) fn info(&self, input: &str) -> Result<FileInfo, Error> {
         let path = Self::parse(input)?;
-        #[cfg(feature = "s3")]
-        if let Some(target) = self.object_target(&path)? {
-            return self.object_info(&target, path);
-        }
         let (mount, components) = self.registry.route(self.caller, &path)?;
-        match local::open_direct(self.registry, mount, &components, &path) {
-            Some(Ok((mut file, stat))) => {
+        match self.store(mount).info_fast(&self.table(), &components, &path) {
+            Some(Ok((stat, version))) => {
                 let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
                 self.registry.authorize(self.caller, mount, &rel, Access::Read, &path)?;
-                // A version already filed for this state of the file is served without a read.
-                let version = local::version_of_file(&self.registry.versions, &mut file, &stat)
-                    .map_err(|error| Error::io(&path, error))?;
                 let rights = self.registry.mounts[mount].rights_at(&rel).0.as_str();
-                return Ok(FileInfo {
-                    path,
-                    kind: "file",
-                    size: stat.size,
-                    modified: rfc3339(stat.modified.0),
-                    rights,
-                    version: Some(version),
-                });
+                let modified = rfc3339(stat.modified.0);
+                return Ok(FileInfo { path, kind: "file", size: stat.size, modified, rights, version: Some(version) });
             }
             // Directories (and everything the fast path leaves alone) take the component walk.
             Some(Err(error)) if error.kind() != crate::ErrorKind::NotAFile => return Err(error),
             _ => {}
         }
-        let resolved = self.locate(&path, Access::Read, true, false)?;
-        let Some(stat) = resolved.stat else {
+        let located = self.locate(&path, Access::Read, true, false)?;
+        let store = self.store(located.mount);
+        let Some(stat) = store.stat(&located.node, &path)? else {
             return Err(Error::not_found(&path));
         };
-        let rights = self.rights_at(&resolved);
+        let rights = self.rights_at(&located);
         // A directory's size is 0: what the file system reports counts entries on some file
         // systems, hidden ones included.
         let (kind, size, version) = match stat.kind {
             Kind::Directory => ("directory", 0, None),
-            Kind::File => {
-                let (mut file, stat) = local::open_file(&resolved, &path)?;
-                let version = local::version_of_file(&self.registry.versions, &mut file, &stat)
-                    .map_err(|error| Error::io(&path, error))?;
-                ("file", stat.size, Some(version))
-            }
+            Kind::File => ("file", stat.size, store.version(&located.node, &path)?),
             Kind::Special | Kind::Symlink => return Err(Error::unsupported(&path)),
         };
         Ok(FileInfo { path, kind, size, modified: rfc3339(stat.modified.0), rights, version })
@@ -377,7 +340,6 @@ fn finish_window(
 /// [`window_read`] over bytes already in memory: the first `bytes.len()` bytes of a file of
 /// `size` bytes (all of it, or at least `cap + 1` bytes). A window from the first line is cut
 /// out of the buffer in place, with no second copy and no line-by-line loop.
-#[cfg(feature = "s3")]
 pub(crate) fn window_read_bytes(
     path: VirtualPath,
     window: &ReadWindow,
@@ -395,7 +357,6 @@ pub(crate) fn window_read_bytes(
 }
 
 /// What [`read_forward`] returns for a window from the first line, computed on a buffer.
-#[cfg(feature = "s3")]
 pub(crate) fn take_forward(mut bytes: Vec<u8>, limit: Option<u64>, cap: u64) -> Window {
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
     let limit_end = match limit {
@@ -605,7 +566,7 @@ pub(crate) fn mime_type(name: &str) -> &'static str {
     }
 }
 
-#[cfg(all(test, feature = "s3"))]
+#[cfg(test)]
 mod tests {
     use super::{Window, read_forward, take_forward};
 

@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, Handle};
+use super::Context;
 use crate::error::Error;
+use crate::mount::Visibility;
 use crate::path::VirtualPath;
-use crate::registry::Visibility;
 use crate::spec::Access;
-use crate::storage::local::{self, Kind};
+use crate::storage::{Flow, Kind, Located, Visit, WalkFrom, Walked};
 use crate::text::{AgentText, agent_text, name};
 
 /// What an entry is, as an agent sees it.
@@ -226,89 +226,44 @@ impl NameSearch {
     }
 }
 
-/// What a visitor tells the walk.
-pub(crate) enum Flow {
-    Continue,
-    SkipDirectory,
-    Stop,
-}
-
-/// One entry a walk visits.
-pub(crate) struct Visit<'a> {
-    pub(crate) path: &'a VirtualPath,
-    /// The path relative to the walk's start, `/`-joined.
-    pub(crate) relative: &'a str,
-    pub(crate) name: &'a str,
-    pub(crate) kind: Kind,
-    pub(crate) depth: usize,
-    pub(crate) directory: &'a Handle,
-}
-
 impl Context<'_> {
-    /// Walks below `directory` depth-first in name order, calling `visit` for each entry;
-    /// `max_depth` 1 visits only the directory's own entries. Returns false if stopped.
-    /// Checks the call's clock at every entry. A subdirectory that cannot be opened or read for
-    /// another reason than having vanished is skipped and counted (see `Context::unreadable`).
-    pub(crate) fn walk(
+    /// Walks the tree below the directory at `path` (located with read rights) through its
+    /// store: depth-first, each directory's entries in name order; `max_depth` 1 visits only
+    /// the directory's own entries. The store checks the call's clock at every entry.
+    pub(crate) fn walk_below(
         &self,
-        directory: &Handle,
         path: &VirtualPath,
-        relative: &str,
-        depth: usize,
         max_depth: usize,
         visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
-    ) -> Result<bool, Error> {
-        let mut entries = local::read_directory(directory, path)?;
-        entries.sort_unstable_by(|left, right| left.name.cmp(&right.name));
-        for entry in entries {
-            self.deadline.check()?;
-            if self.hidden_entry(directory, &entry) {
-                continue;
-            }
-            let child = path.join_trusted(&entry.name);
-            let child_relative =
-                if relative.is_empty() { entry.name.clone() } else { format!("{relative}/{}", entry.name) };
-            let flow = visit(&Visit {
-                path: &child,
-                relative: &child_relative,
-                name: &entry.name,
-                kind: entry.kind,
-                depth: depth + 1,
-                directory,
-            });
-            match flow {
-                Flow::Stop => return Ok(false),
-                Flow::SkipDirectory => {}
-                Flow::Continue => {
-                    if entry.kind == Kind::Directory && depth + 1 < max_depth {
-                        // A directory that vanished or turned into a link mid-walk ends its
-                        // branch; one that cannot be opened or read is counted as well.
-                        let handle = match local::open_subdirectory(directory, &entry.name, &child) {
-                            Ok((handle, _)) => std::sync::Arc::new(handle),
-                            Err(error) => {
-                                if error.kind() != crate::ErrorKind::Changed {
-                                    self.skipped_unreadable();
-                                }
-                                continue;
-                            }
-                        };
-                        match self.walk(&handle, &child, &child_relative, depth + 1, max_depth, visit) {
-                            Ok(true) => {}
-                            Ok(false) => return Ok(false),
-                            Err(error) if error.kind() == crate::ErrorKind::Io => self.skipped_unreadable(),
-                            Err(error) => return Err(error),
-                        }
-                    }
-                }
-            }
-        }
-        Ok(true)
+    ) -> Result<Walked, Error> {
+        let located = self.locate(path, Access::Read, true, false)?;
+        self.walk_located(&located, path, max_depth, visit)
     }
 
-    /// Opens a directory for walking: resolves, checks read rights, opens beneath handles.
-    pub(crate) fn open_walk_root(&self, path: &VirtualPath) -> Result<Handle, Error> {
-        let resolved = self.locate(path, Access::Read, true, false)?;
-        local::open_directory(&resolved, path)
+    /// [`Context::walk_below`] from a place already located.
+    pub(crate) fn walk_located(
+        &self,
+        located: &Located,
+        path: &VirtualPath,
+        max_depth: usize,
+        visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
+    ) -> Result<Walked, Error> {
+        let store = self.store(located.mount);
+        match store.stat(&located.node, path)? {
+            None => return Err(Error::not_found(path)),
+            Some(stat) if stat.kind == Kind::Special => return Err(Error::unsupported(path)),
+            Some(stat) if stat.kind != Kind::Directory => return Err(Error::not_a_directory(path)),
+            Some(_) => {}
+        }
+        let from = WalkFrom {
+            table: &self.table(),
+            mount: located.mount,
+            path,
+            max_depth,
+            listing_bound: self.registry.limits.entries.saturating_mul(8),
+            deadline: &self.deadline,
+        };
+        store.walk(&from, &located.node, visit)
     }
 
     /// Agent-facing roots strictly below `path`, as the next segment under it.
@@ -335,19 +290,14 @@ impl Context<'_> {
     }
 
     fn list_inner(&self, path: VirtualPath) -> Result<Listing, Error> {
-        #[cfg(feature = "s3")]
-        if let Ok(Some(target)) = self.object_target(&path) {
-            return self.object_list(&target, path);
-        }
         let limit = self.registry.limits.entries;
         let virtual_names = self.virtual_children(&path);
         let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
-        match self.open_walk_root(&path) {
-            Ok(directory) => {
-                for entry in local::read_directory(&directory, &path)? {
-                    if !self.hidden_entry(&directory, &entry) {
-                        entries.insert(entry.name, EntryKind::from_kind(entry.kind));
-                    }
+        match self.locate(&path, Access::Read, true, false) {
+            Ok(located) => {
+                let store = self.store(located.mount);
+                for entry in store.list(&self.table(), located.mount, &located.node, &path)? {
+                    entries.insert(entry.name, EntryKind::from_kind(entry.kind));
                 }
             }
             Err(error) if error.kind() == crate::ErrorKind::UnknownRoot && !virtual_names.is_empty() => {}
@@ -375,7 +325,7 @@ impl Context<'_> {
             if !names.is_empty() {
                 // Above the mounts (`/`, or a virtual parent of nested roots): one node per
                 // mount, each with its own bounded subtree.
-                let (mut entries, mut count, mut truncated) = (Vec::new(), 0, false);
+                let (mut entries, mut count, mut truncated, mut unreadable) = (Vec::new(), 0, false, 0);
                 for name in names {
                     let child = path.join_trusted(&name);
                     count += 1;
@@ -383,28 +333,23 @@ impl Context<'_> {
                         let subtree = self.tree(child.as_str(), Some(max_depth - 1), excludes)?;
                         count += subtree.count;
                         truncated |= subtree.truncated;
+                        unreadable += subtree.unreadable;
                         Some(subtree.entries)
                     } else {
                         None
                     };
                     entries.push(TreeNode { name, kind: EntryKind::Directory, children });
                 }
-                let unreadable = self.unreadable.get();
-                return Ok(Tree { path, entries, count, truncated: truncated || unreadable > 0, unreadable });
+                return Ok(Tree { path, entries, count, truncated, unreadable });
             }
         }
-        #[cfg(feature = "s3")]
-        if let Some(target) = self.object_target(&path)? {
-            return self.object_tree(&target, path, max_depth, excludes);
-        }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
-        let directory = self.open_walk_root(&path)?;
         // Build the nested structure from the depth-first, name-ordered visit sequence.
         let mut stack: Vec<Vec<TreeNode>> = vec![Vec::new()];
         let mut depths: Vec<usize> = Vec::new();
         let mut count = 0usize;
         let mut truncated = false;
-        let completed = self.walk(&directory, &path, "", 0, max_depth, &mut |visit| {
+        let walked = self.walk_below(&path, max_depth, &mut |visit| {
             if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
                 return Flow::SkipDirectory;
             }
@@ -431,13 +376,12 @@ impl Context<'_> {
             }
             Flow::Continue
         })?;
-        truncated |= !completed;
+        truncated |= !walked.completed || walked.unreadable > 0;
         while !depths.is_empty() {
             close_level(&mut stack, &mut depths);
         }
         let entries = stack.pop().unwrap_or_default();
-        let unreadable = self.unreadable.get();
-        Ok(Tree { path, entries, count, truncated: truncated || unreadable > 0, unreadable })
+        Ok(Tree { path, entries, count, truncated, unreadable: walked.unreadable })
     }
 
     pub(crate) fn search_files(&self, input: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
@@ -451,30 +395,25 @@ impl Context<'_> {
             let roots = self.roots_below(&path);
             if !roots.is_empty() {
                 let limit = self.registry.limits.entries;
-                let (mut matches, mut truncated) = (Vec::new(), false);
+                let (mut matches, mut truncated, mut unreadable) = (Vec::new(), false, 0);
                 for root in roots {
                     let found = self.search_files(root.as_str(), pattern, excludes)?;
                     truncated |= found.truncated;
+                    unreadable += found.unreadable;
                     matches.extend(found.matches);
                 }
                 if matches.len() > limit {
                     matches.truncate(limit);
                     truncated = true;
                 }
-                let unreadable = self.unreadable.get();
-                return Ok(NameSearch { matches, truncated: truncated || unreadable > 0, unreadable });
+                return Ok(NameSearch { matches, truncated, unreadable });
             }
-        }
-        #[cfg(feature = "s3")]
-        if let Some(target) = self.object_target(&path)? {
-            return self.object_search_files(&target, path, &matcher, by_path, excludes);
         }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
         let limit = self.registry.limits.entries;
-        let directory = self.open_walk_root(&path)?;
         let mut matches = Vec::new();
         let mut truncated = false;
-        self.walk(&directory, &path, "", 0, self.registry.limits.depth, &mut |visit| {
+        let walked = self.walk_below(&path, self.registry.limits.depth, &mut |visit| {
             if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
                 return Flow::SkipDirectory;
             }
@@ -488,8 +427,8 @@ impl Context<'_> {
             }
             Flow::Continue
         })?;
-        let unreadable = self.unreadable.get();
-        Ok(NameSearch { matches, truncated: truncated || unreadable > 0, unreadable })
+        truncated |= !walked.completed || walked.unreadable > 0;
+        Ok(NameSearch { matches, truncated, unreadable: walked.unreadable })
     }
 
     /// The agent-facing mounts whose roots lie at or below `path` (for searches from `/`).

@@ -1,29 +1,389 @@
-//! Storage backends: where a resolved name leads, and the only code that touches a disk.
+//! Storage: the seam between the operations and the places data lives, and the only code that
+//! touches a disk or a bucket.
 //!
-//! Resolution, rights, visibility and the tools live above this module and speak only in
-//! virtual paths and handles; a backend turns a mount-relative, canonical list of segments into
-//! handles and bytes. Today there is one backend, [`local`], built on directory handles
-//! (`openat` with `O_NOFOLLOW`, one component at a time). The object-storage backend of a later
-//! issue plugs in here (see `docs/adr/0001-handle-based-confinement.md`).
+//! A store turns a mount-relative, canonical list of segments into a [`Node`] and offers the
+//! primitives every operation is written with: locate a path beneath the mount's root, stat it,
+//! open it for reading (a line window deep in a file reads ranges), read it whole up to a cap,
+//! list a directory, walk a tree, put bytes under a precondition (absent, any, or a given
+//! version), make a directory, remove, rename, and lock a directory for a read-modify-write.
+//! What a store can and cannot do is its [`Capabilities`]; operations consult them, never the
+//! store's kind. Two stores implement the seam: [`local`] (directory handles, `openat` with
+//! `O_NOFOLLOW` one component at a time) and, with the cargo feature `s3`, [`object`] (an
+//! S3-compatible bucket, or an in-process `memory://` store). [`Backend`] is the one place that
+//! dispatches between them.
+//!
+//! Nothing here knows who is asking or what rights hold: resolution asks a [`MountTable`] (the
+//! registry, bound to one caller) whether a directory it passes is another mount's root, and
+//! the registry decides rights on the [`Located`] place resolution returns.
 
 pub(crate) mod local;
 #[cfg(feature = "s3")]
 pub(crate) mod object;
 
-use crate::registry::ConfigError;
+use std::io::{self, Read, Seek};
+use std::sync::Arc;
+
+use crate::budget::Deadline;
+use crate::error::Error;
+use crate::mount::ConfigError;
+use crate::path::VirtualPath;
 use crate::spec::MountSpec;
 
-/// A mount's storage: a local directory, or (feature `s3`) an object store.
+/// What a store can do. Operations and the conformance kit consult it instead of asking which
+/// store they run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+#[expect(clippy::struct_excessive_bools, reason = "each is a capability a store has or lacks, independently")]
+pub struct Capabilities {
+    /// Symbolic links exist; resolution follows those that stay inside the mount.
+    pub links: bool,
+    /// Hard links can exist (a write replaces the name, never writes through another link).
+    pub hard_links: bool,
+    /// FIFOs, sockets and devices can exist (and are refused without an open that could block).
+    pub special_files: bool,
+    /// A move is one atomic rename; without it a move copies, then deletes the source.
+    pub atomic_rename: bool,
+    /// Directories exist on their own; without them a directory is a key prefix, and an empty
+    /// one vanishes.
+    pub directories: bool,
+    /// Files can be opened for appending (the exchange log).
+    pub append: bool,
+    /// A read-modify-write can hold a lock on the directory; without one, a guarded write is a
+    /// conditional put.
+    pub locks: bool,
+    /// A directory's identity is known, so mounts can nest physically and be recognised.
+    pub identities: bool,
+    /// Calls wait on the network (a server should not make them on the thread that reads its
+    /// requests).
+    pub network: bool,
+}
+
+/// What a name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    File,
+    Directory,
+    Symlink,
+    /// FIFO, socket, character or block device: never opened.
+    Special,
+}
+
+/// The part of a name's metadata the crate uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub(crate) kind: Kind,
+    pub(crate) size: u64,
+    /// Modification time: seconds and nanoseconds since the epoch.
+    pub(crate) modified: (i64, u32),
+    /// Change time (local stores; object stores repeat the modification time).
+    pub(crate) changed: (i64, u32),
+    /// `(device, inode)` where the store has identities.
+    pub(crate) identity: Option<(u64, u64)>,
+    /// Permission bits (local stores).
+    pub(crate) mode: u32,
+}
+
+/// One entry of a directory.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+}
+
+/// A place in a store: what resolution found, ready for the store to act on.
+#[derive(Debug, Clone)]
+pub(crate) enum Node {
+    Local(local::Node),
+    #[cfg(feature = "s3")]
+    Object(object::Node),
+}
+
+impl Node {
+    /// The directory handle the place holds open, as a number that tells handles apart (local
+    /// stores), so that work queued over many places can bound the handles it keeps.
+    #[cfg_attr(not(feature = "s3"), expect(clippy::unnecessary_wraps, reason = "object places hold no handle"))]
+    pub(crate) fn handle(&self) -> Option<usize> {
+        match self {
+            Node::Local(node) => Some(Arc::as_ptr(&node.parent) as usize),
+            #[cfg(feature = "s3")]
+            Node::Object(_) => None,
+        }
+    }
+}
+
+/// Where a path led: the effective mount (the innermost mount whose directory holds the
+/// place), the canonical path inside it, and the place itself.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    pub(crate) mount: usize,
+    pub(crate) rel: Vec<String>,
+    pub(crate) node: Node,
+}
+
+/// What a directory found during resolution is, for the caller resolving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Nesting {
+    /// Part of the mount being walked.
+    Same,
+    /// The root of another mount the caller may see: its rights and visibility apply from here.
+    Enters(usize),
+    /// The root of a mount the caller may not see: a name that does not exist.
+    Hidden,
+}
+
+/// What resolution needs of the mount table, bound to one caller: the stores, and whether a
+/// directory is another mount's root. The registry implements it; storage never sees the
+/// registry itself, rights or callers.
+pub(crate) trait MountTable {
+    /// The store of mount `mount`.
+    fn store(&self, mount: usize) -> &Backend;
+    /// What the directory with `identity`, reached inside mount `from`, is.
+    fn nesting(&self, from: usize, identity: (u64, u64)) -> Nesting;
+    /// True when some directory identity belongs to a mount root (a cheap pre-check for walks).
+    fn any_root_inode(&self, inode: u64) -> bool;
+    /// True when the table holds one mount: nothing can nest, and resolution may skip the check.
+    fn single(&self) -> bool;
+}
+
+/// Asked before resolution creates a missing directory: the effective mount and the
+/// directory's canonical path in it.
+pub(crate) type CreateGate<'a> = dyn Fn(usize, &[String]) -> Result<(), Error> + 'a;
+
+/// How to resolve the last component and missing directories.
+pub(crate) struct Resolve<'a> {
+    /// Follow a symbolic link in the last component (reads do; writes and deletes do not).
+    pub(crate) follow_final: bool,
+    /// Create missing intermediate directories, after asking this gate.
+    pub(crate) create_parents: Option<&'a CreateGate<'a>>,
+}
+
+/// When a put may replace what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PutWhen {
+    /// Only if nothing is there (atomic create-if-absent).
+    Absent,
+    /// Whatever is there.
+    Any,
+    /// Only if the current version is this token. Local stores check it under the directory
+    /// lock before the put; object stores make the put conditional.
+    Version(String),
+}
+
+/// A file opened for reading.
+pub(crate) struct Opened<'s> {
+    pub(crate) reader: Reader<'s>,
+    pub(crate) size: u64,
+    /// The version token the store gives without reading the content (an object's `ETag`);
+    /// local stores hash the content instead.
+    pub(crate) token: Option<String>,
+    /// The first bytes, when the store fetched them with the open (one GET): a window from the
+    /// first line is cut from them without another request.
+    pub(crate) first: Option<Vec<u8>>,
+}
+
+/// A reader over an opened file.
+pub(crate) enum Reader<'s> {
+    Local(local::OpenFile),
+    #[cfg(feature = "s3")]
+    Object(object::ObjectReader<'s>),
+    /// Nothing more to read (the bytes came with the open).
+    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores fetch bytes with the open"))]
+    Empty(std::marker::PhantomData<&'s ()>),
+}
+
+impl Read for Reader<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Reader::Local(file) => file.read(buffer),
+            #[cfg(feature = "s3")]
+            Reader::Object(reader) => reader.read(buffer),
+            Reader::Empty(_) => Ok(0),
+        }
+    }
+}
+
+impl Seek for Reader<'_> {
+    fn seek(&mut self, position: io::SeekFrom) -> io::Result<u64> {
+        match self {
+            Reader::Local(file) => file.seek(position),
+            #[cfg(feature = "s3")]
+            Reader::Object(reader) => reader.seek(position),
+            Reader::Empty(_) => Ok(0),
+        }
+    }
+}
+
+/// Held while a read-modify-write of a directory's entries runs.
+pub(crate) enum Lock {
+    Local(#[expect(dead_code, reason = "held until dropped, which releases the lock")] local::DirectoryLock),
+    /// Object stores have no locks; their puts are conditional instead.
+    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores have no locks"))]
+    None,
+}
+
+/// One entry a walk visits.
+pub(crate) struct Visit<'a> {
+    pub(crate) path: &'a VirtualPath,
+    /// The path relative to the walk's start, `/`-joined.
+    pub(crate) relative: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) kind: Kind,
+    pub(crate) depth: usize,
+    /// The entry itself, to open it or read what it holds.
+    pub(crate) node: &'a Node,
+}
+
+/// What a visitor tells the walk.
+pub(crate) enum Flow {
+    Continue,
+    SkipDirectory,
+    Stop,
+}
+
+/// How a walk ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Walked {
+    /// False when the visitor stopped it or the store's listing bound cut it.
+    pub(crate) completed: bool,
+    /// Entries that could not be read for another reason than having vanished.
+    pub(crate) unreadable: usize,
+}
+
+/// The context of a walk: where it starts, how deep it goes, and what it may look at.
+pub(crate) struct WalkFrom<'a> {
+    pub(crate) table: &'a dyn MountTable,
+    pub(crate) mount: usize,
+    pub(crate) path: &'a VirtualPath,
+    pub(crate) max_depth: usize,
+    /// Most entries a store that lists whole trees at once fetches (object stores).
+    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores list whole trees"))]
+    pub(crate) listing_bound: usize,
+    pub(crate) deadline: &'a Deadline,
+}
+
+/// The primitives every store offers the operations. A store implements them over its own
+/// places ([`Store::Node`]); [`Backend`] dispatches an operation's call to the store of the
+/// mount it concerns. Errors name virtual paths only.
+pub(crate) trait Store {
+    /// A place in the store, as resolution or a walk found it.
+    type Node;
+
+    /// What the store can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// What the place is, as far as resolution or a listing saw it (no I/O where it can), or
+    /// `None` when it does not exist.
+    fn stat(&self, node: &Self::Node, path: &VirtualPath) -> Result<Option<Stat>, Error>;
+
+    /// What the place is now (under a lock: what a read-modify-write must check).
+    fn restat(&self, node: &Self::Node, path: &VirtualPath) -> Result<Option<Stat>, Error>;
+
+    /// Opens a regular file for reading; `first` asks for that many bytes with the open, when
+    /// the store saves a request by it.
+    fn open_file(&self, node: &Self::Node, first: Option<u64>, path: &VirtualPath) -> Result<Opened<'_>, Error>;
+
+    /// The whole content of a regular file, refused above `cap` bytes before it is read, with
+    /// its version token and metadata.
+    fn read_all(
+        &self,
+        node: &Self::Node,
+        cap: u64,
+        path: &VirtualPath,
+    ) -> Result<(Vec<u8>, Option<String>, Stat), Error>;
+
+    /// The version token of a regular file.
+    fn version(&self, node: &Self::Node, path: &VirtualPath) -> Result<Option<String>, Error>;
+
+    /// Refuses with the current version unless the file's version is `expected`.
+    fn check_version(&self, node: &Self::Node, expected: &str, path: &VirtualPath) -> Result<(), Error>;
+
+    /// A directory's entries, unsorted, without what the caller may not see.
+    fn list(
+        &self,
+        table: &dyn MountTable,
+        mount: usize,
+        node: &Self::Node,
+        path: &VirtualPath,
+    ) -> Result<Vec<Entry>, Error>;
+
+    /// Walks the tree below a directory depth-first, each directory's entries in name order.
+    fn walk(
+        &self,
+        from: &WalkFrom<'_>,
+        node: &Self::Node,
+        visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
+    ) -> Result<Walked, Error>;
+
+    /// The file `name` in the directory `node`, when it is a regular file of at most `cap`
+    /// bytes; `None` otherwise.
+    fn read_child(&self, node: &Self::Node, name: &str, cap: u64, path: &VirtualPath) -> Option<Vec<u8>>;
+
+    /// Writes `bytes` at the place atomically (never through a link), when `when` allows;
+    /// `mode` gives the permission bits of a new file. Returns the new version token.
+    fn put(
+        &self,
+        node: &Self::Node,
+        bytes: &[u8],
+        when: &PutWhen,
+        mode: u32,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error>;
+
+    /// Creates a directory; `false` when it already existed.
+    fn make_directory(&self, node: &Self::Node, path: &VirtualPath) -> Result<bool, Error>;
+
+    /// Removes a file or a link (never its target), an empty directory, or with `recursive` a
+    /// whole tree, stopping at a directory for which `holds_mount` is true.
+    fn remove(
+        &self,
+        node: &Self::Node,
+        kind: Kind,
+        recursive: bool,
+        holds_mount: &dyn Fn((u64, u64)) -> bool,
+        path: &VirtualPath,
+    ) -> Result<(), Error>;
+
+    /// Holds a lock for a read-modify-write of the place's directory.
+    fn lock(&self, node: &Self::Node, path: &VirtualPath) -> Result<Lock, Error>;
+
+    /// Opens (creating if needed) a file for appending, never through a link.
+    fn open_append(&self, node: &Self::Node, path: &VirtualPath) -> Result<local::OpenFile, Error>;
+}
+
+/// A mount's storage: a local directory, or (feature `s3`) an object store. Every operation
+/// reaches storage through these methods, which dispatch to the store's own.
 pub(crate) enum Backend {
     Local(local::LocalRoot),
     #[cfg(feature = "s3")]
     Object(object::ObjectRoot),
 }
 
+/// A node of the wrong store for this backend: resolution always returns a node of the store
+/// it ran on, so this is a bug, answered as a change during the call.
+#[cold]
+#[cfg(feature = "s3")]
+fn foreign(path: &VirtualPath) -> Error {
+    tracing::error!(target: "vfs::storage", %path, "a node reached a store it does not belong to; this is a bug");
+    Error::changed_during_call(path)
+}
+
+/// Runs `$body` with `$store` bound to the backend's store and `$node` to the node's own type.
+macro_rules! with_node {
+    ($backend:expr, $node:expr, $path:expr, |$store:ident, $inner:ident| $body:expr) => {
+        match ($backend, $node) {
+            (Backend::Local($store), Node::Local($inner)) => $body,
+            #[cfg(feature = "s3")]
+            (Backend::Object($store), Node::Object($inner)) => $body,
+            #[cfg(feature = "s3")]
+            _ => Err(foreign($path)),
+        }
+    };
+}
+
 impl Backend {
     /// Opens the storage a spec names: `s3://…` and `memory://…` are object stores, anything
     /// else a local directory.
-    pub(crate) fn open(spec: &MountSpec) -> Result<Self, ConfigError> {
+    pub(crate) fn open(spec: &MountSpec, sync: bool) -> Result<Self, ConfigError> {
         let physical = spec.physical();
         if physical.starts_with("s3://") || physical.starts_with("memory://") {
             #[cfg(feature = "s3")]
@@ -35,16 +395,15 @@ impl Backend {
                 reason: "this build has no object-storage support (cargo feature `s3`)".to_owned(),
             });
         }
-        local::LocalRoot::open(spec).map(Backend::Local)
+        local::LocalRoot::open(spec, sync).map(Backend::Local)
     }
 
-    /// The identity of a local root, for physical nesting; object stores have none.
-    #[cfg_attr(not(feature = "s3"), expect(clippy::unnecessary_wraps, reason = "object stores have none"))]
-    pub(crate) fn identity(&self) -> Option<(u64, u64)> {
+    /// What this store can do.
+    pub(crate) fn capabilities(&self) -> Capabilities {
         match self {
-            Backend::Local(root) => Some(root.identity()),
+            Backend::Local(store) => store.capabilities(),
             #[cfg(feature = "s3")]
-            Backend::Object(_) => None,
+            Backend::Object(store) => store.capabilities(),
         }
     }
 
@@ -57,8 +416,8 @@ impl Backend {
         }
     }
 
-    /// The local root, if this is one. Handle-based walks only run on local mounts:
-    /// operations route object mounts to their own implementation first.
+    /// The local root, for relations between local mounts (nesting, pins); `None` for other
+    /// stores.
     #[cfg_attr(not(feature = "s3"), expect(clippy::unnecessary_wraps, reason = "object stores are not local"))]
     pub(crate) fn local(&self) -> Option<&local::LocalRoot> {
         match self {
@@ -68,12 +427,221 @@ impl Backend {
         }
     }
 
-    /// The object root, if this is one.
-    #[cfg(feature = "s3")]
-    pub(crate) fn object(&self) -> Option<&object::ObjectRoot> {
+    /// Resolves `components` (relative to mount `start`, whose store this is).
+    pub(crate) fn locate(
+        &self,
+        table: &dyn MountTable,
+        start: usize,
+        components: &[&str],
+        options: &Resolve<'_>,
+        path: &VirtualPath,
+    ) -> Result<Located, Error> {
         match self {
-            Backend::Object(root) => Some(root),
-            Backend::Local(_) => None,
+            Backend::Local(_) => local::resolve(table, start, components, options, path),
+            #[cfg(feature = "s3")]
+            Backend::Object(_) => Ok(object::locate(start, components)),
         }
+    }
+
+    /// Opens a file for reading in one step from the mount's root, when the store can do that
+    /// faster than [`Backend::locate`] and [`Backend::open`]; `None` means "take those".
+    pub(crate) fn open_fast(
+        &self,
+        table: &dyn MountTable,
+        components: &[&str],
+        path: &VirtualPath,
+    ) -> Option<Result<(local::OpenFile, Stat), Error>> {
+        match self {
+            Backend::Local(root) => local::open_direct(root, table, components, path),
+            #[cfg(feature = "s3")]
+            Backend::Object(_) => None,
+        }
+    }
+
+    /// A file's metadata and version in one step from the mount's root, when the store can
+    /// do that faster than [`Backend::locate`]; `None` means "take that".
+    pub(crate) fn info_fast(
+        &self,
+        table: &dyn MountTable,
+        components: &[&str],
+        path: &VirtualPath,
+    ) -> Option<Result<(Stat, String), Error>> {
+        match self {
+            Backend::Local(root) => local::open_direct(root, table, components, path).map(|opened| {
+                let (mut file, stat) = opened?;
+                root.version_of_open(&mut file, &stat, path).map(|version| (stat, version))
+            }),
+            #[cfg(feature = "s3")]
+            Backend::Object(_) => None,
+        }
+    }
+
+    /// What the place is, as resolution saw it (no I/O for local stores), or `None` when it
+    /// does not exist.
+    pub(crate) fn stat(&self, node: &Node, path: &VirtualPath) -> Result<Option<Stat>, Error> {
+        with_node!(self, node, path, |store, node| store.stat(node, path))
+    }
+
+    /// What the place is now (under a lock: what a read-modify-write must check).
+    pub(crate) fn restat(&self, node: &Node, path: &VirtualPath) -> Result<Option<Stat>, Error> {
+        with_node!(self, node, path, |store, node| store.restat(node, path))
+    }
+
+    /// Opens a regular file for reading; `first` asks for that many bytes with the open, when
+    /// the store saves a request by it.
+    pub(crate) fn open_file(&self, node: &Node, first: Option<u64>, path: &VirtualPath) -> Result<Opened<'_>, Error> {
+        with_node!(self, node, path, |store, node| store.open_file(node, first, path))
+    }
+
+    /// The whole content of a regular file, refused above `cap` bytes before it is read, with
+    /// its version token.
+    pub(crate) fn read_all(
+        &self,
+        node: &Node,
+        cap: u64,
+        path: &VirtualPath,
+    ) -> Result<(Vec<u8>, Option<String>, Stat), Error> {
+        with_node!(self, node, path, |store, node| store.read_all(node, cap, path))
+    }
+
+    /// The version token of a regular file.
+    pub(crate) fn version(&self, node: &Node, path: &VirtualPath) -> Result<Option<String>, Error> {
+        with_node!(self, node, path, |store, node| store.version(node, path))
+    }
+
+    /// Refuses with the current version unless the file's version is `expected`.
+    pub(crate) fn check_version(&self, node: &Node, expected: &str, path: &VirtualPath) -> Result<(), Error> {
+        with_node!(self, node, path, |store, node| store.check_version(node, expected, path))
+    }
+
+    /// The file `name` in the directory `node`, when it is a regular file of at most `cap`
+    /// bytes (a walk's `.gitignore`); `None` otherwise.
+    pub(crate) fn read_child(&self, node: &Node, name: &str, cap: u64, path: &VirtualPath) -> Option<Vec<u8>> {
+        match (self, node) {
+            (Backend::Local(store), Node::Local(node)) => store.read_child(node, name, cap, path),
+            #[cfg(feature = "s3")]
+            (Backend::Object(store), Node::Object(node)) => store.read_child(node, name, cap, path),
+            #[cfg(feature = "s3")]
+            _ => None,
+        }
+    }
+
+    /// A directory's entries, unsorted, without what the caller may not see.
+    pub(crate) fn list(
+        &self,
+        table: &dyn MountTable,
+        mount: usize,
+        node: &Node,
+        path: &VirtualPath,
+    ) -> Result<Vec<Entry>, Error> {
+        with_node!(self, node, path, |store, node| store.list(table, mount, node, path))
+    }
+
+    /// Walks the tree below a directory depth-first, each directory's entries in name order,
+    /// calling `visit` for each entry (see `Visit`).
+    pub(crate) fn walk(
+        &self,
+        from: &WalkFrom<'_>,
+        node: &Node,
+        visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
+    ) -> Result<Walked, Error> {
+        with_node!(self, node, from.path, |store, node| store.walk(from, node, visit))
+    }
+
+    /// Writes `bytes` at the place atomically (never through a link), when `when` allows.
+    /// `mode` gives the permission bits of a new file. Returns the new version token.
+    pub(crate) fn put(
+        &self,
+        node: &Node,
+        bytes: &[u8],
+        when: &PutWhen,
+        mode: u32,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error> {
+        with_node!(self, node, path, |store, node| store.put(node, bytes, when, mode, path))
+    }
+
+    /// Creates a directory; `false` when it already existed.
+    pub(crate) fn make_directory(&self, node: &Node, path: &VirtualPath) -> Result<bool, Error> {
+        with_node!(self, node, path, |store, node| store.make_directory(node, path))
+    }
+
+    /// Removes a file or a link (never its target), an empty directory, or with `recursive` a
+    /// whole tree, stopping at a directory for which `holds_mount` is true.
+    pub(crate) fn remove(
+        &self,
+        node: &Node,
+        kind: Kind,
+        recursive: bool,
+        holds_mount: &dyn Fn((u64, u64)) -> bool,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        with_node!(self, node, path, |store, node| store.remove(node, kind, recursive, holds_mount, path))
+    }
+
+    /// Holds a lock for a read-modify-write of the place's directory.
+    pub(crate) fn lock(&self, node: &Node, path: &VirtualPath) -> Result<Lock, Error> {
+        with_node!(self, node, path, |store, node| store.lock(node, path))
+    }
+
+    /// Opens (creating if needed) a file for appending, never through a link.
+    pub(crate) fn open_append(&self, node: &Node, path: &VirtualPath) -> Result<local::OpenFile, Error> {
+        with_node!(self, node, path, |store, node| store.open_append(node, path))
+    }
+}
+
+/// Copies the file at `from` (in `source`) to `to` (in `target`), as a move between stores or
+/// file systems does: streamed between two local places, else read whole (refused above
+/// `cap`) and put. Returns the bytes copied.
+#[expect(clippy::too_many_arguments, reason = "two places, each with its store and path, and the put's terms")]
+pub(crate) fn copy_file(
+    source: &Backend,
+    from: &Node,
+    source_path: &VirtualPath,
+    target: &Backend,
+    to: &Node,
+    target_path: &VirtualPath,
+    when: &PutWhen,
+    cap: u64,
+) -> Result<(), Error> {
+    #[cfg(not(feature = "s3"))]
+    let _ = cap;
+    match (source, from, target, to) {
+        (Backend::Local(_), Node::Local(from), Backend::Local(target), Node::Local(to)) => {
+            let (mut file, stat) = local::open_local(from, source_path)?;
+            let replace = !matches!(when, PutWhen::Absent);
+            target.put_from(to, &mut file, replace, stat.mode, target_path).map(|_| ())
+        }
+        #[cfg(feature = "s3")]
+        _ => {
+            let (bytes, _, stat) = source.read_all(from, cap, source_path)?;
+            target.put(to, &bytes, when, stat.mode, target_path).map(|_| ())
+        }
+    }
+}
+
+/// Moves `from` (in `source`) to `to` (in `target`) in one step when both places are in one
+/// store that can (two local mounts on one file system, two mounts of one bucket); `None` when
+/// they are not, and the operation copies, then deletes.
+pub(crate) fn rename(
+    source: &Backend,
+    from: &Node,
+    target: &Backend,
+    to: &Node,
+    replace: bool,
+    path: &VirtualPath,
+) -> Option<Result<(), Error>> {
+    match (source, from, target, to) {
+        (Backend::Local(_), Node::Local(from), Backend::Local(_), Node::Local(to)) => {
+            local::rename(from, to, replace, path)
+        }
+        #[cfg(feature = "s3")]
+        (Backend::Object(source), Node::Object(from), Backend::Object(target), Node::Object(to))
+            if source.bucket() == target.bucket() =>
+        {
+            Some(source.rename(from, to, target, replace, path))
+        }
+        #[cfg(feature = "s3")]
+        _ => None,
     }
 }

@@ -10,6 +10,7 @@
 //! runtime. Bucket, endpoint and prefix are physical information: they appear in
 //! [`ObjectRoot::spellings`] for the scrub and never in an error text.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
@@ -21,8 +22,26 @@ use object_store::{
     GetOptions, GetRange, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
-use crate::registry::ConfigError;
+use crate::error::Error;
+use crate::mount::ConfigError;
+use crate::path::VirtualPath;
 use crate::spec::MountSpec;
+use crate::storage::{Capabilities, Entry, Flow, Kind, Opened, PutWhen, Reader, Stat, Visit, WalkFrom, Walked};
+use crate::text::{agent_text, code};
+
+/// What an object store can do: no links, no special files, no real directories (a directory
+/// is a key prefix), no atomic rename (a move is a copy, then a delete), no appends.
+pub(crate) const CAPABILITIES: Capabilities = Capabilities {
+    links: false,
+    hard_links: false,
+    special_files: false,
+    atomic_rename: false,
+    directories: false,
+    append: false,
+    locks: false,
+    identities: false,
+    network: true,
+};
 
 /// The in-process store named `name`: every `memory://name` mount in this process shares it,
 /// as every `s3://bucket` mount shares the bucket (so a test can fill a store through one
@@ -79,22 +98,14 @@ impl ObjectInfo {
     }
 }
 
-/// When a put may replace an existing object.
-pub(crate) enum PutWhen {
-    /// Only if nothing is there (create-if-absent).
-    Absent,
-    /// Whatever is there.
-    Always,
-    /// Only if the current version is this token.
-    Version(String),
-}
-
 /// An object-store mount.
 pub(crate) struct ObjectRoot {
     store: Arc<dyn ObjectStore>,
     prefix: Vec<String>,
     runtime: Arc<tokio::runtime::Runtime>,
     spellings: Vec<String>,
+    /// `scheme://bucket`: two mounts of one bucket can copy between each other.
+    bucket: String,
 }
 
 fn config_error(spec: &MountSpec, reason: impl Into<String>) -> ConfigError {
@@ -155,7 +166,8 @@ impl ObjectRoot {
                 Arc::new(store)
             }
         };
-        let root = Self { store, prefix, runtime: Arc::new(runtime), spellings };
+        let root =
+            Self { store, prefix, runtime: Arc::new(runtime), spellings, bucket: format!("{scheme}://{bucket}") };
         root.check().map_err(|reason| config_error(spec, reason))?;
         Ok(root)
     }
@@ -209,7 +221,7 @@ impl ObjectRoot {
     }
 
     /// Metadata of the object at `rel`, or `None`.
-    pub(crate) fn head(&self, rel: &[String]) -> Result<Option<ObjectInfo>, StoreError> {
+    fn head_object(&self, rel: &[String]) -> Result<Option<ObjectInfo>, StoreError> {
         if rel.is_empty() {
             return Ok(None);
         }
@@ -223,11 +235,11 @@ impl ObjectRoot {
     }
 
     /// True when some object lies below `rel` (a "directory" is a prefix).
-    pub(crate) fn is_directory(&self, rel: &[String]) -> Result<bool, StoreError> {
+    fn has_prefix(&self, rel: &[String]) -> Result<bool, StoreError> {
         if rel.is_empty() {
             return Ok(true);
         }
-        let (directories, files) = self.list_directory(rel)?;
+        let (directories, files) = self.list_level(rel)?;
         Ok(!directories.is_empty() || !files.is_empty())
     }
 
@@ -248,7 +260,7 @@ impl ObjectRoot {
     /// bytes have arrived, so a large object costs a short transfer, and a small one no HEAD.
     /// With `whole_only`, an object of `count` bytes or more is not read at all (its body comes
     /// back empty): for callers that refuse anything over a cap.
-    pub(crate) fn get_first(
+    fn get_first(
         &self,
         rel: &[String],
         count: u64,
@@ -286,7 +298,7 @@ impl ObjectRoot {
     /// A reader over the object that fetches 1 MiB ranges on demand, each pinned to the version
     /// `info` describes: an object replaced between two ranges fails the read as changed
     /// instead of stitching two versions together.
-    pub(crate) fn reader(&self, rel: &[String], info: &ObjectInfo) -> ObjectReader<'_> {
+    fn reader(&self, rel: &[String], info: &ObjectInfo) -> ObjectReader<'_> {
         ObjectReader {
             root: self,
             key: self.key(rel),
@@ -300,12 +312,12 @@ impl ObjectRoot {
     }
 
     /// Puts `bytes` at `rel` atomically, under the condition `when`. Returns the new version.
-    pub(crate) fn put(&self, rel: &[String], bytes: Vec<u8>, when: PutWhen) -> Result<Option<String>, StoreError> {
+    fn put_object(&self, rel: &[String], bytes: Vec<u8>, when: &PutWhen) -> Result<Option<String>, StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
         let mode = match when {
             PutWhen::Absent => PutMode::Create,
-            PutWhen::Always => PutMode::Overwrite,
+            PutWhen::Any => PutMode::Overwrite,
             PutWhen::Version(token) => {
                 PutMode::Update(UpdateVersion { e_tag: Some(format!("\"{token}\"")), version: None })
             }
@@ -318,10 +330,7 @@ impl ObjectRoot {
 
     /// One level of a "directory": its sub-prefixes and its objects (name, metadata).
     #[expect(clippy::type_complexity, reason = "a private helper's result, used in two places")]
-    pub(crate) fn list_directory(
-        &self,
-        rel: &[String],
-    ) -> Result<(Vec<String>, Vec<(String, ObjectInfo)>), StoreError> {
+    fn list_level(&self, rel: &[String]) -> Result<(Vec<String>, Vec<(String, ObjectInfo)>), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
         let prefix = if rel.is_empty() && self.prefix.is_empty() { None } else { Some(key) };
@@ -339,11 +348,7 @@ impl ObjectRoot {
     /// Every object below `rel`, as paths relative to `rel`, at most `limit` of them (the flag
     /// says whether more exist).
     #[expect(clippy::type_complexity, reason = "a private helper's result, used in one place")]
-    pub(crate) fn list_all(
-        &self,
-        rel: &[String],
-        limit: usize,
-    ) -> Result<(Vec<(Vec<String>, ObjectInfo)>, bool), StoreError> {
+    fn list_all(&self, rel: &[String], limit: usize) -> Result<(Vec<(Vec<String>, ObjectInfo)>, bool), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
         let prefix = if rel.is_empty() && self.prefix.is_empty() { None } else { Some(key) };
@@ -375,9 +380,8 @@ impl ObjectRoot {
     }
 
     /// Copies one object; with `overwrite` false, fails if the destination exists.
-    pub(crate) fn copy(&self, from: &[String], to: &[String], overwrite: bool) -> Result<(), StoreError> {
+    fn copy_keys(&self, from: Key, to: Key, overwrite: bool) -> Result<(), StoreError> {
         let store = self.store.clone();
-        let (from, to) = (self.key(from), self.key(to));
         self.block(async move {
             if overwrite {
                 return store.copy(&from, &to).await;
@@ -402,11 +406,393 @@ impl ObjectRoot {
     }
 
     /// Deletes one object.
-    pub(crate) fn delete(&self, rel: &[String]) -> Result<(), StoreError> {
+    fn delete_object(&self, rel: &[String]) -> Result<(), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
         self.block(async move { store.delete(&key).await })?;
         Ok(())
+    }
+}
+
+/// Object keys need no resolution: the place is the key.
+pub(crate) fn locate(mount: usize, components: &[&str]) -> crate::storage::Located {
+    let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+    crate::storage::Located { mount, rel: rel.clone(), node: crate::storage::Node::Object(Node { rel, listed: None }) }
+}
+
+/// A place in an object store: the key's parts below the mount's prefix, and what a listing
+/// already said of it (so a walk opens files and reads `.gitignore` files without a HEAD).
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub(crate) rel: Vec<String>,
+    listed: Option<Listed>,
+}
+
+#[derive(Debug, Clone)]
+enum Listed {
+    File(ObjectInfo),
+    /// A directory, with the objects directly in it.
+    Directory(Arc<BTreeMap<String, ObjectInfo>>),
+}
+
+/// Describes a store failure to an agent without the store's own text (which names the bucket
+/// and endpoint); the failure is logged for the operator.
+fn store_error(path: &VirtualPath, error: StoreError) -> Error {
+    match error {
+        StoreError::NotFound => Error::not_found(path),
+        StoreError::AlreadyExists => Error::already_exists(path),
+        StoreError::Precondition => Error::version_mismatch(path, "a newer one"),
+        StoreError::Other(error) => {
+            tracing::warn!(target: "vfs::object", %path, error = %error, "object store request failed");
+            Error::store_failed(path)
+        }
+    }
+}
+
+fn file_stat(info: &ObjectInfo) -> Stat {
+    Stat {
+        kind: Kind::File,
+        size: info.size,
+        modified: (info.modified, 0),
+        changed: (info.modified, 0),
+        identity: None,
+        mode: 0o644,
+    }
+}
+
+const DIRECTORY: Stat =
+    Stat { kind: Kind::Directory, size: 0, modified: (0, 0), changed: (0, 0), identity: None, mode: 0o755 };
+
+impl ObjectRoot {
+    /// `scheme://bucket` of this store.
+    pub(crate) fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// "Does not exist", or "is a directory" when the name is a prefix.
+    fn missing(&self, rel: &[String], path: &VirtualPath) -> Error {
+        match self.has_prefix(rel) {
+            Ok(true) => Error::not_a_file(path),
+            Ok(false) => Error::not_found(path),
+            Err(error) => store_error(path, error),
+        }
+    }
+
+    /// The object's metadata: from the listing that found it, else a HEAD.
+    fn info(&self, node: &Node, path: &VirtualPath) -> Result<Option<ObjectInfo>, Error> {
+        match &node.listed {
+            Some(Listed::File(info)) => Ok(Some(info.clone())),
+            Some(Listed::Directory(_)) => Ok(None),
+            None => self.head_object(&node.rel).map_err(|error| store_error(path, error)),
+        }
+    }
+
+    /// Moves an object within this bucket: copy (if absent, unless `replace`), then delete. Not
+    /// atomic: a failure between the two leaves both copies, never neither. A move onto itself
+    /// moves nothing.
+    pub(crate) fn rename(
+        &self,
+        from: &Node,
+        to: &Node,
+        target: &ObjectRoot,
+        replace: bool,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        let source_key = self.key(&from.rel);
+        let target_key = target.key(&to.rel);
+        let exists = self.head_object(&from.rel).map_err(|error| store_error(path, error))?;
+        if exists.is_none() {
+            return Err(if self.has_prefix(&from.rel).unwrap_or(false) {
+                Error::invalid_argument(agent_text![
+                    "cannot move directory ",
+                    code(path),
+                    " in object storage; move its files one by one"
+                ])
+            } else {
+                Error::not_found(path)
+            });
+        }
+        if source_key == target_key {
+            return if replace { Ok(()) } else { Err(Error::already_exists(path)) };
+        }
+        self.copy_keys(source_key, target_key, replace).map_err(|error| store_error(path, error))?;
+        self.delete_object(&from.rel).map_err(|error| store_error(path, error))
+    }
+}
+
+impl crate::storage::Store for ObjectRoot {
+    type Node = Node;
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn stat(&self, node: &Node, path: &VirtualPath) -> Result<Option<Stat>, Error> {
+        match &node.listed {
+            Some(Listed::File(info)) => Ok(Some(file_stat(info))),
+            Some(Listed::Directory(_)) => Ok(Some(DIRECTORY)),
+            None => self.restat(node, path),
+        }
+    }
+
+    fn restat(&self, node: &Node, path: &VirtualPath) -> Result<Option<Stat>, Error> {
+        if node.rel.is_empty() {
+            return Ok(Some(DIRECTORY));
+        }
+        if let Some(info) = self.head_object(&node.rel).map_err(|error| store_error(path, error))? {
+            return Ok(Some(file_stat(&info)));
+        }
+        let directory = self.has_prefix(&node.rel).map_err(|error| store_error(path, error))?;
+        Ok(directory.then_some(DIRECTORY))
+    }
+
+    fn open_file(&self, node: &Node, first: Option<u64>, path: &VirtualPath) -> Result<Opened<'_>, Error> {
+        if let (Some(count), None) = (first, &node.listed) {
+            // A window from the first line never needs more than `count` bytes: one GET, no HEAD.
+            let Some((bytes, info)) =
+                self.get_first(&node.rel, count, false).map_err(|error| store_error(path, error))?
+            else {
+                return Err(self.missing(&node.rel, path));
+            };
+            return Ok(Opened {
+                reader: Reader::Empty(std::marker::PhantomData),
+                size: info.size,
+                token: info.token(),
+                first: Some(bytes),
+            });
+        }
+        let Some(info) = self.info(node, path)? else {
+            return Err(self.missing(&node.rel, path));
+        };
+        let reader = self.reader(&node.rel, &info);
+        Ok(Opened { reader: Reader::Object(reader), size: info.size, token: info.token(), first: None })
+    }
+
+    fn read_all(&self, node: &Node, cap: u64, path: &VirtualPath) -> Result<(Vec<u8>, Option<String>, Stat), Error> {
+        let Some((bytes, info)) =
+            self.get_first(&node.rel, cap.saturating_add(1), true).map_err(|error| store_error(path, error))?
+        else {
+            return Err(self.missing(&node.rel, path));
+        };
+        if info.size > cap {
+            return Err(Error::too_large(
+                Some(path),
+                agent_text![format!("the file has {} bytes, more than the {cap}-byte cap", info.size)],
+            ));
+        }
+        Ok((bytes, info.token(), file_stat(&info)))
+    }
+
+    fn version(&self, node: &Node, path: &VirtualPath) -> Result<Option<String>, Error> {
+        match self.info(node, path)? {
+            Some(info) => Ok(info.token()),
+            None => Err(self.missing(&node.rel, path)),
+        }
+    }
+
+    fn check_version(&self, node: &Node, expected: &str, path: &VirtualPath) -> Result<(), Error> {
+        let current = self.head_object(&node.rel).map_err(|error| store_error(path, error))?;
+        match current.and_then(|info| info.token()) {
+            None => Err(Error::version_mismatch(path, "none (the file does not exist)")),
+            Some(token) if token == expected => Ok(()),
+            Some(token) => Err(Error::version_mismatch(path, &token)),
+        }
+    }
+
+    fn list(
+        &self,
+        _table: &dyn crate::storage::MountTable,
+        _mount: usize,
+        node: &Node,
+        path: &VirtualPath,
+    ) -> Result<Vec<Entry>, Error> {
+        let (directories, files) = self.list_level(&node.rel).map_err(|error| store_error(path, error))?;
+        if directories.is_empty() && files.is_empty() && !node.rel.is_empty() {
+            let file = self.head_object(&node.rel).map_err(|error| store_error(path, error))?;
+            return Err(if file.is_some() { Error::not_a_directory(path) } else { Error::not_found(path) });
+        }
+        let directories = directories.into_iter().map(|name| Entry { name, kind: Kind::Directory });
+        Ok(directories.chain(files.into_iter().map(|(name, _)| Entry { name, kind: Kind::File })).collect())
+    }
+
+    /// One listing of every object below the directory (bounded by `from.listing_bound`),
+    /// arranged as a tree and walked depth-first in name order, as a local walk goes.
+    fn walk(
+        &self,
+        from: &WalkFrom<'_>,
+        node: &Node,
+        visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
+    ) -> Result<Walked, Error> {
+        let (objects, cut) =
+            self.list_all(&node.rel, from.listing_bound).map_err(|error| store_error(from.path, error))?;
+        let mut tree = Level::default();
+        for (parts, info) in objects {
+            tree.insert(&parts, info);
+        }
+        let mut walker = TreeWalk { from, visit, base: &node.rel };
+        let completed = walker.level(&tree, from.path, "", &mut Vec::new(), 0)?;
+        Ok(Walked { completed: completed && !cut, unreadable: 0 })
+    }
+
+    fn read_child(&self, node: &Node, name: &str, cap: u64, _path: &VirtualPath) -> Option<Vec<u8>> {
+        let mut rel = node.rel.clone();
+        rel.push(name.to_owned());
+        if let Some(Listed::Directory(files)) = &node.listed {
+            // The listing says whether it is there: no request for a name that is not.
+            let info = files.get(name)?;
+            if info.size > cap {
+                return None;
+            }
+        }
+        let (bytes, info) = self.get_first(&rel, cap.saturating_add(1), true).ok()??;
+        (info.size <= cap).then_some(bytes)
+    }
+
+    fn put(
+        &self,
+        node: &Node,
+        bytes: &[u8],
+        when: &PutWhen,
+        _mode: u32,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error> {
+        if node.rel.is_empty() {
+            return Err(Error::not_a_file(path));
+        }
+        match self.put_object(&node.rel, bytes.to_vec(), when) {
+            Ok(version) => Ok(version),
+            Err(StoreError::Precondition) => {
+                let current = self.head_object(&node.rel).ok().flatten().and_then(|info| info.token());
+                Err(Error::version_mismatch(path, current.as_deref().unwrap_or("none (the file does not exist)")))
+            }
+            Err(error) => Err(store_error(path, error)),
+        }
+    }
+
+    /// Directories are prefixes: nothing is written until a file is.
+    fn make_directory(&self, _node: &Node, _path: &VirtualPath) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn remove(
+        &self,
+        node: &Node,
+        kind: Kind,
+        recursive: bool,
+        _holds_mount: &dyn Fn((u64, u64)) -> bool,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        if node.rel.is_empty() {
+            return Err(Error::invalid_argument(agent_text!["cannot delete ", code(path), ": it is a mount root"]));
+        }
+        if kind != Kind::Directory {
+            return self.delete_object(&node.rel).map_err(|error| store_error(path, error));
+        }
+        // A directory is a prefix with objects below it: never empty.
+        if !recursive {
+            return Err(Error::not_empty(path));
+        }
+        loop {
+            let (objects, more) = self.list_all(&node.rel, 1000).map_err(|error| store_error(path, error))?;
+            for (parts, _) in &objects {
+                let mut rel = node.rel.clone();
+                rel.extend(parts.iter().cloned());
+                self.delete_object(&rel).map_err(|error| store_error(path, error))?;
+            }
+            if !more || objects.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn lock(&self, _node: &Node, _path: &VirtualPath) -> Result<crate::storage::Lock, Error> {
+        Ok(crate::storage::Lock::None)
+    }
+
+    fn open_append(&self, _node: &Node, path: &VirtualPath) -> Result<crate::storage::local::OpenFile, Error> {
+        Err(Error::invalid_argument(agent_text![
+            code(path),
+            " is in object storage, where this operation is not available"
+        ]))
+    }
+}
+
+/// One level of a listed tree: the objects in it and the levels below, in name order.
+#[derive(Default)]
+struct Level {
+    files: BTreeMap<String, ObjectInfo>,
+    directories: BTreeMap<String, Level>,
+}
+
+impl Level {
+    fn insert(&mut self, parts: &[String], info: ObjectInfo) {
+        match parts {
+            [] => {}
+            [name] => {
+                self.files.insert(name.clone(), info);
+            }
+            [directory, rest @ ..] => self.directories.entry(directory.clone()).or_default().insert(rest, info),
+        }
+    }
+}
+
+struct TreeWalk<'w, 'v> {
+    from: &'w WalkFrom<'w>,
+    visit: &'v mut dyn FnMut(&Visit<'_>) -> Flow,
+    base: &'w [String],
+}
+
+impl TreeWalk<'_, '_> {
+    /// Visits one level (files and directories merged in name order); false when stopped.
+    fn level(
+        &mut self,
+        level: &Level,
+        path: &VirtualPath,
+        relative: &str,
+        parts: &mut Vec<String>,
+        depth: usize,
+    ) -> Result<bool, Error> {
+        let mut names: Vec<(&String, Option<&ObjectInfo>, Option<&Level>)> = level
+            .files
+            .iter()
+            .map(|(name, info)| (name, Some(info), None))
+            .chain(level.directories.iter().map(|(name, below)| (name, None, Some(below))))
+            .collect();
+        names.sort_by(|left, right| left.0.cmp(right.0));
+        for (name, info, below) in names {
+            self.from.deadline.check()?;
+            let child = path.join_trusted(name);
+            let child_relative = if relative.is_empty() { name.clone() } else { format!("{relative}/{name}") };
+            parts.push(name.clone());
+            let mut rel = self.base.to_vec();
+            rel.extend(parts.iter().cloned());
+            let (kind, listed) = match (info, below) {
+                (Some(info), _) => (Kind::File, Listed::File(info.clone())),
+                (None, Some(below)) => (Kind::Directory, Listed::Directory(Arc::new(below.files.clone()))),
+                (None, None) => unreachable!("every listed name is a file or a directory"),
+            };
+            let node = crate::storage::Node::Object(Node { rel, listed: Some(listed) });
+            let flow = (self.visit)(&Visit {
+                path: &child,
+                relative: &child_relative,
+                name,
+                kind,
+                depth: depth + 1,
+                node: &node,
+            });
+            let go_on = match (flow, below) {
+                (Flow::Stop, _) => false,
+                (Flow::Continue, Some(below)) if depth + 1 < self.from.max_depth => {
+                    self.level(below, &child, &child_relative, parts, depth + 1)?
+                }
+                _ => true,
+            };
+            parts.pop();
+            if !go_on {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -484,13 +870,13 @@ mod tests {
         let root = ObjectRoot::open(&spec).unwrap();
         let rel = vec!["big.txt".to_owned()];
         let first = vec![b'a'; 3 * WINDOW as usize];
-        root.put(&rel, first, PutWhen::Always).unwrap();
-        let info = root.head(&rel).unwrap().unwrap();
+        root.put_object(&rel, first, &PutWhen::Any).unwrap();
+        let info = root.head_object(&rel).unwrap().unwrap();
         let mut reader = root.reader(&rel, &info);
         let mut buffer = vec![0u8; WINDOW as usize];
         reader.read_exact(&mut buffer).unwrap();
         assert!(buffer.iter().all(|&byte| byte == b'a'));
-        root.put(&rel, vec![b'b'; 3 * WINDOW as usize], PutWhen::Always).unwrap();
+        root.put_object(&rel, vec![b'b'; 3 * WINDOW as usize], &PutWhen::Any).unwrap();
         let error = reader.read_exact(&mut buffer).unwrap_err();
         let path = crate::VirtualPath::new("/data/big.txt").unwrap();
         let error = crate::Error::io(&path, error);

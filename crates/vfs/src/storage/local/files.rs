@@ -1,0 +1,431 @@
+//! The local store's primitives on handles: opening files and directories beneath a handle,
+//! reading directories, atomic writes, renames, removals, directory locks and appends. Every
+//! call names one entry beneath a directory handle already held, with `O_NOFOLLOW`.
+#![expect(clippy::disallowed_types, reason = "the storage module is the one place allowed to touch the disk")]
+
+use std::ffi::CStr;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::{MAX_DEPTH, Node, OpenFile, Seen, TEMPORARY_PREFIX, fstat, identity, io_error, kind_of, stat_of};
+use crate::error::Error;
+use crate::path::VirtualPath;
+use crate::storage::{Kind, Stat};
+use crate::text::{agent_text, code};
+
+/// Opens a child directory with `O_NOFOLLOW` (the raw call, for callers with their own errors).
+pub(super) fn open_directory_at(directory: &OwnedFd, name: &str) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        directory,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Opens a node as a regular file for reading, without ever blocking (FIFOs, sockets and
+/// devices are refused before any open; `O_NONBLOCK` covers a swap during the call).
+pub(crate) fn open_node(node: &Node, path: &VirtualPath) -> Result<(OpenFile, Stat), Error> {
+    let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
+    match node.seen {
+        Seen::Missing => Err(Error::not_found(path)),
+        Seen::Stat(stat) => open_file_in(&node.parent, name, stat, path),
+        Seen::Listed(Kind::Directory) => Err(Error::not_a_file(path)),
+        Seen::Listed(_) => open_entry_file(&node.parent, name, path),
+    }
+}
+
+/// Opens a node as a directory (a mount root when it has no name), checking that it is the
+/// directory resolution saw.
+pub(super) fn open_node_directory(node: &Node, path: &VirtualPath) -> Result<Arc<OwnedFd>, Error> {
+    let Some(name) = &node.name else { return Ok(node.parent.clone()) };
+    let seen = match node.seen {
+        Seen::Missing => return Err(Error::not_found(path)),
+        Seen::Stat(stat) => Some(stat),
+        Seen::Listed(Kind::Directory) => None,
+        Seen::Listed(Kind::Special) => return Err(Error::unsupported(path)),
+        Seen::Listed(_) => return Err(Error::not_a_directory(path)),
+    };
+    if let Some(seen) = seen
+        && seen.kind != Kind::Directory
+    {
+        return Err(if seen.kind == Kind::Special { Error::unsupported(path) } else { Error::not_a_directory(path) });
+    }
+    let (fd, stat) = open_subdirectory(&node.parent, name, path)?;
+    if seen.is_some_and(|seen| seen.identity != stat.identity) {
+        return Err(Error::changed_during_call(path));
+    }
+    Ok(Arc::new(fd))
+}
+
+/// Opens `name` in `directory` as a regular file; `seen` is its `lstat` from resolution.
+pub(super) fn open_file_in(
+    directory: &OwnedFd,
+    name: &str,
+    seen: Stat,
+    path: &VirtualPath,
+) -> Result<(OpenFile, Stat), Error> {
+    match seen.kind {
+        Kind::Directory => return Err(Error::not_a_file(path)),
+        Kind::Special => return Err(Error::unsupported(path)),
+        Kind::Symlink | Kind::File => {}
+    }
+    // A regular file replaced by another regular file since the `lstat` (an atomic write by
+    // someone else) is simply the newer version: confinement came from the parent handle and
+    // `O_NOFOLLOW`, and `open_entry_file` refuses anything but a regular file.
+    open_entry_file(directory, name, path)
+}
+
+/// Opens a directory entry that a walk saw as a regular file, without a separate `lstat`:
+/// `O_NOFOLLOW | O_NONBLOCK` keeps a link or FIFO swapped in since from being followed or
+/// blocking, and the `fstat` after the open refuses anything that is not a regular file.
+pub(crate) fn open_entry_file(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(OpenFile, Stat), Error> {
+    let fd = rustix::fs::openat(
+        directory,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|errno| match errno {
+        Errno::LOOP | Errno::NOENT => Error::changed_during_call(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    match stat.kind {
+        Kind::File => Ok((OpenFile(File::from(fd)), stat)),
+        Kind::Directory => Err(Error::not_a_file(path)),
+        Kind::Symlink | Kind::Special => Err(Error::unsupported(path)),
+    }
+}
+
+/// Opens a child directory without following links.
+pub(super) fn open_subdirectory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(OwnedFd, Stat), Error> {
+    let fd = open_directory_at(directory, name).map_err(|errno| match errno {
+        Errno::LOOP | Errno::NOTDIR | Errno::NOENT => Error::changed_during_call(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    Ok((fd, stat))
+}
+
+/// One directory entry, with its inode (a cheap first check for a nested mount's root).
+#[derive(Debug, Clone)]
+pub(super) struct DirEntry {
+    pub(super) name: String,
+    pub(super) kind: Kind,
+    pub(super) inode: u64,
+}
+
+/// Reads a directory's entries (not sorted). Names that are not UTF-8 cannot be addressed by
+/// a virtual path and are left out.
+pub(super) fn read_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<Vec<DirEntry>, Error> {
+    let mut reader = rustix::fs::Dir::read_from(directory).map_err(|errno| Error::io(path, io_error(errno)))?;
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.read() {
+        let entry = entry.map_err(|errno| Error::io(path, io_error(errno)))?;
+        let raw: &CStr = entry.file_name();
+        let bytes = raw.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        if name.starts_with(TEMPORARY_PREFIX) {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => match rustix::fs::statat(directory, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(raw) => stat_of(&raw).kind,
+                Err(_) => continue,
+            },
+            other => kind_of(other),
+        };
+        entries.push(DirEntry { name: name.to_owned(), kind, inode: entry.ino() });
+    }
+    Ok(entries)
+}
+
+/// `lstat` of a child.
+pub(super) fn stat_child(directory: &OwnedFd, name: &str) -> Option<Stat> {
+    rustix::fs::statat(directory, name, AtFlags::SYMLINK_NOFOLLOW).ok().map(|raw| stat_of(&raw))
+}
+
+/// An exclusive advisory lock on a directory, held while a read-modify-write of one of its
+/// entries runs, so that concurrent writers (threads or processes) never lose an update.
+pub(crate) struct DirectoryLock {
+    _fd: OwnedFd,
+}
+
+pub(super) fn lock_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<DirectoryLock, Error> {
+    // A fresh open file description: `flock` does not exclude holders of the same one.
+    let fd = rustix::fs::openat(directory, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|errno| Error::io(path, io_error(errno)))?;
+    rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|errno| Error::io(path, io_error(errno)))?;
+    Ok(DirectoryLock { _fd: fd })
+}
+
+fn temporary_name() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!("{TEMPORARY_PREFIX}{:016x}", hasher.finish())
+}
+
+/// Writes `source` to `name` in `directory` atomically: a temporary file in the same directory,
+/// `fsync`, then `rename` (or, without `replace`, a no-replace rename: atomic create-if-absent). The target is never
+/// opened for writing, so a symbolic link or hard link at `name` is replaced, not written
+/// through. On any failure the temporary file is removed and the previous content stays.
+/// Only the permission bits of `mode` are used: setuid, setgid and sticky bits are never
+/// carried onto a file an agent wrote.
+pub(super) fn write_atomic(
+    directory: &OwnedFd,
+    name: &str,
+    source: &mut dyn Read,
+    replace: bool,
+    mode: u32,
+    sync: bool,
+    path: &VirtualPath,
+) -> Result<u64, Error> {
+    let temporary = temporary_name();
+    let fd = rustix::fs::openat(
+        directory,
+        temporary.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode & 0o777),
+    )
+    .map_err(|errno| Error::io(path, io_error(errno)))?;
+    let mut file = File::from(fd);
+    let written = (|| -> io::Result<u64> {
+        let written = io::copy(source, &mut file)?;
+        file.flush()?;
+        if sync {
+            file.sync_all()?;
+        }
+        Ok(written)
+    })();
+    drop(file);
+    let written = match written {
+        Ok(written) => written,
+        Err(error) => {
+            let _ = rustix::fs::unlinkat(directory, temporary.as_str(), AtFlags::empty());
+            return Err(Error::io(path, error));
+        }
+    };
+    let renamed = if replace {
+        rustix::fs::renameat(directory, temporary.as_str(), directory, name)
+    } else {
+        rename_no_replace(directory, &temporary, directory, name)
+    };
+    if let Err(errno) = renamed {
+        let _ = rustix::fs::unlinkat(directory, temporary.as_str(), AtFlags::empty());
+        return Err(match errno {
+            Errno::EXIST => Error::already_exists(path),
+            Errno::ISDIR => Error::not_a_file(path),
+            errno => Error::io(path, io_error(errno)),
+        });
+    }
+    if sync {
+        let _ = rustix::fs::fsync(directory);
+    }
+    Ok(written)
+}
+
+/// `renameat2(RENAME_NOREPLACE)`, falling back to `linkat` + `unlinkat` where the file system
+/// does not support it (both refuse an existing destination atomically).
+fn rename_no_replace(from_dir: &OwnedFd, from: &str, to_dir: &OwnedFd, to: &str) -> rustix::io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        match rustix::fs::renameat_with(from_dir, from, to_dir, to, rustix::fs::RenameFlags::NOREPLACE) {
+            Err(Errno::INVAL | Errno::NOSYS) => {}
+            other => return other,
+        }
+    }
+    match rustix::fs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(raw) if FileType::from_raw_mode(raw.st_mode) == FileType::Directory => {
+            // Directories cannot be hard-linked: check, then rename (best effort).
+            if rustix::fs::statat(to_dir, to, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+                return Err(Errno::EXIST);
+            }
+            rustix::fs::renameat(from_dir, from, to_dir, to)
+        }
+        _ => {
+            rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty())?;
+            rustix::fs::unlinkat(from_dir, from, AtFlags::empty())
+        }
+    }
+}
+
+/// Renames `from` to `to` (nodes of local mounts), replacing an existing file at `to` only with
+/// `replace`. `None` when the two lie on different file systems and `from` is a file: then
+/// the operation copies and deletes. A directory cannot cross file systems: refused.
+pub(crate) fn rename(from: &Node, to: &Node, replace: bool, path: &VirtualPath) -> Option<Result<(), Error>> {
+    let (Some(from_name), Some(to_name)) = (&from.name, &to.name) else {
+        return Some(Err(Error::invalid_argument(agent_text!["cannot move ", code(path), ": it is a mount root"])));
+    };
+    let result = if replace {
+        rustix::fs::renameat(&*from.parent, from_name.as_str(), &*to.parent, to_name.as_str())
+    } else {
+        rename_no_replace(&from.parent, from_name, &to.parent, to_name)
+    };
+    let error = match result {
+        Ok(()) => {
+            let _ = rustix::fs::fsync(&*from.parent);
+            let _ = rustix::fs::fsync(&*to.parent);
+            return Some(Ok(()));
+        }
+        Err(error) => error,
+    };
+    Some(Err(match error {
+        Errno::XDEV => {
+            let is_directory = matches!(from.seen, super::Seen::Stat(stat) if stat.kind == Kind::Directory);
+            if !is_directory {
+                return None;
+            }
+            Error::invalid_argument(agent_text![
+                "cannot move directory ",
+                code(path),
+                " to another file system; move its files one by one"
+            ])
+        }
+        Errno::EXIST | Errno::NOTEMPTY => Error::already_exists(path),
+        Errno::ISDIR | Errno::NOTDIR => Error::invalid_argument(agent_text![
+            "cannot move to ",
+            code(path),
+            ": a file and a directory cannot replace each other"
+        ]),
+        Errno::INVAL => Error::invalid_argument(agent_text!["cannot move a directory into itself (", code(path), ")"]),
+        errno => Error::io(path, io_error(errno)),
+    }))
+}
+
+/// Creates one directory.
+pub(super) fn make_directory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<bool, Error> {
+    match rustix::fs::mkdirat(directory, name, Mode::from_raw_mode(0o777)) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
+        Err(errno) => Err(Error::io(path, io_error(errno))),
+    }
+}
+
+/// Removes a file or a symbolic link (never its target).
+pub(super) fn remove_file(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(), Error> {
+    rustix::fs::unlinkat(directory, name, AtFlags::empty()).map_err(|errno| match errno {
+        Errno::NOENT => Error::not_found(path),
+        Errno::ISDIR => Error::not_a_file(path),
+        errno => Error::io(path, io_error(errno)),
+    })
+}
+
+/// Removes an empty directory.
+pub(super) fn remove_directory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(), Error> {
+    rustix::fs::unlinkat(directory, name, AtFlags::REMOVEDIR).map_err(|errno| match errno {
+        Errno::NOENT => Error::not_found(path),
+        Errno::NOTEMPTY | Errno::EXIST => Error::not_empty(path),
+        errno => Error::io(path, io_error(errno)),
+    })
+}
+
+/// Removes a directory tree beneath handles, never following a link (links are unlinked).
+/// Stops at a directory for which `holds_mount` is true (a nested mount's root or a directory
+/// on the way to one); the operation checked the top before, so this is a second line.
+pub(super) fn remove_tree(
+    directory: &OwnedFd,
+    name: &str,
+    path: &VirtualPath,
+    holds_mount: &dyn Fn((u64, u64)) -> bool,
+    depth: usize,
+) -> Result<(), Error> {
+    if depth > MAX_DEPTH {
+        return Err(Error::too_large(Some(path), "the directory tree is too deep to delete"));
+    }
+    let (child, stat) = open_subdirectory(directory, name, path)?;
+    if holds_mount(identity(&stat)) {
+        return Err(Error::pinned(path, "delete", None));
+    }
+    for entry in read_directory(&child, path)? {
+        let entry_path = path.join_trusted(&entry.name);
+        if entry.kind == Kind::Directory {
+            remove_tree(&child, &entry.name, &entry_path, holds_mount, depth + 1)?;
+        } else {
+            remove_file(&child, &entry.name, &entry_path)?;
+        }
+    }
+    drop(child);
+    remove_directory(directory, name, path)
+}
+
+/// Opens (creating if needed) a file for appending, never through a link.
+pub(super) fn open_append(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<OpenFile, Error> {
+    let fd = rustix::fs::openat(
+        directory,
+        name,
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|errno| match errno {
+        Errno::LOOP => Error::symlink(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
+    let stat = fstat(&fd, path)?;
+    if stat.kind != Kind::File {
+        return Err(Error::unsupported(path));
+    }
+    Ok(OpenFile(File::from(fd)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Yields some bytes, then fails: a write interrupted midway.
+    struct FailingReader {
+        sent: bool,
+    }
+
+    impl Read for FailingReader {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            if self.sent {
+                return Err(io::Error::other("the source failed"));
+            }
+            self.sent = true;
+            let chunk = b"half of the new content";
+            buffer[..chunk.len()].copy_from_slice(chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    #[test]
+    fn a_write_that_fails_midway_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file.txt"), "old content").unwrap();
+        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let path = VirtualPath::new("/x/file.txt").unwrap();
+        let error = write_atomic(&handle, "file.txt", &mut FailingReader { sent: false }, true, 0o644, true, &path)
+            .unwrap_err();
+        assert_eq!(error.to_string(), "`/x/file.txt`: the host reported: other error");
+        assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old content");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("file.txt")], "the temporary file is removed");
+    }
+
+    #[test]
+    fn create_if_absent_refuses_an_existing_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file.txt"), "old").unwrap();
+        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let path = VirtualPath::new("/x/file.txt").unwrap();
+        let error = write_atomic(&handle, "file.txt", &mut &b"new"[..], false, 0o644, true, &path).unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
+    }
+}

@@ -1,0 +1,464 @@
+//! The local store: a directory on this machine, confined by handles.
+//!
+//! The mount root is opened once by path, in [`LocalRoot::open`]; everything after that is
+//! `*at` system calls relative to a directory handle, one component at a time with
+//! `O_NOFOLLOW` ([`resolve`]). Symbolic links are read with `readlinkat` and resolved *by us*,
+//! lexically, inside the mount's own namespace; a link whose target leaves the mount is refused.
+//! Because each step opens a single name beneath a handle already held, a symlink swapped in
+//! during the call can make the call fail, never escape. Resolution also knows each directory's
+//! identity, which is how physical nesting (a mount lying inside another mount's directory) is
+//! honoured however the directory was reached.
+//!
+//! Modules: `resolve` (paths to places), `files` (the primitives on handles: open, write,
+//! rename, remove, lock), `walk` (trees, with handles), `version` (version tokens and their
+//! cache). This module holds the root, the node type and the seam's methods.
+#![expect(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the storage module is the one place allowed to touch the disk"
+)]
+
+mod files;
+mod resolve;
+mod version;
+mod walk;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+pub(crate) use files::{DirectoryLock, open_node as open_local, rename};
+pub(crate) use resolve::{open_direct, resolve};
+pub(crate) use version::version_of_bytes;
+use version::{VersionCache, version_of_file};
+
+use super::{Capabilities, Entry, Kind, MountTable, Opened, PutWhen, Reader, Stat, Visit, WalkFrom, Walked};
+use crate::error::Error;
+use crate::mount::ConfigError;
+use crate::path::VirtualPath;
+use crate::spec::MountSpec;
+use crate::text::agent_text;
+
+/// What a local directory can do.
+pub(crate) const CAPABILITIES: Capabilities = Capabilities {
+    links: true,
+    hard_links: true,
+    special_files: true,
+    atomic_rename: true,
+    directories: true,
+    append: true,
+    locks: true,
+    identities: true,
+    network: false,
+};
+
+/// Names of vfs's own temporary files (an atomic write in flight, or one a crash interrupted).
+/// They are never listed, walked or resolved: an agent sees only whole files.
+pub(crate) const TEMPORARY_PREFIX: &str = ".vfs-tmp-";
+
+/// Most directory levels vfs creates or removes below a mount root.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// A mount's root directory, opened once.
+pub(crate) struct LocalRoot {
+    dir: Arc<OwnedFd>,
+    identity: (u64, u64),
+    /// The canonical physical path (no links, no `.`/`..`), for relations between mounts.
+    canonical: PathBuf,
+    /// Every spelling of the root the scrub must know: as given (absolute), canonical.
+    spellings: Vec<String>,
+    /// Whether writes reach stable storage before they are reported.
+    sync: bool,
+    /// Content-hash versions of unchanged files, so version guards need not read a file again.
+    versions: VersionCache,
+}
+
+/// A place in a local tree: a name in a directory held open, or (without a name) the
+/// directory itself, a mount root.
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub(crate) parent: Arc<OwnedFd>,
+    pub(crate) name: Option<String>,
+    pub(crate) seen: Seen,
+}
+
+/// What resolution or a walk knew of a node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Seen {
+    /// Nothing is there.
+    Missing,
+    /// Its `lstat`.
+    Stat(Stat),
+    /// A directory listing's type, without a `stat`.
+    Listed(Kind),
+}
+
+/// An open regular file. The operations read through this type and never name
+/// `std::fs::File`, so the static check can keep raw file types inside this module.
+#[derive(Debug)]
+pub(crate) struct OpenFile(File);
+
+impl Read for OpenFile {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buffer)
+    }
+}
+
+impl io::Seek for OpenFile {
+    fn seek(&mut self, position: io::SeekFrom) -> io::Result<u64> {
+        self.0.seek(position)
+    }
+}
+
+impl Write for OpenFile {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        self.0.write(buffer)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl OpenFile {
+    pub(crate) fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+fn kind_of(file_type: FileType) -> Kind {
+    match file_type {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Directory,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Special,
+    }
+}
+
+fn stat_of(raw: &rustix::fs::Stat) -> Stat {
+    #[expect(clippy::cast_sign_loss, reason = "sizes and nanoseconds are never negative")]
+    Stat {
+        kind: kind_of(FileType::from_raw_mode(raw.st_mode)),
+        size: raw.st_size as u64,
+        modified: (raw.st_mtime, raw.st_mtime_nsec as u32),
+        changed: (raw.st_ctime, raw.st_ctime_nsec as u32),
+        #[expect(clippy::useless_conversion, reason = "the width differs by platform")]
+        identity: Some((u64::from(raw.st_dev), u64::from(raw.st_ino))),
+        #[expect(clippy::useless_conversion, reason = "the width differs by platform")]
+        mode: u32::from(raw.st_mode),
+    }
+}
+
+fn io_error(errno: Errno) -> io::Error {
+    io::Error::from(errno)
+}
+
+fn fstat(fd: &OwnedFd, path: &VirtualPath) -> Result<Stat, Error> {
+    rustix::fs::fstat(fd).map(|raw| stat_of(&raw)).map_err(|errno| Error::io(path, io_error(errno)))
+}
+
+/// The identity of a stat the local store made (it always has one).
+fn identity(stat: &Stat) -> (u64, u64) {
+    stat.identity.unwrap_or_default()
+}
+
+impl LocalRoot {
+    /// Opens the mount root: the only ambient-path open in the crate.
+    pub(crate) fn open(spec: &MountSpec, sync: bool) -> Result<Self, ConfigError> {
+        let root = spec.root().as_str().to_owned();
+        let physical = spec.physical().to_owned();
+        let fail = |source| ConfigError::Open { root: root.clone(), physical: physical.clone(), source };
+        let given = Path::new(spec.physical());
+        let absolute =
+            if given.is_absolute() { given.to_path_buf() } else { std::env::current_dir().map_err(fail)?.join(given) };
+        match std::fs::metadata(&absolute) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => return Err(ConfigError::NotADirectory { root, physical }),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(ConfigError::Missing { root, physical });
+            }
+            Err(source) => return Err(fail(source)),
+        }
+        let canonical = std::fs::canonicalize(&absolute).map_err(fail)?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let dir = rustix::fs::open(&canonical, flags, Mode::empty()).map_err(|errno| fail(io_error(errno)))?;
+        let stat = rustix::fs::fstat(&dir).map_err(|errno| fail(io_error(errno)))?;
+        let mut spellings = vec![
+            lexical_normal(&absolute).to_string_lossy().into_owned(),
+            canonical.to_string_lossy().into_owned(),
+            absolute.to_string_lossy().into_owned(),
+        ];
+        spellings.sort();
+        spellings.dedup();
+        Ok(Self {
+            dir: Arc::new(dir),
+            identity: identity(&stat_of(&stat)),
+            canonical,
+            spellings,
+            sync,
+            versions: VersionCache::default(),
+        })
+    }
+
+    /// The canonical path components of `other` below this root: `Some(empty)` for the same
+    /// directory, `None` when `other` does not lie inside this root.
+    pub(crate) fn relative_of(&self, other: &LocalRoot) -> Option<Vec<String>> {
+        let rest = other.canonical.strip_prefix(&self.canonical).ok()?;
+        Some(rest.components().map(|component| component.as_os_str().to_string_lossy().into_owned()).collect())
+    }
+
+    /// The identities of the directories from this root (exclusive) down to `inner`'s root
+    /// (inclusive) when `inner` lies physically inside this root; empty otherwise. Each
+    /// directory is opened beneath the previous one with `O_NOFOLLOW`, as resolution would.
+    pub(crate) fn chain_to(&self, inner: &LocalRoot) -> Vec<(u64, u64)> {
+        let Some(rest) = self.relative_of(inner) else { return Vec::new() };
+        let mut identities = Vec::with_capacity(rest.len());
+        let mut current = self.dir.clone();
+        for name in &rest {
+            let Ok(directory) = files::open_directory_at(&current, name) else { return Vec::new() };
+            let Ok(stat) = rustix::fs::fstat(&directory) else { return Vec::new() };
+            identities.push(identity(&stat_of(&stat)));
+            current = Arc::new(directory);
+        }
+        // The path led somewhere else than the inner root (changed since it was opened).
+        if identities.last() != Some(&inner.identity) {
+            return Vec::new();
+        }
+        identities
+    }
+
+    /// The root directory's `(device, inode)`.
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        self.identity
+    }
+
+    pub(crate) fn spellings(&self) -> &[String] {
+        &self.spellings
+    }
+
+    pub(crate) fn handle(&self) -> Arc<OwnedFd> {
+        self.dir.clone()
+    }
+
+    /// The version of a file opened by another route (the single-mount fast path).
+    pub(crate) fn version_of_open(
+        &self,
+        file: &mut OpenFile,
+        stat: &Stat,
+        path: &VirtualPath,
+    ) -> Result<String, Error> {
+        version_of_file(&self.versions, file, stat).map_err(|error| Error::io(path, error))
+    }
+
+    /// Copies an open file's content to `node` atomically (a move across file systems).
+    pub(crate) fn put_from(
+        &self,
+        node: &Node,
+        source: &mut dyn Read,
+        replace: bool,
+        mode: u32,
+        path: &VirtualPath,
+    ) -> Result<u64, Error> {
+        let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
+        files::write_atomic(&node.parent, name, source, replace, mode, self.sync, path)
+    }
+}
+
+impl super::Store for LocalRoot {
+    type Node = Node;
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    // The seam's primitives (see `storage::Backend`).
+
+    fn stat(&self, node: &Node, path: &VirtualPath) -> Result<Option<Stat>, Error> {
+        match node.seen {
+            Seen::Missing => Ok(None),
+            Seen::Stat(stat) => Ok(Some(stat)),
+            Seen::Listed(_) => self.restat(node, path),
+        }
+    }
+
+    fn restat(&self, node: &Node, path: &VirtualPath) -> Result<Option<Stat>, Error> {
+        match &node.name {
+            Some(name) => Ok(files::stat_child(&node.parent, name)),
+            None => fstat(&node.parent, path).map(Some),
+        }
+    }
+
+    fn open_file(&self, node: &Node, _first: Option<u64>, path: &VirtualPath) -> Result<Opened<'_>, Error> {
+        let (file, stat) = files::open_node(node, path)?;
+        Ok(Opened { reader: Reader::Local(file), size: stat.size, token: None, first: None })
+    }
+
+    fn read_all(&self, node: &Node, cap: u64, path: &VirtualPath) -> Result<(Vec<u8>, Option<String>, Stat), Error> {
+        let (file, stat) = files::open_node(node, path)?;
+        if stat.size > cap {
+            return Err(too_large(path, stat.size, cap));
+        }
+        let mut bytes = Vec::with_capacity(stat.size as usize);
+        file.take(cap + 1).read_to_end(&mut bytes).map_err(|error| Error::io(path, error))?;
+        if bytes.len() as u64 > cap {
+            return Err(Error::too_large(Some(path), agent_text![format!("the file grew past the {cap}-byte cap")]));
+        }
+        let token = version_of_bytes(&bytes);
+        Ok((bytes, token, stat))
+    }
+
+    fn version(&self, node: &Node, path: &VirtualPath) -> Result<Option<String>, Error> {
+        let (mut file, stat) = files::open_node(node, path)?;
+        version_of_file(&self.versions, &mut file, &stat).map(Some).map_err(|error| Error::io(path, error))
+    }
+
+    fn list(&self, table: &dyn MountTable, mount: usize, node: &Node, path: &VirtualPath) -> Result<Vec<Entry>, Error> {
+        let directory = files::open_node_directory(node, path)?;
+        let entries = files::read_directory(&directory, path)?;
+        Ok(entries
+            .into_iter()
+            .filter(|entry| !walk::hidden_entry(table, mount, &directory, entry))
+            .map(|entry| Entry { name: entry.name, kind: entry.kind })
+            .collect())
+    }
+
+    fn walk(
+        &self,
+        from: &WalkFrom<'_>,
+        node: &Node,
+        visit: &mut dyn FnMut(&Visit<'_>) -> super::Flow,
+    ) -> Result<Walked, Error> {
+        let directory = files::open_node_directory(node, from.path)?;
+        walk::walk(from, &directory, visit)
+    }
+
+    /// Reads the file `name` in the directory `node`, when it is a regular file of at most
+    /// `cap` bytes; `None` otherwise (absent, too large, unreadable).
+    fn read_child(&self, node: &Node, name: &str, cap: u64, path: &VirtualPath) -> Option<Vec<u8>> {
+        let directory = files::open_node_directory(node, path).ok()?;
+        let stat = files::stat_child(&directory, name)?;
+        if stat.kind != Kind::File || stat.size > cap {
+            return None;
+        }
+        let (file, _) = files::open_entry_file(&directory, name, path).ok()?;
+        let mut bytes = Vec::new();
+        file.take(cap).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    fn check_version(&self, node: &Node, expected: &str, path: &VirtualPath) -> Result<(), Error> {
+        let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
+        let Some(stat) = files::stat_child(&node.parent, name) else {
+            return Err(Error::version_mismatch(path, "none (the file does not exist)"));
+        };
+        let (mut file, stat) = files::open_file_in(&node.parent, name, stat, path)?;
+        let current = version_of_file(&self.versions, &mut file, &stat).map_err(|error| Error::io(path, error))?;
+        if current == expected { Ok(()) } else { Err(Error::version_mismatch(path, &current)) }
+    }
+
+    fn put(
+        &self,
+        node: &Node,
+        bytes: &[u8],
+        when: &PutWhen,
+        mode: u32,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error> {
+        let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
+        let replace = match when {
+            PutWhen::Absent => false,
+            PutWhen::Any => true,
+            PutWhen::Version(expected) => {
+                self.check_version(node, expected, path)?;
+                true
+            }
+        };
+        files::write_atomic(&node.parent, name, &mut &bytes[..], replace, mode, self.sync, path)?;
+        Ok(version_of_bytes(bytes))
+    }
+
+    fn make_directory(&self, node: &Node, path: &VirtualPath) -> Result<bool, Error> {
+        let Some(name) = &node.name else { return Ok(false) };
+        files::make_directory(&node.parent, name, path)
+    }
+
+    fn remove(
+        &self,
+        node: &Node,
+        kind: Kind,
+        recursive: bool,
+        holds_mount: &dyn Fn((u64, u64)) -> bool,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        let Some(name) = &node.name else {
+            return Err(Error::invalid_argument(agent_text![
+                "cannot delete ",
+                crate::text::code(path),
+                ": it is a mount root"
+            ]));
+        };
+        match kind {
+            Kind::Directory if recursive => files::remove_tree(&node.parent, name, path, holds_mount, 0),
+            Kind::Directory => files::remove_directory(&node.parent, name, path),
+            Kind::File | Kind::Symlink | Kind::Special => files::remove_file(&node.parent, name, path),
+        }
+    }
+
+    fn lock(&self, node: &Node, path: &VirtualPath) -> Result<super::Lock, Error> {
+        files::lock_directory(&node.parent, path).map(super::Lock::Local)
+    }
+
+    fn open_append(&self, node: &Node, path: &VirtualPath) -> Result<OpenFile, Error> {
+        let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
+        files::open_append(&node.parent, name, path)
+    }
+}
+
+fn too_large(path: &VirtualPath, size: u64, cap: u64) -> Error {
+    Error::too_large(Some(path), agent_text![format!("the file has {size} bytes, more than the {cap}-byte cap")])
+}
+
+/// `/a/./b/../c` → `/a/c` without touching the disk (for the spelling as given).
+fn lexical_normal(path: &Path) -> PathBuf {
+    let mut output = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                output.pop();
+            }
+            other => output.push(other.as_os_str()),
+        }
+    }
+    output
+}
+
+/// How many directory handles one batch of work (a content search's batch of files) may hold
+/// open: an eighth of the process's open-file limit, between 16 and 4,096, so that several
+/// calls at once stay well inside it.
+pub(crate) fn descriptor_budget() -> usize {
+    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+        usize::try_from(limit / 8).unwrap_or(usize::MAX).clamp(16, 4096)
+    })
+}
+
+/// Raises the process's soft open-file limit to its hard limit (at most 1,048,576), as servers
+/// that walk large trees for several callers at once do. Returns the limit in force.
+pub(crate) fn raise_open_file_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let current = getrlimit(Resource::Nofile);
+    let wanted = current.maximum.unwrap_or(1 << 20).min(1 << 20);
+    if current.current.is_some_and(|soft| soft < wanted)
+        && setrlimit(Resource::Nofile, Rlimit { current: Some(wanted), maximum: current.maximum }).is_ok()
+    {
+        return wanted;
+    }
+    current.current.unwrap_or(u64::MAX)
+}
