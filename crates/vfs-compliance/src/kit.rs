@@ -6,18 +6,20 @@
 //! uploading the layout first. Each scenario asserts exact outcomes an agent would see (kinds
 //! and texts), checks every agent-bound text with the [`LeakChecker`], and checks that nothing
 //! outside the mounts changed. Effects are observed through accessors, so a scenario means
-//! the same on every backend (on a local tree the files on disk are checked as well, see
-//! [`World::on_disk`]); what only a local tree has
-//! (links, special files, append-only files) is tested only where [`Factory::local_tree`] says
-//! it exists, and [`run_all`] reports each skipped scenario with its reason.
+//! the same on every backend (where the layout's directories are the store, the files on disk
+//! are checked as well, see [`World::on_disk`]). The kit is the stores' contract: a scenario is
+//! skipped only for a capability the store itself declares it lacks ([`vfs::Capabilities`]:
+//! links, special files, appends, directory identities), [`run_all`] reports each skip with its
+//! reason, and a skipped scenario is still run: if it passes, the declaration is stale and the
+//! report fails.
 
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use vfs::{
-    AgentAccessor, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, Error, ErrorKind, FileInfo,
-    GrepRequest, GrepResult, Limits, Listing, MediaRead, MountRegistry, MountSpec, MoveOutcome, NameSearch, ReadWindow,
-    Rights, SpecPart, TextRead, Tree, VirtualPath, Visibility, WriteOptions, WriteOutcome,
+    AgentAccessor, Capabilities, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, Error, ErrorKind,
+    FileInfo, GrepRequest, GrepResult, Limits, Listing, MediaRead, MountRegistry, MountSpec, MoveOutcome, NameSearch,
+    ReadWindow, Rights, SpecPart, TextRead, Tree, VirtualPath, Visibility, WriteOptions, WriteOutcome,
 };
 
 use crate::fixture::Layout;
@@ -55,12 +57,27 @@ pub trait Factory {
     /// complete when this is called: scenarios observe every later effect through accessors.
     fn build(&self, layout: &Layout, plan: &Plan<'_>) -> Result<MountRegistry, String>;
 
-    /// True when the backend serves a local directory tree, with what only such a tree has:
-    /// symbolic and hard links, FIFOs and sockets, one mount lying physically inside another,
-    /// append-only files. A backend without them (object storage) skips the scenarios about
-    /// them, and the report lists each skip with its reason.
-    fn local_tree(&self) -> bool {
+    /// True when the store is the layout's directories themselves, so that a scenario can
+    /// also check the files on disk (false for a backend that copies the layout elsewhere).
+    fn serves_layout_directly(&self) -> bool {
         true
+    }
+
+    /// What the backend's store declares it can do, asked of a registry the factory builds.
+    fn capabilities(&self) -> Result<Capabilities, String> {
+        let layout = Layout::new();
+        layout.file("probe/file.txt", "probe\n");
+        let plan = Plan {
+            mounts: vec![PlannedMount {
+                directory: "probe",
+                root: "/probe",
+                rights: "ro",
+                visibility: Visibility::AgentFacing,
+            }],
+            limits: Limits::default(),
+        };
+        let registry = self.build(&layout, &plan)?;
+        registry.capabilities("/probe").ok_or_else(|| "the probe registry has no `/probe`".to_owned())
     }
 }
 
@@ -192,7 +209,7 @@ impl World {
     /// writes but not with the disk must not pass. (Object stores are observed through the
     /// accessors only.)
     pub fn on_disk(&self, factory: &dyn Factory, relative: &str, expected: &str) -> Outcome {
-        if !factory.local_tree() {
+        if !factory.serves_layout_directly() {
             return Ok(());
         }
         ensure_eq(self.layout.read(relative).as_deref(), Some(expected), &format!("`{relative}` on disk"))
@@ -279,18 +296,32 @@ pub struct Scenario {
     pub name: &'static str,
     /// What it covers (mount grammar, rights, …).
     pub area: &'static str,
-    /// Why the scenario needs a local directory tree ([`Factory::local_tree`]), if it does.
-    pub local_tree: Option<&'static str>,
+    /// What the scenario needs of the store, if anything, and why it means nothing without.
+    pub requires: Option<Requirement>,
     /// The check.
     pub run: fn(&dyn Factory) -> Outcome,
+}
+
+/// A capability a scenario needs, and why it means nothing without it.
+#[derive(Debug, Clone, Copy)]
+pub struct Requirement {
+    /// Whether the store has it.
+    pub has: fn(&Capabilities) -> bool,
+    /// Why the scenario is skipped without it.
+    pub why: &'static str,
 }
 
 /// Every scenario, in a fixed order.
 #[must_use]
 pub fn scenarios() -> Vec<Scenario> {
-    const LINKS: &str = "object stores have no links";
-    let any = |name, area, run| Scenario { name, area, local_tree: None, run };
-    let local = |name, area, why, run| Scenario { name, area, local_tree: Some(why), run };
+    const LINKS: Requirement =
+        Requirement { has: |capabilities| capabilities.links, why: "the store has no symbolic links" };
+    const SPECIAL: Requirement = Requirement {
+        has: |capabilities| capabilities.special_files,
+        why: "the store holds no FIFOs, sockets or devices",
+    };
+    let any = |name, area, run| Scenario { name, area, requires: None, run };
+    let local = |name, area, requires, run| Scenario { name, area, requires: Some(requires), run };
     vec![
         any("mount strings that parse round-trip", "mount grammar", grammar_accepts),
         any("bad mount strings name the bad part in one line", "mount grammar", grammar_refuses),
@@ -304,12 +335,7 @@ pub fn scenarios() -> Vec<Scenario> {
         any("writes are atomic and never go through links", "atomic writes", atomic_writes),
         any("version guards refuse stale writes", "atomic writes", version_guards),
         any("every result is bounded and says how to narrow", "bounded results", bounded_results),
-        local(
-            "special files are refused at once",
-            "symlink policy",
-            "object stores hold no FIFOs or sockets",
-            special_files,
-        ),
+        local("special files are refused at once", "symlink policy", SPECIAL, special_files),
         any("registries refuse bad mount sets", "mount grammar", registry_refusals),
         any("every configuration: rights × visibility × caller × link", "configurations", configurations),
     ]
@@ -322,8 +348,12 @@ pub struct Report {
     pub passed: Vec<&'static str>,
     /// Scenarios that failed, with why.
     pub failed: Vec<(&'static str, String)>,
-    /// Scenarios not run because the backend has no local directory tree, with why.
+    /// Scenarios skipped for a capability the store lacks, with why (each still ran, and
+    /// failed, as it must without the capability).
     pub skipped: Vec<(&'static str, &'static str)>,
+    /// Scenarios skipped for a capability the store declares it lacks, that passed anyway:
+    /// the declaration is stale.
+    pub stale: Vec<&'static str>,
 }
 
 impl Report {
@@ -332,33 +362,47 @@ impl Report {
     /// # Panics
     /// When a scenario failed.
     pub fn assert_all_passed(&self) {
-        let failures: Vec<String> = self.failed.iter().map(|(name, why)| format!("- {name}: {why}")).collect();
+        let mut failures: Vec<String> = self.failed.iter().map(|(name, why)| format!("- {name}: {why}")).collect();
+        failures.extend(
+            self.stale
+                .iter()
+                .map(|name| format!("- {name}: skipped for a capability the store declares it lacks, yet it passed")),
+        );
         assert!(failures.is_empty(), "{} scenario(s) failed:\n{}", failures.len(), failures.join("\n"));
     }
 }
 
-/// Runs every scenario against `factory`; a panic in a scenario is a failure.
+/// Runs every scenario against `factory`; a panic in a scenario is a failure. A scenario that
+/// needs a capability the store declares it lacks is skipped: it still runs, and passing
+/// anyway marks the declaration stale.
 #[must_use]
 pub fn run_all(factory: &dyn Factory) -> Report {
     let mut report = Report::default();
-    for scenario in scenarios() {
-        if let Some(why) = scenario.local_tree
-            && !factory.local_tree()
-        {
-            report.skipped.push((scenario.name, why));
-            continue;
+    let capabilities = match factory.capabilities() {
+        Ok(capabilities) => capabilities,
+        Err(why) => {
+            report.failed.push(("the store declares its capabilities", why));
+            return report;
         }
-        match catch_unwind(AssertUnwindSafe(|| (scenario.run)(factory))) {
-            Ok(Ok(())) => report.passed.push(scenario.name),
-            Ok(Err(why)) => report.failed.push((scenario.name, why)),
+    };
+    for scenario in scenarios() {
+        let lacking = scenario.requires.filter(|requirement| !(requirement.has)(&capabilities));
+        let outcome = match catch_unwind(AssertUnwindSafe(|| (scenario.run)(factory))) {
+            Ok(outcome) => outcome,
             Err(panic) => {
                 let why = panic
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
                     .unwrap_or_default();
-                report.failed.push((scenario.name, format!("panicked: {why}")));
+                Err(format!("panicked: {why}"))
             }
+        };
+        match (lacking, outcome) {
+            (Some(_), Ok(())) => report.stale.push(scenario.name),
+            (Some(requirement), Err(_)) => report.skipped.push((scenario.name, requirement.why)),
+            (None, Ok(())) => report.passed.push(scenario.name),
+            (None, Err(why)) => report.failed.push((scenario.name, why)),
         }
     }
     report
@@ -644,7 +688,7 @@ fn privileged_reach(factory: &dyn Factory) -> Outcome {
     )?;
     let appender = privileged.into_append_only();
     let opened = appender.open_append("/llm-logs/new.jsonl");
-    if !factory.local_tree() {
+    if !factory.capabilities()?.append {
         // Objects cannot be appended to: the exchange log is always a local folder.
         return expect_denial(
             opened,
@@ -754,7 +798,7 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
         ],
         limits: Limits::default(),
     };
-    if !factory.local_tree() {
+    if !factory.capabilities()?.identities {
         // Object keys have no directory a walk could recognise as another mount's root, so
         // nesting is refused when the registry is built, before anything is served.
         return match World::build(factory, layout, &plan) {
@@ -831,7 +875,7 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
     world.show(&agent.write("/output/dir/a.txt", "two\n", &overwrite()))?;
     ensure_eq(content(&agent, "/output/dir/a.txt").as_deref(), Some("two\n"), "overwritten")?;
     world.on_disk(factory, "out/dir/a.txt", "two\n")?;
-    if factory.local_tree() {
+    if factory.capabilities()?.hard_links {
         // A hard link to a file outside is replaced, never written through.
         layout.hard_link("outside/secret.txt", "out/hard");
         world.show(&agent.write("/output/hard", "replaced\n", &overwrite()))?;
@@ -995,7 +1039,7 @@ enum Caller {
 /// rights token, visibility and caller, and compares with what the rules say must happen.
 fn configurations(factory: &dyn Factory) -> Outcome {
     // Without a local tree there are no links: the plain file alone, per configuration.
-    let targets: &[&str] = if factory.local_tree() { &["f.txt", "in", "out"] } else { &["f.txt"] };
+    let targets: &[&str] = if factory.capabilities()?.links { &["f.txt", "in", "out"] } else { &["f.txt"] };
     let mut checked = 0usize;
     for rights in ["ro", "rw", "rwnd"] {
         for visibility in [Visibility::AgentFacing, Visibility::Internal] {

@@ -49,3 +49,40 @@ fn a_careless_backend_fails_the_kit() {
     assert!(failed.contains(&"rights and overrides decide, with exact denials"), "{failed:?}");
     assert!(failed.contains(&"the longest root wins at a segment boundary"), "{failed:?}");
 }
+
+/// A store that declares it lacks a capability it has: the scenario it skips passes anyway,
+/// and the report fails, so a skip cannot outlive its reason.
+struct Understated;
+
+impl kit::Factory for Understated {
+    fn name(&self) -> &'static str {
+        "understated"
+    }
+
+    fn build(
+        &self,
+        layout: &vfs_compliance::fixture::Layout,
+        plan: &kit::Plan<'_>,
+    ) -> Result<vfs::MountRegistry, String> {
+        LocalFactory.build(layout, plan)
+    }
+
+    fn capabilities(&self) -> Result<vfs::Capabilities, String> {
+        let mut capabilities = LocalFactory.capabilities()?;
+        capabilities.links = false;
+        Ok(capabilities)
+    }
+}
+
+#[test]
+fn a_skip_the_store_does_not_need_fails_the_kit() {
+    let report = kit::run_all(&Understated);
+    assert_eq!(report.stale, ["links inside work, links out are refused"]);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let failure = std::panic::catch_unwind(|| report.assert_all_passed()).unwrap_err();
+    let text = failure.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains("links inside work, links out are refused: skipped for a capability the store declares it lacks, yet it passed"),
+        "{text}"
+    );
+}

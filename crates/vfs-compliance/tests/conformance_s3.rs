@@ -18,8 +18,8 @@ use vfs_compliance::kit::{self, Factory, Plan};
 
 /// The scenarios object storage skips: links and special files exist only in a local tree.
 const SKIPPED: &[(&str, &str)] = &[
-    ("links inside work, links out are refused", "object stores have no links"),
-    ("special files are refused at once", "object stores hold no FIFOs or sockets"),
+    ("links inside work, links out are refused", "the store has no symbolic links"),
+    ("special files are refused at once", "the store holds no FIFOs, sockets or devices"),
 ];
 
 /// Mounts prefixes below `base` (`s3://bucket/run` or `memory://name`).
@@ -58,7 +58,7 @@ impl Factory for ObjectFactory {
         &self.base
     }
 
-    fn local_tree(&self) -> bool {
+    fn serves_layout_directly(&self) -> bool {
         false
     }
 

@@ -31,11 +31,10 @@ impl MountRegistry {
     /// Returns `None` when `root` is not an internal mount of this registry.
     #[must_use]
     pub fn mint_privileged(&self, root: &str) -> Option<PrivilegedAccessor> {
-        let index = self
-            .inner
-            .mounts
-            .iter()
-            .position(|mount| mount.root.as_str() == root && mount.visibility == crate::mount::Visibility::Internal)?;
+        let index =
+            self.inner.mounts.iter().position(|mount| {
+                mount.root.as_str() == root && mount.visibility == crate::mount::Visibility::Internal
+            })?;
         Some(PrivilegedAccessor::new(self.clone(), index))
     }
 }
