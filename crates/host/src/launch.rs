@@ -403,8 +403,40 @@ fn select(
     let by_id: HashMap<&MountId, &Entry> =
         settings.iter().filter_map(|entry| entry.spec.id().map(|id| (id, entry))).collect();
     let flag_roots: Vec<&MountRoot> = flags.iter().map(|entry| entry.spec.root()).collect();
+    let chosen = chosen_by_flags(mount_ids, &by_id, &flag_roots, problems);
+    let crew_chosen = crew.map(|crew| chosen_by_crew(crew, &by_id, problems)).unwrap_or_default();
+    let mut selected: Vec<Entry> = flags.to_vec();
+    for (root, group) in group_by_root(settings) {
+        if flag_roots.contains(&root) {
+            continue; // Rule 1.
+        }
+        let pick = chosen.get(root).or_else(|| crew_chosen.get(root)).and_then(|id| by_id.get(id).copied());
+        let entry = match (pick, group.as_slice()) {
+            (Some(entry), _) => entry,
+            (None, [entry]) => *entry,
+            (None, _) => {
+                problems.push(ambiguous(root, &group));
+                continue;
+            }
+        };
+        let mut entry = entry.clone();
+        if let Some(id) = chosen.get(root) {
+            entry.origin = format!("{} (--mount-id {id})", entry.origin);
+        } else if let Some(id) = crew_chosen.get(root) {
+            entry.origin = format!("{} (crew id {id})", entry.origin);
+        }
+        selected.push(entry);
+    }
+    selected
+}
 
-    // Rule 2: `--mount-id`.
+/// Rule 2: the settings entries `--mount-id` selects, by root.
+fn chosen_by_flags<'a>(
+    mount_ids: &'a [MountId],
+    by_id: &HashMap<&MountId, &'a Entry>,
+    flag_roots: &[&MountRoot],
+    problems: &mut Vec<HostError>,
+) -> BTreeMap<&'a MountRoot, &'a MountId> {
     let mut chosen: BTreeMap<&MountRoot, &MountId> = BTreeMap::new();
     for id in mount_ids {
         let Some(entry) = by_id.get(id) else {
@@ -430,31 +462,39 @@ fn select(
             });
         }
     }
+    chosen
+}
 
-    // Rule 3: the crew's `<ulid>|/root` entries.
-    let mut crew_chosen: BTreeMap<&MountRoot, &MountId> = BTreeMap::new();
-    if let Some(crew) = crew {
-        for needed in crew.mounts() {
-            let Some(id) = &needed.id else { continue };
-            match by_id.get(id) {
-                None => problems.push(HostError::UnknownId {
-                    source_name: "the crew",
-                    id: id.to_string(),
-                    fix: "add an entry with this id to the settings file, or drop the id from the crew's `mounts:` block",
-                }),
-                Some(entry) if entry.spec.root() != &needed.root => problems.push(HostError::IdForOtherRoot {
-                    id: id.to_string(),
-                    crew_root: needed.root.to_string(),
-                    entry_root: entry.spec.root().to_string(),
-                }),
-                Some(_) => {
-                    crew_chosen.insert(&needed.root, id);
-                }
+/// Rule 3: the settings entries the crew's `<ulid>|/root` entries select, by root.
+fn chosen_by_crew<'a>(
+    crew: &'a Crew,
+    by_id: &HashMap<&MountId, &Entry>,
+    problems: &mut Vec<HostError>,
+) -> BTreeMap<&'a MountRoot, &'a MountId> {
+    let mut chosen: BTreeMap<&MountRoot, &MountId> = BTreeMap::new();
+    for needed in crew.mounts() {
+        let Some(id) = &needed.id else { continue };
+        match by_id.get(id) {
+            None => problems.push(HostError::UnknownId {
+                source_name: "the crew",
+                id: id.to_string(),
+                fix: "add an entry with this id to the settings file, or drop the id from the crew's `mounts:` block",
+            }),
+            Some(entry) if entry.spec.root() != &needed.root => problems.push(HostError::IdForOtherRoot {
+                id: id.to_string(),
+                crew_root: needed.root.to_string(),
+                entry_root: entry.spec.root().to_string(),
+            }),
+            Some(_) => {
+                chosen.insert(&needed.root, id);
             }
         }
     }
+    chosen
+}
 
-    // Group the settings entries by root, in order of first appearance.
+/// The settings entries grouped by root, in order of first appearance.
+fn group_by_root(settings: &[Entry]) -> Vec<(&MountRoot, Vec<&Entry>)> {
     let mut groups: Vec<(&MountRoot, Vec<&Entry>)> = Vec::new();
     for entry in settings {
         match groups.iter_mut().find(|(root, _)| *root == entry.spec.root()) {
@@ -462,38 +502,16 @@ fn select(
             None => groups.push((entry.spec.root(), vec![entry])),
         }
     }
+    groups
+}
 
-    let mut selected: Vec<Entry> = flags.to_vec();
-    for (root, group) in groups {
-        if flag_roots.contains(&root) {
-            continue; // Rule 1.
-        }
-        let pick = chosen.get(root).or_else(|| crew_chosen.get(root)).and_then(|id| by_id.get(id).copied());
-        let entry = match (pick, group.as_slice()) {
-            (Some(entry), _) => entry,
-            (None, [entry]) => *entry,
-            (None, _) => {
-                let ids: Vec<String> = group
-                    .iter()
-                    .map(|entry| entry.spec.id().map_or_else(|| "(no id)".to_owned(), |id| format!("`{id}`")))
-                    .collect();
-                problems.push(HostError::AmbiguousRoot {
-                    root: root.to_string(),
-                    count: group.len(),
-                    ids: ids.join(", "),
-                });
-                continue;
-            }
-        };
-        let mut entry = entry.clone();
-        if let Some(id) = chosen.get(root) {
-            entry.origin = format!("{} (--mount-id {id})", entry.origin);
-        } else if let Some(id) = crew_chosen.get(root) {
-            entry.origin = format!("{} (crew id {id})", entry.origin);
-        }
-        selected.push(entry);
-    }
-    selected
+/// Rule 5: a root declared several times with nothing selecting one.
+fn ambiguous(root: &MountRoot, group: &[&Entry]) -> HostError {
+    let ids: Vec<String> = group
+        .iter()
+        .map(|entry| entry.spec.id().map_or_else(|| "(no id)".to_owned(), |id| format!("`{id}`")))
+        .collect();
+    HostError::AmbiguousRoot { root: root.to_string(), count: group.len(), ids: ids.join(", ") }
 }
 
 /// Creates `directory` if missing: mounts its nearest existing ancestor read-write in a

@@ -179,7 +179,11 @@ struct Definition {
     description: &'static str,
     effect: Effect,
     schema: fn() -> Arc<JsonObject>,
+    /// Parses the arguments and runs the tool as the given agent.
+    run: Run,
 }
+
+type Run = fn(&ToolService, &AgentAccessor, &Value) -> Result<ToolOutput, CallError>;
 
 fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let mut schema = (*schema_for_type::<T>()).clone();
@@ -195,6 +199,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "List the mounts you can use: each virtual root (like /src) with its rights (ro, rw, rwnd) and any sub-path overrides. Start here to learn where files are.",
         effect: Effect::Read,
         schema: schema::<ListMountsArgs>,
+        run: run_list_mounts,
     },
     Definition {
         name: "read_text_file",
@@ -202,6 +207,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Read a UTF-8 text file, whole or a window of lines (head, tail, or offset and limit). Large files are cut at the read limit, and the result says how to read on.",
         effect: Effect::Read,
         schema: schema::<ReadTextFileArgs>,
+        run: run_read_text_file,
     },
     Definition {
         name: "read_multiple_files",
@@ -209,6 +215,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Read several text files in one call. Each file gets its own result; a file that fails shows its error in place and does not stop the others.",
         effect: Effect::Read,
         schema: schema::<ReadMultipleFilesArgs>,
+        run: run_read_multiple_files,
     },
     Definition {
         name: "read_media_file",
@@ -216,6 +223,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Read an image or audio file and return it as base64 content with its MIME type, up to the media size limit.",
         effect: Effect::Read,
         schema: schema::<PathArgs>,
+        run: run_read_media_file,
     },
     Definition {
         name: "write_file",
@@ -223,6 +231,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Create a file, or replace one with `overwrite: true`, atomically. Missing parent directories are created. Pass `expectedVersion` to write only if nobody changed the file since you read it.",
         effect: Effect::Write { destructive: true, idempotent: true },
         schema: schema::<WriteFileArgs>,
+        run: run_write_file,
     },
     Definition {
         name: "edit_file",
@@ -230,6 +239,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Replace exact text in a file and get a unified diff back. Each `oldText` must match exactly one place (or pass `replaceAll: true`); `dryRun: true` shows the diff without writing.",
         effect: Effect::Write { destructive: true, idempotent: false },
         schema: schema::<EditFileArgs>,
+        run: run_edit_file,
     },
     Definition {
         name: "create_directory",
@@ -237,6 +247,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Create a directory and any missing parents. Succeeds if it already exists.",
         effect: Effect::Write { destructive: false, idempotent: true },
         schema: schema::<PathArgs>,
+        run: run_create_directory,
     },
     Definition {
         name: "list_directory",
@@ -244,6 +255,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "List a directory's entries, each marked [FILE] or [DIR]. The path `/` lists the mounts.",
         effect: Effect::Read,
         schema: schema::<PathArgs>,
+        run: run_list_directory,
     },
     Definition {
         name: "directory_tree",
@@ -251,6 +263,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Show a directory's contents recursively, bounded in depth and entry count; leave names out with `excludePatterns`.",
         effect: Effect::Read,
         schema: schema::<DirectoryTreeArgs>,
+        run: run_directory_tree,
     },
     Definition {
         name: "search_files",
@@ -258,6 +271,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Find files and directories under a path whose names match a glob pattern, like `*.rs`. Returns virtual paths, bounded in count.",
         effect: Effect::Read,
         schema: schema::<SearchFilesArgs>,
+        run: run_search_files,
     },
     Definition {
         name: "grep",
@@ -265,6 +279,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Search file contents with a regular expression (or literal text), honouring .gitignore and skipping binary files. Returns matching lines with virtual paths and line numbers.",
         effect: Effect::Read,
         schema: schema::<GrepArgs>,
+        run: run_grep,
     },
     Definition {
         name: "get_file_info",
@@ -272,6 +287,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Get a file's or directory's size, kind, modification time, your rights there, and (for files) its version token.",
         effect: Effect::Read,
         schema: schema::<PathArgs>,
+        run: run_get_file_info,
     },
     Definition {
         name: "move_file",
@@ -279,6 +295,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Move or rename a file or directory. An existing destination is refused unless `overwrite: true`. Needs write at the destination and delete at the source.",
         effect: Effect::Write { destructive: true, idempotent: false },
         schema: schema::<MoveFileArgs>,
+        run: run_move_file,
     },
     Definition {
         name: "delete_file",
@@ -286,6 +303,7 @@ const DEFINITIONS: [Definition; 14] = [
         description: "Delete a file, or a directory (a non-empty one only with `recursive: true`). Needs the delete right; links are removed, never followed.",
         effect: Effect::Write { destructive: true, idempotent: true },
         schema: schema::<DeleteFileArgs>,
+        run: run_delete_file,
     },
 ];
 
@@ -454,123 +472,10 @@ impl ToolService {
     }
 
     fn dispatch(&self, name: &str, arguments: &Value) -> Result<ToolOutput, CallError> {
-        if !self.is_listed(name) {
-            return Err(CallError::UnknownTool(name.to_owned()));
+        match DEFINITIONS.iter().find(|definition| definition.name == name) {
+            Some(definition) if self.is_listed(name) => (definition.run)(self, &self.agent, arguments),
+            _ => Err(CallError::UnknownTool(name.to_owned())),
         }
-        let agent = &self.agent;
-        let output = match name {
-            "list_mounts" => {
-                parse::<ListMountsArgs>(name, arguments)?;
-                let mounts = agent.list_mounts();
-                let text = vfs::AgentText::from(mounts_text(&mounts).as_str());
-                self.success(&text, json!({ "mounts": mounts }))
-            }
-            "read_text_file" => {
-                let args: ReadTextFileArgs = parse(name, arguments)?;
-                let window =
-                    vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
-                let mut output = self.finish(agent.read_text(&args.path, &window), vfs::TextRead::agent_text);
-                // The file's text goes once, in the text content; the structured content keeps
-                // what programs need (version, window, truncation) without a second copy.
-                if let Some(Value::Object(fields)) = &mut output.structured {
-                    fields.remove("content");
-                }
-                output
-            }
-            "read_multiple_files" => {
-                let args: ReadMultipleFilesArgs = parse(name, arguments)?;
-                match agent.read_multiple(&args.paths) {
-                    Ok(results) => self.multiple(&results),
-                    Err(error) => self.failure(&error),
-                }
-            }
-            "read_media_file" => {
-                let args: PathArgs = parse(name, arguments)?;
-                match agent.read_media(&args.path) {
-                    Ok(media) => {
-                        let mut text = vfs::AgentText::new();
-                        text.composed("`").passed(media.path.as_str());
-                        text.composed(&format!("` ({}, {} bytes)", media.mime_type, media.size));
-                        let structured = json!({ "path": media.path, "mimeType": media.mime_type, "size": media.size });
-                        let mut output = self.success(&text, structured);
-                        output.media = Some(Media { data: media.data, mime_type: media.mime_type });
-                        output
-                    }
-                    Err(error) => self.failure(&error),
-                }
-            }
-            "write_file" => {
-                let args: WriteFileArgs = parse(name, arguments)?;
-                let options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
-                self.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::agent_text)
-            }
-            "edit_file" => {
-                let args: EditFileArgs = parse(name, arguments)?;
-                let edits: Vec<vfs::Edit> = args
-                    .edits
-                    .into_iter()
-                    .map(|edit| vfs::Edit { old_text: edit.old_text, new_text: edit.new_text })
-                    .collect();
-                let options = vfs::EditOptions {
-                    replace_all: args.replace_all,
-                    dry_run: args.dry_run,
-                    expected_version: args.expected_version,
-                };
-                self.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::agent_text)
-            }
-            "create_directory" => {
-                let args: PathArgs = parse(name, arguments)?;
-                self.finish(agent.create_directory(&args.path), vfs::CreateDirOutcome::agent_text)
-            }
-            "list_directory" => {
-                let args: PathArgs = parse(name, arguments)?;
-                self.finish(agent.list(&args.path), vfs::Listing::agent_text)
-            }
-            "directory_tree" => {
-                let args: DirectoryTreeArgs = parse(name, arguments)?;
-                self.finish(agent.tree(&args.path, args.max_depth, &args.exclude_patterns), vfs::Tree::agent_text)
-            }
-            "search_files" => {
-                let args: SearchFilesArgs = parse(name, arguments)?;
-                self.finish(
-                    agent.search_files(&args.path, &args.pattern, &args.exclude_patterns),
-                    vfs::NameSearch::agent_text,
-                )
-            }
-            "grep" => {
-                let args: GrepArgs = parse(name, arguments)?;
-                let request = vfs::GrepRequest {
-                    pattern: args.pattern,
-                    path: args.path,
-                    include: args.include,
-                    case_insensitive: args.case_insensitive,
-                    literal: args.literal,
-                    context: args.context,
-                    max_results: args.max_results,
-                };
-                self.finish(agent.grep(&request), vfs::GrepResult::agent_text)
-            }
-            "get_file_info" => {
-                let args: PathArgs = parse(name, arguments)?;
-                self.finish(agent.info(&args.path), vfs::FileInfo::agent_text)
-            }
-            "move_file" => {
-                let args: MoveFileArgs = parse(name, arguments)?;
-                self.finish(
-                    agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref()),
-                    vfs::MoveOutcome::agent_text,
-                )
-            }
-            "delete_file" => {
-                let args: DeleteFileArgs = parse(name, arguments)?;
-                self.finish(
-                    agent.delete(&args.path, args.recursive, args.expected_version.as_deref()),
-                    vfs::DeleteOutcome::agent_text,
-                )
-            }
-            _ => return Err(CallError::UnknownTool(name.to_owned())),
-        };
-        Ok(output)
     }
 
     fn finish<T: serde::Serialize>(&self, result: Result<T, vfs::Error>, text: fn(&T) -> vfs::AgentText) -> ToolOutput {
@@ -632,6 +537,126 @@ fn guarded(tool: &str, run: impl FnOnce() -> Result<ToolOutput, CallError>) -> R
             is_error: true,
         })
     })
+}
+
+fn run_list_mounts(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    parse::<ListMountsArgs>("list_mounts", arguments)?;
+    let mounts = agent.list_mounts();
+    let text = vfs::AgentText::from(mounts_text(&mounts).as_str());
+    Ok(tools.success(&text, json!({ "mounts": mounts })))
+}
+
+fn run_read_text_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: ReadTextFileArgs = parse("read_text_file", arguments)?;
+    let window = vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
+    let mut output = tools.finish(agent.read_text(&args.path, &window), vfs::TextRead::agent_text);
+    // The file's text goes once, in the text content; the structured content keeps what
+    // programs need (version, window, truncation) without a second copy.
+    if let Some(Value::Object(fields)) = &mut output.structured {
+        fields.remove("content");
+    }
+    Ok(output)
+}
+
+fn run_read_multiple_files(
+    tools: &ToolService,
+    agent: &AgentAccessor,
+    arguments: &Value,
+) -> Result<ToolOutput, CallError> {
+    let args: ReadMultipleFilesArgs = parse("read_multiple_files", arguments)?;
+    Ok(match agent.read_multiple(&args.paths) {
+        Ok(results) => tools.multiple(&results),
+        Err(error) => tools.failure(&error),
+    })
+}
+
+fn run_read_media_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: PathArgs = parse("read_media_file", arguments)?;
+    let media = match agent.read_media(&args.path) {
+        Ok(media) => media,
+        Err(error) => return Ok(tools.failure(&error)),
+    };
+    let mut text = vfs::AgentText::new();
+    text.composed("`").passed(media.path.as_str());
+    text.composed(&format!("` ({}, {} bytes)", media.mime_type, media.size));
+    let structured = json!({ "path": media.path, "mimeType": media.mime_type, "size": media.size });
+    let mut output = tools.success(&text, structured);
+    output.media = Some(Media { data: media.data, mime_type: media.mime_type });
+    Ok(output)
+}
+
+fn run_write_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: WriteFileArgs = parse("write_file", arguments)?;
+    let options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
+    Ok(tools.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::agent_text))
+}
+
+fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: EditFileArgs = parse("edit_file", arguments)?;
+    let edits: Vec<vfs::Edit> =
+        args.edits.into_iter().map(|edit| vfs::Edit { old_text: edit.old_text, new_text: edit.new_text }).collect();
+    let options = vfs::EditOptions {
+        replace_all: args.replace_all,
+        dry_run: args.dry_run,
+        expected_version: args.expected_version,
+    };
+    Ok(tools.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::agent_text))
+}
+
+fn run_create_directory(
+    tools: &ToolService,
+    agent: &AgentAccessor,
+    arguments: &Value,
+) -> Result<ToolOutput, CallError> {
+    let args: PathArgs = parse("create_directory", arguments)?;
+    Ok(tools.finish(agent.create_directory(&args.path), vfs::CreateDirOutcome::agent_text))
+}
+
+fn run_list_directory(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: PathArgs = parse("list_directory", arguments)?;
+    Ok(tools.finish(agent.list(&args.path), vfs::Listing::agent_text))
+}
+
+fn run_directory_tree(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: DirectoryTreeArgs = parse("directory_tree", arguments)?;
+    Ok(tools.finish(agent.tree(&args.path, args.max_depth, &args.exclude_patterns), vfs::Tree::agent_text))
+}
+
+fn run_search_files(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: SearchFilesArgs = parse("search_files", arguments)?;
+    let found = agent.search_files(&args.path, &args.pattern, &args.exclude_patterns);
+    Ok(tools.finish(found, vfs::NameSearch::agent_text))
+}
+
+fn run_grep(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: GrepArgs = parse("grep", arguments)?;
+    let request = vfs::GrepRequest {
+        pattern: args.pattern,
+        path: args.path,
+        include: args.include,
+        case_insensitive: args.case_insensitive,
+        literal: args.literal,
+        context: args.context,
+        max_results: args.max_results,
+    };
+    Ok(tools.finish(agent.grep(&request), vfs::GrepResult::agent_text))
+}
+
+fn run_get_file_info(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: PathArgs = parse("get_file_info", arguments)?;
+    Ok(tools.finish(agent.info(&args.path), vfs::FileInfo::agent_text))
+}
+
+fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: MoveFileArgs = parse("move_file", arguments)?;
+    let moved = agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref());
+    Ok(tools.finish(moved, vfs::MoveOutcome::agent_text))
+}
+
+fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
+    let args: DeleteFileArgs = parse("delete_file", arguments)?;
+    let deleted = agent.delete(&args.path, args.recursive, args.expected_version.as_deref());
+    Ok(tools.finish(deleted, vfs::DeleteOutcome::agent_text))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, CallError> {

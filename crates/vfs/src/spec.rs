@@ -426,137 +426,160 @@ fn strip_drive(physical: &str) -> Option<&str> {
 impl FromStr for MountSpec {
     type Err = SpecError;
 
+    /// Parses `[<ulid>|]<physical>:<virtual>[:<rights>][;<subpath>:<rights>]*` in steps: the
+    /// string's shape, the id, the physical side, the root and rights, the overrides.
     fn from_str(spec: &str) -> Result<Self, SpecError> {
-        if spec.trim().is_empty() {
-            return Err(SpecError::new(spec, SpecPart::Shape, "the mount string is empty", SHAPE_HINT));
-        }
-        if spec.chars().any(char::is_control) {
-            return Err(SpecError::new(
-                spec,
-                SpecPart::Shape,
-                "the mount string contains a control character",
-                SHAPE_HINT,
-            ));
-        }
-        let mut rest = spec;
-        let mut id = None;
-        if !rest.starts_with('"')
-            && let Some((candidate, after)) = rest.split_once('|')
-        {
-            id = Some(MountId::new(candidate).map_err(|rule| {
-                SpecError::new(
-                    spec,
-                    SpecPart::Id,
-                    format!("the id `{candidate}` before `|` is not valid: {rule}"),
-                    "use a ULID such as `01HZY3M5Q8V7K2N4P6R8T0W2X4|./data:/src:ro`, or quote a physical path that contains `|`",
-                )
-            })?);
-            rest = after;
-        }
-
-        // The physical side: quoted, a drive path, or everything up to the first `:`.
-        let physical;
-        if let Some(quoted) = rest.strip_prefix('"') {
-            let Some(end) = quoted.find('"') else {
-                return Err(SpecError::new(
-                    spec,
-                    SpecPart::Physical,
-                    "the quoted physical path has no closing `\"`",
-                    "close the quotes, for example `\"a:b\":/src:ro`",
-                ));
-            };
-            physical = &quoted[..end];
-            rest = &quoted[end + 1..];
-            if !rest.starts_with(':') {
-                return Err(SpecError::new(
-                    spec,
-                    SpecPart::Shape,
-                    "a `:` and the virtual root must follow the quoted physical path",
-                    SHAPE_HINT,
-                ));
-            }
-            rest = &rest[1..];
-        } else {
-            let skip = if strip_drive(rest).is_some() {
-                2
-            } else if let Some(body) = strip_scheme(rest) {
-                rest.len() - body.len()
-            } else {
-                0
-            };
-            let Some(colon) = rest[skip..].find(':').map(|index| index + skip) else {
-                return Err(SpecError::new(
-                    spec,
-                    SpecPart::Shape,
-                    "there is no `:` between the physical path and the virtual root",
-                    SHAPE_HINT,
-                ));
-            };
-            physical = &rest[..colon];
-            rest = &rest[colon + 1..];
-            if physical.contains('"') {
-                return Err(SpecError::new(
-                    spec,
-                    SpecPart::Physical,
-                    "a `\"` may only open and close a quoted physical path",
-                    "quote the whole physical path, for example `\"my:dir\":/src:ro`",
-                ));
-            }
-        }
-        if physical.is_empty() {
-            return Err(SpecError::new(
-                spec,
-                SpecPart::Physical,
-                "the physical path is empty",
-                "name a directory on this machine, for example `./data:/src:ro`",
-            ));
-        }
-        if let Err(rule) = object_location(physical) {
-            return Err(SpecError::new(spec, SpecPart::Physical, rule, OBJECT_HINT));
-        }
-
+        check_shape(spec)?;
+        let (id, rest) = split_id(spec)?;
+        let (physical, rest) = split_physical(spec, rest)?;
         let mut parts = rest.split(';');
-        let head = parts.next().unwrap_or_default();
-        let (root_text, rights_text) = match head.split_once(':') {
-            Some((root, rights)) => (root, Some(rights)),
-            None => (head, None),
-        };
-        let root = MountRoot::new(root_text).map_err(|rule| {
-            SpecError::new(
-                spec,
-                SpecPart::Root,
-                format!("the virtual root `{root_text}` is not valid: {rule}"),
-                "use a root such as `/src` or `/output`",
-            )
-        })?;
-        let rights = match rights_text {
-            None => Rights::ReadOnly,
-            Some(token) => parse_rights(spec, token)?,
-        };
-
-        let mut overrides: Vec<SubPathRights> = Vec::new();
-        for part in parts {
-            let Some((path, token)) = part.rsplit_once(':') else {
-                return Err(SpecError::new(
-                    spec,
-                    SpecPart::Override,
-                    format!("the override `{part}` has no rights"),
-                    "write overrides as `;<subpath>:<ro|rw|rwnd>`, for example `;vendor:ro`",
-                ));
-            };
-            let segments = parse_subpath(spec, path)?;
-            if overrides.iter().any(|existing| existing.segments == segments) {
-                return Err(SpecError::new(
-                    spec,
-                    SpecPart::Override,
-                    format!("the sub-path `{path}` has two overrides"),
-                    "keep one override per sub-path",
-                ));
-            }
-            overrides.push(SubPathRights { segments, rights: parse_rights(spec, token)? });
-        }
+        let (root, rights) = parse_head(spec, parts.next().unwrap_or_default())?;
+        let overrides = parse_overrides(spec, parts)?;
         Ok(Self { id, physical: physical.to_owned(), root, rights, overrides })
     }
+}
+
+fn check_shape(spec: &str) -> Result<(), SpecError> {
+    if spec.trim().is_empty() {
+        return Err(SpecError::new(spec, SpecPart::Shape, "the mount string is empty", SHAPE_HINT));
+    }
+    if spec.chars().any(char::is_control) {
+        return Err(SpecError::new(spec, SpecPart::Shape, "the mount string contains a control character", SHAPE_HINT));
+    }
+    Ok(())
+}
+
+/// The optional `<ulid>|` before the physical side (a quoted physical side has none).
+fn split_id(spec: &str) -> Result<(Option<MountId>, &str), SpecError> {
+    if spec.starts_with('"') {
+        return Ok((None, spec));
+    }
+    let Some((candidate, after)) = spec.split_once('|') else { return Ok((None, spec)) };
+    let id = MountId::new(candidate).map_err(|rule| {
+        SpecError::new(
+            spec,
+            SpecPart::Id,
+            format!("the id `{candidate}` before `|` is not valid: {rule}"),
+            "use a ULID such as `01HZY3M5Q8V7K2N4P6R8T0W2X4|./data:/src:ro`, or quote a physical path that contains `|`",
+        )
+    })?;
+    Ok((Some(id), after))
+}
+
+/// The physical side (quoted, a drive path, an object URL, or everything up to the first `:`)
+/// and what follows its `:`.
+fn split_physical<'s>(spec: &str, rest: &'s str) -> Result<(&'s str, &'s str), SpecError> {
+    let (physical, rest) = match rest.strip_prefix('"') {
+        Some(quoted) => split_quoted(spec, quoted)?,
+        None => split_unquoted(spec, rest)?,
+    };
+    if physical.is_empty() {
+        return Err(SpecError::new(
+            spec,
+            SpecPart::Physical,
+            "the physical path is empty",
+            "name a directory on this machine, for example `./data:/src:ro`",
+        ));
+    }
+    if let Err(rule) = object_location(physical) {
+        return Err(SpecError::new(spec, SpecPart::Physical, rule, OBJECT_HINT));
+    }
+    Ok((physical, rest))
+}
+
+fn split_quoted<'s>(spec: &str, quoted: &'s str) -> Result<(&'s str, &'s str), SpecError> {
+    let Some(end) = quoted.find('"') else {
+        return Err(SpecError::new(
+            spec,
+            SpecPart::Physical,
+            "the quoted physical path has no closing `\"`",
+            "close the quotes, for example `\"a:b\":/src:ro`",
+        ));
+    };
+    let Some(rest) = quoted[end + 1..].strip_prefix(':') else {
+        return Err(SpecError::new(
+            spec,
+            SpecPart::Shape,
+            "a `:` and the virtual root must follow the quoted physical path",
+            SHAPE_HINT,
+        ));
+    };
+    Ok((&quoted[..end], rest))
+}
+
+fn split_unquoted<'s>(spec: &str, rest: &'s str) -> Result<(&'s str, &'s str), SpecError> {
+    let skip = if strip_drive(rest).is_some() {
+        2
+    } else if let Some(body) = strip_scheme(rest) {
+        rest.len() - body.len()
+    } else {
+        0
+    };
+    let Some(colon) = rest[skip..].find(':').map(|index| index + skip) else {
+        return Err(SpecError::new(
+            spec,
+            SpecPart::Shape,
+            "there is no `:` between the physical path and the virtual root",
+            SHAPE_HINT,
+        ));
+    };
+    let physical = &rest[..colon];
+    if physical.contains('"') {
+        return Err(SpecError::new(
+            spec,
+            SpecPart::Physical,
+            "a `\"` may only open and close a quoted physical path",
+            "quote the whole physical path, for example `\"my:dir\":/src:ro`",
+        ));
+    }
+    Ok((physical, &rest[colon + 1..]))
+}
+
+/// `<virtual>[:<rights>]`.
+fn parse_head(spec: &str, head: &str) -> Result<(MountRoot, Rights), SpecError> {
+    let (root_text, rights_text) = match head.split_once(':') {
+        Some((root, rights)) => (root, Some(rights)),
+        None => (head, None),
+    };
+    let root = MountRoot::new(root_text).map_err(|rule| {
+        SpecError::new(
+            spec,
+            SpecPart::Root,
+            format!("the virtual root `{root_text}` is not valid: {rule}"),
+            "use a root such as `/src` or `/output`",
+        )
+    })?;
+    let rights = match rights_text {
+        None => Rights::ReadOnly,
+        Some(token) => parse_rights(spec, token)?,
+    };
+    Ok((root, rights))
+}
+
+/// `;<subpath>:<rights>`, each sub-path once.
+fn parse_overrides<'s>(spec: &str, parts: impl Iterator<Item = &'s str>) -> Result<Vec<SubPathRights>, SpecError> {
+    let mut overrides: Vec<SubPathRights> = Vec::new();
+    for part in parts {
+        let Some((path, token)) = part.rsplit_once(':') else {
+            return Err(SpecError::new(
+                spec,
+                SpecPart::Override,
+                format!("the override `{part}` has no rights"),
+                "write overrides as `;<subpath>:<ro|rw|rwnd>`, for example `;vendor:ro`",
+            ));
+        };
+        let segments = parse_subpath(spec, path)?;
+        if overrides.iter().any(|existing| existing.segments == segments) {
+            return Err(SpecError::new(
+                spec,
+                SpecPart::Override,
+                format!("the sub-path `{path}` has two overrides"),
+                "keep one override per sub-path",
+            ));
+        }
+        overrides.push(SubPathRights { segments, rights: parse_rights(spec, token)? });
+    }
+    Ok(overrides)
 }
 
 fn parse_rights(spec: &str, token: &str) -> Result<Rights, SpecError> {
