@@ -1,4 +1,4 @@
-//! Launch composition (DESIGN 4.6): from the operator's options to a frozen mount registry.
+//! Launch composition (`docs/design.md`, contracts): from the operator's options to a frozen mount registry.
 //!
 //! Everything a launch can refuse is refused here, before anything is served, and each refusal
 //! is one [`HostError`]. Files the launch reads (the settings file, the crew file) and the

@@ -12,7 +12,7 @@
 //! - [`Crew`]: a crew definition, read through the VFS from the runner root `/crew`.
 //! - [`ExchangeLogger`]: one JSON line per tool call in `/llm-logs`, through the privileged,
 //!   append-only capability.
-//! - [`ToolService`]: the agent tools of DESIGN 4.5, run exactly as an agent would run them;
+//! - [`ToolService`]: the agent tools of `docs/design.md` (contracts) and `docs/tools.md`, run exactly as an agent would run them;
 //!   shared by the MCP server ([`serve_stdio`]) and `vfs call`.
 //! - [`HostError`]: the crate's one error type, operator-facing, with a separate hint.
 

@@ -1,4 +1,4 @@
-//! The agent tools of DESIGN 4.5: names, argument schemas, annotations, and one dispatcher.
+//! The agent tools of `docs/design.md` (contracts) and `docs/tools.md`: names, argument schemas, annotations, and one dispatcher.
 //!
 //! The MCP server and `vfs call` both go through [`ToolService::call`], so what `vfs call`
 //! prints is exactly what an agent would see. Text is rendered from [`vfs::AgentText`]: what
@@ -326,7 +326,7 @@ fn to_tool(definition: &Definition) -> Tool {
     tool
 }
 
-/// Every tool, write tools included, in the order of DESIGN 4.5.
+/// Every tool, write tools included, in the order of `docs/design.md` (contracts) and `docs/tools.md`.
 #[must_use]
 pub fn all_tools() -> Vec<Tool> {
     DEFINITIONS.iter().map(to_tool).collect()

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use vfs::{MountSpec, ReadWindow, VirtualPath, WriteOptions};
 use vfs_compliance::kit::{AgentView, LocalFactory, SECRET, standard};
 
-/// The reference model of DESIGN 4.2 step 2: collapse `//`, drop `.`, apply `..` never above `/`.
+/// The reference model of `docs/design.md`, resolution rule 2: collapse `//`, drop `.`, apply `..` never above `/`.
 fn model(input: &str) -> String {
     let mut segments: Vec<&str> = Vec::new();
     for segment in input.split('/') {

@@ -5,7 +5,7 @@
 //! (whose text never carries a path). The message is an [`AgentText`]: the wording is composed,
 //! the paths and patterns it echoes are the agent's own input, passed as given. The unknown-root error is built in exactly one place,
 //! [`Error::unknown_root`], and internal roots use it too, so "internal" and "does not exist"
-//! are the same bytes (DESIGN 4.2 step 4).
+//! are the same bytes (`docs/design.md`, resolution rule 4).
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Virtual paths: the only path currency an agent ever sees.
 //!
-//! A [`VirtualPath`] is checked and canonicalised once, when it is built (DESIGN 4.2 steps 1
+//! A [`VirtualPath`] is checked and canonicalised once, when it is built (`docs/design.md`, resolution rules 1
 //! and 2), so every later stage (routing, rights, confinement) works on a value that cannot be
 //! malformed. There is deliberately no conversion to or from a host path: the only way from a
 //! virtual path to the disk is resolution beneath a mount's directory handle.
@@ -56,7 +56,7 @@ pub enum ParsePathError {
 }
 
 impl VirtualPath {
-    /// Validates and canonicalises `input` (DESIGN 4.2 steps 1 and 2).
+    /// Validates and canonicalises `input` (`docs/design.md`, resolution rules 1 and 2).
     ///
     /// ```
     /// use vfs::VirtualPath;

@@ -270,7 +270,7 @@ pub(crate) struct Mount {
 
 impl Mount {
     /// The rights at `rel` (relative, canonical): the longest matching override, else the
-    /// mount's rights (DESIGN 4.2 step 5). Returns the rights and the virtual scope they come
+    /// mount's rights (`docs/design.md`, resolution rule 5). Returns the rights and the virtual scope they come
     /// from.
     pub(crate) fn rights_at(&self, rel: &[String]) -> (Rights, String) {
         let mut best: Option<&SubPathRights> = None;
@@ -330,7 +330,7 @@ impl TreeChange {
 
 pub(crate) struct RegistryInner {
     pub(crate) mounts: Vec<Mount>,
-    /// (device, inode) of each mount root → the mount, for physical nesting (DESIGN 4.2 step 7).
+    /// (device, inode) of each mount root → the mount, for physical nesting (`docs/design.md`, resolution rule 7).
     pub(crate) identities: HashMap<(u64, u64), usize>,
     /// The inodes of `identities`: a listing's entries are checked against them without a
     /// `stat` first.
@@ -375,7 +375,7 @@ impl MountTable for View<'_> {
 }
 
 impl RegistryInner {
-    /// Routes `path` for `caller` (DESIGN 4.2 steps 3 and 4): the longest root at a segment
+    /// Routes `path` for `caller` (`docs/design.md`, resolution rules 3 and 4): the longest root at a segment
     /// boundary; an internal mount the caller holds no capability for is absent, with no
     /// fallback to a parent mount.
     pub(crate) fn route<'p>(&self, caller: Caller, path: &'p VirtualPath) -> Result<(usize, Vec<&'p str>), Error> {
@@ -404,7 +404,7 @@ impl RegistryInner {
         }
     }
 
-    /// The rights decision (DESIGN 4.2 step 5) on the *effective* mount and canonical relative
+    /// The rights decision (`docs/design.md`, resolution rule 5) on the *effective* mount and canonical relative
     /// path that resolution reached, so sub-path overrides hold however the path was spelled
     /// and physical nesting keeps the inner mount's rights.
     pub(crate) fn authorize(
@@ -483,17 +483,12 @@ impl RegistryInner {
 
 /// The frozen set of mounts. Cheap to clone (shared behind an `Arc`).
 ///
-/// Resolution of a virtual path, in order (DESIGN 4.2):
-/// 1. parse and canonicalise ([`VirtualPath::new`]);
-/// 2. match the longest mount root at a segment boundary;
-/// 3. an internal mount is absent to a caller without its capability (same answer as an
-///    unknown root, no fallback to a parent mount);
-/// 4. open beneath the mount's root handle, one component at a time, following only symbolic
-///    links whose target stays in the mount;
-/// 5. if a directory on the way *is* another mount's root (physical nesting), that mount's
-///    visibility and rights apply from there on;
-/// 6. rights: the longest sub-path override of the canonical relative path, else the mount's;
-/// 7. only regular files and directories are opened.
+/// Resolution of a virtual path follows the resolution rules of `docs/design.md`: parse and
+/// canonicalise ([`VirtualPath::new`], rules 1 and 2), route to the longest root (3), hide an
+/// internal mount from a caller without its accessor (4), let the mount's store locate the
+/// place beneath its root (6), switching to a nested mount's rights and visibility (7) and
+/// opening only regular files and directories (8), then decide the rights on the canonical path
+/// where it landed (5).
 #[derive(Clone)]
 pub struct MountRegistry {
     pub(crate) inner: Arc<RegistryInner>,
@@ -680,7 +675,7 @@ impl MountRegistry {
 
     /// The lexical part of resolution for an agent, without touching the disk: parse,
     /// route to the longest root, hide internal roots, and decide the rights at the canonical
-    /// path (DESIGN 4.2 steps 1 to 5). Says which rule decided. Links and physical nesting
+    /// path (`docs/design.md`, resolution rules 1 to 5). Says which rule decided. Links and physical nesting
     /// (steps 6 to 8) can still change the outcome when an operation runs.
     pub fn decide(&self, path: &str, access: Access) -> Result<Decision, Error> {
         let path = VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))?;

@@ -1,4 +1,4 @@
-//! The mount-string grammar (DESIGN 4.1): `[<ulid>|]<physical>:<virtual>[:<rights>][;<subpath>:<rights>]*`.
+//! The mount-string grammar (`docs/design.md`, contracts; `docs/mounts.md`): `[<ulid>|]<physical>:<virtual>[:<rights>][;<subpath>:<rights>]*`.
 //!
 //! Parsing happens once, at launch, on operator input. Every refusal is one line that names the
 //! part that is wrong and the rule, with the fix in a separate [`SpecError::hint`] so that

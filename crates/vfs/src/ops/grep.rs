@@ -2,7 +2,7 @@
 //!
 //! `grep-regex` compiles the pattern, `grep-searcher` searches each already-opened file (binary
 //! files are skipped at the first NUL), and `ignore`'s gitignore matcher decides which entries
-//! a `.gitignore` excludes. The walking itself is ours (DESIGN 4.2 step 9): a path-based walker
+//! a `.gitignore` excludes. The walking itself is ours (`docs/design.md`, resolution rule 9): a path-based walker
 //! would reopen by host path the race that handle-based resolution closes.
 
 use std::path::PathBuf;

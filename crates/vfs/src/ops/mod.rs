@@ -1,6 +1,6 @@
 //! File operations, written once over the storage seam for every store and every caller.
 //!
-//! Each operation follows the same shape (`design.md`, resolution rules): parse the virtual
+//! Each operation follows the same shape (`docs/design.md`, resolution rules): parse the virtual
 //! path, route it to a mount, let the mount's store locate it (a local store resolves beneath
 //! the mount's handle and may land in a nested mount), ask the registry for the rights on the
 //! *effective* mount and canonical path the store reached, act on the place through the

@@ -1,6 +1,6 @@
 //! Listing, trees and name search, walked with handles.
 //!
-//! DESIGN 4.2 step 9: a walk opens every directory beneath the handle of its parent with
+//! `docs/design.md`, resolution rule 9: a walk opens every directory beneath the handle of its parent with
 //! `O_NOFOLLOW`, exactly as resolution does, so a directory swapped for a link during the walk
 //! ends that branch instead of leading outside. Links are reported, never followed. Internal
 //! directories lying physically inside a visible mount are left out, as if absent.

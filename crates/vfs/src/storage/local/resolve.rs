@@ -1,4 +1,4 @@
-//! Resolution beneath a mount's root handle (`design.md`, resolution rules 6 to 8).
+//! Resolution beneath a mount's root handle (`docs/design.md`, resolution rules 6 to 8).
 //!
 //! A path is opened one component at a time beneath the handle of the directory before it,
 //! with `O_NOFOLLOW`. A symbolic link is read with `readlinkat` and resolved lexically inside

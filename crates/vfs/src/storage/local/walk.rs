@@ -1,4 +1,4 @@
-//! Walking a local tree with handles (`design.md`, resolution rule 9): every subdirectory is
+//! Walking a local tree with handles (`docs/design.md`, resolution rule 9): every subdirectory is
 //! opened beneath its parent with `O_NOFOLLOW`, exactly as resolution does, so a directory
 //! swapped for a link during the walk ends that branch instead of leading outside. Links are
 //! reported, never followed; another mount's root that the caller may not see is left out, as
