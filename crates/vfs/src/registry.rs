@@ -40,7 +40,7 @@ impl MountRegistryBuilder {
         self
     }
 
-    /// Adds an internal mount, reachable only through a [`PrivilegedAccessor`].
+    /// Adds an internal mount, reachable only through a [`PrivilegedAccessor`](crate::PrivilegedAccessor).
     pub fn internal(&mut self, spec: MountSpec) -> &mut Self {
         self.entries.push((spec, Visibility::Internal, String::new()));
         self
