@@ -12,6 +12,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import threading
 import time
 
 from conftest import BINARY
@@ -74,6 +75,10 @@ def test_sigkill_mid_stream_leaves_whole_files_and_whole_log_lines(tmp_path):
     for round_number in range(3):
         process = start(root, "--mount", "out:/output:rw", "--llm-log", "logs")
         initialize(process)
+        # A client reads its answers: the server stops reading requests while too many wait
+        # to be written.
+        drain = threading.Thread(target=lambda output=process.stdout: output.read(), daemon=True)
+        drain.start()
         ident = 1
         deadline = time.monotonic() + 0.3 + 0.1 * round_number
         version = 1 + round_number * 1000
@@ -86,6 +91,7 @@ def test_sigkill_mid_stream_leaves_whole_files_and_whole_log_lines(tmp_path):
             version += 1
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
+        drain.join(timeout=10)
         for file in range(FILES):
             assert (root / "out" / f"f{file}.txt").read_text() in written[file], f"f{file}.txt holds a mix"
     names = sorted(path.name for path in (root / "out").iterdir() if not path.name.startswith(".vfs-tmp-"))

@@ -1,20 +1,28 @@
-//! The MCP server over stdio, with the official Rust SDK (`rmcp`).
+//! The MCP server, with the official Rust SDK (`rmcp`), over stdio (this module) or streamable
+//! HTTP (`http`).
 //!
-//! stdout carries only the protocol. `vfs serve` runs this on a single-threaded runtime: a
-//! client's messages are read, answered and written on one thread, and a tool call on local
-//! mounts runs in place (a call waits for the one before it, as it would from a client that
-//! sends one request at a time). With an object-storage mount, calls go to the blocking pool,
-//! still one at a time and in the order they came, so the server keeps reading (pings,
-//! cancellations) while the network answers. stdin and stdout, when they are
-//! pipes or sockets, are driven by the event loop directly.
-//! Client-sent roots are ignored: the operator's mounts are the whole of what an agent can
-//! reach, and a client (which acts for the agent) must not be able to widen it.
+//! The protocol loop never runs a tool call itself: each call goes to Tokio's blocking pool,
+//! bounded by a semaphore sized to the machine, so pings, listings and other calls are answered
+//! while a long search runs. A call carries a cancel flag that the client's
+//! `notifications/cancelled` sets (the SDK then sends no answer for it) and, when the request
+//! has a `_meta.progressToken`, a progress sink that becomes `notifications/progress`, in order
+//! and never after the answer. Writes to one file stay serialized by the store's directory
+//! lock; calls sent together may finish in any order, and a call sent after another's answer
+//! sees what that one did.
+//!
+//! stdout carries only the protocol; stdin and stdout, when they are pipes, are driven by the
+//! event loop directly. Client-sent roots are ignored: the operator's mounts are the whole of
+//! what an agent can reach, and a client (which acts for the agent) must not be able to widen
+//! it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -24,21 +32,41 @@ use crate::tools::{CallError, ToolService};
 #[derive(Debug, Clone)]
 pub struct VfsServer {
     tools: ToolService,
-    /// Object-storage calls take turns, in the order they came (Tokio's mutex is fair).
-    turns: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Room for the tool calls that may run at once (shared by every session of a daemon).
+    pool: Arc<tokio::sync::Semaphore>,
+}
+
+/// How many tool calls run at once: four per core, between 4 and 64 (calls mostly wait on
+/// the disk or the network; a content search spreads over the cores by itself).
+#[must_use]
+pub(crate) fn default_pool() -> Arc<tokio::sync::Semaphore> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    Arc::new(tokio::sync::Semaphore::new((cores * 4).clamp(4, 64)))
 }
 
 impl VfsServer {
-    /// A server for these tools.
+    /// A server for these tools, with a pool of its own.
     #[must_use]
     pub fn new(tools: ToolService) -> Self {
-        Self { tools, turns: std::sync::Arc::default() }
+        Self::with_pool(tools, default_pool())
+    }
+
+    /// A server for these tools whose calls take room in `pool`.
+    #[must_use]
+    pub fn with_pool(tools: ToolService, pool: Arc<tokio::sync::Semaphore>) -> Self {
+        Self { tools, pool }
     }
 
     /// A one-line summary of the tools listed, for the operator's start-up line.
     #[must_use]
     pub fn tool_summary(&self) -> String {
         crate::tools::listed_names(&self.tools.listed_tools())
+    }
+
+    /// The tools behind this server.
+    #[must_use]
+    pub fn tools(&self) -> &ToolService {
+        &self.tools
     }
 }
 
@@ -64,35 +92,93 @@ impl ServerHandler for VfsServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let tools = self.tools.clone();
         let name = request.name.into_owned();
         let arguments = request.arguments;
-        // The tools are synchronous file work. Local work is short and bounded: it runs in
-        // place, which saves a hand-off to another thread and back per call (about 15 us of a
-        // 100 us read over a pipe). A registry with an object store waits on the network, so
-        // its calls go to the blocking pool and the server keeps reading requests meanwhile.
-        let flavor = tokio::runtime::Handle::current().runtime_flavor();
-        let outcome = if self.tools.registry().has_object_storage() {
-            // One at a time and in order, as in place: a read sent right after a write must
-            // see it.
-            let _turn = self.turns.lock().await;
-            tokio::task::spawn_blocking(move || tools.call(&name, arguments)).await.map_err(|error| {
-                tracing::error!(%error, "a tool call panicked");
-                ErrorData::internal_error("the tool failed unexpectedly", None)
-            })?
-        } else if flavor == tokio::runtime::RuntimeFlavor::MultiThread {
-            tokio::task::block_in_place(move || tools.call(&name, arguments))
-        } else {
-            tools.call(&name, arguments)
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut budget = vfs::Budget::unlimited().with_cancel_flag(cancel.clone());
+        let progress = context.meta.get_progress_token().map(|token| Progress::start(context.peer.clone(), token));
+        if let Some(progress) = &progress {
+            budget = budget.with_progress(progress.sink());
+        }
+        let ct = context.ct.clone();
+        let permit = tokio::select! {
+            permit = self.pool.clone().acquire_owned() => permit.map_err(|_| shutting_down())?,
+            // Cancelled while waiting: the SDK sends nothing for it.
+            () = ct.cancelled() => return Err(shutting_down()),
         };
+        let watcher = tokio::spawn(async move {
+            ct.cancelled().await;
+            cancel.store(true, Ordering::Relaxed);
+        });
+        let tools = self.tools.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            tools.call_with(&name, arguments, budget)
+        })
+        .await;
+        watcher.abort();
+        if let Some(progress) = progress {
+            // Every progress notification goes out before the answer.
+            progress.finish().await;
+        }
+        let outcome = outcome.map_err(|error| {
+            tracing::error!(%error, "a tool call's thread failed");
+            ErrorData::internal_error("the tool failed unexpectedly", None)
+        })?;
         match outcome {
             Ok(output) => Ok(output.to_call_result().into()),
             Err(error @ (CallError::UnknownTool(_) | CallError::InvalidArguments { .. })) => {
                 Err(ErrorData::invalid_params(error.to_string(), None))
             }
         }
+    }
+}
+
+fn shutting_down() -> ErrorData {
+    ErrorData::internal_error("the server is shutting down", None)
+}
+
+/// One call's progress notifications: the vfs sink feeds a channel, and one task sends them to
+/// the client in order.
+struct Progress {
+    sender: tokio::sync::mpsc::UnboundedSender<vfs::Progress>,
+    forwarder: tokio::task::JoinHandle<()>,
+}
+
+impl Progress {
+    fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<vfs::Progress>();
+        let forwarder = tokio::spawn(async move {
+            while let Some(progress) = receiver.recv().await {
+                #[expect(clippy::cast_precision_loss, reason = "counts of files fit an f64's mantissa")]
+                let mut param =
+                    ProgressNotificationParam::new(token.clone(), progress.done as f64).with_message(progress.message);
+                if let Some(total) = progress.total {
+                    #[expect(clippy::cast_precision_loss, reason = "counts of files fit an f64's mantissa")]
+                    let total = total as f64;
+                    param = param.with_total(total);
+                }
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Self { sender, forwarder }
+    }
+
+    fn sink(&self) -> vfs::ProgressSink {
+        let sender = self.sender.clone();
+        Arc::new(move |progress| {
+            let _ = sender.send(progress);
+        })
+    }
+
+    /// Waits until every notification sent so far is out (the call's sinks are gone).
+    async fn finish(self) {
+        drop(self.sender);
+        let _ = self.forwarder.await;
     }
 }
 
@@ -134,17 +220,36 @@ pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
 const MAX_IN_FLIGHT: usize = 256;
 /// Most parse errors waiting to be written to stdout.
 const MAX_PARSE_ERRORS: usize = 64;
+/// Longest the server waits, once stdin ends, for the calls it read to be answered.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The requests read and not yet answered, by id, bounded: a client that sends requests and
 /// never reads the answers makes the server stop reading, not grow.
 struct InFlight {
     open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     room: tokio::sync::Semaphore,
+    /// Woken when the last open request is answered.
+    idle: tokio::sync::Notify,
 }
 
 impl InFlight {
     fn new(capacity: usize) -> Self {
-        Self { open: std::sync::Mutex::default(), room: tokio::sync::Semaphore::new(capacity) }
+        Self {
+            open: std::sync::Mutex::default(),
+            room: tokio::sync::Semaphore::new(capacity),
+            idle: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Waits until every request read so far is answered (or cancelled).
+    async fn drained(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Waits for room, then counts a request with this id (its JSON text).
@@ -164,6 +269,9 @@ impl InFlight {
                 open.remove(id);
             }
             self.room.add_permits(1);
+            if open.is_empty() {
+                self.idle.notify_waiters();
+            }
         }
     }
 }
@@ -391,6 +499,9 @@ async fn pump_input<R, W>(
             }
         }
     }
+    // The client has said all it will: the calls it sent are still answered (each within its
+    // time budget) before the connection closes.
+    let _ = tokio::time::timeout(DRAIN, in_flight.drained()).await;
     let _ = to_server.shutdown().await;
 }
 

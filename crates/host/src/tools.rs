@@ -449,12 +449,24 @@ impl ToolService {
     /// Runs one tool as an agent would, and records the exchange. Blocking: call it from a
     /// blocking thread in async code.
     pub fn call(&self, name: &str, arguments: Option<JsonObject>) -> Result<ToolOutput, CallError> {
+        self.call_with(name, arguments, vfs::Budget::unlimited())
+    }
+
+    /// [`ToolService::call`] with a cancel flag and a progress sink of the caller's (the time
+    /// limit is the launch's, `--call-timeout`).
+    pub fn call_with(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        budget: vfs::Budget,
+    ) -> Result<ToolOutput, CallError> {
         let started = SystemTime::now();
         let clock = Instant::now();
         let arguments = Value::Object(arguments.unwrap_or_default());
+        let agent = self.agent.with_budget(budget.with_time(self.registry.limits().call_time));
         // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
         // as given: nothing in it is the server's own.
-        let outcome = guarded(name, || self.dispatch(name, &arguments));
+        let outcome = guarded(name, || self.dispatch(name, &arguments, &agent));
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {
@@ -471,9 +483,9 @@ impl ToolService {
         outcome
     }
 
-    fn dispatch(&self, name: &str, arguments: &Value) -> Result<ToolOutput, CallError> {
+    fn dispatch(&self, name: &str, arguments: &Value, agent: &AgentAccessor) -> Result<ToolOutput, CallError> {
         match DEFINITIONS.iter().find(|definition| definition.name == name) {
-            Some(definition) if self.is_listed(name) => (definition.run)(self, &self.agent, arguments),
+            Some(definition) if self.is_listed(name) => (definition.run)(self, agent, arguments),
             _ => Err(CallError::UnknownTool(name.to_owned())),
         }
     }

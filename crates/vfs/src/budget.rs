@@ -6,20 +6,49 @@
 //! huge tree, a regular expression that is slow on a large file) ends with an error that says
 //! what to narrow instead of holding the server. A caller that no longer wants the answer (an
 //! MCP client's `notifications/cancelled`) sets the cancel flag and the work stops at the next
-//! check.
+//! check. A caller that wants to know how far a long call got gives a progress sink: walks,
+//! searches and multi-file reads report to it, at most four times a second.
 
 use std::io::{self, Read};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
-/// The time a call may take and a flag its caller sets to cancel it. Cheap to clone.
-#[derive(Debug, Clone, Default)]
+/// How far a long call got: a count that grows, the total when it is known, and a line that
+/// says what was counted (numbers and fixed wording only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// What is done so far (entries scanned, files searched, files read).
+    pub done: u64,
+    /// The whole, when known.
+    pub total: Option<u64>,
+    /// What was counted, like `1200 files searched, 14 matches`.
+    pub message: String,
+}
+
+/// Where a call's progress goes.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// The time a call may take, a flag its caller sets to cancel it, and where its progress goes.
+/// Cheap to clone.
+#[derive(Clone, Default)]
 pub struct Budget {
     time: Option<Duration>,
     cancel: Option<Arc<AtomicBool>>,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for Budget {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Budget")
+            .field("time", &self.time)
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 impl Budget {
@@ -43,6 +72,13 @@ impl Budget {
         self
     }
 
+    /// Reports each call's progress to `sink`, at most four times a second.
+    #[must_use]
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
     /// The time limit, if any.
     #[must_use]
     pub fn time(&self) -> Option<Duration> {
@@ -51,22 +87,44 @@ impl Budget {
 
     /// The clock for one call of `operation`, started now.
     pub(crate) fn start(&self, operation: &'static str) -> Deadline {
+        let started = Instant::now();
         Deadline {
-            at: self.time.and_then(|time| Instant::now().checked_add(time)),
+            at: self.time.and_then(|time| started.checked_add(time)),
             seconds: self.time.map_or(0, |time| time.as_secs().max(1)),
             cancel: self.cancel.clone(),
             operation,
+            progress: self.progress.clone(),
+            started,
+            reported: AtomicU64::new(NEVER),
         }
     }
 }
 
-/// One call's clock: when it must end, and its cancel flag.
-#[derive(Debug, Clone)]
+/// Least time between two progress reports.
+const REPORT_EVERY: Duration = Duration::from_millis(250);
+/// `Deadline::reported` before the first report.
+const NEVER: u64 = u64::MAX;
+
+/// One call's clock: when it must end, its cancel flag, and where its progress goes.
 pub(crate) struct Deadline {
     at: Option<Instant>,
     seconds: u64,
     cancel: Option<Arc<AtomicBool>>,
     operation: &'static str,
+    progress: Option<ProgressSink>,
+    started: Instant,
+    /// Milliseconds from `started` to the last report.
+    reported: AtomicU64,
+}
+
+impl std::fmt::Debug for Deadline {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Deadline")
+            .field("at", &self.at)
+            .field("operation", &self.operation)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Deadline {
@@ -89,6 +147,21 @@ impl Deadline {
     /// The instant the call must end, if any.
     pub(crate) fn at(&self) -> Option<Instant> {
         self.at
+    }
+
+    /// Reports progress: the first time at once, then at most every quarter second.
+    /// `message` is built only when sent.
+    pub(crate) fn progress(&self, done: u64, total: Option<u64>, message: impl FnOnce() -> String) {
+        let Some(sink) = &self.progress else { return };
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        let last = self.reported.load(Ordering::Relaxed);
+        let every = u64::try_from(REPORT_EVERY.as_millis()).unwrap_or(u64::MAX);
+        if last != NEVER && now < last.saturating_add(every) {
+            return;
+        }
+        if self.reported.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            sink(Progress { done, total, message: message() });
+        }
     }
 
     /// Wraps a reader so that each read checks the clock first.
@@ -154,6 +227,27 @@ impl<R: io::Seek> io::Seek for Timed<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_is_reported_at_most_four_times_a_second() {
+        let seen: Arc<std::sync::Mutex<Vec<Progress>>> = Arc::default();
+        let sink = seen.clone();
+        let budget = Budget::unlimited().with_progress(Arc::new(move |progress| sink.lock().unwrap().push(progress)));
+        let mut clock = budget.start("grep");
+        clock.progress(1, Some(9), || "1 of 9".to_owned());
+        clock.progress(2, Some(9), || unreachable!("built only when sent"));
+        // As if the call had been running for a second.
+        clock.started -= Duration::from_secs(1);
+        clock.progress(3, Some(9), || "3 of 9".to_owned());
+        clock.progress(4, Some(9), || unreachable!("built only when sent"));
+        let seen = seen.lock().unwrap();
+        let expected = [(1, "1 of 9"), (3, "3 of 9")].map(|(done, message)| Progress {
+            done,
+            total: Some(9),
+            message: message.to_owned(),
+        });
+        assert_eq!(*seen, expected);
+    }
 
     #[test]
     fn a_spent_budget_stops_with_a_hint_and_a_cancel_flag_stops_at_once() {

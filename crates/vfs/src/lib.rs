@@ -38,7 +38,7 @@
 #![deny(missing_docs)]
 
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor};
-pub use budget::Budget;
+pub use budget::{Budget, Progress, ProgressSink};
 pub use error::{Error, ErrorKind};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{

@@ -136,29 +136,88 @@ fn serves_over_a_socket_pair() {
     assert_answered(&stdout);
 }
 
-/// Calls on object storage leave the protocol thread, yet run in the order they came: a read
-/// sent right behind a write, without waiting for its answer, sees the write.
+/// A file whose last line lies behind a 2 GiB hole: reading from line 2 scans the hole, a call
+/// that runs for a while (and stops at once when cancelled).
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse file is made on disk")]
+fn slow_file(test: &TestDir) {
+    let path = test.file("data/slow.txt", "first\n");
+    let file = std::fs::OpenOptions::new().append(true).open(&path).expect("open the fixture");
+    file.set_len(2 * 1024 * 1024 * 1024).expect("make a hole");
+    drop(file);
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).expect("open the fixture");
+    std::io::Write::write_all(&mut file, b"\nlast\n").expect("write the last line");
+}
+
+const SLOW_READ: &str = r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/src/slow.txt","offset":3}}}"#;
+
+/// The protocol loop never runs a call itself: a ping and a listing sent behind a long call are
+/// answered before it.
 #[test]
-fn pipelined_object_storage_calls_keep_their_order() {
+fn calls_run_concurrently_and_a_ping_never_waits() {
     let test = TestDir::new();
-    let mut input = vec![INITIALIZE.to_owned(), INITIALIZED.to_owned()];
-    for index in 0..20 {
-        let path = format!("/data/f{index}.txt");
-        input.push(format!(
-            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"{path}","content":"v{index}\n"}}}}}}"#,
-            100 + index
-        ));
-        input.push(format!(
-            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"read_text_file","arguments":{{"path":"{path}"}}}}}}"#,
-            200 + index
-        ));
-    }
-    let run = test.run_with_input(&["serve", "--mount", "memory://pipelined:/data:rw"], &(input.join("\n") + "\n"));
+    slow_file(&test);
+    test.file("data/a.txt", "a\n");
+    let input = [
+        INITIALIZE,
+        INITIALIZED,
+        SLOW_READ,
+        r#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"list_directory","arguments":{"path":"/src"}}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let run = test.run_with_input(&["serve", "--mount", "data:/src"], &input);
     let messages = responses(&run.stdout);
-    for index in 0..20 {
-        assert_eq!(by_id(&messages, 200 + index)["result"]["content"][0]["text"], format!("v{index}\n"));
-    }
+    let position = |id: u64| messages.iter().position(|message| message["id"] == id).expect("answered");
+    assert!(position(11) < position(10), "the ping waited for the long call: {messages:?}");
+    assert!(position(12) < position(10), "the listing waited for the long call: {messages:?}");
+    assert_eq!(by_id(&messages, 10)["result"]["content"][0]["text"], "last\n");
     assert_eq!(run.code, 0);
+}
+
+/// `notifications/cancelled` stops the call, and no answer is sent for it; the server goes on.
+#[test]
+fn a_cancelled_call_gets_no_answer_and_the_server_goes_on() {
+    let test = TestDir::new();
+    slow_file(&test);
+    let input = [
+        INITIALIZE,
+        INITIALIZED,
+        SLOW_READ,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":10,"reason":"no longer needed"}}"#,
+        r#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let run = test.run_with_input(&["serve", "--mount", "data:/src"], &input);
+    let messages = responses(&run.stdout);
+    assert!(messages.iter().all(|message| message["id"] != 10), "a cancelled call was answered: {messages:?}");
+    assert_eq!(by_id(&messages, 11)["result"], serde_json::json!({}));
+    assert_eq!(run.code, 0);
+}
+
+/// With `_meta.progressToken`, a long call sends `notifications/progress` before its answer.
+#[test]
+fn a_long_multi_file_read_reports_progress_before_its_answer() {
+    let test = TestDir::new();
+    slow_file(&test);
+    test.file("data/a.txt", "a\n");
+    let call = r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"read_multiple_files","arguments":{"paths":["/src/a.txt","/src/slow.txt","/src/a.txt"]},"_meta":{"progressToken":"p-20"}}}"#;
+    let input = [INITIALIZE, INITIALIZED, call].join("\n") + "\n";
+    let run = test.run_with_input(&["serve", "--mount", "data:/src"], &input);
+    let messages = responses(&run.stdout);
+    let answer = messages.iter().position(|message| message["id"] == 20).expect("answered");
+    let progress: Vec<&serde_json::Value> =
+        messages.iter().filter(|message| message["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "no progress: {messages:?}");
+    for note in &progress {
+        assert_eq!(note["params"]["progressToken"], "p-20");
+        assert_eq!(note["params"]["total"], 3.0);
+        let done = note["params"]["progress"].as_f64().unwrap();
+        assert_eq!(note["params"]["message"], format!("{done} of 3 files read"));
+    }
+    let last = messages.iter().rposition(|message| message["method"] == "notifications/progress").unwrap();
+    assert!(last < answer, "progress after the answer: {messages:?}");
 }
 
 /// The server makes its own copy of the pipe non-blocking, never the open file it inherited:

@@ -106,6 +106,8 @@ impl<'m> Batch<'m> {
     fn merge(&mut self, outcome: FileOutcome) {
         self.files_searched += usize::from(outcome.searched);
         self.unreadable += usize::from(outcome.unreadable);
+        let (files, matches) = (self.files_searched, self.matches);
+        self.context.deadline.progress(files as u64, None, || format!("{files} files searched, {matches} matches"));
         if self.full() {
             self.truncated |= outcome.matches > 0;
             return;

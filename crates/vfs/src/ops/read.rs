@@ -197,7 +197,8 @@ impl Context<'_> {
         let budget = self.registry.limits.read_bytes.saturating_mul(4);
         let mut used = 0u64;
         let mut results = Vec::with_capacity(paths.len());
-        for input in paths {
+        let total = paths.len() as u64;
+        for (done, input) in (1u64..).zip(paths) {
             if used >= budget {
                 let skipped =
                     format!("skipped: this call's results reached {budget} bytes; read the rest in another call");
@@ -209,6 +210,7 @@ impl Context<'_> {
                 used += read.content.len() as u64;
             }
             results.push((input.clone(), result));
+            self.deadline.progress(done, Some(total), || format!("{done} of {total} files read"));
         }
         Ok(results)
     }

@@ -358,6 +358,7 @@ impl Context<'_> {
                 return Flow::Stop;
             }
             count += 1;
+            self.deadline.progress(count as u64, None, || format!("{count} entries listed"));
             while depths.last().is_some_and(|&depth| depth >= visit.depth) {
                 close_level(&mut stack, &mut depths);
             }
@@ -413,7 +414,11 @@ impl Context<'_> {
         let limit = self.registry.limits.entries;
         let mut matches = Vec::new();
         let mut truncated = false;
+        let mut scanned = 0u64;
         let walked = self.walk_below(&path, self.registry.limits.depth, &mut |visit| {
+            scanned += 1;
+            let found = matches.len();
+            self.deadline.progress(scanned, None, || format!("{scanned} entries scanned, {found} matches"));
             if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
                 return Flow::SkipDirectory;
             }
