@@ -21,6 +21,8 @@ Examples:
       serve two folders and log every tool call to ./logs (hidden from the agent)
   vfs serve --settings vfs.json --crew ./crews/review
       mounts from a settings file, selected by the crew's `mounts:` block
+  vfs serve --listen 127.0.0.1:8080 --token-file tokens --settings vfs.json --crew ./crews/a --crew ./crews/b
+      a daemon for a team over MCP streamable HTTP: each crew at /mcp/<name>, with its own roots
   vfs mounts --mount ./out:/output:rw
       show the mount table with physical paths (operator view)
   vfs check --settings vfs.json --crew ./crews/review
@@ -44,11 +46,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the agent tools as an MCP server over stdio (stdout carries only the protocol).
+    /// Serve the agent tools as an MCP server over stdio (stdout carries only the protocol), or
+    /// with --listen as a daemon over MCP streamable HTTP, hosting any number of crews.
     #[command(after_help = EXAMPLES)]
     Serve {
         #[command(flatten)]
         launch: LaunchArgs,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// Show the effective mount table for the operator: physical paths, rights, visibility, origin.
     #[command(after_help = EXAMPLES)]
@@ -58,12 +63,16 @@ enum Command {
         prompt: bool,
         #[command(flatten)]
         launch: LaunchArgs,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// Validate everything a launch would do; print `OK` or one line per problem.
     #[command(after_help = EXAMPLES)]
     Check {
         #[command(flatten)]
         launch: LaunchArgs,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// Print the agent tools with their JSON schemas and annotations (all of them, or with
     /// launch options the ones that launch would list).
@@ -71,6 +80,8 @@ enum Command {
     Tools {
         #[command(flatten)]
         launch: LaunchArgs,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// Run one tool exactly as an agent would, and print what the agent would see.
     #[command(after_help = EXAMPLES)]
@@ -83,6 +94,33 @@ enum Command {
         #[command(flatten)]
         launch: LaunchArgs,
     },
+}
+
+/// How `vfs serve` listens over HTTP instead of stdio (`mounts`, `check` and `tools` take them
+/// too, to show or check what the daemon would serve).
+#[derive(Debug, Args)]
+struct DaemonArgs {
+    /// Serve MCP over streamable HTTP at `http://HOST:PORT/mcp` instead of stdin/stdout (port 0
+    /// picks a free port; the start-up line names it), and each --crew at `/mcp/<crew name>`.
+    /// Needs a token: --token-file or `VFS_TOKEN`.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<std::net::SocketAddr>,
+    /// Bearer tokens, one per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; blank
+    /// lines and `#` comments are ignored. The environment variable `VFS_TOKEN` may give the
+    /// /mcp token instead.
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Another browser origin to accept, like `https://agents.example.com` (repeatable; the
+    /// listen address and localhost are always accepted).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Another `Host` header value to accept, like `files.example.com:8080` (repeatable; the
+    /// listen address and localhost are always accepted).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// How long running calls may take to finish after SIGTERM or Ctrl-C, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    grace: u64,
 }
 
 /// The launch options every command takes.
@@ -100,8 +138,10 @@ struct LaunchArgs {
     #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
     /// A crew: a YAML file, or a directory holding `crew.yaml`; mounted read-only at `/crew`.
-    #[arg(long, value_name = "PATH")]
-    crew: Option<PathBuf>,
+    /// With --listen, repeatable: each crew is served at `/mcp/<crew name>` and sees only the
+    /// roots its `mounts:` block names.
+    #[arg(long = "crew", value_name = "PATH")]
+    crews: Vec<PathBuf>,
     /// Log every tool call as JSON lines in this directory (created if missing), mounted as the
     /// internal root `/llm-logs` that agents cannot see.
     #[arg(long = "llm-log", value_name = "DIR")]
@@ -109,6 +149,10 @@ struct LaunchArgs {
     /// Mount the default `/workspace` (the current directory) read-write instead of read-only.
     #[arg(long)]
     allow_write: bool,
+    /// The longest one tool call may run, in seconds; a call past it ends with an error that
+    /// says what to narrow.
+    #[arg(long = "call-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    call_timeout: u64,
 }
 
 impl LaunchArgs {
@@ -118,9 +162,10 @@ impl LaunchArgs {
             mounts: self.mounts,
             mount_ids: self.mount_ids,
             settings: self.settings,
-            crew: self.crew,
+            crews: self.crews,
             llm_log: self.llm_log,
             allow_write: self.allow_write,
+            call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             current_dir,
         })
     }
@@ -167,67 +212,197 @@ impl std::error::Error for Refusal {}
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { launch } => serve(&launch.into_options()?),
-        Command::Mounts { prompt, launch } => {
-            let launch = vfs_host::compose(&launch.into_options()?)?;
-            if prompt {
-                output::text(&launch.registry().prompt_table());
+        Command::Serve { launch, daemon } => {
+            if let Some(listen) = daemon.listen {
+                serve_http(&launch.into_options()?, &daemon, listen)
             } else {
-                output::mount_table(&launch.registry().operator_view());
+                daemon.refuse_without_listen()?;
+                serve(&launch.into_options()?)
             }
+        }
+        Command::Mounts { prompt, launch, daemon } => mounts(prompt, launch, &daemon),
+        Command::Check { launch, daemon } => check(launch, &daemon),
+        Command::Tools { launch, daemon } => tools(launch, &daemon),
+        Command::Call { tool, arguments, launch } => call(&tool, &arguments, launch),
+    }
+}
+
+/// `vfs mounts`: the operator's table, or the agents' prompt table; each endpoint's with
+/// `--listen`.
+fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    let options = launch.into_options()?;
+    let show = |registry: &vfs::MountRegistry| {
+        if prompt {
+            output::text(&registry.prompt_table());
+        } else {
+            output::mount_table(&registry.operator_view());
+        }
+    };
+    if daemon.listen.is_some() {
+        for (index, served) in daemon.plan(&options, false)?.endpoints.iter().enumerate() {
+            if index > 0 {
+                output::line("");
+            }
+            output::line(&format!("{}:", endpoint_title(served)));
+            show(served.launch().registry());
+        }
+    } else {
+        daemon.refuse_without_listen()?;
+        show(vfs_host::compose(&options)?.registry());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `vfs check`: `OK`, or every problem one per line.
+fn check(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    let options = launch.into_options()?;
+    let checked = if daemon.listen.is_some() {
+        daemon.plan(&options, true).map(|_| ())
+    } else {
+        daemon.refuse_without_listen()?;
+        vfs_host::compose(&options).map(|_| ())
+    };
+    match checked {
+        Ok(()) => {
+            output::line("OK");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { launch } => match vfs_host::compose(&launch.into_options()?) {
-            Ok(_) => {
-                output::line("OK");
-                Ok(ExitCode::SUCCESS)
+        Err(problems) => {
+            for problem in &problems {
+                output::line(&problem.to_string());
             }
-            Err(problems) => {
-                for problem in &problems {
-                    output::line(&problem.to_string());
-                }
-                Ok(ExitCode::from(REFUSED))
-            }
-        },
-        Command::Tools { launch } => {
-            let options = launch.into_options()?;
-            let tools = if options.is_default() {
-                vfs_host::all_tools()
-            } else {
-                let launch = vfs_host::compose(&options)?;
-                ToolService::new(launch.registry().clone(), None).listed_tools()
-            };
-            output::json(&serde_json::to_value(&tools).context("cannot encode the tool list")?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Call { tool, arguments, launch } => {
-            let arguments: serde_json::Value = serde_json::from_str(&arguments).map_err(|error| Refusal {
-                message: format!("the arguments are not valid JSON: {error}"),
-                hint: Some(r#"pass one JSON object, like '{"path": "/workspace/README.md"}'"#.to_owned()),
-            })?;
-            let serde_json::Value::Object(arguments) = arguments else {
-                return Err(Refusal {
-                    message: "the arguments must be a JSON object".to_owned(),
-                    hint: Some(r#"pass one JSON object, like '{"path": "/workspace/README.md"}'"#.to_owned()),
-                }
-                .into());
-            };
-            let launch = vfs_host::compose(&launch.into_options()?)?;
-            let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?;
-            let service = ToolService::new(launch.registry().clone(), logger);
-            match service.call(&tool, Some(arguments)) {
-                Ok(result) => {
-                    output::tool_output(&result);
-                    Ok(if result.is_error { ExitCode::from(TOOL_ERROR) } else { ExitCode::SUCCESS })
-                }
-                Err(error) => Err(Refusal {
-                    message: error.to_string(),
-                    hint: Some("`vfs tools` lists the tools and their arguments".to_owned()),
-                }
-                .into()),
-            }
+            Ok(ExitCode::from(REFUSED))
         }
     }
+}
+
+/// `vfs tools`: the tools a launch lists (all of them by default); each endpoint's with
+/// `--listen`.
+fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    let options = launch.into_options()?;
+    let listed = |launch: &vfs_host::Launch| ToolService::new(launch.registry().clone(), None).listed_tools();
+    let tools = if daemon.listen.is_some() {
+        let endpoints = daemon.plan(&options, false)?.endpoints;
+        let by_endpoint: serde_json::Map<String, serde_json::Value> = endpoints
+            .iter()
+            .map(|served| Ok((served.path(), serde_json::to_value(listed(served.launch()))?)))
+            .collect::<Result<_, serde_json::Error>>()
+            .context("cannot encode the tool list")?;
+        serde_json::Value::Object(by_endpoint)
+    } else if options.is_default() {
+        daemon.refuse_without_listen()?;
+        serde_json::to_value(vfs_host::all_tools()).context("cannot encode the tool list")?
+    } else {
+        daemon.refuse_without_listen()?;
+        let launch = vfs_host::compose(&options)?;
+        serde_json::to_value(listed(&launch)).context("cannot encode the tool list")?
+    };
+    output::json(&tools);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `vfs call`: one tool call, printed as the agent would see it.
+fn call(tool: &str, arguments: &str, launch: LaunchArgs) -> anyhow::Result<ExitCode> {
+    let arguments: serde_json::Value = serde_json::from_str(arguments).map_err(|error| Refusal {
+        message: format!("the arguments are not valid JSON: {error}"),
+        hint: Some(r#"pass one JSON object, like '{"path": "/workspace/README.md"}'"#.to_owned()),
+    })?;
+    let serde_json::Value::Object(arguments) = arguments else {
+        return Err(Refusal {
+            message: "the arguments must be a JSON object".to_owned(),
+            hint: Some(r#"pass one JSON object, like '{"path": "/workspace/README.md"}'"#.to_owned()),
+        }
+        .into());
+    };
+    let launch = vfs_host::compose(&launch.into_options()?)?;
+    let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?;
+    let service = ToolService::new(launch.registry().clone(), logger);
+    match service.call(tool, Some(arguments)) {
+        Ok(result) => {
+            output::tool_output(&result);
+            Ok(if result.is_error { ExitCode::from(TOOL_ERROR) } else { ExitCode::SUCCESS })
+        }
+        Err(error) => Err(Refusal {
+            message: error.to_string(),
+            hint: Some("`vfs tools` lists the tools and their arguments".to_owned()),
+        }
+        .into()),
+    }
+}
+
+impl DaemonArgs {
+    /// The daemon's options are refused without `--listen`, in one line.
+    fn refuse_without_listen(&self) -> Result<(), Problems> {
+        let given = [
+            (self.token_file.is_some(), "--token-file", "takes tokens"),
+            (!self.allowed_origins.is_empty(), "--allowed-origin", "checks origins"),
+            (!self.allowed_hosts.is_empty(), "--allowed-host", "checks hosts"),
+        ];
+        match given.iter().find(|(set, _, _)| *set) {
+            Some((_, option, what)) => Err(Problems(vec![vfs_host::HostError::NeedsListen { option, what }])),
+            None => Ok(()),
+        }
+    }
+
+    /// What the daemon would serve; with `require_tokens`, no token is refused.
+    fn plan(&self, options: &LaunchOptions, require_tokens: bool) -> Result<vfs_host::Hosting, Problems> {
+        let environment = std::env::var("VFS_TOKEN").ok();
+        vfs_host::host(options, self.token_file.as_deref(), environment.as_deref(), require_tokens)
+    }
+}
+
+/// `/mcp/review (crew `review`, its directory at /crews-1)`, or `/mcp`.
+fn endpoint_title(served: &vfs_host::Served) -> String {
+    match (served.crew_name(), served.runner_root()) {
+        (Some(name), Some(root)) => format!("{} (crew `{name}`, hosted at {root})", served.path()),
+        _ => served.path(),
+    }
+}
+
+/// `vfs serve --listen`: the MCP streamable HTTP daemon.
+fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::SocketAddr) -> anyhow::Result<ExitCode> {
+    vfs::raise_open_file_limit();
+    let hosting = daemon.plan(options, true)?;
+    let mut summary = Vec::new();
+    let mut endpoints = Vec::new();
+    for served in &hosting.endpoints {
+        let launch = served.launch().clone();
+        let roots: Vec<String> =
+            launch.registry().agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();
+        summary.push(format!("{} serves {}", served.path(), roots.join(", ")));
+        let sessions: vfs_host::SessionFactory = std::sync::Arc::new(move || {
+            let logger = launch.exchange_logger().map_err(|error| std::io::Error::other(error.to_string()))?;
+            Ok(ToolService::new(launch.registry().clone(), logger))
+        });
+        endpoints.push(vfs_host::Endpoint { crew: served.crew_name().map(str::to_owned), sessions });
+    }
+    let http = vfs_host::HttpOptions {
+        listen,
+        tokens: hosting.tokens.unwrap_or_default(),
+        allowed_hosts: daemon.allowed_hosts.clone(),
+        allowed_origins: daemon.allowed_origins.clone(),
+        grace: std::time::Duration::from_secs(daemon.grace),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = vfs_host::Listener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+        let log_note = match &options.llm_log {
+            Some(directory) => format!("; exchange log in {}, a file per session", directory.display()),
+            None => String::new(),
+        };
+        output::status(&format!(
+            "vfs {}: listening at http://{} (MCP streamable HTTP); {}{log_note}; stop with SIGTERM or Ctrl-C",
+            env!("CARGO_PKG_VERSION"),
+            listener.address(),
+            summary.join("; "),
+        ));
+        vfs_host::serve_http(listener, endpoints, http).await.context("the HTTP server failed")
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
@@ -249,8 +424,7 @@ fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
         served.join(", "),
         server.tool_summary(),
     ));
-    // One thread for the protocol: tool calls on local mounts run in place (see
-    // `vfs_host::server`), and a second worker would only add cross-thread wake-ups.
+    // One thread for the protocol; tool calls run on the blocking pool (see `vfs_host::server`).
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(vfs_host::serve_stdio(service)).context("the MCP connection failed")?;

@@ -145,6 +145,71 @@ pub enum HostError {
         /// Why.
         reason: String,
     },
+    /// `--listen` without any token: authentication is never off.
+    #[error("--listen needs a bearer token: give --token-file FILE or set VFS_TOKEN")]
+    NoToken,
+    /// The token file cannot be read, or a line of it is malformed.
+    #[error("token file `{path}`: {reason}")]
+    TokenFile {
+        /// The path as given.
+        path: String,
+        /// What is wrong (with the line number), never the token.
+        reason: String,
+    },
+    /// More than one `--crew` without `--listen`.
+    #[error("--crew is given {count} times, but a stdio server serves one crew")]
+    ManyCrews {
+        /// How many were given.
+        count: usize,
+    },
+    /// A hosted crew's name that cannot name an endpoint.
+    #[error("crew `{path}` is named `{name}`, which cannot name an endpoint: {reason}")]
+    CrewName {
+        /// The crew path as given.
+        path: String,
+        /// The name (escaped for one line).
+        name: String,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+    /// Two hosted crews with one name.
+    #[error("the crews `{first}` and `{second}` are both named `{name}`: each crew needs its own endpoint /mcp/<name>")]
+    DuplicateCrew {
+        /// The name.
+        name: String,
+        /// The first crew path as given.
+        first: String,
+        /// The second crew path as given.
+        second: String,
+    },
+    /// Two hosted crews in one directory, or one inside the other.
+    #[error(
+        "the crews `{first}` and `{second}` share the directory `{directory}`: a crew would see the other's files at /crew"
+    )]
+    SharedCrewDirectory {
+        /// The first crew path as given.
+        first: String,
+        /// The second crew path as given.
+        second: String,
+        /// The directory the second crew lives in.
+        directory: String,
+    },
+    /// A problem of one hosted crew's table.
+    #[error("crew `{crew}`: {source}")]
+    InCrew {
+        /// The crew's name.
+        crew: String,
+        /// The problem.
+        source: Box<HostError>,
+    },
+    /// An option that only the HTTP daemon takes, without `--listen`.
+    #[error("{option} needs --listen: only the HTTP daemon {what}")]
+    NeedsListen {
+        /// The option.
+        option: &'static str,
+        /// What only the daemon does.
+        what: &'static str,
+    },
 }
 
 impl HostError {
@@ -166,6 +231,20 @@ impl HostError {
             ),
             HostError::Registry(error) => Some(error.hint().to_owned()),
             HostError::LogDir { .. } => Some("--llm-log takes a directory; it is created if missing".to_owned()),
+            HostError::NoToken | HostError::TokenFile { .. } => Some(
+                "a token file holds one token per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; make tokens with `openssl rand -hex 32`".to_owned(),
+            ),
+            HostError::NeedsListen { .. } => Some("add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned()),
+            HostError::ManyCrews { .. } => Some(
+                "host several crews with the HTTP daemon: add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned(),
+            ),
+            HostError::CrewName { .. } | HostError::DuplicateCrew { .. } => Some(
+                "a hosted crew is named by its `name:` key, else its file or directory name; use letters, digits, `-`, `_` and `.`".to_owned(),
+            ),
+            HostError::SharedCrewDirectory { .. } => {
+                Some("give each hosted crew a directory of its own, holding its `crew.yaml`".to_owned())
+            }
+            HostError::InCrew { source, .. } => source.hint(),
             HostError::ReservedRoot { .. }
             | HostError::SettingsRead { .. }
             | HostError::AmbiguousRoot { .. }

@@ -41,12 +41,15 @@ pub struct LaunchOptions {
     pub mount_ids: Vec<String>,
     /// `--settings FILE`.
     pub settings: Option<PathBuf>,
-    /// `--crew PATH`: a crew YAML file, or a directory holding `crew.yaml`.
-    pub crew: Option<PathBuf>,
+    /// `--crew PATH`: a crew YAML file, or a directory holding `crew.yaml`. A stdio launch
+    /// takes one; the HTTP daemon hosts each at its own endpoint (`crate::hosted`).
+    pub crews: Vec<PathBuf>,
     /// `--llm-log DIR`: the exchange log directory (created if missing).
     pub llm_log: Option<PathBuf>,
     /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
     pub allow_write: bool,
+    /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
+    pub call_timeout: Option<std::time::Duration>,
     /// The directory relative paths resolve against.
     pub current_dir: PathBuf,
 }
@@ -58,7 +61,7 @@ impl LaunchOptions {
         self.mounts.is_empty()
             && self.mount_ids.is_empty()
             && self.settings.is_none()
-            && self.crew.is_none()
+            && self.crews.is_empty()
             && self.llm_log.is_none()
             && !self.allow_write
     }
@@ -70,6 +73,8 @@ pub struct Launch {
     registry: MountRegistry,
     crew: Option<Crew>,
     exchange_log: bool,
+    /// The folder under `/llm-logs` that this launch's sessions log into (a hosted crew's).
+    log_folder: Option<String>,
 }
 
 impl Launch {
@@ -90,22 +95,40 @@ impl Launch {
     pub fn has_exchange_log(&self) -> bool {
         self.exchange_log
     }
+
+    /// Opens a new exchange log file for one session (`None` without `--llm-log`).
+    pub fn exchange_logger(&self) -> Result<Option<crate::ExchangeLogger>, HostError> {
+        crate::ExchangeLogger::open_in(&self.registry, self.log_folder.as_deref())
+    }
+
+    /// The folder under the `--llm-log` directory that this launch logs into, if not the
+    /// directory itself.
+    #[must_use]
+    pub fn log_folder(&self) -> Option<&str> {
+        self.log_folder.as_deref()
+    }
 }
 
 /// One candidate mount with its visibility and where it came from.
 #[derive(Debug, Clone)]
-struct Entry {
-    spec: MountSpec,
-    visibility: Visibility,
-    origin: String,
+pub(crate) struct Entry {
+    pub(crate) spec: MountSpec,
+    pub(crate) visibility: Visibility,
+    pub(crate) origin: String,
 }
 
-/// Composes a launch, or returns every problem found (one line each).
-pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
-    let mut problems: Vec<HostError> = Vec::new();
+/// What the operator's options offer before any crew selects: `--mount`, `--mount-id` and the
+/// settings file's entries.
+pub(crate) struct Sources {
+    pub(crate) flags: Vec<Entry>,
+    pub(crate) mount_ids: Vec<MountId>,
+    pub(crate) settings: Vec<Entry>,
+}
 
-    let flag_mounts = flag_mounts(options, &mut problems);
-    let mount_ids = mount_ids(options, &mut problems);
+/// Reads the `--mount`, `--mount-id` and settings options, recording every problem.
+pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Sources {
+    let flags = flag_mounts(options, problems);
+    let mount_ids = mount_ids(options, problems);
     let settings = match &options.settings {
         Some(path) => match settings_entries(options, path) {
             Ok(entries) => entries,
@@ -116,7 +139,28 @@ pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
         },
         None => Vec::new(),
     };
-    let crew_place = match options.crew.as_ref().map(|path| crew_place(options, path)).transpose() {
+    Sources { flags, mount_ids, settings }
+}
+
+/// Composes a launch, or returns every problem found (one line each).
+pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
+    if options.crews.len() > 1 {
+        return Err(HostError::ManyCrews { count: options.crews.len() }.into());
+    }
+    compose_beside(options, options.crews.first().map(PathBuf::as_path), &[])
+}
+
+/// Composes a launch with at most one crew, beside the hidden mounts `hidden` (the daemon's
+/// hosted crews' directories, as internal roots: absent to agents, and no writable mount may
+/// hold them).
+pub(crate) fn compose_beside(
+    options: &LaunchOptions,
+    crew: Option<&Path>,
+    hidden: &[Entry],
+) -> Result<Launch, Problems> {
+    let mut problems: Vec<HostError> = Vec::new();
+    let Sources { flags: flag_mounts, mount_ids, settings } = sources(options, &mut problems);
+    let crew_place = match crew.map(|path| crew_place(options, path)).transpose() {
         Ok(place) => place,
         Err(error) => {
             problems.push(error);
@@ -134,7 +178,7 @@ pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
         return Err(Problems(problems));
     }
 
-    let mut selected = select(&flag_mounts, &mount_ids, &settings, crew.as_ref(), &mut problems);
+    let mut selected = select(&flag_mounts, &mount_ids, &settings, crew.as_ref(), None, &mut problems);
 
     if !selected.iter().any(|entry| entry.visibility == Visibility::AgentFacing) {
         let rights = if options.allow_write { Rights::ReadWrite } else { Rights::ReadOnly };
@@ -152,14 +196,7 @@ pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
     }
 
     if let Some(crew) = &crew {
-        for needed in crew.mounts() {
-            let provided = selected
-                .iter()
-                .any(|entry| entry.visibility == Visibility::AgentFacing && entry.spec.root() == &needed.root);
-            if !provided {
-                problems.push(HostError::UnprovidedRoot { root: needed.root.to_string() });
-            }
-        }
+        problems.extend(unprovided(crew, &selected));
     }
     if !problems.is_empty() {
         return Err(Problems(problems));
@@ -172,9 +209,36 @@ pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
             origin: "runner (--crew)".to_owned(),
         });
     }
+    selected.extend(hidden.iter().cloned());
+    finish(options, selected, crew, None)
+}
+
+/// The roots `crew` needs that no agent-facing entry of `selected` provides.
+pub(crate) fn unprovided(crew: &Crew, selected: &[Entry]) -> Vec<HostError> {
+    crew.mounts()
+        .iter()
+        .filter(|needed| {
+            !selected
+                .iter()
+                .any(|entry| entry.visibility == Visibility::AgentFacing && entry.spec.root() == &needed.root)
+        })
+        .map(|needed| HostError::UnprovidedRoot { root: needed.root.to_string() })
+        .collect()
+}
+
+/// Adds the exchange log (creating `log_folder` inside it) and builds the frozen registry.
+pub(crate) fn finish(
+    options: &LaunchOptions,
+    mut selected: Vec<Entry>,
+    crew: Option<Crew>,
+    log_folder: Option<String>,
+) -> Result<Launch, Problems> {
     if let Some(directory) = &options.llm_log {
         let directory = absolute(&options.current_dir, directory);
-        ensure_directory(&directory)?;
+        match &log_folder {
+            Some(folder) => ensure_directory(&directory.join(folder))?,
+            None => ensure_directory(&directory)?,
+        }
         selected.push(Entry {
             spec: MountSpec::new(path_text(&directory), runner_root(LOG_ROOT), Rights::ReadWrite),
             visibility: Visibility::Internal,
@@ -183,14 +247,19 @@ pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
     }
 
     let mut builder = MountRegistry::builder();
+    let mut limits = vfs::Limits::default();
+    if let Some(timeout) = options.call_timeout {
+        limits.call_time = timeout;
+    }
+    builder.limits(limits);
     for entry in &selected {
         builder.mount_from(entry.spec.clone(), entry.visibility, entry.origin.clone());
     }
     let registry = builder.build().map_err(HostError::from)?;
-    Ok(Launch { registry, crew, exchange_log: options.llm_log.is_some() })
+    Ok(Launch { registry, crew, exchange_log: options.llm_log.is_some(), log_folder })
 }
 
-fn runner_root(root: &str) -> MountRoot {
+pub(crate) fn runner_root(root: &str) -> MountRoot {
     MountRoot::new(root).unwrap_or_else(|_| unreachable!("runner roots are valid roots"))
 }
 
@@ -253,19 +322,19 @@ fn resolve(spec: MountSpec, base: &Path) -> MountSpec {
     spec.with_physical(joined)
 }
 
-fn absolute(base: &Path, path: &Path) -> PathBuf {
+pub(crate) fn absolute(base: &Path, path: &Path) -> PathBuf {
     let joined = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
     // Drop `.` components so that the operator's table reads cleanly; `..` stays for the OS.
     joined.components().filter(|component| !matches!(component, std::path::Component::CurDir)).collect()
 }
 
-fn path_text(path: &Path) -> String {
+pub(crate) fn path_text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
 /// Reads a file by mounting its directory read-only in a throwaway registry, so that the read
 /// goes through the same confined code as every other read.
-fn read_through_vfs(file: &Path) -> Result<String, String> {
+pub(crate) fn read_through_vfs(file: &Path) -> Result<String, String> {
     let (Some(directory), Some(name)) = (file.parent(), file.file_name()) else {
         return Err("not a file path".to_owned());
     };
@@ -346,23 +415,33 @@ fn settings_entries(options: &LaunchOptions, path: &Path) -> Result<Vec<Entry>, 
 
 /// Where the crew lives: the directory mounted at `/crew` and the definition's file name.
 #[derive(Debug)]
-struct CrewPlace {
-    shown: String,
-    directory: PathBuf,
-    file: String,
+pub(crate) struct CrewPlace {
+    /// The path as the operator gave it.
+    pub(crate) shown: String,
+    /// The directory agents see at `/crew`.
+    pub(crate) directory: PathBuf,
+    /// The definition's file name in it.
+    pub(crate) file: String,
+    /// True when the operator gave the directory (the definition is `crew.yaml`).
+    pub(crate) given_directory: bool,
 }
 
-fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostError> {
+pub(crate) fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostError> {
     let shown = path_text(path);
     let full = absolute(&options.current_dir, path);
     let probe = MountSpec::new(path_text(&full), runner_root("/crew"), Rights::ReadOnly);
     match MountRegistry::builder().mount(probe).build() {
-        Ok(_) => Ok(CrewPlace { shown, directory: full, file: "crew.yaml".to_owned() }),
+        Ok(_) => Ok(CrewPlace { shown, directory: full, file: "crew.yaml".to_owned(), given_directory: true }),
         Err(ConfigError::NotADirectory { .. }) => {
             let (Some(directory), Some(name)) = (full.parent(), full.file_name()) else {
                 return Err(HostError::CrewRead { path: shown, reason: "not a file or directory".to_owned() });
             };
-            Ok(CrewPlace { shown, directory: directory.to_path_buf(), file: name.to_string_lossy().into_owned() })
+            Ok(CrewPlace {
+                shown,
+                directory: directory.to_path_buf(),
+                file: name.to_string_lossy().into_owned(),
+                given_directory: false,
+            })
         }
         Err(ConfigError::Missing { .. }) => {
             Err(HostError::CrewRead { path: shown, reason: "no such file or directory".to_owned() })
@@ -376,7 +455,12 @@ fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostErr
 fn read_crew(place: &CrewPlace) -> Result<Crew, Problems> {
     let spec = MountSpec::new(path_text(&place.directory), runner_root("/crew"), Rights::ReadOnly);
     let registry = MountRegistry::builder().mount(spec).build().map_err(HostError::from)?;
-    let virtual_path = format!("/crew/{}", place.file);
+    read_crew_from(place, &registry, "/crew")
+}
+
+/// Reads the crew definition at `<root>/<file>` through `registry`'s agent view.
+pub(crate) fn read_crew_from(place: &CrewPlace, registry: &MountRegistry, root: &str) -> Result<Crew, Problems> {
+    let virtual_path = format!("{root}/{}", place.file);
     let read = registry.agent().read_text(&virtual_path, &vfs::ReadWindow::default()).map_err(|error| {
         let reason = match error.kind() {
             vfs::ErrorKind::NotFound => format!("`{virtual_path}` does not exist"),
@@ -392,12 +476,14 @@ fn read_crew(place: &CrewPlace) -> Result<Crew, Problems> {
     Crew::parse(&place.shown, &virtual_path, &read.content)
 }
 
-/// Applies the selection rules (module docs) to the settings entries.
-fn select(
+/// Applies the selection rules (module docs) to the settings entries; with `only`, to the
+/// roots it lists (a hosted crew's `mounts:` block) and no other.
+pub(crate) fn select(
     flags: &[Entry],
     mount_ids: &[MountId],
     settings: &[Entry],
     crew: Option<&Crew>,
+    only: Option<&[&MountRoot]>,
     problems: &mut Vec<HostError>,
 ) -> Vec<Entry> {
     let by_id: HashMap<&MountId, &Entry> =
@@ -405,10 +491,11 @@ fn select(
     let flag_roots: Vec<&MountRoot> = flags.iter().map(|entry| entry.spec.root()).collect();
     let chosen = chosen_by_flags(mount_ids, &by_id, &flag_roots, problems);
     let crew_chosen = crew.map(|crew| chosen_by_crew(crew, &by_id, problems)).unwrap_or_default();
-    let mut selected: Vec<Entry> = flags.to_vec();
+    let wanted = |root: &MountRoot| only.is_none_or(|roots| roots.contains(&root));
+    let mut selected: Vec<Entry> = flags.iter().filter(|entry| wanted(entry.spec.root())).cloned().collect();
     for (root, group) in group_by_root(settings) {
-        if flag_roots.contains(&root) {
-            continue; // Rule 1.
+        if flag_roots.contains(&root) || !wanted(root) {
+            continue; // Rule 1, or a root the crew does not ask for.
         }
         let pick = chosen.get(root).or_else(|| crew_chosen.get(root)).and_then(|id| by_id.get(id).copied());
         let entry = match (pick, group.as_slice()) {
@@ -516,7 +603,7 @@ fn ambiguous(root: &MountRoot, group: &[&Entry]) -> HostError {
 
 /// Creates `directory` if missing: mounts its nearest existing ancestor read-write in a
 /// throwaway registry and creates the rest through it.
-fn ensure_directory(directory: &Path) -> Result<(), HostError> {
+pub(crate) fn ensure_directory(directory: &Path) -> Result<(), HostError> {
     let shown = path_text(directory);
     let fail = |reason: String| HostError::LogDir { path: shown.clone(), reason };
     let mut ancestor = directory.to_path_buf();
@@ -628,7 +715,7 @@ mod tests {
         assert!(matches!(problems.0.as_slice(), [HostError::AmbiguousRoot { count: 2, .. }]));
 
         // Rule 3: the crew's id.
-        options.crew = Some(setup.crew(&format!("mounts: ['{ID_B}|/src']\n")));
+        options.crews = vec![setup.crew(&format!("mounts: ['{ID_B}|/src']\n"))];
         assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "two");
 
         // Rule 2: `--mount-id` before the crew.
@@ -676,7 +763,7 @@ mod tests {
         let setup = Setup::new();
         let mut options = setup.options();
         options.settings = Some(setup.settings(r#"{"internal_mounts": ["two:/secret"]}"#));
-        options.crew = Some(setup.crew("mounts: [/secret]\n"));
+        options.crews = vec![setup.crew("mounts: [/secret]\n")];
         let problems = compose(&options).unwrap_err();
         assert!(matches!(problems.0.as_slice(), [HostError::UnprovidedRoot { root }] if root == "/secret"));
     }
@@ -685,7 +772,7 @@ mod tests {
     fn the_crew_is_read_through_the_vfs_and_mounted_at_crew() {
         let setup = Setup::new();
         let mut options = setup.options();
-        options.crew = Some(setup.crew("name: x\nmounts: [/workspace]\n"));
+        options.crews = vec![setup.crew("name: x\nmounts: [/workspace]\n")];
         let launch = compose(&options).unwrap();
         let crew = launch.crew().unwrap();
         assert_eq!(crew.path(), "/crew/crew.yaml");

@@ -10,6 +10,9 @@
 //!   `--settings`, `--crew`, `--llm-log`, `--allow-write`), every refusal one line, before
 //!   anything is served.
 //! - [`Crew`]: a crew definition, read through the VFS from the runner root `/crew`.
+//! - [`host`]: the HTTP daemon's plan: `/mcp` and each hosted crew's `/mcp/<name>`, each with
+//!   its own registry, and the bearer tokens; [`serve_http`] serves it over MCP streamable
+//!   HTTP.
 //! - [`ExchangeLogger`]: one JSON line per tool call in `/llm-logs`, through the privileged,
 //!   append-only capability.
 //! - [`ToolService`]: the agent tools of `docs/design.md` (contracts) and `docs/tools.md`, run exactly as an agent would run them;
@@ -18,6 +21,8 @@
 
 pub use crew::{Crew, CrewMount};
 pub use error::{HostError, Problems};
+pub use hosted::{Hosting, Served, host, tokens};
+pub use http::{Endpoint, HttpOptions, Listener, SessionFactory, Tokens, serve_http, serve_until};
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;
 pub use server::{VfsServer, serve_stdio};
@@ -25,6 +30,8 @@ pub use tools::{CallError, Media, ToolOutput, ToolService, all_tools};
 
 mod crew;
 mod error;
+mod hosted;
+mod http;
 mod launch;
 mod logger;
 mod server;

@@ -23,6 +23,17 @@ pub struct ExchangeLogger {
     name: String,
 }
 
+impl Drop for ExchangeLogger {
+    /// The log outlives the session: a session that ends (a client that leaves, a daemon that
+    /// stops) leaves its records on stable storage, not only in the kernel's cache.
+    fn drop(&mut self) {
+        let file = self.file.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = file.sync() {
+            tracing::warn!(%error, log = %self.name, "cannot sync the exchange log");
+        }
+    }
+}
+
 /// One record, as written.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -41,6 +52,12 @@ impl ExchangeLogger {
     /// Opens a new log file under `/llm-logs`. Returns `None` when the registry has no
     /// internal `/llm-logs` root (no `--llm-log` given).
     pub fn open(registry: &MountRegistry) -> Result<Option<Self>, HostError> {
+        Self::open_in(registry, None)
+    }
+
+    /// Opens a new log file in `folder` under `/llm-logs` (a hosted crew's own folder, which
+    /// the launch created), or directly under it.
+    pub fn open_in(registry: &MountRegistry, folder: Option<&str>) -> Result<Option<Self>, HostError> {
         #[expect(
             clippy::disallowed_methods,
             reason = "the exchange logger is the one holder of a privileged capability: append-only, for /llm-logs"
@@ -51,7 +68,11 @@ impl ExchangeLogger {
         let appender = capability.into_append_only();
         let now = SystemTime::now();
         let token = RandomState::new().build_hasher().finish() & 0xffff_ffff;
-        let name = format!("exchanges-{}-{token:08x}.jsonl", compact_stamp(now));
+        let file_name = format!("exchanges-{}-{token:08x}.jsonl", compact_stamp(now));
+        let name = match folder {
+            Some(folder) => format!("{folder}/{file_name}"),
+            None => file_name,
+        };
         let file = appender.open_append(&format!("{LOG_ROOT}/{name}")).map_err(|error| HostError::LogDir {
             path: LOG_ROOT.to_owned(),
             reason: format!("cannot create the log file: {error}"),
@@ -59,7 +80,8 @@ impl ExchangeLogger {
         Ok(Some(Self { file: Mutex::new(file), name }))
     }
 
-    /// The log file's name inside `/llm-logs`.
+    /// The log file's path inside `/llm-logs`, like `exchanges-….jsonl` or
+    /// `review/exchanges-….jsonl`.
     #[must_use]
     pub fn file_name(&self) -> &str {
         &self.name

@@ -11,5 +11,7 @@ mod launch;
 mod call;
 // `vfs serve`: the MCP protocol over stdio, raw.
 mod serve;
+// `vfs serve --listen`: the HTTP daemon, raw: tokens, origins, sessions, hosted crews.
+mod http;
 // Documentation kept in sync with the binary.
 mod docs;

@@ -1,0 +1,368 @@
+//! The HTTP daemon's plan: its endpoints, the registry behind each, and the tokens that open
+//! them.
+//!
+//! `/mcp` serves the launch's own mounts; each `--crew` is hosted at `/mcp/<name>` with a
+//! registry of its own: its directory at `/crew` (read-only) and the roots its `mounts:` block
+//! selects, nothing else. The daemon mounts the hosted crews' directories read-only at
+//! `/crews`, `/crews-1`, `/crews-2`, … in launch order (the runner roots the design reserves)
+//! and reads each definition through the VFS from there, never by host path.
+//!
+//! Isolation between crews is the registries' own rules, not a second mechanism: in every
+//! endpoint's registry, every *other* crew's directory is an internal mount at its runner root.
+//! An internal mount is absent to agents (byte for byte a missing name, rule 4 and 7 of
+//! `docs/design.md`), and a launch where a writable mount holds one is refused (rule 12). So
+//! no crew can read, detect or plant into another crew's definition, this launch or the next.
+//! Each crew's sessions log into their own folder `<--llm-log>/<name>/`.
+
+use std::path::Path;
+
+use vfs::{MountRegistry, MountRoot, MountSpec, Rights, Visibility};
+
+use crate::crew::Crew;
+use crate::error::{HostError, Problems};
+use crate::http::Tokens;
+use crate::launch::{
+    CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_beside, crew_place, finish, path_text,
+    read_crew_from, read_through_vfs, runner_root, select, sources, unprovided,
+};
+
+/// One endpoint of the daemon.
+#[derive(Debug, Clone)]
+pub struct Served {
+    crew: Option<HostedCrew>,
+    launch: Launch,
+}
+
+/// A hosted crew's names: its endpoint's and its runner root.
+#[derive(Debug, Clone)]
+struct HostedCrew {
+    name: String,
+    runner_root: MountRoot,
+}
+
+impl Served {
+    /// The endpoint's path: `/mcp` or `/mcp/<crew>`.
+    #[must_use]
+    pub fn path(&self) -> String {
+        match &self.crew {
+            Some(crew) => format!("/mcp/{}", crew.name),
+            None => "/mcp".to_owned(),
+        }
+    }
+
+    /// The hosted crew's name; `None` for `/mcp`.
+    #[must_use]
+    pub fn crew_name(&self) -> Option<&str> {
+        self.crew.as_ref().map(|crew| crew.name.as_str())
+    }
+
+    /// Where the daemon mounts the hosted crew's directory (`/crews`, `/crews-1`, …).
+    #[must_use]
+    pub fn runner_root(&self) -> Option<&MountRoot> {
+        self.crew.as_ref().map(|crew| &crew.runner_root)
+    }
+
+    /// The endpoint's launch: its registry, crew and exchange log folder.
+    #[must_use]
+    pub fn launch(&self) -> &Launch {
+        &self.launch
+    }
+}
+
+/// What the daemon serves.
+#[derive(Debug, Clone)]
+pub struct Hosting {
+    /// The tokens (`None` when none were given and none were required).
+    pub tokens: Option<Tokens>,
+    /// The endpoints: `/mcp` first when it is served, then the crews in launch order.
+    pub endpoints: Vec<Served>,
+}
+
+/// Plans the daemon: reads the crews and the tokens, and composes each endpoint's registry.
+/// `/mcp` is served when no crew is hosted or when a token grants it. With `require_tokens`,
+/// no token at all is refused; without, tokens are read only when given (`vfs mounts`).
+pub fn host(
+    options: &LaunchOptions,
+    token_file: Option<&Path>,
+    environment: Option<&str>,
+    require_tokens: bool,
+) -> Result<Hosting, Problems> {
+    let mut problems = Vec::new();
+    let loaded = load_crews(options, &mut problems);
+    if !problems.is_empty() {
+        return Err(Problems(problems));
+    }
+    let names: Vec<String> = loaded.iter().map(|crew| crew.name.clone()).collect();
+    let tokens = if require_tokens || token_file.is_some() || environment.is_some() {
+        Some(tokens(token_file, environment, &options.current_dir, &names, require_tokens)?)
+    } else {
+        None
+    };
+    let hidden: Vec<Entry> = loaded.iter().map(Loaded::hidden).collect();
+    let sources = sources(options, &mut problems);
+    if !problems.is_empty() {
+        return Err(Problems(problems));
+    }
+
+    let mut endpoints = Vec::new();
+    if loaded.is_empty() || tokens.as_ref().is_some_and(Tokens::grants_default) {
+        match compose_beside(options, None, &hidden) {
+            Ok(launch) => endpoints.push(Served { crew: None, launch }),
+            Err(Problems(found)) => problems.extend(found),
+        }
+    }
+    for (index, crew) in loaded.iter().enumerate() {
+        let others: Vec<Entry> =
+            hidden.iter().enumerate().filter(|(other, _)| *other != index).map(|(_, entry)| entry.clone()).collect();
+        match compose_crew(options, &sources, crew, others) {
+            Ok(launch) => endpoints.push(Served {
+                crew: Some(HostedCrew { name: crew.name.clone(), runner_root: crew.root.clone() }),
+                launch,
+            }),
+            Err(Problems(found)) => problems.extend(
+                found.into_iter().map(|source| HostError::InCrew { crew: crew.name.clone(), source: Box::new(source) }),
+            ),
+        }
+    }
+    dedupe(&mut problems);
+    if problems.is_empty() { Ok(Hosting { tokens, endpoints }) } else { Err(Problems(problems)) }
+}
+
+/// A hosted crew as read: where it lives, its definition, its name and runner root.
+struct Loaded {
+    place: CrewPlace,
+    crew: Crew,
+    name: String,
+    root: MountRoot,
+}
+
+impl Loaded {
+    /// The crew's directory as an internal mount at its runner root, for the other endpoints.
+    fn hidden(&self) -> Entry {
+        Entry {
+            spec: MountSpec::new(path_text(&self.place.directory), self.root.clone(), Rights::ReadOnly),
+            visibility: Visibility::Internal,
+            origin: format!("runner (hosted crew `{}`)", self.name),
+        }
+    }
+}
+
+/// The runner root of the crew at `index` in launch order: `/crews`, `/crews-1`, ….
+fn crews_root(index: usize) -> MountRoot {
+    if index == 0 { runner_root("/crews") } else { runner_root(&format!("/crews-{index}")) }
+}
+
+/// Reads every `--crew` through one registry that mounts their directories at `/crews`,
+/// `/crews-1`, …, and names them.
+fn load_crews(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<Loaded> {
+    let mut places = Vec::new();
+    for path in &options.crews {
+        match crew_place(options, path) {
+            Ok(place) => places.push(place),
+            Err(error) => problems.push(error),
+        }
+    }
+    for (index, first) in places.iter().enumerate() {
+        for second in &places[index + 1..] {
+            let (outer, inner) = if first.directory.components().count() <= second.directory.components().count() {
+                (&first.directory, &second.directory)
+            } else {
+                (&second.directory, &first.directory)
+            };
+            if inner.starts_with(outer) {
+                problems.push(HostError::SharedCrewDirectory {
+                    first: first.shown.clone(),
+                    second: second.shown.clone(),
+                    directory: path_text(outer),
+                });
+            }
+        }
+    }
+    if !problems.is_empty() || places.is_empty() {
+        return Vec::new();
+    }
+    let mut builder = MountRegistry::builder();
+    for (index, place) in places.iter().enumerate() {
+        builder.mount(MountSpec::new(path_text(&place.directory), crews_root(index), Rights::ReadOnly));
+    }
+    let registry = match builder.build() {
+        Ok(registry) => registry,
+        Err(error) => {
+            problems.push(HostError::from(error));
+            return Vec::new();
+        }
+    };
+    let mut loaded: Vec<Loaded> = Vec::new();
+    for (index, place) in places.into_iter().enumerate() {
+        let root = crews_root(index);
+        let crew = match read_crew_from(&place, &registry, root.as_str()) {
+            Ok(crew) => crew,
+            Err(Problems(found)) => {
+                problems.extend(found);
+                continue;
+            }
+        };
+        let name = match crew_name(&place, &crew) {
+            Ok(name) => name,
+            Err(error) => {
+                problems.push(error);
+                continue;
+            }
+        };
+        if let Some(first) = loaded.iter().find(|other| other.name == name) {
+            problems.push(HostError::DuplicateCrew { name, first: first.place.shown.clone(), second: place.shown });
+            continue;
+        }
+        loaded.push(Loaded { place, crew, name, root });
+    }
+    loaded
+}
+
+/// The longest crew name: it is a URL segment and a folder name.
+const MAX_NAME: usize = 64;
+
+/// The crew's `name:` key, else its directory's name (for a directory) or its file's stem.
+fn crew_name(place: &CrewPlace, crew: &Crew) -> Result<String, HostError> {
+    let fail = |name: &str, reason| HostError::CrewName {
+        path: place.shown.clone(),
+        name: name.escape_debug().to_string(),
+        reason,
+    };
+    let key = match crew.definition() {
+        serde_norway::Value::Mapping(mapping) => mapping.get("name"),
+        _ => None,
+    };
+    let name = match key {
+        Some(serde_norway::Value::String(name)) => name.clone(),
+        Some(_) => return Err(fail("", "the `name:` key is not a string")),
+        None => {
+            let from = if place.given_directory {
+                place.directory.file_name().map(|name| name.to_string_lossy().into_owned())
+            } else {
+                Path::new(&place.file).file_stem().map(|stem| stem.to_string_lossy().into_owned())
+            };
+            from.unwrap_or_default()
+        }
+    };
+    if name.is_empty() {
+        return Err(fail(&name, "it is empty"));
+    }
+    if name.len() > MAX_NAME {
+        return Err(fail(&name, "it is longer than 64 characters"));
+    }
+    if name.starts_with('.') {
+        return Err(fail(&name, "it starts with `.`"));
+    }
+    if !name.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.')) {
+        return Err(fail(&name, "only letters, digits, `-`, `_` and `.` may name an endpoint"));
+    }
+    Ok(name)
+}
+
+/// One hosted crew's registry: the roots its `mounts:` block selects, its directory at
+/// `/crew`, the other crews' directories hidden, and its own log folder.
+fn compose_crew(
+    options: &LaunchOptions,
+    sources: &Sources,
+    loaded: &Loaded,
+    others: Vec<Entry>,
+) -> Result<Launch, Problems> {
+    let only: Vec<&MountRoot> = loaded.crew.mounts().iter().map(|mount| &mount.root).collect();
+    let mut problems = Vec::new();
+    let mut selected =
+        select(&sources.flags, &sources.mount_ids, &sources.settings, Some(&loaded.crew), Some(&only), &mut problems);
+    problems.extend(unprovided(&loaded.crew, &selected));
+    if !problems.is_empty() {
+        return Err(Problems(problems));
+    }
+    selected.push(Entry {
+        spec: MountSpec::new(path_text(&loaded.place.directory), runner_root("/crew"), Rights::ReadOnly),
+        visibility: Visibility::AgentFacing,
+        origin: format!("runner (--crew, hosted at {})", loaded.root),
+    });
+    selected.extend(others);
+    finish(options, selected, Some(loaded.crew.clone()), Some(loaded.name.clone()))
+}
+
+/// Shortest token accepted: a guessable token is no authentication.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// The bearer tokens of the HTTP daemon: from `--token-file` (one per line: `TOKEN` grants
+/// `/mcp`, `CREW TOKEN` grants `/mcp/CREW`; blank lines and `#` comments are ignored) and from
+/// `VFS_TOKEN` (a token for `/mcp`). `crews` are the hosted crews' names: a line for any other
+/// crew is refused. With `required`, no token at all is refused: authentication is never off.
+pub fn tokens(
+    token_file: Option<&Path>,
+    environment: Option<&str>,
+    current_dir: &Path,
+    crews: &[String],
+    required: bool,
+) -> Result<Tokens, Problems> {
+    let mut tokens = Tokens::default();
+    let mut problems = Vec::new();
+    if let Some(file) = token_file {
+        let shown = path_text(file);
+        match read_through_vfs(&absolute(current_dir, file)) {
+            Ok(text) => parse_tokens(&shown, &text, crews, &mut tokens, &mut problems),
+            Err(reason) => problems.push(HostError::TokenFile { path: shown, reason }),
+        }
+    }
+    if let Some(token) = environment.map(str::trim).filter(|token| !token.is_empty()) {
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            problems.push(HostError::TokenFile {
+                path: "VFS_TOKEN".to_owned(),
+                reason: format!("the token is shorter than {MIN_TOKEN_CHARS} characters"),
+            });
+        }
+        tokens.grant(None, token.to_owned());
+    }
+    if required && problems.is_empty() && tokens.is_empty() {
+        problems.push(HostError::NoToken);
+    }
+    if problems.is_empty() { Ok(tokens) } else { Err(Problems(problems)) }
+}
+
+fn parse_tokens(shown: &str, text: &str, crews: &[String], tokens: &mut Tokens, problems: &mut Vec<HostError>) {
+    for (number, line) in (1..).zip(text.lines()) {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fail = |reason: String| HostError::TokenFile {
+            path: shown.to_owned(),
+            reason: format!("line {number}: {reason}"),
+        };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (crew, token) = match words.as_slice() {
+            [token] => (None, *token),
+            [crew, token] => (Some((*crew).to_owned()), *token),
+            _ => {
+                problems.push(fail("expected `TOKEN` or `CREW TOKEN`".to_owned()));
+                continue;
+            }
+        };
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            problems.push(fail(format!("the token is shorter than {MIN_TOKEN_CHARS} characters")));
+            continue;
+        }
+        if let Some(crew) = &crew
+            && !crews.contains(crew)
+        {
+            problems.push(fail(format!("`{crew}` is not a crew this daemon hosts (--crew)")));
+            continue;
+        }
+        tokens.grant(crew, token.to_owned());
+    }
+}
+
+/// Drops repeated lines (a `--mount-id` problem is found once per endpoint).
+fn dedupe(problems: &mut Vec<HostError>) {
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|problem| {
+        let line = match problem {
+            HostError::InCrew { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
+        seen.insert(line)
+    });
+}
