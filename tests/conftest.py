@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import anyio
+import jsonschema
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
@@ -83,12 +84,18 @@ class Fixture:
         return [json.loads(line) for line in text.splitlines()]
 
 
+# Every tool whose structured content a test validated against its output schema.
+VALIDATED: set[str] = set()
+
+
 class Client:
-    """A thin recorder around ClientSession."""
+    """A thin recorder around ClientSession that also validates every successful result's
+    structured content against the tool's `outputSchema` (JSON Schema 2020-12)."""
 
     def __init__(self, session: ClientSession, fixture: Fixture):
         self.session = session
         self.fixture = fixture
+        self.output_schemas: dict[str, dict] | None = None
 
     async def call(self, name: str, arguments: dict | None = None):
         try:
@@ -98,7 +105,22 @@ class Client:
             self.fixture.record(str(error))
             raise
         self.fixture.record(result)
+        await self.validate(name, result)
         return result
+
+    async def validate(self, name: str, result) -> None:
+        if result.is_error:
+            assert result.structured_content is None, f"{name}: an error with structured content"
+            return
+        if self.output_schemas is None:
+            listed = await self.session.list_tools()
+            self.output_schemas = {tool.name: tool.output_schema for tool in listed.tools}
+        schema = self.output_schemas.get(name)
+        assert schema is not None, f"{name} declares no outputSchema"
+        assert result.structured_content is not None, f"{name} returned no structured content"
+        jsonschema.Draft202012Validator.check_schema(schema)
+        jsonschema.Draft202012Validator(schema).validate(result.structured_content)
+        VALIDATED.add(name)
 
     async def list_tools(self):
         result = await self.session.list_tools()
@@ -141,12 +163,25 @@ def fixture(tmp_path):
         assert checked.returncode == 0, f"vfs-compliance leaks: {checked.stdout}{checked.stderr}"
 
 
-def run_client(fixture: Fixture, body, args: list[str] | None = None, env: dict[str, str] | None = None):
+def run_client(
+    fixture: Fixture,
+    body,
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    messages: list | None = None,
+):
     """Starts `vfs serve` in the fixture dir, initializes a session, and runs `body(client, init)`.
 
     `env` adds variables to the server's environment (which otherwise holds only the SDK's safe
-    defaults and `VFS_LOG`).
+    defaults and `VFS_LOG`). `messages` collects the server's `notifications/message` (each is
+    scanned for physical paths like every response).
     """
+
+    async def on_message(params):
+        fixture.record(params)
+        if messages is not None:
+            messages.append(params)
+
     assert BINARY.exists(), f"build the binary first: {BINARY}"
 
     async def main():
@@ -158,7 +193,7 @@ def run_client(fixture: Fixture, body, args: list[str] | None = None, env: dict[
         )
         with open(fixture.stderr, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, logging_callback=on_message) as session:
                     init = await session.initialize()
                     fixture.record(init)
                     await body(Client(session, fixture), init)

@@ -125,7 +125,9 @@ def test_huge_and_malformed_input_gets_an_answer_and_the_server_keeps_serving(tm
     assert receive(process)["error"]["code"] == -32700
 
     call(process, 1, "write_file", {"path": "/output/a.txt", "content": 42})
-    assert receive(process)["error"]["code"] == -32602
+    answer = receive(process)["result"]
+    assert answer["isError"] is True
+    assert answer["content"][0]["text"].startswith("invalid arguments for `write_file`: `content` must be a string")
 
     call(process, 2, "no_such_tool", {})
     assert receive(process)["error"]["code"] == -32602

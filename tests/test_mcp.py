@@ -5,7 +5,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import BINARY, PNG, run_client
+from conftest import BINARY, PNG, VALIDATED, run_client
 from mcp import MCPError
 
 ALL_TOOLS = [
@@ -23,6 +23,9 @@ ALL_TOOLS = [
     "get_file_info",
     "move_file",
     "delete_file",
+    "read_file",
+    "list_directory_with_sizes",
+    "list_allowed_directories",
 ]
 WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file", "delete_file"}
 
@@ -145,7 +148,19 @@ def test_every_tool_happy_path(fixture):
         result = await client.call("write_file", {"path": "/src/scratch/ok.txt", "content": "override grants write"})
         assert not result.is_error, text(result)
 
+        # The reference server's names.
+        result = await client.call("read_file", {"path": "/src/README.md"})
+        assert text(result) == "# Demo\nline two\nline three\n"
+        result = await client.call("list_allowed_directories")
+        assert text(result) == "Allowed directories:\n/output\n/src\n"
+        assert result.structured_content == {"directories": ["/output", "/src"]}
+        result = await client.call("list_directory_with_sizes", {"path": "/src/docs", "sortBy": "size"})
+        assert text(result) == "[FILE] guide.txt  24 B\nTotal: 1 file, 0 directories; 24 B in files\n"
+        assert result.structured_content["entries"] == [{"name": "guide.txt", "kind": "file", "size": 24}]
+
     run_client(fixture, body)
+    # Every tool's structured content was checked against its output schema.
+    assert VALIDATED >= set(ALL_TOOLS), sorted(set(ALL_TOOLS) - VALIDATED)
 
 
 def test_denials_are_tool_errors_with_virtual_paths_only(fixture):
@@ -169,8 +184,17 @@ def test_denials_are_tool_errors_with_virtual_paths_only(fixture):
         result = await client.call("read_text_file", {"path": "relative.txt"})
         assert result.is_error
 
-        with pytest.raises(MCPError):
-            await client.call("read_text_file", {"path": 42})
+        # Arguments that do not fit are a result the model reads (SEP-1303); an unknown tool
+        # stays a protocol error.
+        result = await client.call("read_text_file", {"path": 42})
+        assert result.is_error
+        assert text(result) == 'invalid arguments for `read_text_file`: `path` must be a string, not the number 42; write it like `"path": "…"`'
+        result = await client.call("read_text_file", {"path": "/src/README.md", "head": 1.0, "color": "blue"})
+        assert not result.is_error
+        assert [block.text for block in result.content] == [
+            "# Demo\n[more lines follow; read on with offset: 2]",
+            "[ignored unknown argument `color`: `read_text_file` takes `head`, `limit`, `offset`, `path`, `tail`]",
+        ]
         with pytest.raises(MCPError):
             await client.call("no_such_tool", {})
         # The server keeps serving after protocol errors.
@@ -220,6 +244,16 @@ def test_the_exchange_log_has_one_line_per_call(fixture):
     assert lines[1]["result"]["text"].startswith("# Demo")
     assert lines[2]["result"]["isError"] is True
     assert lines[3]["error"]["code"] == -32602
+
+
+def test_logging_set_level_is_accepted_and_declared(fixture):
+    async def body(client, init):
+        assert init.capabilities.logging is not None
+        await client.session.set_logging_level("error")
+        await client.session.set_logging_level("debug")
+        assert not (await client.call("list_mounts")).is_error
+
+    run_client(fixture, body)
 
 
 def test_concurrent_calls_from_one_client(fixture):

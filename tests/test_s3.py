@@ -292,7 +292,7 @@ FAULT_CALLS = [
 FAULT_BOUND = 60.0
 
 
-def store_down_session(fixture, tmp_path, calls, freeze: bool = False) -> list[tuple[str, float, str]]:
+def store_down_session(fixture, tmp_path, calls, freeze: bool = False, messages: list | None = None) -> list[tuple[str, float, str]]:
     """Serves a bucket of a moto server of its own, makes one successful call, kills the server
     (or, with `freeze`, stops it with SIGSTOP so that it accepts connections and never answers),
     then makes `calls`: each must be a clean one-line tool error within FAULT_BOUND seconds, and
@@ -330,7 +330,9 @@ def store_down_session(fixture, tmp_path, calls, freeze: bool = False) -> list[t
         assert not result.is_error, text(result)
 
     try:
-        run_client(fixture, body, ["serve", "--mount", f"s3://{bucket}/{prefix}:/data:rw"], env=aws_env(endpoint))
+        run_client(
+            fixture, body, ["serve", "--mount", f"s3://{bucket}/{prefix}:/data:rw"], env=aws_env(endpoint), messages=messages
+        )
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGCONT)
@@ -355,9 +357,16 @@ def test_a_frozen_store_times_out_cleanly(fixture, tmp_path):
 
 
 def test_a_dead_store_is_named_as_such_to_the_agent(fixture, tmp_path):
-    outcomes = store_down_session(fixture, tmp_path, FAULT_CALLS[:1] + FAULT_CALLS[3:4] + FAULT_CALLS[7:8])
+    messages: list = []
+    outcomes = store_down_session(fixture, tmp_path, FAULT_CALLS[:1] + FAULT_CALLS[3:4] + FAULT_CALLS[7:8], messages=messages)
     for tool, _, message in outcomes:
         assert "the object store failed (after retries); try again later" in message, (tool, message)
+    # The server's own warning reaches the client too (MCP logging): its message only, no
+    # bucket, endpoint or path (the leak scan checks every message).
+    assert messages, "no notifications/message arrived"
+    assert {(message.level, message.logger, message.data) for message in messages} == {
+        ("warning", "vfs", "object store request failed")
+    }
 
 
 def vfs_check(mount: str, endpoint: str | None = None) -> tuple[int, str, str, float]:

@@ -32,9 +32,10 @@ Examples:
 
 Exit codes:
   0  success
-  1  the tool reported an error (`call`), or serving failed
+  1  the tool reported an error (`call`; arguments that do not fit included), or serving failed
   2  the launch was refused (bad --mount, settings, crew, reserved root; `check` found problems),
-     the tool call was malformed (unknown tool, wrong arguments), or the command line is invalid";
+     the tool call was malformed (unknown tool, arguments not an object), or the command line is
+     invalid";
 
 /// A virtual filesystem for AI agents: named mounts under virtual paths, served over MCP.
 #[derive(Debug, Parser)]

@@ -51,6 +51,9 @@ pub(crate) fn json(value: &serde_json::Value) {
 /// What the agent sees of a tool result: its text, and a note for media content.
 pub(crate) fn tool_output(output: &ToolOutput) {
     text(&output.text);
+    for note in &output.notes {
+        text(note);
+    }
     if let Some(media) = &output.media {
         println!("[{} content: {} bytes of base64]", media.mime_type, media.data.len());
     }
@@ -108,9 +111,16 @@ pub(crate) fn mount_table(views: &[OperatorMountView]) {
     }
 }
 
-/// Logs to stderr; `VFS_LOG` sets the filter (default `warn`).
+/// Logs to stderr (`VFS_LOG` sets the filter, default `warn`); a tool call's warnings also go
+/// to its MCP client as `notifications/message` (`vfs_host::ClientLogLayer`).
 pub(crate) fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, filter::LevelFilter};
+
     let filter = tracing_subscriber::EnvFilter::try_from_env("VFS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+    let operator = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_filter(filter);
+    let client = vfs_host::ClientLogLayer.with_filter(LevelFilter::INFO);
+    let _ = tracing_subscriber::registry().with(operator).with(client).try_init();
 }

@@ -19,6 +19,7 @@
 //!   shared by the MCP server ([`serve_stdio`]) and `vfs call`.
 //! - [`HostError`]: the crate's one error type, operator-facing, with a separate hint.
 
+pub use client_log::ClientLogLayer;
 pub use crew::{Crew, CrewMount};
 pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
@@ -28,6 +29,7 @@ pub use logger::ExchangeLogger;
 pub use server::{VfsServer, serve_stdio};
 pub use tools::{CallError, Media, ToolOutput, ToolService, all_tools};
 
+mod client_log;
 mod crew;
 mod error;
 mod hosted;

@@ -14,18 +14,24 @@
 //! event loop directly. Client-sent roots are ignored: the operator's mounts are the whole of
 //! what an agent can reach, and a client (which acts for the agent) must not be able to widen
 //! it.
+#![expect(
+    deprecated,
+    reason = "MCP logging (`logging/setLevel`, `notifications/message`) is deprecated by SEP-2577, and still what 2025-11-25 clients use"
+)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
+use crate::client_log::{self, CallLog};
 use crate::tools::{CallError, ToolService};
 
 /// The MCP server: a [`ToolService`] behind the protocol.
@@ -34,6 +40,8 @@ pub struct VfsServer {
     tools: ToolService,
     /// Room for the tool calls that may run at once (shared by every session of a daemon).
     pool: Arc<tokio::sync::Semaphore>,
+    /// The least severe level of this session's `notifications/message` (`logging/setLevel`).
+    log_threshold: Arc<AtomicU8>,
 }
 
 /// How many tool calls run at once: four per core, between 4 and 64 (calls mostly wait on
@@ -54,7 +62,7 @@ impl VfsServer {
     /// A server for these tools whose calls take room in `pool`.
     #[must_use]
     pub fn with_pool(tools: ToolService, pool: Arc<tokio::sync::Semaphore>) -> Self {
-        Self { tools, pool }
+        Self { tools, pool, log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)) }
     }
 
     /// A one-line summary of the tools listed, for the operator's start-up line.
@@ -76,9 +84,18 @@ impl ServerHandler for VfsServer {
             "Files are reached by virtual paths under the mounts below; call list_mounts for details.\n\n{}",
             self.tools.registry().prompt_table()
         );
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(Implementation::new("vfs", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.tools.registry().scrub(&instructions).into_owned())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_threshold.store(client_log::rank(request.level), Ordering::Relaxed);
+        Ok(())
     }
 
     async fn list_tools(
@@ -112,10 +129,11 @@ impl ServerHandler for VfsServer {
             ct.cancelled().await;
             cancel.store(true, Ordering::Relaxed);
         });
+        let (notices, forwarder) = self.notices(context.peer.clone());
         let tools = self.tools.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            tools.call_with(&name, arguments, budget)
+            client_log::within(notices, || tools.call_with(&name, arguments, budget))
         })
         .await;
         watcher.abort();
@@ -123,16 +141,36 @@ impl ServerHandler for VfsServer {
             // Every progress notification goes out before the answer.
             progress.finish().await;
         }
+        // So does every notice (the call's end dropped the sender).
+        let _ = forwarder.await;
         let outcome = outcome.map_err(|error| {
             tracing::error!(%error, "a tool call's thread failed");
             ErrorData::internal_error("the tool failed unexpectedly", None)
         })?;
         match outcome {
             Ok(output) => Ok(output.to_call_result().into()),
-            Err(error @ (CallError::UnknownTool(_) | CallError::InvalidArguments { .. })) => {
-                Err(ErrorData::invalid_params(error.to_string(), None))
-            }
+            Err(error @ CallError::UnknownTool(_)) => Err(ErrorData::invalid_params(error.to_string(), None)),
         }
+    }
+}
+
+impl VfsServer {
+    /// A call's notices: where its warnings go, and the task that sends them to the client as
+    /// `notifications/message`, scrubbed, until the call ends.
+    fn notices(&self, peer: Peer<RoleServer>) -> (CallLog, tokio::task::JoinHandle<()>) {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(LoggingLevel, String)>();
+        let registry = self.tools.registry().clone();
+        let forwarder = tokio::spawn(async move {
+            while let Some((level, text)) = receiver.recv().await {
+                let text = registry.scrub(&text).into_owned();
+                let mut notice = LoggingMessageNotificationParam::new(level, serde_json::Value::String(text));
+                notice.logger = Some("vfs".to_owned());
+                if peer.notify_logging_message(notice).await.is_err() {
+                    break;
+                }
+            }
+        });
+        (CallLog::new(self.log_threshold.clone(), sender), forwarder)
     }
 }
 

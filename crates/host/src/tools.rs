@@ -8,24 +8,25 @@
 //! values; the error texts in it are rendered like the text content.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Instant, SystemTime};
 
-use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
+use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use vfs::{AgentAccessor, MountRegistry};
 
 use crate::logger::{Exchange, ExchangeLogger, stamp};
 
+mod arguments;
+
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 struct ListMountsArgs {}
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct ReadTextFileArgs {
     /// Virtual path of the file, like `/src/main.rs`.
     path: String,
@@ -40,21 +41,21 @@ struct ReadTextFileArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct ReadMultipleFilesArgs {
     /// Virtual paths of the files; each gets its own result, and a failure does not stop the others.
     paths: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct PathArgs {
     /// Virtual path, like `/src/docs`.
     path: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct WriteFileArgs {
     /// Virtual path of the file to write; missing parent directories are created.
     path: String,
@@ -68,7 +69,7 @@ struct WriteFileArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct EditArg {
     /// Text to find, exactly as it is in the file.
     old_text: String,
@@ -77,7 +78,7 @@ struct EditArg {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct EditFileArgs {
     /// Virtual path of the file to edit.
     path: String,
@@ -94,11 +95,11 @@ struct EditFileArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct DirectoryTreeArgs {
     /// Virtual path of the directory.
     path: String,
-    /// How deep to descend (default and maximum set by the server).
+    /// How deep to descend (default and at most 32 levels).
     max_depth: Option<usize>,
     /// Glob patterns of names or relative paths to leave out, like `target` or `*.log`.
     #[serde(default)]
@@ -106,7 +107,7 @@ struct DirectoryTreeArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct SearchFilesArgs {
     /// Virtual path of the directory to search under.
     path: String,
@@ -118,7 +119,7 @@ struct SearchFilesArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct GrepArgs {
     /// Regular expression (or literal text with `literal`).
     pattern: String,
@@ -132,14 +133,14 @@ struct GrepArgs {
     /// Treat `pattern` as literal text (default false).
     #[serde(default)]
     literal: bool,
-    /// Lines of context before and after each match.
+    /// Lines of context before and after each match (default 0, at most 20).
     context: Option<usize>,
-    /// Most matches to return (default 200).
+    /// Most matches to return (default 200, at most 1,000).
     max_results: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct MoveFileArgs {
     /// Virtual path of the file or directory to move.
     source: String,
@@ -153,7 +154,7 @@ struct MoveFileArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct DeleteFileArgs {
     /// Virtual path of the file or directory to delete.
     path: String,
@@ -162,6 +163,71 @@ struct DeleteFileArgs {
     recursive: bool,
     /// Delete only if the file's version is still this one (from `get_file_info`).
     expected_version: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct SizedListArgs {
+    /// Virtual path of the directory, like `/src/docs`.
+    path: String,
+    /// `name` (the default) or `size` (largest first).
+    sort_by: Option<SortKey>,
+}
+
+/// How `list_directory_with_sizes` sorts.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum SortKey {
+    Name,
+    Size,
+}
+
+/// `list_mounts`' structured content.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+struct MountsOutput {
+    /// The mounts you can use.
+    mounts: Vec<vfs::MountInfo>,
+}
+
+/// `list_allowed_directories`' structured content.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+struct AllowedOutput {
+    /// The virtual roots you can use.
+    directories: Vec<String>,
+}
+
+/// `read_media_file`'s structured content (the data is in the image or audio content).
+#[derive(Debug, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct MediaOutput {
+    /// The virtual path read.
+    path: vfs::VirtualPath,
+    /// The MIME type.
+    mime_type: String,
+    /// Size in bytes.
+    size: u64,
+}
+
+/// `read_multiple_files`' structured content.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+struct FilesOutput {
+    /// One result per path, in the order given.
+    files: Vec<FileOutput>,
+}
+
+/// One file of `read_multiple_files`.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+struct FileOutput {
+    /// The path as given.
+    path: String,
+    /// True when the file was read.
+    ok: bool,
+    /// What was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read: Option<vfs::TextRead>,
+    /// Why it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 /// How a tool behaves, for the MCP annotations.
@@ -178,35 +244,131 @@ struct Definition {
     title: &'static str,
     description: &'static str,
     effect: Effect,
-    schema: fn() -> Arc<JsonObject>,
-    /// Parses the arguments and runs the tool as the given agent.
+    input: fn() -> JsonObject,
+    output: fn() -> JsonObject,
+    /// Runs the tool as the given agent, on arguments checked against `input`.
     run: Run,
 }
 
-type Run = fn(&ToolService, &AgentAccessor, &Value) -> Result<ToolOutput, CallError>;
+type Run = fn(&ToolService, &AgentAccessor, &Value) -> Result<ToolOutput, String>;
 
-fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    let mut schema = (*schema_for_type::<T>()).clone();
-    // The Rust type name means nothing to an agent.
-    schema.remove("title");
-    Arc::new(schema)
+/// A generator of portable schemas: subschemas inline, no `$schema` keyword.
+fn generator(contract: Contract) -> SchemaGenerator {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    settings.contract = contract;
+    settings.into_generator()
 }
 
-const DEFINITIONS: [Definition; 14] = [
+/// The schema of a tool's arguments.
+fn input<T: JsonSchema>() -> JsonObject {
+    portable(generator(Contract::Deserialize).into_root_schema_for::<T>())
+}
+
+/// The schema of a tool's structured content.
+fn output<T: JsonSchema>() -> JsonObject {
+    portable(generator(Contract::Serialize).into_root_schema_for::<T>())
+}
+
+/// `read_text_file`'s structured content: a [`vfs::TextRead`] without the text, which goes
+/// once, as text content.
+fn text_read_output() -> JsonObject {
+    let mut schema = output::<vfs::TextRead>();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.remove("content");
+    }
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        required.retain(|name| name != "content");
+    }
+    schema
+}
+
+/// Makes a generated schema portable across MCP clients: an optional argument is one that is
+/// not required (no `["integer", "null"]` type arrays, no `anyOf` with `null`), no `format`
+/// values beyond the standard ones (`uint64` is Rust's), no Rust type names as titles, and
+/// unknown keys allowed (they are ignored, with a note).
+fn portable(schema: schemars::Schema) -> JsonObject {
+    let mut value = schema.to_value();
+    clean(&mut value);
+    let mut map = match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    // Some clients read `properties` without checking that it is there.
+    map.entry("properties").or_insert_with(|| json!({}));
+    map
+}
+
+fn clean(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    for key in ["format", "title", "additionalProperties", "$schema"] {
+        map.remove(key);
+    }
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
+    if let Some(Value::Array(types)) = map.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|kind| *kind != "null").cloned().collect();
+        let single = if let [kind] = kept.as_slice() { kind.clone() } else { Value::Array(kept) };
+        map.insert("type".to_owned(), single);
+    }
+    for combinator in ["anyOf", "oneOf"] {
+        let Some(Value::Array(branches)) = map.get(combinator) else { continue };
+        let kept: Vec<Value> =
+            branches.iter().filter(|branch| branch.get("type") != Some(&json!("null"))).cloned().collect();
+        if let [Value::Object(only)] = kept.as_slice() {
+            let only = only.clone();
+            map.remove(combinator);
+            for (key, value) in only {
+                map.entry(key).or_insert(value);
+            }
+        }
+    }
+    if let Some(Value::Array(choices)) = map.get_mut("enum") {
+        choices.retain(|choice| !choice.is_null());
+    }
+    // An enum of strings as `enum`, which every client reads, not as `oneOf` of constants.
+    if let Some(Value::Array(branches)) = map.get("oneOf")
+        && let Some(choices) =
+            branches.iter().map(|branch| branch.get("const").cloned()).collect::<Option<Vec<Value>>>()
+    {
+        map.remove("oneOf");
+        map.insert("type".to_owned(), json!("string"));
+        map.insert("enum".to_owned(), Value::Array(choices));
+    }
+    for key in ["properties", "$defs"] {
+        if let Some(Value::Object(children)) = map.get_mut(key) {
+            children.values_mut().for_each(clean);
+        }
+    }
+    if let Some(items) = map.get_mut("items") {
+        clean(items);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(branches)) = map.get_mut(key) {
+            branches.iter_mut().for_each(clean);
+        }
+    }
+}
+
+const DEFINITIONS: [Definition; 17] = [
     Definition {
         name: "list_mounts",
         title: "List mounts",
         description: "List the mounts you can use: each virtual root (like /src) with its rights (ro, rw, rwnd) and any sub-path overrides. Start here to learn where files are.",
         effect: Effect::Read,
-        schema: schema::<ListMountsArgs>,
+        input: input::<ListMountsArgs>,
+        output: output::<MountsOutput>,
         run: run_list_mounts,
     },
     Definition {
         name: "read_text_file",
         title: "Read a text file",
-        description: "Read a UTF-8 text file, whole or a window of lines (head, tail, or offset and limit). Large files are cut at the read limit, and the result says how to read on.",
+        description: "Read a UTF-8 text file, whole or a window of lines (head, tail, or offset and limit). A file is cut at the read limit (256 KiB by default), and the result says how to read on.",
         effect: Effect::Read,
-        schema: schema::<ReadTextFileArgs>,
+        input: input::<ReadTextFileArgs>,
+        output: text_read_output,
         run: run_read_text_file,
     },
     Definition {
@@ -214,7 +376,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Read several text files",
         description: "Read several text files in one call. Each file gets its own result; a file that fails shows its error in place and does not stop the others.",
         effect: Effect::Read,
-        schema: schema::<ReadMultipleFilesArgs>,
+        input: input::<ReadMultipleFilesArgs>,
+        output: output::<FilesOutput>,
         run: run_read_multiple_files,
     },
     Definition {
@@ -222,7 +385,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Read an image or audio file",
         description: "Read an image or audio file and return it as base64 content with its MIME type, up to the media size limit.",
         effect: Effect::Read,
-        schema: schema::<PathArgs>,
+        input: input::<PathArgs>,
+        output: output::<MediaOutput>,
         run: run_read_media_file,
     },
     Definition {
@@ -230,7 +394,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Write a file",
         description: "Create a file, or replace one with `overwrite: true`, atomically. Missing parent directories are created. Pass `expectedVersion` to write only if nobody changed the file since you read it.",
         effect: Effect::Write { destructive: true, idempotent: true },
-        schema: schema::<WriteFileArgs>,
+        input: input::<WriteFileArgs>,
+        output: output::<vfs::WriteOutcome>,
         run: run_write_file,
     },
     Definition {
@@ -238,7 +403,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Edit a file",
         description: "Replace exact text in a file and get a unified diff back. Each `oldText` must match exactly one place (or pass `replaceAll: true`); `dryRun: true` shows the diff without writing.",
         effect: Effect::Write { destructive: true, idempotent: false },
-        schema: schema::<EditFileArgs>,
+        input: input::<EditFileArgs>,
+        output: output::<vfs::EditOutcome>,
         run: run_edit_file,
     },
     Definition {
@@ -246,31 +412,35 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Create a directory",
         description: "Create a directory and any missing parents. Succeeds if it already exists.",
         effect: Effect::Write { destructive: false, idempotent: true },
-        schema: schema::<PathArgs>,
+        input: input::<PathArgs>,
+        output: output::<vfs::CreateDirOutcome>,
         run: run_create_directory,
     },
     Definition {
         name: "list_directory",
         title: "List a directory",
-        description: "List a directory's entries, each marked [FILE] or [DIR]. The path `/` lists the mounts.",
+        description: "List a directory's entries (at most 2,000), each marked [FILE] or [DIR]. The path `/` lists the mounts.",
         effect: Effect::Read,
-        schema: schema::<PathArgs>,
+        input: input::<PathArgs>,
+        output: output::<vfs::Listing>,
         run: run_list_directory,
     },
     Definition {
         name: "directory_tree",
         title: "Show a directory tree",
-        description: "Show a directory's contents recursively, bounded in depth and entry count; leave names out with `excludePatterns`.",
+        description: "Show a directory's contents recursively (at most 2,000 entries and 32 levels); leave names out with `excludePatterns`.",
         effect: Effect::Read,
-        schema: schema::<DirectoryTreeArgs>,
+        input: input::<DirectoryTreeArgs>,
+        output: output::<vfs::Tree>,
         run: run_directory_tree,
     },
     Definition {
         name: "search_files",
         title: "Find files by name",
-        description: "Find files and directories under a path whose names match a glob pattern, like `*.rs`. Returns virtual paths, bounded in count.",
+        description: "Find files and directories under a path whose names match a glob pattern, like `*.rs`. Returns virtual paths (at most 2,000).",
         effect: Effect::Read,
-        schema: schema::<SearchFilesArgs>,
+        input: input::<SearchFilesArgs>,
+        output: output::<vfs::NameSearch>,
         run: run_search_files,
     },
     Definition {
@@ -278,7 +448,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Search file contents",
         description: "Search file contents with a regular expression (or literal text), honouring .gitignore and skipping binary files. Returns matching lines with virtual paths and line numbers.",
         effect: Effect::Read,
-        schema: schema::<GrepArgs>,
+        input: input::<GrepArgs>,
+        output: output::<vfs::GrepResult>,
         run: run_grep,
     },
     Definition {
@@ -286,7 +457,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Get file information",
         description: "Get a file's or directory's size, kind, modification time, your rights there, and (for files) its version token.",
         effect: Effect::Read,
-        schema: schema::<PathArgs>,
+        input: input::<PathArgs>,
+        output: output::<vfs::FileInfo>,
         run: run_get_file_info,
     },
     Definition {
@@ -294,7 +466,8 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Move or rename",
         description: "Move or rename a file or directory. An existing destination is refused unless `overwrite: true`. Needs write at the destination and delete at the source.",
         effect: Effect::Write { destructive: true, idempotent: false },
-        schema: schema::<MoveFileArgs>,
+        input: input::<MoveFileArgs>,
+        output: output::<vfs::MoveOutcome>,
         run: run_move_file,
     },
     Definition {
@@ -302,8 +475,37 @@ const DEFINITIONS: [Definition; 14] = [
         title: "Delete a file or directory",
         description: "Delete a file, or a directory (a non-empty one only with `recursive: true`). Needs the delete right; links are removed, never followed.",
         effect: Effect::Write { destructive: true, idempotent: true },
-        schema: schema::<DeleteFileArgs>,
+        input: input::<DeleteFileArgs>,
+        output: output::<vfs::DeleteOutcome>,
         run: run_delete_file,
+    },
+    // The reference filesystem server's names, so that prompts written for it work here.
+    Definition {
+        name: "read_file",
+        title: "Read a text file (alias)",
+        description: "Deprecated alias of `read_text_file` (the reference server's old name): the same arguments and result.",
+        effect: Effect::Read,
+        input: input::<ReadTextFileArgs>,
+        output: text_read_output,
+        run: run_read_text_file,
+    },
+    Definition {
+        name: "list_directory_with_sizes",
+        title: "List a directory with sizes",
+        description: "List a directory's entries (at most 2,000) with each file's size and the totals; `sortBy: \"size\"` puts the largest first.",
+        effect: Effect::Read,
+        input: input::<SizedListArgs>,
+        output: output::<vfs::SizedListing>,
+        run: run_list_directory_with_sizes,
+    },
+    Definition {
+        name: "list_allowed_directories",
+        title: "List allowed directories",
+        description: "List the virtual roots you can use, one per line (the reference server's name; `list_mounts` adds the rights).",
+        effect: Effect::Read,
+        input: input::<ListMountsArgs>,
+        output: output::<AllowedOutput>,
+        run: run_list_allowed_directories,
     },
 ];
 
@@ -320,33 +522,30 @@ fn to_tool(definition: &Definition) -> Tool {
             .idempotent(idempotent)
             .open_world(false),
     };
-    let mut tool = Tool::new(definition.name, definition.description, (definition.schema)());
+    let mut tool = Tool::new(definition.name, definition.description, Arc::new((definition.input)()));
+    tool.output_schema = Some(Arc::new((definition.output)()));
     tool.title = Some(definition.title.to_owned());
     tool.annotations = Some(annotations);
     tool
 }
 
-/// Every tool, write tools included, in the order of `docs/design.md` (contracts) and `docs/tools.md`.
+/// Every tool with its schemas, made once.
+static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| DEFINITIONS.iter().map(to_tool).collect());
+
+/// Every tool, write tools included, in the order of `docs/tools.md` (the aliases last).
 #[must_use]
 pub fn all_tools() -> Vec<Tool> {
-    DEFINITIONS.iter().map(to_tool).collect()
+    TOOLS.clone()
 }
 
-/// A tool call the protocol refuses (a JSON-RPC error, not a tool result).
+/// A tool call the protocol refuses (a JSON-RPC error, not a tool result). Arguments that do
+/// not match a tool's schema are a tool result the model can read (SEP-1303), not this.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
     /// No listed tool has this name.
     #[error("unknown tool `{0}`; list the tools to see which ones this server offers")]
     UnknownTool(String),
-    /// The arguments do not match the tool's schema.
-    #[error("invalid arguments for `{tool}`: {message}")]
-    InvalidArguments {
-        /// The tool.
-        tool: String,
-        /// What is wrong.
-        message: String,
-    },
 }
 
 /// A media payload of a tool result.
@@ -369,6 +568,9 @@ pub struct ToolOutput {
     pub media: Option<Media>,
     /// True when the tool reports an error (`isError`).
     pub is_error: bool,
+    /// Notes about the call itself (arguments ignored or capped), each a text content block of
+    /// its own after the result, so that the result's text stays exactly what was read.
+    pub notes: Vec<String>,
 }
 
 impl ToolOutput {
@@ -376,6 +578,7 @@ impl ToolOutput {
     #[must_use]
     pub fn to_call_result(&self) -> CallToolResult {
         let mut content = vec![ContentBlock::text(self.text.clone())];
+        content.extend(self.notes.iter().map(|note| ContentBlock::text(note.clone())));
         if let Some(media) = &self.media {
             if media.mime_type.starts_with("audio/") {
                 content.push(ContentBlock::audio(media.data.clone(), media.mime_type.clone()));
@@ -396,6 +599,9 @@ impl ToolOutput {
         }
         if let Some(media) = &self.media {
             record["media"] = json!({ "mimeType": media.mime_type, "bytes": media.data.len() });
+        }
+        if !self.notes.is_empty() {
+            record["notes"] = json!(self.notes);
         }
         record
     }
@@ -435,15 +641,20 @@ impl ToolService {
         let writable = self.registry.agent_can_write();
         DEFINITIONS
             .iter()
-            .filter(|definition| writable || matches!(definition.effect, Effect::Read))
-            .map(to_tool)
+            .zip(TOOLS.iter())
+            .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
+            .map(|(_, tool)| tool.clone())
             .collect()
     }
 
-    fn is_listed(&self, name: &str) -> bool {
-        DEFINITIONS.iter().any(|definition| {
-            definition.name == name && (matches!(definition.effect, Effect::Read) || self.registry.agent_can_write())
-        })
+    /// The definition and listed tool of `name`, if this launch offers it.
+    fn listed(&self, name: &str) -> Option<(&'static Definition, &'static Tool)> {
+        let writable = self.registry.agent_can_write();
+        DEFINITIONS
+            .iter()
+            .zip(TOOLS.iter())
+            .find(|(definition, _)| definition.name == name)
+            .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
     }
 
     /// Runs one tool as an agent would, and records the exchange. Blocking: call it from a
@@ -473,7 +684,7 @@ impl ToolService {
                 Ok(output) => (Some(output.to_log()), None),
                 Err(error) => {
                     let code = match error {
-                        CallError::UnknownTool(_) | CallError::InvalidArguments { .. } => -32602,
+                        CallError::UnknownTool(_) => -32602,
                     };
                     (None, Some(json!({ "code": code, "message": error.to_string() })))
                 }
@@ -484,10 +695,28 @@ impl ToolService {
     }
 
     fn dispatch(&self, name: &str, arguments: &Value, agent: &AgentAccessor) -> Result<ToolOutput, CallError> {
-        match DEFINITIONS.iter().find(|definition| definition.name == name) {
-            Some(definition) if self.is_listed(name) => (definition.run)(self, agent, arguments),
-            _ => Err(CallError::UnknownTool(name.to_owned())),
+        let Some((definition, tool)) = self.listed(name) else {
+            return Err(CallError::UnknownTool(name.to_owned()));
+        };
+        let invalid = |message: String| ToolOutput {
+            text: format!("invalid arguments for `{name}`: {message}"),
+            structured: None,
+            media: None,
+            is_error: true,
+            notes: Vec::new(),
+        };
+        let (arguments, ignored) = match arguments::check(tool, arguments) {
+            Ok(checked) => checked,
+            Err(message) => return Ok(invalid(message)),
+        };
+        let mut output = match (definition.run)(self, agent, &arguments) {
+            Ok(output) => output,
+            Err(message) => return Ok(invalid(message)),
+        };
+        if !ignored.is_empty() {
+            output.notes.insert(0, arguments::ignored_note(tool, &ignored));
         }
+        Ok(output)
     }
 
     fn finish<T: serde::Serialize>(&self, result: Result<T, vfs::Error>, text: fn(&T) -> vfs::AgentText) -> ToolOutput {
@@ -505,11 +734,23 @@ impl ToolService {
             Value::Object(_) => structured,
             other => json!({ "result": other }),
         };
-        ToolOutput { text: self.registry.render(text), structured: Some(structured), media: None, is_error: false }
+        ToolOutput {
+            text: self.registry.render(text),
+            structured: Some(structured),
+            media: None,
+            is_error: false,
+            notes: Vec::new(),
+        }
     }
 
     fn failure(&self, error: &vfs::Error) -> ToolOutput {
-        ToolOutput { text: self.registry.render(error.agent_text()), structured: None, media: None, is_error: true }
+        ToolOutput {
+            text: self.registry.render(error.agent_text()),
+            structured: None,
+            media: None,
+            is_error: true,
+            notes: Vec::new(),
+        }
     }
 
     /// One section per file, labelled with the path as the agent gave it.
@@ -524,16 +765,16 @@ impl ToolService {
             match result {
                 Ok(read) => {
                     text.composed(":\n").append(&read.agent_text());
-                    files.push(json!({ "path": path, "ok": true, "read": read }));
+                    files.push(FileOutput { path: path.clone(), ok: true, read: Some(read.clone()), error: None });
                 }
                 Err(error) => {
                     text.composed(": error: ").append(error.agent_text());
                     let error = self.registry.render(error.agent_text());
-                    files.push(json!({ "path": path, "ok": false, "error": error }));
+                    files.push(FileOutput { path: path.clone(), ok: false, read: None, error: Some(error) });
                 }
             }
         }
-        self.success(&text, json!({ "files": files }))
+        self.success(&text, serde_json::to_value(FilesOutput { files }).unwrap_or(Value::Null))
     }
 }
 
@@ -547,19 +788,47 @@ fn guarded(tool: &str, run: impl FnOnce() -> Result<ToolOutput, CallError>) -> R
             structured: None,
             media: None,
             is_error: true,
+            notes: Vec::new(),
         })
     })
 }
 
-fn run_list_mounts(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    parse::<ListMountsArgs>("list_mounts", arguments)?;
+fn run_list_mounts(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    parse::<ListMountsArgs>(arguments)?;
     let mounts = agent.list_mounts();
     let text = vfs::AgentText::from(mounts_text(&mounts).as_str());
-    Ok(tools.success(&text, json!({ "mounts": mounts })))
+    Ok(tools.success(&text, serde_json::to_value(MountsOutput { mounts }).unwrap_or(Value::Null)))
 }
 
-fn run_read_text_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: ReadTextFileArgs = parse("read_text_file", arguments)?;
+fn run_list_allowed_directories(
+    tools: &ToolService,
+    agent: &AgentAccessor,
+    arguments: &Value,
+) -> Result<ToolOutput, String> {
+    parse::<ListMountsArgs>(arguments)?;
+    let directories: Vec<String> = agent.list_mounts().into_iter().map(|mount| mount.root).collect();
+    let mut text = vfs::AgentText::from("Allowed directories:\n");
+    for root in &directories {
+        text.composed(root).composed("\n");
+    }
+    Ok(tools.success(&text, serde_json::to_value(AllowedOutput { directories }).unwrap_or(Value::Null)))
+}
+
+fn run_list_directory_with_sizes(
+    tools: &ToolService,
+    agent: &AgentAccessor,
+    arguments: &Value,
+) -> Result<ToolOutput, String> {
+    let args: SizedListArgs = parse(arguments)?;
+    let sort = match args.sort_by {
+        Some(SortKey::Size) => vfs::SortBy::Size,
+        Some(SortKey::Name) | None => vfs::SortBy::Name,
+    };
+    Ok(tools.finish(agent.list_with_sizes(&args.path, sort), vfs::SizedListing::agent_text))
+}
+
+fn run_read_text_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: ReadTextFileArgs = parse(arguments)?;
     let window = vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
     let mut output = tools.finish(agent.read_text(&args.path, &window), vfs::TextRead::agent_text);
     // The file's text goes once, in the text content; the structured content keeps what
@@ -574,16 +843,16 @@ fn run_read_multiple_files(
     tools: &ToolService,
     agent: &AgentAccessor,
     arguments: &Value,
-) -> Result<ToolOutput, CallError> {
-    let args: ReadMultipleFilesArgs = parse("read_multiple_files", arguments)?;
+) -> Result<ToolOutput, String> {
+    let args: ReadMultipleFilesArgs = parse(arguments)?;
     Ok(match agent.read_multiple(&args.paths) {
         Ok(results) => tools.multiple(&results),
         Err(error) => tools.failure(&error),
     })
 }
 
-fn run_read_media_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: PathArgs = parse("read_media_file", arguments)?;
+fn run_read_media_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: PathArgs = parse(arguments)?;
     let media = match agent.read_media(&args.path) {
         Ok(media) => media,
         Err(error) => return Ok(tools.failure(&error)),
@@ -591,20 +860,20 @@ fn run_read_media_file(tools: &ToolService, agent: &AgentAccessor, arguments: &V
     let mut text = vfs::AgentText::new();
     text.composed("`").passed(media.path.as_str());
     text.composed(&format!("` ({}, {} bytes)", media.mime_type, media.size));
-    let structured = json!({ "path": media.path, "mimeType": media.mime_type, "size": media.size });
-    let mut output = tools.success(&text, structured);
+    let structured = MediaOutput { path: media.path, mime_type: media.mime_type.clone(), size: media.size };
+    let mut output = tools.success(&text, serde_json::to_value(structured).unwrap_or(Value::Null));
     output.media = Some(Media { data: media.data, mime_type: media.mime_type });
     Ok(output)
 }
 
-fn run_write_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: WriteFileArgs = parse("write_file", arguments)?;
+fn run_write_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: WriteFileArgs = parse(arguments)?;
     let options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
     Ok(tools.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::agent_text))
 }
 
-fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: EditFileArgs = parse("edit_file", arguments)?;
+fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: EditFileArgs = parse(arguments)?;
     let edits: Vec<vfs::Edit> =
         args.edits.into_iter().map(|edit| vfs::Edit { old_text: edit.old_text, new_text: edit.new_text }).collect();
     let options = vfs::EditOptions {
@@ -615,33 +884,31 @@ fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
     Ok(tools.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::agent_text))
 }
 
-fn run_create_directory(
-    tools: &ToolService,
-    agent: &AgentAccessor,
-    arguments: &Value,
-) -> Result<ToolOutput, CallError> {
-    let args: PathArgs = parse("create_directory", arguments)?;
+fn run_create_directory(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: PathArgs = parse(arguments)?;
     Ok(tools.finish(agent.create_directory(&args.path), vfs::CreateDirOutcome::agent_text))
 }
 
-fn run_list_directory(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: PathArgs = parse("list_directory", arguments)?;
+fn run_list_directory(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: PathArgs = parse(arguments)?;
     Ok(tools.finish(agent.list(&args.path), vfs::Listing::agent_text))
 }
 
-fn run_directory_tree(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: DirectoryTreeArgs = parse("directory_tree", arguments)?;
+fn run_directory_tree(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: DirectoryTreeArgs = parse(arguments)?;
     Ok(tools.finish(agent.tree(&args.path, args.max_depth, &args.exclude_patterns), vfs::Tree::agent_text))
 }
 
-fn run_search_files(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: SearchFilesArgs = parse("search_files", arguments)?;
+fn run_search_files(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: SearchFilesArgs = parse(arguments)?;
     let found = agent.search_files(&args.path, &args.pattern, &args.exclude_patterns);
     Ok(tools.finish(found, vfs::NameSearch::agent_text))
 }
 
-fn run_grep(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: GrepArgs = parse("grep", arguments)?;
+fn run_grep(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: GrepArgs = parse(arguments)?;
+    let cap = tools.registry.limits().matches;
+    let capped = args.max_results.filter(|&asked| asked > cap);
     let request = vfs::GrepRequest {
         pattern: args.pattern,
         path: args.path,
@@ -651,29 +918,34 @@ fn run_grep(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Re
         context: args.context,
         max_results: args.max_results,
     };
-    Ok(tools.finish(agent.grep(&request), vfs::GrepResult::agent_text))
+    let mut output = tools.finish(agent.grep(&request), vfs::GrepResult::agent_text);
+    if let Some(asked) = capped {
+        output.notes.push(format!("[`maxResults` {asked} is above the cap: at most {cap} matches are returned]"));
+    }
+    Ok(output)
 }
 
-fn run_get_file_info(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: PathArgs = parse("get_file_info", arguments)?;
+fn run_get_file_info(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: PathArgs = parse(arguments)?;
     Ok(tools.finish(agent.info(&args.path), vfs::FileInfo::agent_text))
 }
 
-fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: MoveFileArgs = parse("move_file", arguments)?;
+fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: MoveFileArgs = parse(arguments)?;
     let moved = agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref());
     Ok(tools.finish(moved, vfs::MoveOutcome::agent_text))
 }
 
-fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, CallError> {
-    let args: DeleteFileArgs = parse("delete_file", arguments)?;
+fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    let args: DeleteFileArgs = parse(arguments)?;
     let deleted = agent.delete(&args.path, args.recursive, args.expected_version.as_deref());
     Ok(tools.finish(deleted, vfs::DeleteOutcome::agent_text))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, CallError> {
-    serde_json::from_value(arguments.clone())
-        .map_err(|error| CallError::InvalidArguments { tool: tool.to_owned(), message: error.to_string() })
+/// The arguments, already checked against the schema (`arguments::check`): what serde still
+/// refuses is inside a list of objects (an edit without `newText`), and its message names it.
+fn parse<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, String> {
+    serde_json::from_value(arguments.clone()).map_err(|error| error.to_string())
 }
 
 fn mounts_text(mounts: &[vfs::MountInfo]) -> String {
@@ -717,12 +989,33 @@ mod tests {
         );
     }
 
+    /// Walks every subschema: no type arrays, no `format`, no titles, no `null` anywhere.
+    fn assert_portable(tool: &str, schema: &Value) {
+        match schema {
+            Value::Object(map) => {
+                for key in ["format", "title", "additionalProperties", "$schema", "anyOf", "oneOf"] {
+                    assert!(!map.contains_key(key), "{tool}: `{key}` in {schema}");
+                }
+                if let Some(kind) = map.get("type") {
+                    assert!(kind.is_string(), "{tool}: a type array in {schema}");
+                }
+                map.values().for_each(|child| assert_portable(tool, child));
+            }
+            Value::Array(items) => items.iter().for_each(|item| assert_portable(tool, item)),
+            Value::Null => panic!("{tool}: a null in a schema"),
+            _ => {}
+        }
+    }
+
     #[test]
-    fn every_schema_is_an_object_without_a_rust_type_name() {
+    fn every_schema_is_a_portable_object() {
         for tool in all_tools() {
-            assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
-            assert_eq!(tool.input_schema.get("additionalProperties"), Some(&json!(false)), "{}", tool.name);
-            assert!(!tool.input_schema.contains_key("title"), "{}", tool.name);
+            let output = tool.output_schema.as_ref().expect("an output schema");
+            for schema in [&tool.input_schema, output] {
+                assert_eq!(schema.get("type"), Some(&json!("object")), "{}", tool.name);
+                assert!(schema.get("properties").is_some_and(Value::is_object), "{}", tool.name);
+                assert_portable(&tool.name, &Value::Object((**schema).clone()));
+            }
             let annotations = tool.annotations.as_ref().unwrap();
             assert_eq!(annotations.open_world_hint, Some(false));
             assert!(annotations.read_only_hint.is_some() && annotations.destructive_hint.is_some());
@@ -731,8 +1024,8 @@ mod tests {
 
     #[test]
     fn write_tools_are_listed_only_when_something_grants_write() {
-        assert_eq!(service("ro").1.listed_tools().len(), 9);
-        assert_eq!(service("rwnd").1.listed_tools().len(), 14);
+        assert_eq!(service("ro").1.listed_tools().len(), 12);
+        assert_eq!(service("rwnd").1.listed_tools().len(), 17);
         let (_dir, read_only) = service("ro");
         assert_eq!(
             read_only.call("delete_file", Some(JsonObject::new())),
@@ -741,15 +1034,100 @@ mod tests {
     }
 
     #[test]
-    fn errors_are_tool_results_and_bad_arguments_are_protocol_errors() {
-        let (_dir, tools) = service("rw");
-        let arguments = json!({ "path": "/elsewhere/x" }).as_object().cloned();
-        let output = tools.call("read_text_file", arguments).unwrap();
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test writes a file to read")]
+    fn errors_and_bad_arguments_are_tool_results_and_unknown_keys_a_note() {
+        let (dir, tools) = service("rw");
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
+        let output = call("read_text_file", json!({ "path": "/elsewhere/x" }));
         assert!(output.is_error);
         assert_eq!(output.text, "no mount serves this path; available mounts: `/src` (rw)");
         assert_eq!(output.structured, None);
-        let arguments = json!({ "path": "/src/x", "surprise": 1 }).as_object().cloned();
-        assert!(matches!(tools.call("read_text_file", arguments), Err(CallError::InvalidArguments { .. })));
+
+        let cases = [
+            (
+                "read_text_file",
+                json!({ "path": 3 }),
+                "`path` must be a string, not the number 3; write it like `\"path\": \"…\"`",
+            ),
+            ("read_text_file", json!({}), "`path` is missing; add it: virtual path of the file, like `/src/main.rs`."),
+            (
+                "read_text_file",
+                json!({ "path": null }),
+                "`path` is missing; add it: virtual path of the file, like `/src/main.rs`.",
+            ),
+            ("read_text_file", json!({ "path": "/src/a.txt", "head": -1 }), "`head` must be 0 or more, not -1"),
+            (
+                "read_text_file",
+                json!({ "path": "/src/a.txt", "head": 1.5 }),
+                "`head` must be a whole number, not the number 1.5; write it like `\"head\": 10`",
+            ),
+            (
+                "read_multiple_files",
+                json!({ "paths": ["/src/a.txt", false] }),
+                "`paths[1]` must be a string, not `false`; `paths` is a list of strings, like `\"paths\": [\"…\"]`",
+            ),
+            (
+                "edit_file",
+                json!({ "path": "/src/a.txt", "edits": [{ "oldText": "one" }] }),
+                "`edits[0].newText` is missing; add it: text to put in its place (literal: `$1` stays `$1`).",
+            ),
+            (
+                "list_directory_with_sizes",
+                json!({ "path": "/src", "sortBy": "age" }),
+                "`sortBy` must be one of `name`, `size`, not `age`",
+            ),
+            (
+                "delete_file",
+                json!({ "path": "/src/a.txt", "recursive": "yes" }),
+                "`recursive` must be `true` or `false`, not a string; write it like `\"recursive\": true`",
+            ),
+        ];
+        for (name, arguments, message) in cases {
+            let output = call(name, arguments);
+            assert!(output.is_error, "{name}");
+            assert_eq!(output.text, format!("invalid arguments for `{name}`: {message}"));
+            assert_eq!(output.structured, None);
+        }
+
+        // A whole number may be written `2.0`; `null` is "not given"; unknown keys are a note
+        // of their own, after the text, which stays exactly the file's.
+        let output = call("read_text_file", json!({ "path": "/src/a.txt", "head": 1.0, "tail": null, "surprise": 1 }));
+        assert_eq!(
+            (output.is_error, output.text.as_str()),
+            (false, "one\n[more lines follow; read on with offset: 2]")
+        );
+        assert_eq!(
+            output.notes,
+            ["[ignored unknown argument `surprise`: `read_text_file` takes `head`, `limit`, `offset`, `path`, `tail`]"]
+        );
+        let result = output.to_call_result();
+        assert_eq!(result.content.len(), 2);
+        // An unknown tool stays a protocol error.
+        assert_eq!(tools.call("read_text", None), Err(CallError::UnknownTool("read_text".to_owned())));
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds the listed directory")]
+    fn the_reference_servers_names_work() {
+        let (dir, tools) = service("ro");
+        std::fs::write(dir.path().join("small.txt"), "a\n").unwrap();
+        std::fs::write(dir.path().join("big.txt"), "x".repeat(3000)).unwrap();
+        std::fs::create_dir(dir.path().join("docs")).unwrap();
+        let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
+        assert_eq!(call("read_file", json!({ "path": "/src/small.txt" })).text, "a\n");
+        assert_eq!(call("list_allowed_directories", json!({})).text, "Allowed directories:\n/src\n");
+        let by_name = call("list_directory_with_sizes", json!({ "path": "/src" }));
+        assert_eq!(
+            by_name.text,
+            "[FILE] big.txt  2.9 KiB\n[DIR] docs\n[FILE] small.txt  2 B\nTotal: 2 files, 1 directory; 2.9 KiB in files\n"
+        );
+        assert_eq!(by_name.structured.as_ref().unwrap()["bytes"], 3002);
+        let by_size = call("list_directory_with_sizes", json!({ "path": "/src", "sortBy": "size" }));
+        assert_eq!(
+            by_size.text,
+            "[FILE] big.txt  2.9 KiB\n[FILE] small.txt  2 B\n[DIR] docs\nTotal: 2 files, 1 directory; 2.9 KiB in files\n"
+        );
     }
 
     /// File contents, names read from disk and the agent's own input are data: they pass byte

@@ -11,7 +11,8 @@ use crate::error::Error;
 use crate::mount::Caller;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
-    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead, Tree, WriteOptions, WriteOutcome,
+    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, SizedListing, SortBy, TextRead, Tree,
+    WriteOptions, WriteOutcome,
 };
 use crate::registry::{MountInfo, MountRegistry};
 
@@ -109,6 +110,11 @@ impl AgentAccessor {
     /// Lists a directory (`/` lists the agent-facing mounts).
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
         self.run("list_directory", path, |context| context.list(path))
+    }
+
+    /// Lists a directory with each file's size and the totals.
+    pub fn list_with_sizes(&self, path: &str, sort: SortBy) -> Result<SizedListing, Error> {
+        self.run("list_directory_with_sizes", path, |context| context.list_sized(path, sort))
     }
 
     /// A bounded recursive tree.
@@ -277,6 +283,7 @@ impl Audited for Vec<FileResult> {
 impl Audited for EditOutcome {}
 impl Audited for CreateDirOutcome {}
 impl Audited for Listing {}
+impl Audited for SizedListing {}
 impl Audited for Tree {}
 impl Audited for NameSearch {}
 impl Audited for GrepResult {}

@@ -43,8 +43,8 @@ pub use error::{Error, ErrorKind};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
-    GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, TextRead,
-    Tree, TreeNode, WriteOptions, WriteOutcome, rfc3339,
+    GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, SizedEntry,
+    SizedListing, SortBy, TextRead, Tree, TreeNode, WriteOptions, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use registry::{

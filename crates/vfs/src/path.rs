@@ -221,6 +221,21 @@ impl AsRef<str> for VirtualPath {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for VirtualPath {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "VirtualPath".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "description": "A virtual path, like `/src/main.rs`." })
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
 impl serde::Serialize for VirtualPath {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)

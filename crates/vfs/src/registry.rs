@@ -550,6 +550,7 @@ pub struct OperatorMountView {
 
 /// What an agent may know of one mount.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MountInfo {
     /// The virtual root.
     pub root: String,
@@ -561,6 +562,7 @@ pub struct MountInfo {
 
 /// A sub-path override as an agent sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OverrideInfo {
     /// The virtual path of the override.
     pub path: String,

@@ -94,11 +94,13 @@ fn malformed_calls_are_refused_with_a_hint() {
         run.stderr
     );
     assert_eq!(run.code, 2);
+    // Arguments that do not fit the schema are the tool's error, for the model to read.
     let run = test.run(&["call", "read_text_file", r#"{"path": 3}"#]);
     eqnice!(
-        "error: invalid arguments for `read_text_file`: invalid type: integer `3`, expected a string\n\nhint: `vfs tools` lists the tools and their arguments\n",
-        run.stderr
+        "invalid arguments for `read_text_file`: `path` must be a string, not the number 3; write it like `\"path\": \"…\"`\n",
+        run.stdout
     );
+    assert_eq!(run.code, 1);
     let run = test.run(&["call", "read_text_file", "[]"]);
     eqnice!(
         "error: the arguments must be a JSON object\n\nhint: pass one JSON object, like '{\"path\": \"/workspace/README.md\"}'\n",
@@ -118,8 +120,8 @@ fn write_tools_are_not_offered_without_a_writable_mount() {
         let tools: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
     };
-    assert_eq!(names(&test.run(&["tools"])).len(), 14);
-    assert_eq!(names(&test.run(&["tools", "--allow-write"])).len(), 14);
+    assert_eq!(names(&test.run(&["tools"])).len(), 17);
+    assert_eq!(names(&test.run(&["tools", "--allow-write"])).len(), 17);
     assert_eq!(
         names(&test.run(&["tools", "--mount", ".:/src"])),
         [
@@ -131,7 +133,10 @@ fn write_tools_are_not_offered_without_a_writable_mount() {
             "directory_tree",
             "search_files",
             "grep",
-            "get_file_info"
+            "get_file_info",
+            "read_file",
+            "list_directory_with_sizes",
+            "list_allowed_directories"
         ]
     );
 }

@@ -41,9 +41,14 @@ fn serves_over_stdio_and_survives_bad_input() {
     assert_eq!((structured["lineCount"].as_u64(), structured["truncated"].as_bool()), (Some(1), Some(false)));
     assert_eq!(structured.get("content"), None, "the file's text is sent once, as text content");
     assert_eq!(by_id(&messages, 3)["error"]["code"], -32602);
-    assert_eq!(by_id(&messages, 4)["error"]["code"], -32602);
+    let invalid = &by_id(&messages, 4)["result"];
+    assert_eq!(invalid["isError"], true);
+    assert_eq!(
+        invalid["content"][0]["text"],
+        "invalid arguments for `read_text_file`: `path` must be a string, not the number 7; write it like `\"path\": \"…\"`"
+    );
     let tools = by_id(&messages, 5)["result"]["tools"].as_array().unwrap().len();
-    assert_eq!(tools, 9, "read-only mounts list no write tools");
+    assert_eq!(tools, 12, "read-only mounts list no write tools");
     assert_eq!(by_id(&messages, 7)["error"]["code"], -32601);
     let denied = &by_id(&messages, 6)["result"];
     assert_eq!(denied["isError"], true);

@@ -35,6 +35,7 @@ pub struct EditOptions {
 
 /// The result of an edit.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct EditOutcome {
     /// The file.

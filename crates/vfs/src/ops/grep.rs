@@ -236,6 +236,7 @@ pub struct GrepRequest {
 
 /// One line of output.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrepLine {
     /// The file.
@@ -250,6 +251,7 @@ pub struct GrepLine {
 
 /// The result of `grep`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrepResult {
     /// Matching and context lines, grouped by file in walk order.

@@ -19,7 +19,7 @@ pub use edit::{Edit, EditOptions, EditOutcome};
 
 pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
-pub use walk::{EntryKind, ListEntry, Listing, NameSearch, Tree, TreeNode};
+pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteOptions, WriteOutcome};
 
 use crate::budget::Deadline;

@@ -34,6 +34,7 @@ pub struct ReadWindow {
 
 /// The result of reading text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TextRead {
     /// The virtual path read.
@@ -83,6 +84,7 @@ pub type FileResult = (String, Result<TextRead, Error>);
 
 /// A media file as base64.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MediaRead {
     /// The virtual path read.
@@ -97,6 +99,7 @@ pub struct MediaRead {
 
 /// What `get_file_info` reports.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FileInfo {
     /// The virtual path.

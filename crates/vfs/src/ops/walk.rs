@@ -17,6 +17,7 @@ use crate::text::{AgentText, agent_text, name};
 
 /// What an entry is, as an agent sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum EntryKind {
     /// A directory (or a mount root).
@@ -51,6 +52,7 @@ impl EntryKind {
 
 /// One entry of a listing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListEntry {
     /// The entry's name.
     pub name: String,
@@ -60,6 +62,7 @@ pub struct ListEntry {
 
 /// The result of `list_directory`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Listing {
     /// The directory listed.
     pub path: VirtualPath,
@@ -100,13 +103,105 @@ impl Listing {
     }
 }
 
+/// How `list_directory_with_sizes` orders its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    /// By name (the default).
+    #[default]
+    Name,
+    /// Largest first; directories (no size) last, each group by name.
+    Size,
+}
+
+/// One entry of `list_directory_with_sizes`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SizedEntry {
+    /// The entry's name.
+    pub name: String,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes (files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// The result of `list_directory_with_sizes`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SizedListing {
+    /// The directory listed.
+    pub path: VirtualPath,
+    /// Entries, in the order asked for.
+    pub entries: Vec<SizedEntry>,
+    /// How many entries the directory has.
+    pub total: usize,
+    /// True when `entries` stops short of `total`.
+    pub truncated: bool,
+    /// Files among `entries`.
+    pub files: usize,
+    /// Directories among `entries`.
+    pub directories: usize,
+    /// The files' sizes added up, in bytes.
+    pub bytes: u64,
+}
+
+impl SizedListing {
+    /// The agent-facing text: `[FILE] name  size` and `[DIR] name` lines, then the totals.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = AgentText::new();
+        for entry in &self.entries {
+            text.composed(entry.kind.tag()).composed(" ").name(&entry.name);
+            if let Some(size) = entry.size {
+                text.composed(&format!("  {}", human_size(size)));
+            }
+            text.composed("\n");
+        }
+        if self.entries.is_empty() {
+            text.code(&self.path).composed(" is empty\n");
+        }
+        let plural = |count: usize, one: &str, many: &str| format!("{count} {}", if count == 1 { one } else { many });
+        text.composed(&format!(
+            "Total: {}, {}; {} in files\n",
+            plural(self.files, "file", "files"),
+            plural(self.directories, "directory", "directories"),
+            human_size(self.bytes)
+        ));
+        if self.truncated {
+            text.composed(&format!(
+                "[truncated: showing {} of {} entries; narrow with search_files]\n",
+                self.entries.len(),
+                self.total
+            ));
+        }
+        text
+    }
+}
+
+/// `512 B`, `1.5 KiB`, `3.2 MiB`, `1.0 GiB`.
+#[expect(clippy::cast_precision_loss, reason = "one decimal of a size")]
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// One node of a tree.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TreeNode {
     /// The name.
     pub name: String,
-    /// What it is.
-    #[serde(rename = "type")]
+    /// What it is (`kind`, as in `list_directory`).
     pub kind: EntryKind,
     /// Children of a directory (absent beyond `maxDepth`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,6 +210,7 @@ pub struct TreeNode {
 
 /// The result of `directory_tree`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Tree {
     /// The root of the tree.
     pub path: VirtualPath,
@@ -185,6 +281,7 @@ impl Tree {
 
 /// The result of `search_files`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NameSearch {
     /// Matching virtual paths, in walk order.
     pub matches: Vec<VirtualPath>,
@@ -287,6 +384,40 @@ impl Context<'_> {
 
     pub(crate) fn list(&self, input: &str) -> Result<Listing, Error> {
         self.list_inner(Self::parse(input)?)
+    }
+
+    /// A listing with each file's size, in the order asked for.
+    pub(crate) fn list_sized(&self, input: &str, sort: SortBy) -> Result<SizedListing, Error> {
+        let listing = self.list(input)?;
+        let mut entries = Vec::with_capacity(listing.entries.len());
+        for entry in listing.entries {
+            self.deadline.check()?;
+            let size = if entry.kind == EntryKind::File {
+                let child = listing.path.join_trusted(&entry.name);
+                self.locate(&child, Access::Read, false, false)
+                    .ok()
+                    .and_then(|located| self.store(located.mount).stat(&located.node, &child).ok().flatten())
+                    .map(|stat| stat.size)
+            } else {
+                None
+            };
+            entries.push(SizedEntry { name: entry.name, kind: entry.kind, size });
+        }
+        if sort == SortBy::Size {
+            entries.sort_by(|left, right| right.size.cmp(&left.size).then_with(|| left.name.cmp(&right.name)));
+        }
+        let files = entries.iter().filter(|entry| entry.kind == EntryKind::File).count();
+        let directories = entries.iter().filter(|entry| entry.kind == EntryKind::Directory).count();
+        let bytes = entries.iter().filter_map(|entry| entry.size).sum();
+        Ok(SizedListing {
+            path: listing.path,
+            entries,
+            total: listing.total,
+            truncated: listing.truncated,
+            files,
+            directories,
+            bytes,
+        })
     }
 
     fn list_inner(&self, path: VirtualPath) -> Result<Listing, Error> {

@@ -29,6 +29,7 @@ pub struct WriteOptions {
 
 /// The result of a write.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct WriteOutcome {
     /// The virtual path written.
@@ -64,6 +65,7 @@ impl WriteOutcome {
 
 /// The result of `create_directory`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CreateDirOutcome {
     /// The directory.
     pub path: VirtualPath,
@@ -91,6 +93,7 @@ impl CreateDirOutcome {
 
 /// The result of `move_file`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MoveOutcome {
     /// Where it was.
     pub source: VirtualPath,
@@ -116,6 +119,7 @@ impl MoveOutcome {
 
 /// The result of `delete_file`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeleteOutcome {
     /// What was deleted.
     pub path: VirtualPath,
