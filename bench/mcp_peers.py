@@ -666,6 +666,9 @@ def main():
     parser.add_argument("--vfs", "--vfs-bin", dest="vfs_bin", help="the vfs binary (default target/release/vfs, built if missing)")
     parser.add_argument("--no-install", action="store_true", help="never build or install; missing is unavailable")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per server (default 900)")
+    parser.add_argument("--no-sdk-validation", action="store_true",
+                        help="turn off the SDK's check of structured content against each tool's outputSchema "
+                             "(a client cost that only servers declaring output schemas pay)")
     args = parser.parse_args()
     if args.smoke:
         args.servers, args.files, args.calls, args.reps, args.rounds = "vfs", 200, 50, 2, 1
@@ -676,6 +679,13 @@ def main():
         parser.error(f"unknown servers: {', '.join(sorted(unknown))} (choose from {', '.join(ALL_SERVERS)})")
 
     bootstrap()
+    if args.no_sdk_validation:
+        from mcp.client.session import ClientSession
+
+        async def skip_validation(self, name, result):
+            return None
+
+        ClientSession.validate_tool_result = skip_validation
 
     tree = make_tree(args.files)
     files = read_list(tree, args.read_files)
@@ -719,7 +729,7 @@ def main():
         "machine": machine(),
         "config": {
             "files": args.files, "calls": args.calls, "read_files": len(files), "reps": args.reps,
-            "rounds": args.rounds,
+            "rounds": args.rounds, "sdk_validation": not args.no_sdk_validation,
             "tree": str(tree), "name_glob": NAME_GLOB, "content_query": CONTENT_QUERY, "subtree": sub,
             "reference": f"{REFERENCE_PACKAGE}@{REFERENCE_VERSION}", "rust": f"{RUST_CRATE}@{RUST_VERSION}",
         },

@@ -68,7 +68,7 @@ impl VfsServer {
     /// A one-line summary of the tools listed, for the operator's start-up line.
     #[must_use]
     pub fn tool_summary(&self) -> String {
-        crate::tools::listed_names(&self.tools.listed_tools())
+        crate::tools::listed_names(&self.tools)
     }
 
     /// The tools behind this server.

@@ -7,7 +7,6 @@
 //! data, and tell an agent which guessed paths are real). Structured content carries the exact
 //! values; the error texts in it are rendered like the text content.
 
-use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 use std::time::{Instant, SystemTime};
 
@@ -266,9 +265,49 @@ fn input<T: JsonSchema>() -> JsonObject {
     portable(generator(Contract::Deserialize).into_root_schema_for::<T>())
 }
 
-/// The schema of a tool's structured content.
+/// The schema of a tool's structured content. The fields of the result are typed; the items of
+/// its lists (entries, lines, files) are objects whose fields are named (`required`) and
+/// described, not typed one by one: a client that validates every result (the Python SDK
+/// does, in Python) would otherwise spend more time on a 2,000-entry listing than the server
+/// spends making it.
 fn output<T: JsonSchema>() -> JsonObject {
-    portable(generator(Contract::Serialize).into_root_schema_for::<T>())
+    let mut schema = portable(generator(Contract::Serialize).into_root_schema_for::<T>());
+    schema.remove("$defs");
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.values_mut().for_each(compact_items);
+    }
+    schema
+}
+
+/// A list's item schema as `type`, `required` and one description that names each field; a
+/// list of strings as a list whose description says so.
+fn compact_items(schema: &mut Value) {
+    let Some(list) = schema.as_object_mut() else { return };
+    if list.get("items").and_then(|items| items.get("type")) == Some(&json!("string")) {
+        list.remove("items");
+        let what = list.get("description").and_then(Value::as_str).unwrap_or("").trim_end_matches('.').to_owned();
+        list.insert("description".to_owned(), json!(format!("{what} (strings).")));
+        return;
+    }
+    let Some(Value::Object(items)) = schema.get_mut("items") else { return };
+    let Some(Value::Object(fields)) = items.remove("properties") else { return };
+    let mut described: Vec<String> = Vec::new();
+    for (name, field) in &fields {
+        let kind = match (field.get("type").and_then(Value::as_str), field.get("enum").and_then(Value::as_array)) {
+            (_, Some(choices)) => {
+                let words: Vec<&str> = choices.iter().filter_map(Value::as_str).collect();
+                format!("one of {}", words.join(", "))
+            }
+            (Some(kind), None) => kind.to_owned(),
+            (None, None) => "object".to_owned(),
+        };
+        let what = field.get("description").and_then(Value::as_str).unwrap_or("").trim_end_matches('.');
+        described.push(format!("`{name}` ({kind}): {what}"));
+    }
+    let summary = items.get("description").and_then(Value::as_str).unwrap_or("An item.").to_owned();
+    items.insert("description".to_owned(), json!(format!("{summary} Fields: {}.", described.join("; "))));
+    items.insert("type".to_owned(), json!("object"));
+    items.remove("$ref");
 }
 
 /// `read_text_file`'s structured content: a [`vfs::TextRead`] without the text, which goes
@@ -307,6 +346,12 @@ fn clean(schema: &mut Value) {
     }
     if map.get("default") == Some(&Value::Null) {
         map.remove("default");
+    }
+    // Doc comments wrap; a description is one line.
+    if let Some(Value::String(description)) = map.get_mut("description")
+        && description.contains('\n')
+    {
+        *description = description.split_whitespace().collect::<Vec<_>>().join(" ");
     }
     if let Some(Value::Array(types)) = map.get("type") {
         let kept: Vec<Value> = types.iter().filter(|kind| *kind != "null").cloned().collect();
@@ -962,9 +1007,16 @@ fn mounts_text(mounts: &[vfs::MountInfo]) -> String {
     text
 }
 
-/// The tool names, for messages.
-pub(crate) fn listed_names(tools: &[Tool]) -> String {
-    tools.iter().map(|tool| Cow::as_ref(&tool.name)).collect::<Vec<_>>().join(", ")
+/// The names of the tools `service` lists, for the operator's start-up line (without making
+/// the schemas, which the first `tools/list` makes).
+pub(crate) fn listed_names(service: &ToolService) -> String {
+    let writable = service.registry.agent_can_write();
+    DEFINITIONS
+        .iter()
+        .filter(|definition| writable || matches!(definition.effect, Effect::Read))
+        .map(|definition| definition.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
