@@ -1,4 +1,5 @@
-"""The daemon (`vfs serve --listen`) driven by the official Python SDK's streamable HTTP client.
+"""The server as a service, driven by the official Python SDK: over its streamable HTTP client
+(`vfs serve --listen`) and, for pings, cancellation and progress, over stdio too.
 
 Sessions, pings during a long call, cancellation, progress, tokens and origins, hosted crews
 that cannot see each other, concurrent sessions, and SIGTERM in the middle of writes. Every
@@ -17,7 +18,7 @@ import time
 
 import anyio
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -92,6 +93,44 @@ async def session(fixture, url: str, token: str | None = TOKEN, headers: dict | 
                 yield Client(raw, fixture)
 
 
+def cpu_of(pid: int) -> float:
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_child() -> int:
+    """The pid of the `vfs` process this test process started (stdio)."""
+    binary = os.path.realpath(BINARY)
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == os.getpid() and os.path.realpath(entry / "exe") == binary:
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError("the stdio server process was not found")
+
+
+@contextlib.asynccontextmanager
+async def connected(fixture, transport: str):
+    """A session over `transport` (`stdio` or `http`), and a function giving the server's CPU
+    seconds."""
+    if transport == "http":
+        with daemon(fixture) as server:
+            async with session(fixture, f"{server.base}/mcp") as client:
+                yield client, server.cpu_seconds
+        return
+    params = StdioServerParameters(command=str(BINARY), args=fixture.launch(), cwd=str(fixture.root), env={"VFS_LOG": "warn"})
+    with open(fixture.stderr, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as raw:
+                fixture.record(await raw.initialize())
+                pid = server_child()
+                yield Client(raw, fixture), lambda: cpu_of(pid)
+
+
 def write_slow_file(path: pathlib.Path) -> None:
     """A 2 GiB sparse file: reading on from line 3 walks every byte, so the call runs for a while."""
     with open(path, "w") as file:
@@ -133,76 +172,79 @@ def test_sessions_over_http_each_get_a_log_file_and_sigterm_ends_cleanly(fixture
     assert sorted(tools) == [["read_text_file"], ["read_text_file", "write_file", "list_directory", "list_directory"]]
 
 
-def test_a_ping_is_answered_while_a_long_call_runs(fixture):
+TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
+
+
+@TRANSPORTS
+def test_a_ping_is_answered_while_a_long_call_runs(fixture, transport):
     write_slow_file(fixture.data / "slow.txt")
-    with daemon(fixture) as server:
 
-        async def main():
-            order: list[str] = []
-            async with session(fixture, f"{server.base}/mcp") as client:
+    async def main():
+        order: list[str] = []
+        async with connected(fixture, transport) as (client, _):
 
-                async def long_call():
-                    result = await client.call("read_text_file", {"path": "/src/slow.txt", "offset": 3})
-                    assert text(result) == "last\n"
-                    order.append("long")
+            async def long_call():
+                result = await client.call("read_text_file", {"path": "/src/slow.txt", "offset": 3})
+                assert text(result) == "last\n"
+                order.append("long")
 
-                async with anyio.create_task_group() as group:
-                    group.start_soon(long_call)
-                    await anyio.sleep(0.3)
-                    await client.session.send_ping()
-                    order.append("ping")
-                    listing = await client.call("list_directory", {"path": "/output"})
-                    assert not listing.is_error
-                    order.append("list")
-            assert order == ["ping", "list", "long"]
-
-        anyio.run(main)
-
-
-def test_a_cancelled_call_stops_and_the_session_goes_on(fixture):
-    write_slow_file(fixture.data / "slow.txt")
-    with daemon(fixture) as server:
-
-        async def main():
-            async with session(fixture, f"{server.base}/mcp") as client:
-                with anyio.move_on_after(0.5) as scope:
-                    await client.call("read_text_file", {"path": "/src/slow.txt", "offset": 3})
-                assert scope.cancelled_caught, "the long call finished before it could be cancelled"
+            async with anyio.create_task_group() as group:
+                group.start_soon(long_call)
+                await anyio.sleep(0.3)
                 await client.session.send_ping()
-                # The work stopped: the daemon's CPU is idle soon after.
-                await anyio.sleep(0.5)
-                before = server.cpu_seconds()
-                await anyio.sleep(1.0)
-                assert server.cpu_seconds() - before < 0.3, "the cancelled call is still running"
-                assert text(await client.call("read_text_file", {"path": "/src/README.md"})).startswith("# Demo")
+                order.append("ping")
+                listing = await client.call("list_directory", {"path": "/output"})
+                assert not listing.is_error
+                order.append("list")
+        assert order == ["ping", "list", "long"]
 
-        anyio.run(main)
+    anyio.run(main)
 
 
-def test_a_long_call_reports_progress(fixture):
+@TRANSPORTS
+def test_a_cancelled_call_stops_and_the_session_goes_on(fixture, transport):
     write_slow_file(fixture.data / "slow.txt")
-    with daemon(fixture) as server:
 
-        async def main():
-            reports: list[tuple[float, float | None, str | None]] = []
+    async def main():
+        async with connected(fixture, transport) as (client, cpu_seconds):
+            with anyio.move_on_after(0.5) as scope:
+                await client.call("read_text_file", {"path": "/src/slow.txt", "offset": 3})
+            assert scope.cancelled_caught, "the long call finished before it could be cancelled"
+            await client.session.send_ping()
+            # The work stopped: the server's CPU is idle soon after.
+            await anyio.sleep(0.5)
+            before = cpu_seconds()
+            await anyio.sleep(1.0)
+            assert cpu_seconds() - before < 0.3, "the cancelled call is still running"
+            assert text(await client.call("read_text_file", {"path": "/src/README.md"})).startswith("# Demo")
 
-            async def on_progress(progress, total, message):
-                reports.append((progress, total, message))
+    anyio.run(main)
 
-            async with session(fixture, f"{server.base}/mcp") as client:
-                result = await client.session.call_tool(
-                    "read_multiple_files",
-                    {"paths": ["/src/README.md", "/src/slow.txt", "/src/docs/guide.txt"]},
-                    progress_callback=on_progress,
-                )
-                fixture.record(result)
-                assert not result.is_error
-            assert reports, "no progress notification arrived"
-            for progress, total, message in reports:
-                assert total == 3
-                assert message == f"{progress:g} of 3 files read"
 
-        anyio.run(main)
+@TRANSPORTS
+def test_a_long_call_reports_progress(fixture, transport):
+    write_slow_file(fixture.data / "slow.txt")
+
+    async def main():
+        reports: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(progress, total, message):
+            reports.append((progress, total, message))
+
+        async with connected(fixture, transport) as (client, _):
+            result = await client.session.call_tool(
+                "read_multiple_files",
+                {"paths": ["/src/README.md", "/src/slow.txt", "/src/docs/guide.txt"]},
+                progress_callback=on_progress,
+            )
+            fixture.record(result)
+            assert not result.is_error
+        assert reports, "no progress notification arrived"
+        for progress, total, message in reports:
+            assert total == 3
+            assert message == f"{progress:g} of 3 files read"
+
+    anyio.run(main)
 
 
 def refused_status(fixture, url: str, token: str | None, headers: dict | None = None) -> int:

@@ -197,3 +197,24 @@ fn move_and_delete_honour_expected_version() {
     let deleted = run("delete_file", &format!(r#"{{"path": "/output/b.txt", "expectedVersion": "{version}"}}"#));
     eqnice!("deleted file `/output/b.txt`\n", deleted.stdout);
 }
+
+/// `--call-timeout` ends a runaway call with a tool error that says what to narrow; out of
+/// range, the option is refused.
+#[test]
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse file is made on disk")]
+fn the_call_timeout_ends_a_long_call_with_a_hint() {
+    let test = TestDir::new();
+    let path = test.file("data/slow.txt", "first\n");
+    let file = std::fs::OpenOptions::new().append(true).open(&path).expect("open the fixture");
+    file.set_len(2 * 1024 * 1024 * 1024).expect("make a hole");
+    let arguments = r#"{"path": "/src/slow.txt", "offset": 3}"#;
+    let run = test.run(&["call", "read_text_file", arguments, "--mount", "data:/src", "--call-timeout", "1"]);
+    eqnice!(
+        "`read_text_file` ran past its 1 s time budget and was stopped; read a window nearer the start (`head`, or `offset` and `limit`)\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 1);
+    let run = test.run(&["call", "list_mounts", "--call-timeout", "0"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("invalid value '0' for '--call-timeout <SECONDS>'"), "{}", run.stderr);
+}
