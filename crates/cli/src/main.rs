@@ -154,6 +154,10 @@ struct LaunchArgs {
     /// says what to narrow.
     #[arg(long = "call-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     call_timeout: u64,
+    /// Let an agent edit or overwrite a file it has not read in its session (by default it
+    /// must read the file whole first, or pass the `expectedVersion` it knows).
+    #[arg(long = "no-read-before-edit")]
+    no_read_before_edit: bool,
 }
 
 impl LaunchArgs {
@@ -167,6 +171,7 @@ impl LaunchArgs {
             llm_log: self.llm_log,
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
+            no_read_before_edit: self.no_read_before_edit,
             current_dir,
         })
     }
@@ -317,7 +322,7 @@ fn call(tool: &str, arguments: &str, launch: LaunchArgs) -> anyhow::Result<ExitC
     };
     let launch = vfs_host::compose(&launch.into_options()?)?;
     let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?;
-    let service = ToolService::new(launch.registry().clone(), logger);
+    let service = launch.tools(logger);
     match service.call(tool, Some(arguments)) {
         Ok(result) => {
             output::tool_output(&result);
@@ -373,7 +378,7 @@ fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::So
         summary.push(format!("{} serves {}", served.path(), roots.join(", ")));
         let sessions: vfs_host::SessionFactory = std::sync::Arc::new(move || {
             let logger = launch.exchange_logger().map_err(|error| std::io::Error::other(error.to_string()))?;
-            Ok(ToolService::new(launch.registry().clone(), logger))
+            Ok(launch.tools(logger))
         });
         endpoints.push(vfs_host::Endpoint { crew: served.crew_name().map(str::to_owned), sessions });
     }
@@ -409,13 +414,12 @@ fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::So
 fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
     vfs::raise_open_file_limit();
     let launch = vfs_host::compose(options)?;
-    let registry = launch.registry().clone();
-    let logger = vfs_host::ExchangeLogger::open(&registry).map_err(Problems::from)?;
+    let logger = launch.exchange_logger().map_err(Problems::from)?;
     let log_note = match (&logger, &options.llm_log) {
         (Some(logger), Some(directory)) => format!("; exchange log {}", directory.join(logger.file_name()).display()),
         _ => String::new(),
     };
-    let service = ToolService::new(registry, logger);
+    let service = launch.tools(logger);
     let server = vfs_host::VfsServer::new(service.clone());
     let served: Vec<String> =
         service.registry().agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();

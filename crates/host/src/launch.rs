@@ -50,6 +50,8 @@ pub struct LaunchOptions {
     pub allow_write: bool,
     /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
     pub call_timeout: Option<std::time::Duration>,
+    /// `--no-read-before-edit`: edits and overwrites need no earlier read in the session.
+    pub no_read_before_edit: bool,
     /// The directory relative paths resolve against.
     pub current_dir: PathBuf,
 }
@@ -75,6 +77,8 @@ pub struct Launch {
     exchange_log: bool,
     /// The folder under `/llm-logs` that this launch's sessions log into (a hosted crew's).
     log_folder: Option<String>,
+    /// Whether a file must be read in a session before it is edited or overwritten.
+    read_before_edit: bool,
 }
 
 impl Launch {
@@ -94,6 +98,13 @@ impl Launch {
     #[must_use]
     pub fn has_exchange_log(&self) -> bool {
         self.exchange_log
+    }
+
+    /// The tools for one session: this launch's registry and read-before-edit rule, logging to
+    /// `logger`.
+    #[must_use]
+    pub fn tools(&self, logger: Option<crate::ExchangeLogger>) -> crate::ToolService {
+        crate::ToolService::new(self.registry.clone(), logger).read_before_edit(self.read_before_edit)
     }
 
     /// Opens a new exchange log file for one session (`None` without `--llm-log`).
@@ -256,7 +267,13 @@ pub(crate) fn finish(
         builder.mount_from(entry.spec.clone(), entry.visibility, entry.origin.clone());
     }
     let registry = builder.build().map_err(HostError::from)?;
-    Ok(Launch { registry, crew, exchange_log: options.llm_log.is_some(), log_folder })
+    Ok(Launch {
+        registry,
+        crew,
+        exchange_log: options.llm_log.is_some(),
+        log_folder,
+        read_before_edit: !options.no_read_before_edit,
+    })
 }
 
 pub(crate) fn runner_root(root: &str) -> MountRoot {

@@ -20,6 +20,7 @@ use vfs::{AgentAccessor, MountRegistry};
 use crate::logger::{Exchange, ExchangeLogger, stamp};
 
 mod arguments;
+mod session;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ListMountsArgs {}
@@ -658,14 +659,42 @@ pub struct ToolService {
     registry: MountRegistry,
     agent: AgentAccessor,
     logger: Option<Arc<ExchangeLogger>>,
+    /// What this session read or wrote, for read-before-edit; `None` when the rule is off.
+    seen: Option<Arc<session::Seen>>,
 }
 
 impl ToolService {
-    /// Tools over `registry`, logging each call to `logger` if given.
+    /// Tools over `registry` for one session, logging each call to `logger` if given. A file
+    /// must be read before it is edited or overwritten ([`ToolService::read_before_edit`]).
     #[must_use]
     pub fn new(registry: MountRegistry, logger: Option<ExchangeLogger>) -> Self {
         let agent = registry.agent();
-        Self { registry, agent, logger: logger.map(Arc::new) }
+        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()) }
+    }
+
+    /// Turns the read-before-edit rule on (the default) or off (`--no-read-before-edit`).
+    #[must_use]
+    pub fn read_before_edit(mut self, on: bool) -> Self {
+        self.seen = on.then(Arc::default);
+        self
+    }
+
+    /// Records a whole read or the session's own write.
+    fn saw(&self, path: &vfs::VirtualPath, version: Option<&str>) {
+        if let Some(seen) = &self.seen {
+            seen.saw(path, version);
+        }
+    }
+
+    /// The read-before-edit refusal, as a tool error.
+    fn unread(&self, path: &vfs::VirtualPath, why: session::Unread) -> ToolOutput {
+        ToolOutput {
+            text: self.registry.render(&session::refusal(path, why)),
+            structured: None,
+            media: None,
+            is_error: true,
+            notes: Vec::new(),
+        }
     }
 
     /// The registry.
@@ -875,7 +904,11 @@ fn run_list_directory_with_sizes(
 fn run_read_text_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: ReadTextFileArgs = parse(arguments)?;
     let window = vfs::ReadWindow { head: args.head, tail: args.tail, offset: args.offset, limit: args.limit };
-    let mut output = tools.finish(agent.read_text(&args.path, &window), vfs::TextRead::agent_text);
+    let read = agent.read_text(&args.path, &window);
+    if let Ok(read) = &read {
+        tools.saw(&read.path, read.version.as_deref());
+    }
+    let mut output = tools.finish(read, vfs::TextRead::agent_text);
     // The file's text goes once, in the text content; the structured content keeps what
     // programs need (version, window, truncation) without a second copy.
     if let Some(Value::Object(fields)) = &mut output.structured {
@@ -891,7 +924,12 @@ fn run_read_multiple_files(
 ) -> Result<ToolOutput, String> {
     let args: ReadMultipleFilesArgs = parse(arguments)?;
     Ok(match agent.read_multiple(&args.paths) {
-        Ok(results) => tools.multiple(&results),
+        Ok(results) => {
+            for read in results.iter().filter_map(|(_, result)| result.as_ref().ok()) {
+                tools.saw(&read.path, read.version.as_deref());
+            }
+            tools.multiple(&results)
+        }
         Err(error) => tools.failure(&error),
     })
 }
@@ -913,20 +951,77 @@ fn run_read_media_file(tools: &ToolService, agent: &AgentAccessor, arguments: &V
 
 fn run_write_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: WriteFileArgs = parse(arguments)?;
-    let options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
-    Ok(tools.finish(agent.write(&args.path, &args.content, &options), vfs::WriteOutcome::agent_text))
+    let mut options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
+    // Read before overwrite: the version the session saw guards the write; never seen, the
+    // write may only create.
+    let mut guard = None;
+    if let (Some(seen), Ok(path)) = (&tools.seen, vfs::VirtualPath::new(&args.path))
+        && options.overwrite
+        && options.expected_version.is_none()
+    {
+        if let Some(version) = seen.version(&path) {
+            options.expected_version = Some(version);
+            guard = Some((path, session::Unread::Changed));
+        } else {
+            options.overwrite = false;
+            guard = Some((path, session::Unread::Never));
+        }
+    }
+    let written = agent.write(&args.path, &args.content, &options);
+    match (&written, guard) {
+        (Ok(outcome), _) => tools.saw(&outcome.path, outcome.version.as_deref()),
+        (Err(error), Some((path, why))) if refused_as(error, why) => return Ok(tools.unread(&path, why)),
+        _ => {}
+    }
+    Ok(tools.finish(written, vfs::WriteOutcome::agent_text))
+}
+
+/// True when `error` is what the store says for a change the session has not seen: the file
+/// exists (a create-only write) or its version moved on.
+fn refused_as(error: &vfs::Error, why: session::Unread) -> bool {
+    match why {
+        session::Unread::Never => error.kind() == vfs::ErrorKind::AlreadyExists,
+        session::Unread::Changed => error.kind() == vfs::ErrorKind::VersionMismatch,
+    }
 }
 
 fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: EditFileArgs = parse(arguments)?;
     let edits: Vec<vfs::Edit> =
         args.edits.into_iter().map(|edit| vfs::Edit { old_text: edit.old_text, new_text: edit.new_text }).collect();
-    let options = vfs::EditOptions {
+    let mut options = vfs::EditOptions {
         replace_all: args.replace_all,
         dry_run: args.dry_run,
         expected_version: args.expected_version,
     };
-    Ok(tools.finish(agent.edit(&args.path, &edits, &options), vfs::EditOutcome::agent_text))
+    // Read before edit (a dry run changes nothing and needs no read).
+    let mut guarded = None;
+    if let (Some(seen), Ok(path)) = (&tools.seen, vfs::VirtualPath::new(&args.path))
+        && !options.dry_run
+        && options.expected_version.is_none()
+    {
+        match seen.version(&path) {
+            Some(version) => {
+                options.expected_version = Some(version);
+                guarded = Some(path);
+            }
+            // A file that is not there, or not a file, gets the answer it would get anyway.
+            None => match agent.info(&args.path) {
+                Ok(info) if info.kind == "file" => return Ok(tools.unread(&path, session::Unread::Never)),
+                Ok(_) => {}
+                Err(error) => return Ok(tools.failure(&error)),
+            },
+        }
+    }
+    let edited = agent.edit(&args.path, &edits, &options);
+    match (&edited, guarded) {
+        (Ok(outcome), _) if outcome.applied => tools.saw(&outcome.path, outcome.version.as_deref()),
+        (Err(error), Some(path)) if refused_as(error, session::Unread::Changed) => {
+            return Ok(tools.unread(&path, session::Unread::Changed));
+        }
+        _ => {}
+    }
+    Ok(tools.finish(edited, vfs::EditOutcome::agent_text))
 }
 
 fn run_create_directory(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
@@ -978,12 +1073,19 @@ fn run_get_file_info(tools: &ToolService, agent: &AgentAccessor, arguments: &Val
 fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: MoveFileArgs = parse(arguments)?;
     let moved = agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref());
+    if let (Ok(outcome), Some(seen)) = (&moved, &tools.seen) {
+        seen.forget(&outcome.destination);
+        seen.moved(&outcome.source, &outcome.destination);
+    }
     Ok(tools.finish(moved, vfs::MoveOutcome::agent_text))
 }
 
 fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: DeleteFileArgs = parse(arguments)?;
     let deleted = agent.delete(&args.path, args.recursive, args.expected_version.as_deref());
+    if let (Ok(outcome), Some(seen)) = (&deleted, &tools.seen) {
+        seen.forget(&outcome.path);
+    }
     Ok(tools.finish(deleted, vfs::DeleteOutcome::agent_text))
 }
 

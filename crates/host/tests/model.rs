@@ -213,7 +213,9 @@ impl World {
         let launch = vfs_host::compose(&self.options).unwrap();
         let logger = ExchangeLogger::open(launch.registry()).unwrap();
         let checker = LeakChecker::new(launch.registry()).with_spelling(&self.dir.path().to_string_lossy());
-        (ToolService::new(launch.registry().clone(), logger), checker)
+        // The model is about rights and places; the read-before-edit rule (its own model:
+        // `tests/read_before_edit.rs`) would only make the attacker's edits rarer.
+        (ToolService::new(launch.registry().clone(), logger).read_before_edit(false), checker)
     }
 
     fn check_invariants(&self, after: &str) -> Result<(), TestCaseError> {

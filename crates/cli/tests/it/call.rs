@@ -77,7 +77,15 @@ fn write_then_edit_then_read() {
     let run = call("write_file", r#"{"path": "/output/a/b.txt", "content": "hello world\n"}"#);
     assert_eq!(run.code, 0, "{run:?}");
     test.assert_no_leak(&run.stdout);
-    let run = call("edit_file", r#"{"path": "/output/a/b.txt", "edits": [{"oldText": "world", "newText": "there"}]}"#);
+    // Each `vfs call` is a session of its own: this one has not read the file.
+    let edit = r#"{"path": "/output/a/b.txt", "edits": [{"oldText": "world", "newText": "there"}]}"#;
+    let run = call("edit_file", edit);
+    eqnice!(
+        "read `/output/a/b.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 1);
+    let run = test.run(&["call", "edit_file", edit, "--mount", "out:/output:rw", "--no-read-before-edit"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("-hello world\n+hello there\n"), "{}", run.stdout);
     test.assert_no_leak(&run.stdout);

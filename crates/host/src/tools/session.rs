@@ -1,0 +1,80 @@
+//! Read before edit: what one session has seen.
+//!
+//! Coding agents taught their users one rule: a file is read before it is changed, so an agent
+//! never replaces what it has not seen. A session (a stdio server process, or one MCP session
+//! of the HTTP daemon) remembers, per canonical virtual path, the version of each file it read
+//! whole or wrote itself. `edit_file`, and `write_file` with `overwrite` on an existing file,
+//! then need that version to still be the file's; an `expectedVersion` the agent passes does
+//! as well. The check itself is the store's version guard, under the directory lock (or a
+//! conditional put), so a change between the agent's read and its edit cannot slip through.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use vfs::VirtualPath;
+
+/// The versions this session read or wrote, by canonical virtual path.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    versions: Mutex<HashMap<String, String>>,
+}
+
+/// Why a change is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unread {
+    /// The session never read the file whole, nor wrote it.
+    Never,
+    /// The file changed since the session read or wrote it.
+    Changed,
+}
+
+impl Seen {
+    fn versions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.versions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that the session saw `path` at `version` (a whole read, or its own write).
+    pub(super) fn saw(&self, path: &VirtualPath, version: Option<&str>) {
+        if let Some(version) = version {
+            self.versions().insert(path.as_str().to_owned(), version.to_owned());
+        }
+    }
+
+    /// The version the session last saw at `path`.
+    pub(super) fn version(&self, path: &VirtualPath) -> Option<String> {
+        self.versions().get(path.as_str()).cloned()
+    }
+
+    /// A move: what was seen at `from` is now at `to`.
+    pub(super) fn moved(&self, from: &VirtualPath, to: &VirtualPath) {
+        let mut versions = self.versions();
+        // A directory's files move with it.
+        let prefix = format!("{}/", from.as_str());
+        let moved: Vec<(String, String)> = versions
+            .iter()
+            .filter(|(path, _)| path.as_str() == from.as_str() || path.starts_with(&prefix))
+            .map(|(path, version)| (path.clone(), version.clone()))
+            .collect();
+        for (path, version) in moved {
+            versions.remove(&path);
+            let rest = &path[from.as_str().len()..];
+            versions.insert(format!("{}{rest}", to.as_str()), version);
+        }
+    }
+
+    /// A delete: nothing is seen at `path` or below any more.
+    pub(super) fn forget(&self, path: &VirtualPath) {
+        let prefix = format!("{}/", path.as_str());
+        self.versions().retain(|seen, _| seen.as_str() != path.as_str() && !seen.starts_with(&prefix));
+    }
+}
+
+/// The refusal: one line that says what to do.
+pub(super) fn refusal(path: &VirtualPath, why: Unread) -> vfs::AgentText {
+    let mut text = vfs::AgentText::new();
+    text.composed("read ").code(path).composed(match why {
+        Unread::Never => " first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports",
+        Unread::Changed => " first (it changed since you read it)",
+    });
+    text
+}

@@ -1,0 +1,231 @@
+//! A model-based test of read-before-edit: random sequences of reads, edits, overwrites,
+//! moves, deletes and changes made behind the session's back, against a model of what the
+//! session has seen. After every step the answer is the model's (done, or the exact refusal)
+//! and the disk holds the model's content.
+//!
+//! CI runs `VFS_MODEL_CASES` cases (default 256) of up to 30 steps.
+#![expect(clippy::disallowed_methods, reason = "fixture: the test changes files behind the session's back")]
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use vfs::{MountRegistry, MountRoot, MountSpec, Rights};
+use vfs_host::ToolService;
+
+const FILES: [&str; 2] = ["a.txt", "b.txt"];
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// `read_text_file` of the whole file.
+    Read(usize),
+    /// `read_text_file` of its first line only: a read of the file only when that is all of it.
+    ReadHead(usize),
+    /// `edit_file`: every newline gets an `x` after it.
+    Edit(usize),
+    /// `write_file` with `overwrite: true`.
+    Overwrite(usize, u8),
+    /// `move_file` of one file onto the other's name, `overwrite: true`.
+    Move(usize),
+    /// `delete_file`.
+    Delete(usize),
+    /// Another program writes the file.
+    Behind(usize, u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let file = 0..FILES.len();
+    prop_oneof![
+        4 => file.clone().prop_map(Step::Read),
+        1 => file.clone().prop_map(Step::ReadHead),
+        4 => file.clone().prop_map(Step::Edit),
+        3 => (file.clone(), any::<u8>()).prop_map(|(index, value)| Step::Overwrite(index, value)),
+        1 => file.clone().prop_map(Step::Move),
+        1 => file.clone().prop_map(Step::Delete),
+        2 => (file, any::<u8>()).prop_map(|(index, value)| Step::Behind(index, value)),
+    ]
+}
+
+/// What the model expects of a step.
+#[derive(Debug, PartialEq, Eq)]
+enum Expected {
+    Done,
+    /// The exact text of a tool error.
+    Refused(String),
+}
+
+struct Model {
+    /// The files' content on disk.
+    content: BTreeMap<usize, String>,
+    /// What the session has seen of each file (a whole read, or its own write).
+    seen: BTreeMap<usize, String>,
+}
+
+impl Model {
+    fn unread(&self, index: usize) -> String {
+        let path = format!("/w/{}", FILES[index]);
+        if self.seen.contains_key(&index) {
+            format!("read `{path}` first (it changed since you read it)")
+        } else {
+            format!(
+                "read `{path}` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports"
+            )
+        }
+    }
+
+    fn missing(index: usize) -> String {
+        format!("`/w/{}` does not exist", FILES[index])
+    }
+
+    /// Applies `step` to the model and says what the service must answer.
+    fn apply(&mut self, step: &Step) -> Option<Expected> {
+        match *step {
+            Step::Read(index) => Some(match self.content.get(&index) {
+                Some(content) => {
+                    self.seen.insert(index, content.clone());
+                    Expected::Done
+                }
+                None => Expected::Refused(Self::missing(index)),
+            }),
+            Step::ReadHead(index) => Some(match self.content.get(&index) {
+                Some(content) => {
+                    if content.lines().count() <= 1 {
+                        self.seen.insert(index, content.clone());
+                    }
+                    Expected::Done
+                }
+                None => Expected::Refused(Self::missing(index)),
+            }),
+            Step::Edit(index) => Some(match self.content.get(&index) {
+                None => Expected::Refused(Self::missing(index)),
+                Some(content) if self.seen.get(&index) == Some(content) => {
+                    let edited = content.replace('\n', "\nx");
+                    self.content.insert(index, edited.clone());
+                    self.seen.insert(index, edited);
+                    Expected::Done
+                }
+                Some(_) => Expected::Refused(self.unread(index)),
+            }),
+            Step::Overwrite(index, value) => {
+                let new = format!("v{value}\n");
+                Some(match self.content.get(&index) {
+                    Some(content) if self.seen.get(&index) != Some(content) => Expected::Refused(self.unread(index)),
+                    _ => {
+                        self.content.insert(index, new.clone());
+                        self.seen.insert(index, new);
+                        Expected::Done
+                    }
+                })
+            }
+            Step::Move(index) => {
+                let other = 1 - index;
+                Some(match self.content.remove(&index) {
+                    Some(content) => {
+                        self.content.insert(other, content);
+                        self.seen.remove(&other);
+                        if let Some(seen) = self.seen.remove(&index) {
+                            self.seen.insert(other, seen);
+                        }
+                        Expected::Done
+                    }
+                    None => Expected::Refused(Self::missing(index)),
+                })
+            }
+            Step::Delete(index) => Some(match self.content.remove(&index) {
+                Some(_) => {
+                    self.seen.remove(&index);
+                    Expected::Done
+                }
+                None => Expected::Refused(Self::missing(index)),
+            }),
+            Step::Behind(index, value) => {
+                self.content.insert(index, format!("e{value}\n"));
+                None
+            }
+        }
+    }
+}
+
+fn cases() -> u32 {
+    std::env::var("VFS_MODEL_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(256)
+}
+
+fn run(steps: &[Step]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let mut model = Model { content: BTreeMap::new(), seen: BTreeMap::new() };
+    for (index, name) in FILES.iter().enumerate() {
+        std::fs::write(root.join(name), "start\n").unwrap();
+        model.content.insert(index, "start\n".to_owned());
+    }
+    let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
+    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let tools = ToolService::new(registry, None);
+    for step in steps {
+        let path = |index: usize| format!("/w/{}", FILES[index]);
+        let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
+        let output = match *step {
+            Step::Read(index) => Some(call("read_text_file", json!({ "path": path(index) }))),
+            Step::ReadHead(index) => Some(call("read_text_file", json!({ "path": path(index), "head": 1 }))),
+            Step::Edit(index) => Some(call(
+                "edit_file",
+                json!({ "path": path(index), "edits": [{ "oldText": "\n", "newText": "\nx" }], "replaceAll": true }),
+            )),
+            Step::Overwrite(index, value) => Some(call(
+                "write_file",
+                json!({ "path": path(index), "content": format!("v{value}\n"), "overwrite": true }),
+            )),
+            Step::Move(index) => Some(call(
+                "move_file",
+                json!({ "source": path(index), "destination": path(1 - index), "overwrite": true }),
+            )),
+            Step::Delete(index) => Some(call("delete_file", json!({ "path": path(index) }))),
+            Step::Behind(index, value) => {
+                std::fs::write(root.join(FILES[index]), format!("e{value}\n")).unwrap();
+                None
+            }
+        };
+        let expected = model.apply(step);
+        if let (Some(output), Some(expected)) = (output, expected) {
+            let got = if output.is_error { Expected::Refused(output.text.clone()) } else { Expected::Done };
+            prop_assert_eq!(got, expected, "after {:?}: {}", step, output.text);
+        }
+        for (index, name) in FILES.iter().enumerate() {
+            let on_disk = std::fs::read_to_string(root.join(name)).ok();
+            prop_assert_eq!(on_disk.as_ref(), model.content.get(&index), "{} after {:?}", name, step);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_session_changes_only_what_it_has_seen(steps in prop::collection::vec(step(), 1..30)) {
+        run(&steps)?;
+    }
+}
+
+/// The sequence: read, edit, edit again, an external change, edit refused, read, edit.
+#[test]
+fn read_edit_edit_change_refused_read_edit() {
+    use Step::{Behind, Edit, Read};
+    run(&[Read(0), Edit(0), Edit(0), Behind(0, 7), Edit(0), Read(0), Edit(0)]).unwrap();
+    // And the model's answers are the ones asserted: a refusal before any read, and after a
+    // change behind the session's back.
+    let mut model = Model { content: BTreeMap::from([(0, "start\n".to_owned())]), seen: BTreeMap::new() };
+    assert_eq!(
+        model.apply(&Edit(0)),
+        Some(Expected::Refused(
+            "read `/w/a.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports".to_owned()
+        ))
+    );
+    model.apply(&Read(0));
+    model.apply(&Behind(0, 1));
+    assert_eq!(
+        model.apply(&Edit(0)),
+        Some(Expected::Refused("read `/w/a.txt` first (it changed since you read it)".to_owned()))
+    );
+}
