@@ -266,49 +266,59 @@ fn input<T: JsonSchema>() -> JsonObject {
     portable(generator(Contract::Deserialize).into_root_schema_for::<T>())
 }
 
-/// The schema of a tool's structured content. The fields of the result are typed; the items of
-/// its lists (entries, lines, files) are objects whose fields are named (`required`) and
-/// described, not typed one by one: a client that validates every result (the Python SDK
-/// does, in Python) would otherwise spend more time on a 2,000-entry listing than the server
-/// spends making it.
+/// The schema of a tool's structured content. The fields of the result are typed; a list is
+/// typed as a list, and its items are described in one line, not given a schema: a client that
+/// validates every result (the Python SDK does, in Python) would otherwise spend more time on
+/// a listing than the server spends making it (ADR 0004).
 fn output<T: JsonSchema>() -> JsonObject {
     let mut schema = portable(generator(Contract::Serialize).into_root_schema_for::<T>());
     schema.remove("$defs");
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
-        properties.values_mut().for_each(compact_items);
+        for field in properties.values_mut() {
+            describe_items(field);
+            if let Some(field) = field.as_object_mut() {
+                // A count is never negative; validating that costs every result a keyword.
+                field.remove("minimum");
+            }
+        }
     }
     schema
 }
 
-/// A list's item schema as `type`, `required` and one description that names each field; a
-/// list of strings as a list whose description says so.
-fn compact_items(schema: &mut Value) {
+/// A list's item schema folded into the list's description: `… Each: `kind` (one of …): …;
+/// `name` (string): ….`, or `(strings)`.
+fn describe_items(schema: &mut Value) {
     let Some(list) = schema.as_object_mut() else { return };
-    if list.get("items").and_then(|items| items.get("type")) == Some(&json!("string")) {
-        list.remove("items");
-        let what = list.get("description").and_then(Value::as_str).unwrap_or("").trim_end_matches('.').to_owned();
-        list.insert("description".to_owned(), json!(format!("{what} (strings).")));
-        return;
-    }
-    let Some(Value::Object(items)) = schema.get_mut("items") else { return };
-    let Some(Value::Object(fields)) = items.remove("properties") else { return };
-    let mut described: Vec<String> = Vec::new();
-    for (name, field) in &fields {
-        let kind = match (field.get("type").and_then(Value::as_str), field.get("enum").and_then(Value::as_array)) {
-            (_, Some(choices)) => {
-                let words: Vec<&str> = choices.iter().filter_map(Value::as_str).collect();
-                format!("one of {}", words.join(", "))
-            }
-            (Some(kind), None) => kind.to_owned(),
-            (None, None) => "object".to_owned(),
-        };
-        let what = field.get("description").and_then(Value::as_str).unwrap_or("").trim_end_matches('.');
-        described.push(format!("`{name}` ({kind}): {what}"));
-    }
-    let summary = items.get("description").and_then(Value::as_str).unwrap_or("An item.").to_owned();
-    items.insert("description".to_owned(), json!(format!("{summary} Fields: {}.", described.join("; "))));
-    items.insert("type".to_owned(), json!("object"));
-    items.remove("$ref");
+    let Some(Value::Object(items)) = list.remove("items") else { return };
+    let what = list.get("description").and_then(Value::as_str).unwrap_or("").trim_end_matches('.').to_owned();
+    let described = match items.get("properties") {
+        Some(Value::Object(fields)) => {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(name, field)| {
+                    let kind = match (
+                        field.get("type").and_then(Value::as_str),
+                        field.get("enum").and_then(Value::as_array),
+                    ) {
+                        (_, Some(choices)) => {
+                            let words: Vec<&str> = choices.iter().filter_map(Value::as_str).collect();
+                            format!("one of {}", words.join(", "))
+                        }
+                        (Some(kind), None) => kind.to_owned(),
+                        (None, None) => "object".to_owned(),
+                    };
+                    let about = field.get("description").and_then(Value::as_str).unwrap_or("").trim_end_matches('.');
+                    format!("`{name}` ({kind}): {about}")
+                })
+                .collect();
+            format!("{what}. Each is an object: {}.", fields.join("; "))
+        }
+        _ => match items.get("type").and_then(Value::as_str) {
+            Some(kind) => format!("{what} ({kind}s)."),
+            None => format!("{what}."),
+        },
+    };
+    list.insert("description".to_owned(), json!(described));
 }
 
 /// `read_text_file`'s structured content: a [`vfs::TextRead`] without the text, which goes
