@@ -62,8 +62,13 @@ def generate(dest, files):
     return dest
 
 
+# Extra launch options for every vfs call (`--vfs-arg=--no-default-hide` measures without the
+# default name rules).
+EXTRA_VFS_ARGS: list[str] = []
+
+
 def vfs_call(vfs, tree, tool, arguments):
-    return [vfs, "call", tool, json.dumps(arguments), "--mount", f"{tree}:/data:ro"]
+    return [vfs, "call", tool, json.dumps(arguments), "--mount", f"{tree}:/data:ro", *EXTRA_VFS_ARGS]
 
 
 def section_search(vfs, rg, tree, repeat):
@@ -134,12 +139,14 @@ def main():
     parser.add_argument("--sparse-gib", type=int, default=4)
     parser.add_argument("--work", default=os.path.join(HERE, ".cache", "trees"))
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds not minutes (CI)")
+    parser.add_argument("--vfs-arg", action="append", default=[], help="an extra launch option for every vfs call")
     args = parser.parse_args()
     if args.smoke:
         args.files, args.repeat, args.growth, args.sparse_gib = 300, 1, "100,300", 1
         args.work = tempfile.mkdtemp(prefix="vfs-bench-")
     os.makedirs(args.work, exist_ok=True)
     vfs = os.path.abspath(args.vfs)
+    EXTRA_VFS_ARGS.extend(args.vfs_arg)
     rg = shutil.which("rg")
 
     tree = generate(os.path.join(args.work, f"tree-{args.files}"), args.files)

@@ -158,6 +158,14 @@ struct LaunchArgs {
     /// must read the file whole first, or pass the `expectedVersion` it knows).
     #[arg(long = "no-read-before-edit")]
     no_read_before_edit: bool,
+    /// Hide names matching this glob from agents in every mount, like `*.sqlite` or
+    /// `.docker/config.json` (repeatable; added to the default rules).
+    #[arg(long = "hide", value_name = "GLOB")]
+    hide: Vec<String>,
+    /// Turn off the default rules (the `.env` family, private keys, `.ssh`, `.aws` and other
+    /// credentials hidden; `.git` read-only).
+    #[arg(long = "no-default-hide")]
+    no_default_hide: bool,
 }
 
 impl LaunchArgs {
@@ -172,6 +180,8 @@ impl LaunchArgs {
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             no_read_before_edit: self.no_read_before_edit,
+            hide: self.hide,
+            no_default_hide: self.no_default_hide,
             current_dir,
         })
     }
@@ -242,6 +252,7 @@ fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Resu
             output::text(&registry.prompt_table());
         } else {
             output::mount_table(&registry.operator_view());
+            output::name_rules(registry.name_rules());
         }
     };
     if daemon.listen.is_some() {

@@ -111,6 +111,47 @@ pub(crate) fn mount_table(views: &[OperatorMountView]) {
     }
 }
 
+/// The name rules agents are held to, after the mount table: one row per rule.
+pub(crate) fn name_rules(rules: &[vfs::NameRule]) {
+    if rules.is_empty() {
+        return;
+    }
+    let mut rows: Vec<[String; 5]> = vec![[
+        "NAME RULE".to_owned(),
+        "EFFECT".to_owned(),
+        "CLASS".to_owned(),
+        "ORIGIN".to_owned(),
+        "EXCEPT".to_owned(),
+    ]];
+    for rule in rules {
+        rows.push([
+            rule.glob.clone(),
+            rule.effect.as_str().to_owned(),
+            rule.class.clone(),
+            rule.origin.clone(),
+            rule.except.join(", "),
+        ]);
+    }
+    let mut widths = [0; 5];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    println!();
+    for row in &rows {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if index + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        println!("{}", line.trim_end());
+    }
+}
+
 /// Logs to stderr (`VFS_LOG` sets the filter, default `warn`); a tool call's warnings also go
 /// to its MCP client as `notifications/message` (`vfs_host::ClientLogLayer`).
 pub(crate) fn init_logging() {

@@ -281,7 +281,7 @@ fn compose_crew(
         origin: format!("runner (--crew, hosted at {})", loaded.root),
     });
     selected.extend(others);
-    finish(options, selected, Some(loaded.crew.clone()), Some(loaded.name.clone()))
+    finish(options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()))
 }
 
 /// Shortest token accepted: a guessable token is no authentication.

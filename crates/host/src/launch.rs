@@ -52,6 +52,10 @@ pub struct LaunchOptions {
     pub call_timeout: Option<std::time::Duration>,
     /// `--no-read-before-edit`: edits and overwrites need no earlier read in the session.
     pub no_read_before_edit: bool,
+    /// `--hide GLOB`, in order: names hidden from agents in every agent-facing mount.
+    pub hide: Vec<String>,
+    /// `--no-default-hide`: no default name rules (secrets hidden, `.git` read-only).
+    pub no_default_hide: bool,
     /// The directory relative paths resolve against.
     pub current_dir: PathBuf,
 }
@@ -134,15 +138,23 @@ pub(crate) struct Sources {
     pub(crate) flags: Vec<Entry>,
     pub(crate) mount_ids: Vec<MountId>,
     pub(crate) settings: Vec<Entry>,
+    /// The name rules for every agent-facing mount: the defaults (unless
+    /// `--no-default-hide`), the settings file's `hide`, then `--hide`.
+    pub(crate) rules: Vec<vfs::NameRule>,
 }
 
 /// Reads the `--mount`, `--mount-id` and settings options, recording every problem.
 pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Sources {
     let flags = flag_mounts(options, problems);
     let mount_ids = mount_ids(options, problems);
+    let mut rules = if options.no_default_hide { Vec::new() } else { vfs::NameRule::defaults() };
     let settings = match &options.settings {
         Some(path) => match settings_entries(options, path) {
-            Ok(entries) => entries,
+            Ok((entries, hide)) => {
+                let origin = format!("settings {}", path_text(path));
+                rules.extend(hide.iter().map(|glob| vfs::NameRule::hide(glob, &origin)));
+                entries
+            }
             Err(Problems(found)) => {
                 problems.extend(found);
                 Vec::new()
@@ -150,7 +162,8 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>) ->
         },
         None => Vec::new(),
     };
-    Sources { flags, mount_ids, settings }
+    rules.extend(options.hide.iter().map(|glob| vfs::NameRule::hide(glob, "--hide")));
+    Sources { flags, mount_ids, settings, rules }
 }
 
 /// Composes a launch, or returns every problem found (one line each).
@@ -170,7 +183,7 @@ pub(crate) fn compose_beside(
     hidden: &[Entry],
 ) -> Result<Launch, Problems> {
     let mut problems: Vec<HostError> = Vec::new();
-    let Sources { flags: flag_mounts, mount_ids, settings } = sources(options, &mut problems);
+    let Sources { flags: flag_mounts, mount_ids, settings, rules } = sources(options, &mut problems);
     let crew_place = match crew.map(|path| crew_place(options, path)).transpose() {
         Ok(place) => place,
         Err(error) => {
@@ -221,7 +234,7 @@ pub(crate) fn compose_beside(
         });
     }
     selected.extend(hidden.iter().cloned());
-    finish(options, selected, crew, None)
+    finish(options, selected, &rules, crew, None)
 }
 
 /// The roots `crew` needs that no agent-facing entry of `selected` provides.
@@ -241,6 +254,7 @@ pub(crate) fn unprovided(crew: &Crew, selected: &[Entry]) -> Vec<HostError> {
 pub(crate) fn finish(
     options: &LaunchOptions,
     mut selected: Vec<Entry>,
+    rules: &[vfs::NameRule],
     crew: Option<Crew>,
     log_folder: Option<String>,
 ) -> Result<Launch, Problems> {
@@ -263,6 +277,7 @@ pub(crate) fn finish(
         limits.call_time = timeout;
     }
     builder.limits(limits);
+    builder.name_rules(rules.iter().cloned());
     for entry in &selected {
         builder.mount_from(entry.spec.clone(), entry.visibility, entry.origin.clone());
     }
@@ -388,9 +403,12 @@ struct SettingsFile {
     mounts: Vec<String>,
     #[serde(default)]
     internal_mounts: Vec<String>,
+    #[serde(default)]
+    hide: Vec<String>,
 }
 
-fn settings_entries(options: &LaunchOptions, path: &Path) -> Result<Vec<Entry>, Problems> {
+/// A settings file's mount entries and its `hide` globs.
+fn settings_entries(options: &LaunchOptions, path: &Path) -> Result<(Vec<Entry>, Vec<String>), Problems> {
     let shown = path_text(path);
     let file = absolute(&options.current_dir, path);
     let text = read_through_vfs(&file).map_err(|reason| HostError::SettingsRead { path: shown.clone(), reason })?;
@@ -427,7 +445,7 @@ fn settings_entries(options: &LaunchOptions, path: &Path) -> Result<Vec<Entry>, 
             }
         }
     }
-    if problems.is_empty() { Ok(entries) } else { Err(Problems(problems)) }
+    if problems.is_empty() { Ok((entries, settings.hide)) } else { Err(Problems(problems)) }
 }
 
 /// Where the crew lives: the directory mounted at `/crew` and the definition's file name.

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use vfs::{Access, MountRegistry, MountSpec, ReadWindow, WriteOptions};
+use vfs::{Access, MountRegistry, MountSpec, NameRule, ReadWindow, WriteOptions};
 
 fn spec(path: &std::path::Path, root: &str, rights: &str) -> MountSpec {
     format!("{}:{root}:{rights}", path.display()).parse().unwrap()
@@ -37,6 +37,15 @@ fn read_and_info(c: &mut Criterion) {
     group.bench_function("std::fs::read", |b| b.iter(|| std::fs::read(black_box(&file)).unwrap()));
     group.bench_function("vfs read_text_file", |b| {
         b.iter(|| agent.read_text(black_box("/src/app/src/file.txt"), &ReadWindow::default()).unwrap());
+    });
+    let ruled = MountRegistry::builder()
+        .mount(spec(&dir.path().join("data"), "/src", "ro"))
+        .name_rules(NameRule::defaults())
+        .build()
+        .unwrap();
+    let ruled = ruled.agent();
+    group.bench_function("vfs read_text_file, default name rules", |b| {
+        b.iter(|| ruled.read_text(black_box("/src/app/src/file.txt"), &ReadWindow::default()).unwrap());
     });
     group.finish();
     let mut group = c.benchmark_group("file info");
@@ -121,6 +130,12 @@ fn list(c: &mut Criterion) {
         });
     });
     group.bench_function("vfs list_directory", |b| b.iter(|| agent.list(black_box("/src")).unwrap()));
+    let ruled =
+        MountRegistry::builder().mount(spec(&data, "/src", "ro")).name_rules(NameRule::defaults()).build().unwrap();
+    let ruled = ruled.agent();
+    group.bench_function("vfs list_directory, default name rules", |b| {
+        b.iter(|| ruled.list(black_box("/src")).unwrap());
+    });
     group.finish();
 }
 

@@ -127,6 +127,34 @@ impl Error {
         )
     }
 
+    /// A write of a name the rules hide: the same whether or not something is there.
+    pub(crate) fn hidden_name(path: &VirtualPath, class: &str) -> Self {
+        Self::build(
+            ErrorKind::PermissionDenied,
+            Some(path),
+            agent_text!["cannot create ", code(path), ": names like this are hidden (", class, ")"],
+        )
+    }
+
+    /// A change under a name the rules keep read-only (`.git`).
+    pub(crate) fn read_only_name(path: &VirtualPath, access: Access, scope: &str, class: &str) -> Self {
+        Self::build(
+            ErrorKind::PermissionDenied,
+            Some(path),
+            agent_text!["cannot ", access.as_str(), " ", code(path), ": `", scope, "` is read-only (", class, ")"],
+        )
+    }
+
+    /// A delete of a directory that holds names the rules protect.
+    pub(crate) fn holds_protected(path: &VirtualPath, class: &str, hidden: bool) -> Self {
+        let what = if hidden { " inside, which are hidden from you" } else { " inside, which are read-only" };
+        Self::build(
+            ErrorKind::PermissionDenied,
+            Some(path),
+            agent_text!["cannot delete ", code(path), ": it holds ", class, what],
+        )
+    }
+
     pub(crate) fn denied(path: &VirtualPath, access: Access, scope: &str, rights: &str, grantors: &str) -> Self {
         let access = access.as_str();
         let message = if grantors.is_empty() {

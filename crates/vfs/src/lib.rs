@@ -47,6 +47,7 @@ pub use ops::{
     SizedListing, SortBy, TextRead, Tree, TreeNode, WriteOptions, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
+pub use policy::{NameRule, RuleEffect, RuleError};
 pub use registry::{
     DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo,
 };
@@ -69,6 +70,7 @@ mod error;
 mod mount;
 mod ops;
 mod path;
+mod policy;
 mod registry;
 mod scrub;
 mod spec;

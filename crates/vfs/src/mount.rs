@@ -97,6 +97,9 @@ impl Default for Limits {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// A name rule (`--hide`, a settings file's `hide`) that cannot be used.
+    #[error(transparent)]
+    NameRule(#[from] crate::policy::RuleError),
     /// Two mounts claim one virtual root.
     #[error("the virtual root `{root}` is mounted twice")]
     DuplicateRoot {
@@ -226,6 +229,9 @@ impl ConfigError {
             }
             ConfigError::Store { .. } => {
                 "set AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_ALLOW_HTTP=true for a local endpoint)"
+            }
+            ConfigError::NameRule(_) => {
+                "a name rule is a glob of a name, like `*.sqlite`, or of a few names, like `.docker/config.json`"
             }
         }
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
+use crate::policy::{NamePolicy, NameRule, RuleEffect};
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
 use crate::storage::local::LocalRoot;
@@ -25,6 +26,7 @@ pub struct MountRegistryBuilder {
     entries: Vec<(MountSpec, Visibility, String)>,
     limits: Limits,
     skip_sync: bool,
+    rules: Vec<NameRule>,
 }
 
 impl MountRegistryBuilder {
@@ -56,6 +58,14 @@ impl MountRegistryBuilder {
     /// Replaces the bounds (default: [`Limits::default`]).
     pub fn limits(&mut self, limits: Limits) -> &mut Self {
         self.limits = limits;
+        self
+    }
+
+    /// Adds name rules for every agent-facing mount: secrets hidden, `.git` read-only
+    /// ([`NameRule::defaults`], the operator's `--hide`). None by default: a registry built
+    /// without rules shows agents everything its mounts hold.
+    pub fn name_rules(&mut self, rules: impl IntoIterator<Item = NameRule>) -> &mut Self {
+        self.rules.extend(rules);
         self
     }
 
@@ -124,6 +134,7 @@ impl MountRegistryBuilder {
         );
         let agent_table = agent_table(&mounts);
         let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
+        let policy = NamePolicy::new(self.rules.clone()).map_err(ConfigError::NameRule)?;
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
@@ -133,6 +144,7 @@ impl MountRegistryBuilder {
                 scrub,
                 agent_table,
                 limits: self.limits,
+                policy,
             }),
         })
     }
@@ -343,6 +355,8 @@ pub(crate) struct RegistryInner {
     pub(crate) scrub: Scrubber,
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
+    /// Name rules for agents in agent-facing mounts.
+    pub(crate) policy: NamePolicy,
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -418,11 +432,50 @@ impl RegistryInner {
         if !self.visible(caller, mount) {
             return Err(Error::not_found(path));
         }
+        self.check_names(caller, mount, rel, access, path)?;
         let (rights, scope) = self.mounts[mount].rights_at(rel);
         if rights.allows(access) {
             return Ok(());
         }
         Err(Error::denied(path, access, &scope, rights.as_str(), &self.grantors(access)))
+    }
+
+    /// The name rules (`policy`) on a path inside mount `mount`, for an agent: a hidden name is
+    /// a missing one (and may not be created), a read-only one is never changed. Called on the
+    /// lexical path before resolution and on the canonical one after it.
+    pub(crate) fn check_names<S: AsRef<str>>(
+        &self,
+        caller: Caller,
+        mount: usize,
+        rel: &[S],
+        access: Access,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        if self.policy.is_empty() || caller != Caller::Agent || self.mounts[mount].visibility != Visibility::AgentFacing
+        {
+            return Ok(());
+        }
+        match self.policy.judge(rel) {
+            Some((RuleEffect::Hidden, class, _)) => match access {
+                Access::Read | Access::Delete => Err(Error::not_found(path)),
+                Access::Write => Err(Error::hidden_name(path, class)),
+            },
+            Some((RuleEffect::ReadOnly, class, end)) if access != Access::Read => {
+                let names: Vec<&str> = rel[..end].iter().map(AsRef::as_ref).collect();
+                let scope = format!("{}/{}", self.mounts[mount].root, names.join("/"));
+                Err(Error::read_only_name(path, access, &scope, class))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The name rules that apply to `caller` inside mount `mount`, if any: decided once per
+    /// walk or listing, so that each entry costs only the rules' own prefilter.
+    pub(crate) fn rules_for(&self, caller: Caller, mount: usize) -> Option<&NamePolicy> {
+        let applies = caller == Caller::Agent
+            && !self.policy.is_empty()
+            && self.mounts[mount].visibility == Visibility::AgentFacing;
+        applies.then_some(&self.policy)
     }
 
     /// The agent-facing mounts and overrides that grant `access`, for denial texts.
@@ -577,6 +630,12 @@ impl MountRegistry {
         MountRegistryBuilder::new()
     }
 
+    /// The name rules agents are held to (`vfs mounts` shows them).
+    #[must_use]
+    pub fn name_rules(&self) -> &[NameRule] {
+        self.inner.policy.rules()
+    }
+
     /// The agent-facing mounts, sorted by root.
     #[must_use]
     pub fn agent_mounts(&self) -> Vec<MountInfo> {
@@ -639,7 +698,33 @@ impl MountRegistry {
                 text.push_str(&format!("| {} | {} | {} |\n", item.path, item.rights, describe(&item.rights)));
             }
         }
+        if let Some(sentence) = self.rules_sentence() {
+            text.push('\n');
+            text.push_str(&sentence);
+            text.push('\n');
+        }
         text
+    }
+
+    /// One sentence on the name rules for an agent's prompt: the classes, never the globs.
+    fn rules_sentence(&self) -> Option<String> {
+        let mut hidden: Vec<&str> = Vec::new();
+        let mut read_only: Vec<&str> = Vec::new();
+        for rule in self.name_rules() {
+            let list = if rule.effect == RuleEffect::Hidden { &mut hidden } else { &mut read_only };
+            if !list.contains(&rule.class.as_str()) {
+                list.push(&rule.class);
+            }
+        }
+        let hidden = (!hidden.is_empty()).then(|| {
+            format!("Secrets ({}) are hidden: such names do not exist for you and cannot be created", hidden.join(", "))
+        });
+        let read_only = (!read_only.is_empty()).then(|| format!("{} is read-only", read_only.join(", ")));
+        match (hidden, read_only) {
+            (Some(hidden), Some(read_only)) => Some(format!("{hidden}; {read_only}.")),
+            (Some(one), None) | (None, Some(one)) => Some(format!("{one}.")),
+            (None, None) => None,
+        }
     }
 
     /// The final fail-closed scrub for text the server composed: replaces any spelling of any

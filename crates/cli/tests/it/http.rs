@@ -373,7 +373,7 @@ fn each_hosted_crew_has_its_endpoint_and_sees_only_its_own_roots() {
 fn mounts_and_check_show_the_daemon_each_crew_table() {
     let test = TestDir::new();
     two_crews(&test);
-    let mut args = vec!["mounts", "--listen", "127.0.0.1:0"];
+    let mut args = vec!["mounts", "--listen", "127.0.0.1:0", "--no-default-hide"];
     args.extend_from_slice(&TWO_CREWS);
     let run = test.run(&args);
     eqnice!(
@@ -393,6 +393,7 @@ ROOT     RIGHTS  VISIBILITY    ORIGIN                               PHYSICAL
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     args[0] = "check";
+    args.retain(|arg| *arg != "--no-default-hide");
     let run = test.run(&args);
     eqnice!("OK\n", run.stdout);
 }

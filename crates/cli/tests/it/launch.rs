@@ -77,15 +77,47 @@ fn nested_object_prefixes_are_refused_before_any_store_is_contacted() {
 #[test]
 fn no_mount_serves_the_current_directory_read_only_at_workspace() {
     let test = TestDir::new();
-    let run = test.run(&["mounts"]);
+    let run = test.run(&["mounts", "--no-default-hide"]);
     eqnice!(
         "ROOT        RIGHTS  VISIBILITY    ORIGIN                       PHYSICAL\n\
          /workspace  ro      agent-facing  default (current directory)  [TMP]\n",
         test.redact(&run.stdout)
     );
-    let run = test.run(&["mounts", "--allow-write", "--prompt"]);
+    let run = test.run(&["mounts", "--allow-write", "--prompt", "--no-default-hide"]);
     eqnice!(
         "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /workspace | rw | read, write, create, delete |\n",
+        run.stdout
+    );
+}
+
+/// The name rules follow the mount table, each with its effect, class, origin and exceptions;
+/// the agents' prompt says in one sentence what is hidden, never the globs.
+#[test]
+fn the_name_rules_are_shown_with_their_origin() {
+    let test = TestDir::new();
+    test.file("vfs.json", r#"{"mounts": ["./:/src"], "hide": ["*.sqlite"]}"#);
+    let run = test.run(&["mounts", "--settings", "vfs.json", "--hide", "secrets", "--hide", "**/*.dump"]);
+    let rules = run.stdout.split("\n\n").nth(1).unwrap_or_default();
+    let lines: Vec<&str> = rules.lines().collect();
+    assert_eq!(lines[0], "NAME RULE            EFFECT     CLASS                     ORIGIN             EXCEPT");
+    assert_eq!(
+        lines[2],
+        ".env.*               hidden     environment files         default            .env.example, .env.sample, .env.template"
+    );
+    assert_eq!(lines[16], ".git                 read-only  git metadata              default");
+    assert_eq!(lines[17], "*.sqlite             hidden     names the operator hides  settings vfs.json");
+    assert_eq!(lines[18], "secrets              hidden     names the operator hides  --hide");
+    assert_eq!(lines[19], "**/*.dump            hidden     names the operator hides  --hide");
+    assert_eq!(lines.len(), 20);
+    let run = test.run(&["mounts", "--prompt", "--settings", "vfs.json"]);
+    eqnice!(
+        "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /src | ro | read only |\n\n\
+         Secrets (environment files, private keys, credentials, names the operator hides) are hidden: such names do not exist for you and cannot be created; git metadata is read-only.\n",
+        run.stdout
+    );
+    let run = test.run(&["check", "--hide", "a/../b"]);
+    eqnice!(
+        "the name rule `a/../b` is not valid: each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)\n",
         run.stdout
     );
 }
@@ -97,6 +129,7 @@ fn the_operator_table_shows_physical_paths_rights_visibility_and_origin() {
     test.dir("out");
     let run =
         test.run(&["mounts", "--mount", "data:/src:ro;vendor:rw", "--mount", "./out:/output:rw", "--llm-log", "logs"]);
+    let run = crate::util::Run { stdout: run.stdout.split("\n\n").next().unwrap_or_default().to_owned() + "\n", ..run };
     eqnice!(
         "ROOT         RIGHTS  VISIBILITY    ORIGIN              PHYSICAL\n\
          /llm-logs    rw      internal      runner (--llm-log)  [TMP]/logs\n\
@@ -185,7 +218,7 @@ fn a_bad_settings_file_is_one_line() {
     test.file("vfs.json", r#"{"mount": []}"#);
     let run = test.run(&["check", "--settings", "vfs.json"]);
     eqnice!(
-        "invalid settings file `vfs.json`: unknown field `mount`, expected `mounts` or `internal_mounts` at line 1 column 8\n",
+        "invalid settings file `vfs.json`: unknown field `mount`, expected one of `mounts`, `internal_mounts`, `hide` at line 1 column 8\n",
         run.stdout
     );
     let run = test.run(&["check", "--settings", "missing.json"]);
@@ -197,7 +230,7 @@ fn a_crew_directory_is_mounted_at_crew_and_read_through_the_vfs() {
     let test = TestDir::new();
     test.file("src/main.rs", "fn main() {}\n");
     test.file("crews/review/crew.yaml", "name: review\nagents: [reader]\nmounts:\n  - /src\n");
-    let run = test.run(&["mounts", "--crew", "crews/review", "--mount", "src:/src"]);
+    let run = test.run(&["mounts", "--crew", "crews/review", "--mount", "src:/src", "--no-default-hide"]);
     eqnice!(
         "ROOT   RIGHTS  VISIBILITY    ORIGIN           PHYSICAL\n\
          /crew  ro      agent-facing  runner (--crew)  [TMP]/crews/review\n\

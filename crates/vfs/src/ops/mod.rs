@@ -69,6 +69,15 @@ impl<'r> Context<'r> {
         create_parents: bool,
     ) -> Result<Located, Error> {
         let (mount, components) = self.registry.route(self.caller, path)?;
+        // The name rules first, on the path as written: a hidden name answers as a missing
+        // one before resolution can tell what is there (the canonical path is judged below).
+        // Without `create_parents` the place must exist (a read, an edit, a delete, a move's
+        // source), so a hidden one is missing whatever the access; creating one is refused
+        // as such by `authorize`.
+        let judged = if create_parents { access } else { Access::Read };
+        if !create_parents {
+            self.registry.check_names(self.caller, mount, &components, judged, path)?;
+        }
         if create_parents {
             if components.len() > MAX_DEPTH + 1 {
                 return Err(Error::too_deep(path, MAX_DEPTH));
@@ -86,6 +95,11 @@ impl<'r> Context<'r> {
         };
         let options = Resolve { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
         let located = self.store(mount).locate(&self.table(), mount, &components, &options, path)?;
+        if judged != access {
+            // A hidden place that must exist is missing, before `authorize` judges the names
+            // again for `access` (a read-only name refuses a change).
+            self.registry.check_names(self.caller, located.mount, &located.rel, judged, path)?;
+        }
         self.registry.authorize(self.caller, located.mount, &located.rel, access, path)?;
         Ok(located)
     }

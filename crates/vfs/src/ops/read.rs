@@ -163,9 +163,11 @@ impl Context<'_> {
         let path = Self::parse(input)?;
         let cap = self.registry.limits.read_bytes;
         let (mount, components) = self.registry.route(self.caller, &path)?;
+        self.registry.check_names(self.caller, mount, &components, Access::Read, &path)?;
         if let Some(opened) = self.store(mount).open_fast(&self.table(), &components, &path) {
-            // Routing already decided visibility, and every right includes read: the rights
-            // decision cannot refuse here, so the fast path skips it.
+            // Routing already decided visibility, the name rules judged the path (the fast
+            // path opens only where no link or nested mount intervenes, so it is canonical),
+            // and every right includes read: the rights decision cannot refuse here.
             debug_assert!(self.registry.visible(self.caller, mount));
             let (file, stat) = opened?;
             return window_read(path, window, stat.size, file, cap, &self.deadline, |content| {

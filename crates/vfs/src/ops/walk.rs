@@ -11,6 +11,7 @@ use super::Context;
 use crate::error::Error;
 use crate::mount::Visibility;
 use crate::path::VirtualPath;
+use crate::policy::RuleEffect;
 use crate::spec::Access;
 use crate::storage::{Flow, Kind, Located, Visit, WalkFrom, Walked};
 use crate::text::{AgentText, agent_text, name};
@@ -360,7 +361,44 @@ impl Context<'_> {
             listing_bound: self.registry.limits.entries.saturating_mul(8),
             deadline: &self.deadline,
         };
-        store.walk(&from, &located.node, visit)
+        let Some(rules) = self.registry.rules_for(self.caller, located.mount) else {
+            return store.walk(&from, &located.node, visit);
+        };
+        // Hidden names are left out, and a hidden directory is never opened.
+        store.walk(&from, &located.node, &mut |entry| match rules.entry(&located.rel, entry.relative) {
+            Some((RuleEffect::Hidden, _)) => Flow::SkipDirectory,
+            _ => visit(entry),
+        })
+    }
+
+    /// The first name inside the directory at `located` that the rules protect, for an agent's
+    /// recursive delete; the walk is the store's own, without the agent's filter.
+    pub(crate) fn protected_inside(
+        &self,
+        located: &Located,
+        path: &VirtualPath,
+    ) -> Result<Option<(RuleEffect, String)>, Error> {
+        let Some(rules) = self.registry.rules_for(self.caller, located.mount) else {
+            return Ok(None);
+        };
+        let store = self.store(located.mount);
+        let from = WalkFrom {
+            table: &self.table(),
+            mount: located.mount,
+            path,
+            max_depth: usize::MAX,
+            listing_bound: self.registry.limits.entries.saturating_mul(8),
+            deadline: &self.deadline,
+        };
+        let mut found = None;
+        store.walk(&from, &located.node, &mut |entry| match rules.entry(&located.rel, entry.relative) {
+            Some((effect, class)) => {
+                found = Some((effect, class.to_owned()));
+                Flow::Stop
+            }
+            None => Flow::Continue,
+        })?;
+        Ok(found)
     }
 
     /// Agent-facing roots strictly below `path`, as the next segment under it.
@@ -427,8 +465,14 @@ impl Context<'_> {
         match self.locate(&path, Access::Read, true, false) {
             Ok(located) => {
                 let store = self.store(located.mount);
+                let rules = self.registry.rules_for(self.caller, located.mount);
                 for entry in store.list(&self.table(), located.mount, &located.node, &path)? {
-                    entries.insert(entry.name, EntryKind::from_kind(entry.kind));
+                    let hidden = rules.is_some_and(|rules| {
+                        matches!(rules.entry(&located.rel, &entry.name), Some((RuleEffect::Hidden, _)))
+                    });
+                    if !hidden {
+                        entries.insert(entry.name, EntryKind::from_kind(entry.kind));
+                    }
                 }
             }
             Err(error) if error.kind() == crate::ErrorKind::UnknownRoot && !virtual_names.is_empty() => {}

@@ -214,6 +214,11 @@ impl Context<'_> {
 
     pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
         let path = Self::parse(input)?;
+        if !self.registry.policy.is_empty() {
+            // Creating a hidden name is refused as such, like any other create.
+            let (mount, components) = self.registry.route(self.caller, &path)?;
+            self.registry.check_names(self.caller, mount, &components, Access::Write, &path)?;
+        }
         let located = self.locate(&path, Access::Read, true, true)?;
         if Self::is_root(&located) {
             return Ok(CreateDirOutcome { path, created: false });
@@ -347,6 +352,12 @@ impl Context<'_> {
             return Err(Error::not_found(&path));
         };
         self.guard_tree(&located, Some(&stat), TreeChange::Delete, &path)?;
+        if recursive
+            && stat.kind == Kind::Directory
+            && let Some((effect, class)) = self.protected_inside(&located, &path)?
+        {
+            return Err(Error::holds_protected(&path, &class, effect == crate::policy::RuleEffect::Hidden));
+        }
         let _lock = store.lock(&located.node, &path)?;
         if let Some(expected) = expected_version {
             store.check_version(&located.node, expected, &path)?;

