@@ -92,13 +92,18 @@ pub(crate) fn mount_table(views: &[OperatorMountView]) {
             ]);
         }
     }
+    print_table(&rows);
+}
+
+/// Prints rows as columns padded to their widest cell (the last column unpadded).
+fn print_table(rows: &[[String; 5]]) {
     let mut widths = [0usize; 5];
-    for row in &rows {
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    for row in &rows {
+    for row in rows {
         let mut line = String::new();
         for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
             if index + 1 == row.len() {
@@ -132,24 +137,8 @@ pub(crate) fn name_rules(rules: &[vfs::NameRule]) {
             rule.except.join(", "),
         ]);
     }
-    let mut widths = [0; 5];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
     println!();
-    for row in &rows {
-        let mut line = String::new();
-        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if index + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<width$}  "));
-            }
-        }
-        println!("{}", line.trim_end());
-    }
+    print_table(&rows);
 }
 
 /// Logs to stderr (`VFS_LOG` sets the filter, default `warn`); a tool call's warnings also go
