@@ -94,11 +94,7 @@ impl Listing {
             text.code(&self.path).composed(" is empty\n");
         }
         if self.truncated {
-            text.composed(&format!(
-                "[truncated: showing {} of {} entries; narrow with search_files]\n",
-                self.entries.len(),
-                self.total
-            ));
+            text.composed(&truncation_note(self.entries.len(), self.total));
         }
         text
     }
@@ -170,11 +166,7 @@ impl SizedListing {
             human_size(self.bytes)
         ));
         if self.truncated {
-            text.composed(&format!(
-                "[truncated: showing {} of {} entries; narrow with search_files]\n",
-                self.entries.len(),
-                self.total
-            ));
+            text.composed(&truncation_note(self.entries.len(), self.total));
         }
         text
     }
@@ -633,4 +625,9 @@ fn close_level(stack: &mut Vec<Vec<TreeNode>>, depths: &mut Vec<usize>) {
     let parent = stack.last_mut().expect("the root level stays");
     let node = parent.last_mut().expect("the directory node precedes its children");
     node.children = Some(children);
+}
+
+/// The last line of a listing cut at the entry limit.
+fn truncation_note(shown: usize, total: usize) -> String {
+    format!("[truncated: showing {shown} of {total} entries; narrow with search_files]\n")
 }
