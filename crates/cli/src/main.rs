@@ -128,7 +128,9 @@ struct DaemonArgs {
 #[derive(Debug, Args)]
 struct LaunchArgs {
     /// Mount a directory: `[<ulid>|]<physical>:<virtual>[:ro|rw|rwnd][;<subpath>:<rights>]*`
-    /// (repeatable; relative paths resolve against the current directory).
+    /// (repeatable; relative paths resolve against the current directory). A sub-path may be
+    /// `hidden`, or a glob from the mount root that is `ro` or `hidden`:
+    /// `"./proj:/p:rw;**/*.key:hidden;secrets:hidden;docs:ro"`.
     #[arg(long = "mount", value_name = "SPEC")]
     mounts: Vec<String>,
     /// Select the settings entry with this id for its root (repeatable).

@@ -116,21 +116,21 @@ fn print_table(rows: &[[String; 5]]) {
     }
 }
 
-/// The name rules agents are held to, after the mount table: one row per rule.
+/// The name rules agents are held to, after the mount table: one row per rule, a mount-string
+/// rule written as the virtual path pattern it matches (`/src/**/*.key`).
 pub(crate) fn name_rules(rules: &[vfs::NameRule]) {
     if rules.is_empty() {
         return;
     }
-    let mut rows: Vec<[String; 5]> = vec![[
-        "NAME RULE".to_owned(),
-        "EFFECT".to_owned(),
-        "CLASS".to_owned(),
-        "ORIGIN".to_owned(),
-        "EXCEPT".to_owned(),
-    ]];
+    let mut rows: Vec<[String; 5]> =
+        vec![["RULE".to_owned(), "EFFECT".to_owned(), "CLASS".to_owned(), "ORIGIN".to_owned(), "EXCEPT".to_owned()]];
     for rule in rules {
+        let glob = match &rule.scope {
+            Some(root) => format!("{root}/{}", rule.glob),
+            None => rule.glob.clone(),
+        };
         rows.push([
-            rule.glob.clone(),
+            glob,
             rule.effect.as_str().to_owned(),
             rule.class.clone(),
             rule.origin.clone(),

@@ -6,16 +6,18 @@
 //!
 //! | physical | virtual | protection |
 //! |---|---|---|
-//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro` |
+//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro`; rules `area/vault:hidden`, `area/docs/*.md:ro`, `**/*.secret:hidden` |
 //! | `S/outer/nest/inner` | `/r` (ro) | a read-only mount nested in the writable one |
 //! | `S/outer/sys/logsro/logs` | `/llm-logs` (internal) | the exchange log, under the read-only override |
 //! | `S/out` | `/o` (rw) | a second writable mount, for moves across mounts |
 //!
 //! The model is what must not change: every byte under `proj/lib`, `sys/logsro` (the exchange log files
-//! this run appends aside), and the nested mount; every file under `proj/keep` still there; the
+//! this run appends aside), the nested mount and the hidden `area/vault`, and every `.md` file
+//! of `area/docs`, each where the launch found it; every file under `proj/keep` still there; the
 //! directories `nest` and `nest/inner` where the launch found them. After every step: those
-//! hold, no answer names a physical path, the internal root, its file names or its content, a
-//! file just written reads back byte for byte, and the server answered.
+//! hold, no answer names a physical path, the internal root, its file names or its content, or
+//! shows a hidden file's name or content, a file just written reads back byte for byte, and the
+//! server answered.
 //!
 //! CI runs a fixed number of cases (`VFS_MODEL_CASES`, default 256, of up to 40 steps). A long
 //! campaign: `VFS_MODEL_CASES=20000 cargo test --release -p vfs-host --test model`
@@ -33,6 +35,9 @@ use vfs_host::{ExchangeLogger, LaunchOptions, ToolService};
 
 /// Content the internal root holds; no answer may ever carry it.
 const SECRET: &str = "SECRET-LOG-CONTENT-7f3a";
+
+/// Content of the files the mount string hides; no answer may ever carry it.
+const HIDDEN: &str = "SECRET-HIDDEN-PLACE-91c2";
 
 /// The virtual paths the agent tries, every way of spelling them included.
 const PATHS: &[&str] = &[
@@ -67,6 +72,16 @@ const PATHS: &[&str] = &[
     "/o/dir",
     "/llm-logs",
     "/llm-logs/secret.jsonl",
+    "/w/area",
+    "/w/area/vault",
+    "/w/area/vault/token.txt",
+    "/w/area/./docs/../vault",
+    "/w/area/docs",
+    "/w/area/docs/g.md",
+    "/w/area/docs/new.md",
+    "/w/area/docs/x.txt",
+    "/w/area/notes.secret",
+    "/w/tmp/vault",
 ];
 
 const CONTENTS: &[&str] = &["pwned\n", "a\nb\n", "", "line one\r\nline two\r\n"];
@@ -161,6 +176,10 @@ impl World {
             ("outer/sys/logsro/notes.txt", "notes\n"),
             ("outer/plain/x.txt", "plain a\n"),
             ("out/x.txt", "other mount a\n"),
+            ("outer/area/vault/token.txt", HIDDEN),
+            ("outer/area/notes.secret", HIDDEN),
+            ("outer/area/docs/g.md", "a guide\n"),
+            ("outer/area/docs/x.txt", "a draft\n"),
         ] {
             let path = root.join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -170,7 +189,8 @@ impl World {
         std::fs::write(root.join("outer/sys/logsro/logs/secret.jsonl"), format!("{{\"x\": \"{SECRET}\"}}\n")).unwrap();
         let options = LaunchOptions {
             mounts: vec![
-                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro".to_owned(),
+                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro;area/vault:hidden;area/docs/*.md:ro;**/*.secret:hidden"
+                    .to_owned(),
                 "outer/nest/inner:/r:ro".to_owned(),
                 "out:/o:rw".to_owned(),
             ],
@@ -192,14 +212,17 @@ impl World {
         world
     }
 
-    /// Every byte under the read-only parts, the exchange log files of this run aside.
+    /// Every byte under the read-only and hidden parts, the exchange log files of this run
+    /// aside, and the `.md` files the mount string keeps read-only.
     fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
         let root = self.dir.path();
         let mut files = BTreeMap::new();
-        for part in ["outer/proj/lib", "outer/sys/logsro", "outer/nest/inner"] {
+        for part in ["outer/proj/lib", "outer/sys/logsro", "outer/nest/inner", "outer/area/vault", "outer/area/docs"] {
             for file in files_under(&root.join(part)) {
                 let name = file.file_name().unwrap().to_string_lossy().into_owned();
-                if name.starts_with("exchanges-") {
+                if name.starts_with("exchanges-")
+                    || (part == "outer/area/docs" && file.extension().is_none_or(|extension| extension != "md"))
+                {
                     continue;
                 }
                 let key = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
@@ -279,6 +302,15 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
             prop_assert!(!text.contains(SECRET), "{described} showed internal content: {text}");
             prop_assert!(!text.contains("exchanges-"), "{described} named an exchange log: {text}");
             prop_assert!(!text.contains("secret.jsonl") || described.contains("secret.jsonl"), "{described}: {text}");
+            prop_assert!(!text.contains(HIDDEN), "{described} showed hidden content: {text}");
+            for name in ["vault", "token.txt", "notes.secret"] {
+                // (The agent may make a `vault` of its own elsewhere; the hidden one is at the root.)
+                let own = name == "vault" && world.dir.path().join("outer/tmp/vault").exists();
+                prop_assert!(
+                    !text.contains(name) || described.contains(name) || own,
+                    "{described} named {name}: {text}"
+                );
+            }
         }
         if let (Step::Write(path, content, _), Ok(output)) = (step, &output)
             && !output.is_error
@@ -339,6 +371,18 @@ fn the_known_attacks_fail() {
             Step::Delete("/w/sys/logsro", true),
             Step::Read("/w/sys/logsro/logs/secret.jsonl"),
             Step::ReadMultiple("/llm-logs/secret.jsonl", "/w/sys/logsro/logs/secret.jsonl"),
+        ],
+        // Carry a hidden or read-only place out of its protection by moving what holds it.
+        vec![
+            Step::Move("/w/area", "/w/tmp", false),
+            Step::Move("/w/area/docs", "/w/tmp", false),
+            Step::Move("/w/area/docs/g.md", "/w/tmp/x.txt", false),
+            Step::Write("/w/tmp/vault", "x", false),
+            Step::Move("/w/tmp/vault", "/w/area/vault", true),
+            Step::Delete("/w/area", true),
+            Step::Read("/w/tmp/vault/token.txt"),
+            Step::Grep("/w"),
+            Step::Tree("/w/area"),
         ],
         // Take a no-delete file away by moving its directory, or itself.
         vec![

@@ -100,6 +100,7 @@ proptest! {
         root in root_text(),
         rights in prop::sample::select(vec!["", ":ro", ":rw", ":rwnd", ":RO", ":Rw"]),
         overrides in prop::collection::vec(("[a-z]{1,5}(/[a-z]{1,5}){0,2}", prop::sample::select(vec!["ro", "rw", "rwnd"])), 0..3),
+        rules in prop::collection::vec(("(\\*\\*/)?[a-z*?][a-z*?]{0,3}(/[a-z*][a-z.*]{0,3}){0,2}", prop::sample::select(vec!["ro", "hidden", "HIDDEN"])), 0..3),
     ) {
         let mut text = format!("{}:{root}{rights}", quoted(&physical));
         let mut seen = Vec::new();
@@ -109,17 +110,28 @@ proptest! {
                 text.push_str(&format!(";{path}:{token}"));
             }
         }
+        let mut ruled = Vec::new();
+        for (glob, token) in &rules {
+            let is_rule = *token != "ro" || glob.contains(['*', '?']);
+            if is_rule && !ruled.contains(glob) && !seen.contains(glob) {
+                ruled.push(glob.clone());
+                text.push_str(&format!(";{glob}:{token}"));
+            }
+        }
         let spec: MountSpec = match text.parse() {
             Ok(spec) => spec,
             Err(error) => {
-                // Only a root made of dots alone may be refused here.
-                prop_assert!(root.split('/').any(|segment| segment == "." || segment == ".."), "{text}: {error}");
+                // Only a root made of dots alone, or an override inside a hidden rule, may be
+                // refused here.
+                let dots = root.split('/').any(|segment| segment == "." || segment == "..");
+                prop_assert!(dots || error.to_string().contains("which is hidden"), "{text}: {error}");
                 return Ok(());
             }
         };
         prop_assert_eq!(spec.physical(), physical.as_str());
         prop_assert_eq!(spec.root().as_str(), root.as_str());
         prop_assert_eq!(spec.overrides().len(), seen.len());
+        prop_assert_eq!(spec.rules().len(), ruled.len());
         let again: MountSpec = spec.to_string().parse().unwrap();
         prop_assert_eq!(&again, &spec);
     }

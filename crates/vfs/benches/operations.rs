@@ -136,6 +136,13 @@ fn list(c: &mut Criterion) {
     group.bench_function("vfs list_directory, default name rules", |b| {
         b.iter(|| ruled.list(black_box("/src")).unwrap());
     });
+    let placed: MountSpec =
+        format!("{}:/src:ro;**/*.key:hidden;secrets:hidden;docs/*.md:ro", data.display()).parse().unwrap();
+    let placed = MountRegistry::builder().mount(placed).name_rules(NameRule::defaults()).build().unwrap();
+    let placed = placed.agent();
+    group.bench_function("vfs list_directory, default and mount-string rules", |b| {
+        b.iter(|| placed.list(black_box("/src")).unwrap());
+    });
     group.finish();
 }
 

@@ -145,13 +145,13 @@ impl Error {
         )
     }
 
-    /// A delete of a directory that holds names the rules protect.
-    pub(crate) fn holds_protected(path: &VirtualPath, class: &str, hidden: bool) -> Self {
+    /// A delete or a move (`verb`) of a directory that holds names the rules protect.
+    pub(crate) fn holds_protected(verb: &'static str, path: &VirtualPath, class: &str, hidden: bool) -> Self {
         let what = if hidden { " inside, which are hidden from you" } else { " inside, which are read-only" };
         Self::build(
             ErrorKind::PermissionDenied,
             Some(path),
-            agent_text!["cannot delete ", code(path), ": it holds ", class, what],
+            agent_text!["cannot ", verb, " ", code(path), ": it holds ", class, what],
         )
     }
 

@@ -52,7 +52,7 @@ pub use registry::{
     DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo,
 };
 pub use scrub::REDACTED;
-pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights};
+pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights, SubPathRule};
 pub use storage::Capabilities;
 pub use text::{AgentText, escape_controls};
 

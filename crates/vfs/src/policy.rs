@@ -15,11 +15,17 @@
 //! could reach a protected name through a visible one, so deleting a directory that holds one
 //! is refused. The rules apply to agents only; the exchange logger's capability never sees
 //! them.
+//!
+//! A rule written in a mount string (`--mount "./proj:/p:rw;**/*.key:hidden;secrets:hidden"`)
+//! is about places instead: it is anchored at that mount's root and matched against the whole
+//! path from there (`**` crosses directories). Since a place can be carried elsewhere, a move
+//! of a directory is refused when a protection inside it would not hold at the destination
+//! (the same holds for name rules spanning several names, like `.docker/config.json`).
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// What a rule does to the names it matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RuleEffect {
     /// Absent to agents.
     Hidden,
@@ -51,8 +57,11 @@ pub struct NameRule {
     pub class: String,
     /// Why the rule exists, for the operator's documentation.
     pub reason: String,
-    /// Where it came from (`default`, `--hide`, `settings …`).
+    /// Where it came from (`default`, `--hide`, `settings …`, `--mount /p`).
     pub origin: String,
+    /// The mount root a mount-string rule is anchored at (the glob matches the path from
+    /// there); `None` for a name rule, which holds in every agent-facing mount.
+    pub scope: Option<String>,
 }
 
 impl NameRule {
@@ -64,6 +73,7 @@ impl NameRule {
             class: class.to_owned(),
             reason: reason.to_owned(),
             origin: "default".to_owned(),
+            scope: None,
         }
     }
 
@@ -77,6 +87,26 @@ impl NameRule {
             class: "names the operator hides".to_owned(),
             reason: "the operator's rule".to_owned(),
             origin: origin.to_owned(),
+            scope: None,
+        }
+    }
+
+    /// A rule written in the mount string of the mount at `root` (`;**/*.key:hidden`,
+    /// `;docs/*.md:ro`), anchored at that root.
+    #[must_use]
+    pub fn in_mount(glob: &str, effect: RuleEffect, root: &str) -> Self {
+        let class = match effect {
+            RuleEffect::Hidden => "names the operator hides",
+            RuleEffect::ReadOnly => "paths the operator keeps read-only",
+        };
+        Self {
+            glob: glob.to_owned(),
+            except: Vec::new(),
+            effect,
+            class: class.to_owned(),
+            reason: "the operator's rule".to_owned(),
+            origin: format!("--mount {root}"),
+            scope: Some(root.to_owned()),
         }
     }
 
@@ -141,6 +171,8 @@ pub(crate) struct NamePolicy {
     compiled: Vec<Compiled>,
     /// One set per span, each glob's index in `compiled`.
     sets: Vec<(usize, GlobSet, Vec<usize>)>,
+    /// The rules anchored at the mount root, each glob's index in `compiled`.
+    anchored: Option<(GlobSet, Vec<usize>)>,
     /// The longest span.
     longest: usize,
     /// What the last name of a path must look like for any rule to match it.
@@ -210,6 +242,11 @@ impl Prefilter {
 /// The longest run of names a rule may span.
 const MAX_SPAN: usize = 4;
 
+/// True when `text` holds a glob's special characters (else it is a literal path).
+pub(crate) fn is_glob(text: &str) -> bool {
+    text.contains(['*', '?', '[', '{'])
+}
+
 fn glob(text: &str) -> Result<globset::Glob, RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
@@ -232,16 +269,44 @@ fn glob(text: &str) -> Result<globset::Glob, RuleError> {
     GlobBuilder::new(text).literal_separator(true).build().map_err(|error| fail(&error.kind().to_string()))
 }
 
+/// A mount-string rule's glob, matched against the whole path from the mount's root: `*`
+/// stays within one name, `**` crosses any number; a path without glob characters is taken
+/// literally, and `\` is a character of a name, never an escape (write `[*]` for a literal `*`).
+pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
+    let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
+    if text.is_empty() {
+        return Err(fail("it is empty"));
+    }
+    if text.len() > 1024 {
+        return Err(fail("it is longer than 1024 bytes"));
+    }
+    if text.starts_with('/') {
+        return Err(fail("it must be relative to the mount root"));
+    }
+    if text.split('/').any(|name| name.is_empty() || name == "." || name == "..") {
+        return Err(fail("it must be canonical (no empty, `.` or `..` segments)"));
+    }
+    let pattern = if is_glob(text) { text.to_owned() } else { globset::escape(text) };
+    GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .backslash_escape(false)
+        .build()
+        .map_err(|error| fail(&error.kind().to_string()))
+}
+
+fn build_set(set: &GlobSetBuilder, glob: &str) -> Result<GlobSet, RuleError> {
+    set.build().map_err(|error| RuleError { glob: glob.to_owned(), reason: error.to_string() })
+}
+
 impl NamePolicy {
-    /// Compiles `rules`.
+    /// Compiles `rules`: name rules into one glob set per span, anchored rules (those with a
+    /// scope) into one set matched against the path from the mount's root.
     pub(crate) fn new(rules: Vec<NameRule>) -> Result<Self, RuleError> {
         let mut compiled = Vec::with_capacity(rules.len());
         let mut by_span: Vec<(usize, GlobSetBuilder, Vec<usize>)> = Vec::new();
+        let mut anchored = (GlobSetBuilder::new(), Vec::new());
         let mut could = Prefilter::default();
         for (index, rule) in rules.iter().enumerate() {
-            let matcher = glob(&rule.glob)?;
-            could.add(rule.glob.strip_prefix("**/").unwrap_or(&rule.glob));
-            let span = rule.glob.strip_prefix("**/").unwrap_or(&rule.glob).split('/').count();
             let except = if rule.except.is_empty() {
                 None
             } else {
@@ -249,9 +314,19 @@ impl NamePolicy {
                 for text in &rule.except {
                     set.add(glob(text)?);
                 }
-                Some(set.build().map_err(|error| RuleError { glob: rule.glob.clone(), reason: error.to_string() })?)
+                Some(build_set(&set, &rule.glob)?)
             };
             compiled.push(Compiled { effect: rule.effect, class: rule.class.clone(), except });
+            if rule.scope.is_some() {
+                anchored.0.add(anchored_glob(&rule.glob)?);
+                anchored.1.push(index);
+                could.add(&rule.glob);
+                continue;
+            }
+            let matcher = glob(&rule.glob)?;
+            let text = rule.glob.strip_prefix("**/").unwrap_or(&rule.glob);
+            could.add(text);
+            let span = text.split('/').count();
             if let Some((_, set, indices)) = by_span.iter_mut().find(|(each, _, _)| *each == span) {
                 set.add(matcher);
                 indices.push(index);
@@ -263,11 +338,19 @@ impl NamePolicy {
         }
         let mut sets = Vec::with_capacity(by_span.len());
         for (span, set, indices) in by_span {
-            let set = set.build().map_err(|error| RuleError { glob: String::new(), reason: error.to_string() })?;
-            sets.push((span, set, indices));
+            sets.push((span, build_set(&set, "")?, indices));
         }
         let longest = sets.iter().map(|(span, _, _)| *span).max().unwrap_or(0);
-        Ok(Self { rules, compiled, sets, longest, could })
+        let anchored = if anchored.1.is_empty() { None } else { Some((build_set(&anchored.0, "")?, anchored.1)) };
+        Ok(Self { rules, compiled, sets, anchored, longest, could })
+    }
+
+    /// How deep below a directory a move must look for protections that would not survive
+    /// it: the names that rules spanning several names could join with the directory's own
+    /// path, or every depth when a rule is anchored at the mount root. Zero: a move keeps
+    /// every protection (each rule looks at one name, and names travel with the move).
+    pub(crate) fn move_depth(&self) -> usize {
+        if self.anchored.is_some() { usize::MAX } else { self.longest.saturating_sub(1) }
     }
 
     /// What the rules say of the entry at `within` (its path inside a walk or a listing, one or
@@ -283,24 +366,29 @@ impl NamePolicy {
         self.at_end(&names)
     }
 
-    /// The rules as given.
-    pub(crate) fn rules(&self) -> &[NameRule] {
-        &self.rules
-    }
-
     /// True when there is no rule.
     pub(crate) fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
 
-    /// What the rules say of the path ending at `names[last]`, looking only at the runs of names
-    /// that end there (the walk has judged its ancestors already).
+    /// What the rules say of the path `names` (from the mount's root), looking only at the
+    /// runs of names that end at its last name and at the whole path (the walk has judged
+    /// its ancestors already).
     pub(crate) fn at_end(&self, names: &[&str]) -> Option<(RuleEffect, &str)> {
         let last = names.last()?;
         if !self.could.could_match(last) {
             return None;
         }
         let mut read_only = None;
+        if let Some((set, indices)) = &self.anchored {
+            for matched in set.matches(names.join("/")) {
+                let rule = &self.compiled[indices[matched]];
+                match rule.effect {
+                    RuleEffect::Hidden => return Some((RuleEffect::Hidden, &rule.class)),
+                    RuleEffect::ReadOnly => read_only = Some((RuleEffect::ReadOnly, rule.class.as_str())),
+                }
+            }
+        }
         for (span, set, indices) in &self.sets {
             if *span > names.len() {
                 continue;
@@ -330,7 +418,7 @@ impl NamePolicy {
         let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
         let mut read_only = None;
         for end in 1..=names.len() {
-            match self.at_end(&names[end.saturating_sub(self.longest)..end]) {
+            match self.at_end(&names[..end]) {
                 Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
                 Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
                     read_only = Some((RuleEffect::ReadOnly, class, end));
@@ -395,5 +483,41 @@ mod tests {
             assert_eq!(error.reason, reason, "{glob}");
         }
         assert!(NamePolicy::new(vec![NameRule::hide("[", "--hide")]).is_err());
+    }
+
+    #[test]
+    fn mount_rules_are_anchored_at_the_root() {
+        let policy = NamePolicy::new(vec![
+            NameRule::in_mount("**/*.key", RuleEffect::Hidden, "/p"),
+            NameRule::in_mount("secrets", RuleEffect::Hidden, "/p"),
+            NameRule::in_mount("docs/*.md", RuleEffect::ReadOnly, "/p"),
+            NameRule::in_mount("odd]name\\x", RuleEffect::Hidden, "/p"),
+        ])
+        .unwrap();
+        let hidden = |end: usize| Some((RuleEffect::Hidden, "names the operator hides".to_owned(), end));
+        assert_eq!(judge(&policy, "a.key"), hidden(1));
+        assert_eq!(judge(&policy, "a/b/c.key"), hidden(3));
+        assert_eq!(judge(&policy, "a/b/c.key/d"), hidden(3));
+        assert_eq!(judge(&policy, "secrets"), hidden(1));
+        assert_eq!(judge(&policy, "secrets/token.txt"), hidden(1));
+        assert_eq!(judge(&policy, "nested/secrets/token.txt"), None);
+        assert_eq!(judge(&policy, "odd]name\\x"), hidden(1));
+        assert_eq!(judge(&policy, "oddxname\\x"), None);
+        let read_only = Some((RuleEffect::ReadOnly, "paths the operator keeps read-only".to_owned(), 2));
+        assert_eq!(judge(&policy, "docs/guide.md"), read_only);
+        assert_eq!(judge(&policy, "docs/guide.txt"), None);
+        assert_eq!(judge(&policy, "docs/sub/guide.md"), None);
+        assert_eq!(judge(&policy, "other/docs/guide.md"), None);
+        assert_eq!(policy.move_depth(), usize::MAX);
+        // A walk judges an entry by its path from the mount root.
+        assert_eq!(policy.entry(&["docs"], "guide.md").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(policy.entry(&["other"], "docs/guide.md"), None);
+    }
+
+    #[test]
+    fn moves_look_as_deep_as_the_rules_reach() {
+        assert_eq!(NamePolicy::new(vec![NameRule::hide("*.key", "--hide")]).unwrap().move_depth(), 0);
+        assert_eq!(NamePolicy::new(NameRule::defaults()).unwrap().move_depth(), 1);
+        assert_eq!(NamePolicy::new(vec![NameRule::hide("a/b/c", "--hide")]).unwrap().move_depth(), 2);
     }
 }

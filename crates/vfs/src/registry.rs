@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
-use crate::policy::{NamePolicy, NameRule, RuleEffect};
+use crate::policy::{NamePolicy, NameRule, RuleEffect, is_glob};
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
 use crate::storage::local::LocalRoot;
@@ -134,7 +134,7 @@ impl MountRegistryBuilder {
         );
         let agent_table = agent_table(&mounts);
         let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
-        let policy = NamePolicy::new(self.rules.clone()).map_err(ConfigError::NameRule)?;
+        let (rules, policies) = compile_rules(&self.rules, &mounts)?;
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
@@ -144,7 +144,8 @@ impl MountRegistryBuilder {
                 scrub,
                 agent_table,
                 limits: self.limits,
-                policy,
+                rules,
+                policies,
             }),
         })
     }
@@ -258,6 +259,53 @@ fn pin_nesting_chains(mounts: &[Mount]) -> HashMap<(u64, u64), usize> {
     pinned
 }
 
+/// Every rule agents are held to (the operator's table), and the compiled rules of each mount:
+/// the name rules and the mount's own anchored rules for an agent-facing mount, nothing for an
+/// internal one. A walk from a mount enters the local mounts physically nested in it, so their
+/// anchored rules join its own, anchored at the nested root's place inside it.
+fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<(Vec<NameRule>, Vec<Arc<NamePolicy>>), ConfigError> {
+    let own = |mount: &Mount| -> Vec<NameRule> {
+        mount
+            .spec
+            .rules()
+            .iter()
+            .map(|rule| NameRule::in_mount(rule.glob(), rule.effect(), mount.root.as_str()))
+            .collect()
+    };
+    let shared = Arc::new(NamePolicy::new(global.to_vec()).map_err(ConfigError::NameRule)?);
+    let mut listed = global.to_vec();
+    let mut policies = Vec::with_capacity(mounts.len());
+    for outer in mounts {
+        if outer.visibility != Visibility::AgentFacing {
+            policies.push(Arc::new(NamePolicy::default()));
+            continue;
+        }
+        listed.extend(own(outer));
+        let mut rules = own(outer);
+        if let Some(outer_root) = outer.storage.local() {
+            for inner in mounts.iter().filter(|inner| inner.visibility == Visibility::AgentFacing) {
+                let Some(inner_root) = inner.storage.local() else { continue };
+                let Some(place) = outer_root.relative_of(inner_root).filter(|place| !place.is_empty()) else {
+                    continue;
+                };
+                let prefix = globset::escape(&place.join("/"));
+                rules.extend(own(inner).into_iter().map(|mut rule| {
+                    let own = if is_glob(&rule.glob) { rule.glob.clone() } else { globset::escape(&rule.glob) };
+                    rule.glob = format!("{prefix}/{own}");
+                    rule
+                }));
+            }
+        }
+        if rules.is_empty() {
+            policies.push(shared.clone());
+        } else {
+            rules.splice(0..0, global.iter().cloned());
+            policies.push(Arc::new(NamePolicy::new(rules).map_err(ConfigError::NameRule)?));
+        }
+    }
+    Ok((listed, policies))
+}
+
 fn agent_table(mounts: &[Mount]) -> String {
     let mut rows: Vec<(&str, Rights)> = mounts
         .iter()
@@ -355,8 +403,10 @@ pub(crate) struct RegistryInner {
     pub(crate) scrub: Scrubber,
     pub(crate) agent_table: String,
     pub(crate) limits: Limits,
-    /// Name rules for agents in agent-facing mounts.
-    pub(crate) policy: NamePolicy,
+    /// Every name rule and mount-string rule, for the operator's table.
+    pub(crate) rules: Vec<NameRule>,
+    /// The compiled rules of each mount, by index (empty for internal mounts).
+    pub(crate) policies: Vec<Arc<NamePolicy>>,
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -440,7 +490,7 @@ impl RegistryInner {
         Err(Error::denied(path, access, &scope, rights.as_str(), &self.grantors(access)))
     }
 
-    /// The name rules (`policy`) on a path inside mount `mount`, for an agent: a hidden name is
+    /// The name rules (`policies`) on a path inside mount `mount`, for an agent: a hidden name is
     /// a missing one (and may not be created), a read-only one is never changed. Called on the
     /// lexical path before resolution and on the canonical one after it.
     pub(crate) fn check_names<S: AsRef<str>>(
@@ -451,11 +501,8 @@ impl RegistryInner {
         access: Access,
         path: &VirtualPath,
     ) -> Result<(), Error> {
-        if self.policy.is_empty() || caller != Caller::Agent || self.mounts[mount].visibility != Visibility::AgentFacing
-        {
-            return Ok(());
-        }
-        match self.policy.judge(rel) {
+        let Some(policy) = self.rules_for(caller, mount) else { return Ok(()) };
+        match policy.judge(rel) {
             Some((RuleEffect::Hidden, class, _)) => match access {
                 Access::Read | Access::Delete => Err(Error::not_found(path)),
                 Access::Write => Err(Error::hidden_name(path, class)),
@@ -472,10 +519,15 @@ impl RegistryInner {
     /// The name rules that apply to `caller` inside mount `mount`, if any: decided once per
     /// walk or listing, so that each entry costs only the rules' own prefilter.
     pub(crate) fn rules_for(&self, caller: Caller, mount: usize) -> Option<&NamePolicy> {
-        let applies = caller == Caller::Agent
-            && !self.policy.is_empty()
-            && self.mounts[mount].visibility == Visibility::AgentFacing;
-        applies.then_some(&self.policy)
+        let policy = &self.policies[mount];
+        let applies =
+            caller == Caller::Agent && !policy.is_empty() && self.mounts[mount].visibility == Visibility::AgentFacing;
+        applies.then_some(policy)
+    }
+
+    /// True when some mount has name rules (a create checks them before resolution).
+    pub(crate) fn any_rules(&self) -> bool {
+        !self.rules.is_empty()
     }
 
     /// The agent-facing mounts and overrides that grant `access`, for denial texts.
@@ -633,7 +685,7 @@ impl MountRegistry {
     /// The name rules agents are held to (`vfs mounts` shows them).
     #[must_use]
     pub fn name_rules(&self) -> &[NameRule] {
-        self.inner.policy.rules()
+        &self.inner.rules
     }
 
     /// The agent-facing mounts, sorted by root.
@@ -716,14 +768,16 @@ impl MountRegistry {
                 list.push(&rule.class);
             }
         }
-        let hidden = (!hidden.is_empty()).then(|| {
-            format!("Secrets ({}) are hidden: such names do not exist for you and cannot be created", hidden.join(", "))
-        });
-        let read_only = (!read_only.is_empty()).then(|| format!("{} is read-only", read_only.join(", ")));
-        match (hidden, read_only) {
-            (Some(hidden), Some(read_only)) => Some(format!("{hidden}; {read_only}.")),
-            (Some(one), None) | (None, Some(one)) => Some(format!("{one}.")),
-            (None, None) => None,
+        let secrets = format!(
+            "Secrets ({}) are hidden: such names do not exist for you and cannot be created",
+            hidden.join(", ")
+        );
+        let read_only = read_only.join(", ");
+        match (hidden.is_empty(), read_only.is_empty()) {
+            (false, false) => Some(format!("{secrets}; you may read but not change {read_only}.")),
+            (false, true) => Some(format!("{secrets}.")),
+            (true, false) => Some(format!("You may read but not change {read_only}.")),
+            (true, true) => None,
         }
     }
 

@@ -1,5 +1,10 @@
 //! The mount-string grammar (`docs/design.md`, contracts; `docs/mounts.md`): `[<ulid>|]<physical>:<virtual>[:<rights>][;<subpath>:<rights>]*`.
 //!
+//! A sub-path is a literal path (an override: its own rights for a subtree) or a glob, and
+//! besides `ro`, `rw` and `rwnd` it may be `hidden`. A glob or a `hidden` sub-path is a rule
+//! ([`SubPathRule`]): it only takes away (hides, or keeps read-only), so a glob may not grant
+//! `rw` or `rwnd`, and no override may lie inside a hidden sub-path.
+//!
 //! Parsing happens once, at launch, on operator input. Every refusal is one line that names the
 //! part that is wrong and the rule, with the fix in a separate [`SpecError::hint`] so that
 //! operator hints never mix with agent-facing text. `Display` writes the canonical form, and
@@ -7,6 +12,8 @@
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::policy::{RuleEffect, anchored_glob, is_glob};
 
 /// What a mount (or a sub-path of it) lets an agent do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -210,6 +217,36 @@ impl SubPathRights {
     }
 }
 
+/// A sub-path rule of a mount string: a glob (or a literal path) anchored at the mount's root,
+/// and what it does to what it matches (`;**/*.key:hidden`, `;secrets:hidden`, `;docs/*.md:ro`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubPathRule {
+    glob: String,
+    effect: RuleEffect,
+}
+
+impl SubPathRule {
+    /// The glob as written, relative to the mount root.
+    #[must_use]
+    pub fn glob(&self) -> &str {
+        &self.glob
+    }
+
+    /// What it does.
+    #[must_use]
+    pub fn effect(&self) -> RuleEffect {
+        self.effect
+    }
+
+    /// The grammar token: `hidden` or `ro`.
+    fn token(&self) -> &'static str {
+        match self.effect {
+            RuleEffect::Hidden => "hidden",
+            RuleEffect::ReadOnly => "ro",
+        }
+    }
+}
+
 /// One parsed mount string.
 ///
 /// ```
@@ -227,6 +264,7 @@ pub struct MountSpec {
     root: MountRoot,
     rights: Rights,
     overrides: Vec<SubPathRights>,
+    rules: Vec<SubPathRule>,
 }
 
 /// Which part of a mount string a [`SpecError`] is about.
@@ -286,7 +324,7 @@ impl MountSpec {
     /// Builds a spec from parts (for embedders that do not start from a string).
     #[must_use]
     pub fn new(physical: impl Into<String>, root: MountRoot, rights: Rights) -> Self {
-        Self { id: None, physical: physical.into(), root, rights, overrides: Vec::new() }
+        Self { id: None, physical: physical.into(), root, rights, overrides: Vec::new(), rules: Vec::new() }
     }
 
     /// The optional settings-entry id.
@@ -331,6 +369,12 @@ impl MountSpec {
     #[must_use]
     pub fn overrides(&self) -> &[SubPathRights] {
         &self.overrides
+    }
+
+    /// The sub-path rules (globs, `hidden` paths) in the order written.
+    #[must_use]
+    pub fn rules(&self) -> &[SubPathRule] {
+        &self.rules
     }
 }
 
@@ -434,8 +478,8 @@ impl FromStr for MountSpec {
         let (physical, rest) = split_physical(spec, rest)?;
         let mut parts = rest.split(';');
         let (root, rights) = parse_head(spec, parts.next().unwrap_or_default())?;
-        let overrides = parse_overrides(spec, parts)?;
-        Ok(Self { id, physical: physical.to_owned(), root, rights, overrides })
+        let (overrides, rules) = parse_overrides(spec, parts)?;
+        Ok(Self { id, physical: physical.to_owned(), root, rights, overrides, rules })
     }
 }
 
@@ -556,30 +600,100 @@ fn parse_head(spec: &str, head: &str) -> Result<(MountRoot, Rights), SpecError> 
     Ok((root, rights))
 }
 
-/// `;<subpath>:<rights>`, each sub-path once.
-fn parse_overrides<'s>(spec: &str, parts: impl Iterator<Item = &'s str>) -> Result<Vec<SubPathRights>, SpecError> {
+const OVERRIDE_HINT: &str =
+    "write sub-paths as `;<subpath>:<ro|rw|rwnd|hidden>`, for example `;vendor:ro` or `;**/*.key:hidden`";
+
+/// `;<subpath>:<rights>`, each sub-path once: literal paths with rights are overrides; globs
+/// and `hidden` paths are rules, which only take away.
+fn parse_overrides<'s>(
+    spec: &str,
+    parts: impl Iterator<Item = &'s str>,
+) -> Result<(Vec<SubPathRights>, Vec<SubPathRule>), SpecError> {
     let mut overrides: Vec<SubPathRights> = Vec::new();
+    let mut rules: Vec<SubPathRule> = Vec::new();
     for part in parts {
         let Some((path, token)) = part.rsplit_once(':') else {
             return Err(SpecError::new(
                 spec,
                 SpecPart::Override,
                 format!("the override `{part}` has no rights"),
-                "write overrides as `;<subpath>:<ro|rw|rwnd>`, for example `;vendor:ro`",
+                OVERRIDE_HINT,
             ));
         };
-        let segments = parse_subpath(spec, path)?;
-        if overrides.iter().any(|existing| existing.segments == segments) {
+        let hidden = token.eq_ignore_ascii_case("hidden");
+        if !hidden && !is_glob(path) {
+            let segments = parse_subpath(spec, path)?;
+            if overrides.iter().any(|existing| existing.segments == segments) {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Override,
+                    format!("the sub-path `{path}` has two overrides"),
+                    "keep one override per sub-path",
+                ));
+            }
+            overrides.push(SubPathRights { segments, rights: parse_subpath_rights(spec, token)? });
+            continue;
+        }
+        let effect = if hidden { RuleEffect::Hidden } else { glob_effect(spec, path, token)? };
+        if let Err(error) = anchored_glob(path) {
             return Err(SpecError::new(
                 spec,
                 SpecPart::Override,
-                format!("the sub-path `{path}` has two overrides"),
-                "keep one override per sub-path",
+                format!("the sub-path `{path}` is not valid: {}", error.reason),
+                "write a path or glob relative to the mount root, for example `;secrets:hidden` or `;**/*.key:hidden`",
             ));
         }
-        overrides.push(SubPathRights { segments, rights: parse_rights(spec, token)? });
+        if rules.iter().any(|existing| existing.glob == path) {
+            return Err(SpecError::new(
+                spec,
+                SpecPart::Override,
+                format!("the sub-path `{path}` has two rules"),
+                "keep one rule per sub-path",
+            ));
+        }
+        rules.push(SubPathRule { glob: path.to_owned(), effect });
     }
-    Ok(overrides)
+    check_inside_hidden(spec, &overrides, &rules)?;
+    Ok((overrides, rules))
+}
+
+/// A glob's rights: `ro` only, since a glob takes away and never grants.
+fn glob_effect(spec: &str, path: &str, token: &str) -> Result<RuleEffect, SpecError> {
+    match parse_subpath_rights(spec, token)? {
+        Rights::ReadOnly => Ok(RuleEffect::ReadOnly),
+        rights => Err(SpecError::new(
+            spec,
+            SpecPart::Override,
+            format!("the glob `{path}` cannot grant `{rights}`: a glob may only be `ro` or `hidden`"),
+            "grant writes with a literal sub-path, like `;vendor:rw`, and narrow them with globs, like `;**/*.lock:ro`",
+        )),
+    }
+}
+
+/// Refuses an override at or inside a hidden sub-path, where it could only mean "show this
+/// part of what is hidden", which a hidden path does not allow.
+fn check_inside_hidden(spec: &str, overrides: &[SubPathRights], rules: &[SubPathRule]) -> Result<(), SpecError> {
+    for hidden in rules.iter().filter(|rule| rule.effect == RuleEffect::Hidden) {
+        let Ok(glob) = anchored_glob(&hidden.glob) else { continue };
+        let matcher = glob.compile_matcher();
+        for item in overrides {
+            let segments = item.segments();
+            if (1..=segments.len()).any(|end| matcher.is_match(segments[..end].join("/"))) {
+                return Err(SpecError::new(
+                    spec,
+                    SpecPart::Override,
+                    format!(
+                        "the override `{}:{}` lies inside `{}`, which is hidden",
+                        item.path(),
+                        item.rights,
+                        hidden.glob
+                    ),
+                    "a hidden path is absent with everything in it; hide the names inside it instead, for example `;secrets/*.key:hidden`",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn parse_rights(spec: &str, token: &str) -> Result<Rights, SpecError> {
@@ -589,6 +703,18 @@ fn parse_rights(spec: &str, token: &str) -> Result<Rights, SpecError> {
             SpecPart::Rights,
             format!("rights must be `ro`, `rw` or `rwnd`, not `{token}`"),
             "use `ro` (read only), `rw` (read and write) or `rwnd` (read and write, no delete)",
+        )
+    })
+}
+
+/// A sub-path's rights token (`hidden` is taken before this).
+fn parse_subpath_rights(spec: &str, token: &str) -> Result<Rights, SpecError> {
+    token.parse().map_err(|()| {
+        SpecError::new(
+            spec,
+            SpecPart::Rights,
+            format!("a sub-path's rights must be `ro`, `rw`, `rwnd` or `hidden`, not `{token}`"),
+            "use `ro` (read only), `rw` (read and write), `rwnd` (read and write, no delete) or `hidden` (absent to agents)",
         )
     })
 }
@@ -631,6 +757,9 @@ impl fmt::Display for MountSpec {
         write!(formatter, ":{}:{}", self.root, self.rights)?;
         for item in &self.overrides {
             write!(formatter, ";{}:{}", item.path(), item.rights)?;
+        }
+        for rule in &self.rules {
+            write!(formatter, ";{}:{}", rule.glob, rule.token())?;
         }
         Ok(())
     }
@@ -710,6 +839,87 @@ mod tests {
         "/src",
         Rights::ReadOnly,
         "01HZY3M5Q8V7K2N4P6R8T0W2X4|./data:/src:ro"
+    );
+
+    parses!(
+        with_rules,
+        "/w:/work:rw;docs:ro;**/*.key:hidden;secrets:HIDDEN;docs/*.md:ro",
+        "/w",
+        "/work",
+        Rights::ReadWrite,
+        "/w:/work:rw;docs:ro;**/*.key:hidden;secrets:hidden;docs/*.md:ro"
+    );
+
+    #[test]
+    fn rules_are_kept_apart_from_overrides() {
+        let spec: MountSpec = "/w:/work:rw;docs:ro;**/*.key:hidden;secrets:hidden;docs/*.md:ro".parse().unwrap();
+        assert_eq!(spec.overrides().iter().map(SubPathRights::path).collect::<Vec<_>>(), ["docs"]);
+        let rules: Vec<(&str, RuleEffect)> = spec.rules().iter().map(|rule| (rule.glob(), rule.effect())).collect();
+        assert_eq!(
+            rules,
+            [("**/*.key", RuleEffect::Hidden), ("secrets", RuleEffect::Hidden), ("docs/*.md", RuleEffect::ReadOnly)]
+        );
+    }
+
+    refuses!(
+        glob_granting_writes,
+        "/w:/work:ro;**/*.md:rw",
+        SpecPart::Override,
+        "invalid mount `/w:/work:ro;**/*.md:rw`: the glob `**/*.md` cannot grant `rw`: a glob may only be `ro` or `hidden`"
+    );
+    refuses!(
+        glob_granting_rwnd,
+        "/w:/work:ro;out/*:rwnd",
+        SpecPart::Override,
+        "invalid mount `/w:/work:ro;out/*:rwnd`: the glob `out/*` cannot grant `rwnd`: a glob may only be `ro` or `hidden`"
+    );
+    refuses!(
+        rule_twice,
+        "/w:/work:rw;a/*:ro;a/*:hidden",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;a/*:ro;a/*:hidden`: the sub-path `a/*` has two rules"
+    );
+    refuses!(
+        override_inside_hidden,
+        "/w:/work:rw;secrets:hidden;secrets/public:ro",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;secrets:hidden;secrets/public:ro`: the override `secrets/public:ro` lies inside `secrets`, which is hidden"
+    );
+    refuses!(
+        override_on_hidden,
+        "/w:/work:ro;secrets:rw;secrets:hidden",
+        SpecPart::Override,
+        "invalid mount `/w:/work:ro;secrets:rw;secrets:hidden`: the override `secrets:rw` lies inside `secrets`, which is hidden"
+    );
+    refuses!(
+        override_inside_hidden_glob,
+        "/w:/work:ro;**/*.key:hidden;a.key/x:rw",
+        SpecPart::Override,
+        "invalid mount `/w:/work:ro;**/*.key:hidden;a.key/x:rw`: the override `a.key/x:rw` lies inside `**/*.key`, which is hidden"
+    );
+    refuses!(
+        absolute_rule,
+        "/w:/work:rw;/x*:hidden",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;/x*:hidden`: the sub-path `/x*` is not valid: it must be relative to the mount root"
+    );
+    refuses!(
+        dotdot_rule,
+        "/w:/work:rw;../*.key:hidden",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;../*.key:hidden`: the sub-path `../*.key` is not valid: it must be canonical (no empty, `.` or `..` segments)"
+    );
+    refuses!(
+        unclosed_class,
+        "/w:/work:rw;a/[b:ro",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;a/[b:ro`: the sub-path `a/[b` is not valid: unclosed character class; missing ']'"
+    );
+    refuses!(
+        rule_bad_token,
+        "/w:/work:rw;*.key:hide",
+        SpecPart::Rights,
+        "invalid mount `/w:/work:rw;*.key:hide`: a sub-path's rights must be `ro`, `rw`, `rwnd` or `hidden`, not `hide`"
     );
 
     #[test]
@@ -890,7 +1100,7 @@ mod tests {
         override_bad_rights,
         "/w:/work:rw;a:xx",
         SpecPart::Rights,
-        "invalid mount `/w:/work:rw;a:xx`: rights must be `ro`, `rw` or `rwnd`, not `xx`"
+        "invalid mount `/w:/work:rw;a:xx`: a sub-path's rights must be `ro`, `rw`, `rwnd` or `hidden`, not `xx`"
     );
     refuses!(
         control,

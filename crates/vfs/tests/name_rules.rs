@@ -1,6 +1,7 @@
-//! Name rules (`NameRule::defaults`, `--hide`): every tool against hidden files and
-//! directories, spelled every way a path can be spelled, through a link from outside the rule,
-//! moved into and out of; `.git` read-only; the same on object storage.
+//! Name rules (`NameRule::defaults`, `--hide`) and mount-string rules (`;**/*.key:hidden`):
+//! every tool against hidden files and directories, spelled every way a path can be spelled,
+//! through a link from outside the rule, moved into and out of; `.git` read-only; the same on
+//! `memory://` and on S3 (the server `scripts/test` starts).
 #![expect(clippy::disallowed_methods, reason = "tests build fixtures on disk")]
 
 mod common;
@@ -59,10 +60,10 @@ fn missing(canonical: &str) -> String {
     format!("`{canonical}` does not exist")
 }
 
-fn every_tool_finds_nothing(agent: &AgentAccessor) {
+fn every_tool_finds_nothing(agent: &AgentAccessor, hidden: &[(&str, &str)]) {
     let window = ReadWindow::default();
     let edit = [Edit { old_text: "SECRET".to_owned(), new_text: "x".to_owned() }];
-    for (spelled, canonical) in HIDDEN {
+    for (spelled, canonical) in hidden {
         let answers = [
             agent.read_text(spelled, &window).map(|_| ()),
             agent.read_media(spelled).map(|_| ()),
@@ -191,7 +192,7 @@ fn deletes_and_moves_keep_them(agent: &AgentAccessor, moves_directories: bool) {
 }
 
 fn run_all(agent: &AgentAccessor, moves_directories: bool) {
-    every_tool_finds_nothing(agent);
+    every_tool_finds_nothing(agent, HIDDEN);
     creating_a_hidden_name_is_refused(agent);
     walks_never_show_or_search_them(agent);
     git_is_read_only(agent);
@@ -233,17 +234,256 @@ fn without_rules_a_registry_shows_everything() {
 }
 
 #[cfg(feature = "s3")]
-#[test]
-fn secrets_stay_hidden_on_object_storage() {
-    let bucket = format!("memory://names-{}", std::process::id());
-    // Seeded through a registry without rules, as an operator would upload.
-    let seeding = MountRegistry::builder().mount(format!("{bucket}:/p:rw").parse().unwrap()).build().unwrap();
+/// The S3 location of the server `scripts/test` starts, for one test; `None` outside CI when
+/// no server runs.
+fn s3_location(test: &str) -> Option<String> {
+    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
+        return None;
+    };
+    Some(format!("s3://{bucket}/{test}-{}", std::process::id()))
+}
+
+#[cfg(feature = "s3")]
+/// Puts the files of a test's tree: `(relative path, content)`.
+type Seed = fn(&dyn Fn(&str, &str));
+
+#[cfg(feature = "s3")]
+/// Seeds `location` through a registry without rules, as an operator would upload.
+fn seed_object_store(location: &str, seed: Seed) -> MountRegistry {
+    let seeding = MountRegistry::builder().mount(format!("{location}:/p:rw").parse().unwrap()).build().unwrap();
     seed(&|relative, content| {
         seeding.agent().write(&format!("/p/{relative}"), content, &WriteOptions::default()).unwrap();
     });
-    let registry = registry(&format!("{bucket}:/p:rw"));
+    seeding
+}
+
+#[cfg(feature = "s3")]
+fn secrets_stay_hidden_on(location: &str) {
+    let seeding = seed_object_store(location, seed);
+    let registry = registry(&format!("{location}:/p:rw"));
     run_all(&registry.agent(), false);
     let raw = seeding.agent();
     assert_eq!(raw.read_text("/p/.env", &ReadWindow::default()).unwrap().content, SECRET);
     assert_eq!(raw.read_text("/p/keys/server.key", &ReadWindow::default()).unwrap().content, SECRET);
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn secrets_stay_hidden_on_memory_storage() {
+    secrets_stay_hidden_on(&format!("memory://names-{}", std::process::id()));
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn secrets_stay_hidden_on_s3() {
+    if let Some(location) = s3_location("names") {
+        secrets_stay_hidden_on(&location);
+    }
+}
+
+// Mount-string rules: anchored at the mount root, on any store.
+
+const PLACES: &str = ";**/*.key:hidden;secrets:hidden;logs/*.log:hidden;docs/*.md:ro";
+
+fn seed_places(write: &dyn Fn(&str, &str)) {
+    write("secrets/token.txt", SECRET);
+    write("a/b/deep.key", SECRET);
+    write("top.key", SECRET);
+    write("logs/app.log", SECRET);
+    write("logs/readme.txt", "logs\n");
+    write("docs/guide.md", "# guide\n");
+    write("docs/notes.txt", "notes\n");
+    write("nested/secrets/ok.txt", "ok\n");
+    write("src/main.rs", "fn main() {}\n");
+}
+
+const HIDDEN_PLACES: &[(&str, &str)] = &[
+    ("/p/secrets", "/p/secrets"),
+    ("/p/secrets/token.txt", "/p/secrets/token.txt"),
+    ("/p/./secrets/token.txt", "/p/secrets/token.txt"),
+    ("/p/src/../secrets", "/p/secrets"),
+    ("//p//top.key", "/p/top.key"),
+    ("/p/a/b/deep.key", "/p/a/b/deep.key"),
+    ("/p/logs/app.log", "/p/logs/app.log"),
+];
+
+fn places_stay_protected(agent: &AgentAccessor) {
+    every_tool_finds_nothing(agent, HIDDEN_PLACES);
+    let window = ReadWindow::default();
+    // Anchored: `secrets` is the one at the root, `logs/*.log` the logs directory's.
+    assert_eq!(agent.read_text("/p/nested/secrets/ok.txt", &window).unwrap().content, "ok\n");
+    assert_eq!(agent.read_text("/p/logs/readme.txt", &window).unwrap().content, "logs\n");
+    let names =
+        |path: &str| -> Vec<String> { agent.list(path).unwrap().entries.into_iter().map(|entry| entry.name).collect() };
+    assert_eq!(names("/p"), ["a", "docs", "logs", "nested", "src"]);
+    assert_eq!(names("/p/logs"), ["readme.txt"]);
+    assert_eq!(names("/p/a/b"), Vec::<String>::new());
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "/p/a",
+            "/p/a/b",
+            "/p/docs",
+            "/p/docs/guide.md",
+            "/p/docs/notes.txt",
+            "/p/logs",
+            "/p/logs/readme.txt",
+            "/p/nested",
+            "/p/nested/secrets",
+            "/p/nested/secrets/ok.txt",
+            "/p/src",
+            "/p/src/main.rs"
+        ]
+    );
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 5), "{}", grep.to_text());
+    for path in ["/p/secrets", "/p/secrets/new.txt", "/p/src/new.key", "/p/logs/new.log"] {
+        let expected = format!("cannot create `{path}`: names like this are hidden (names the operator hides)");
+        assert_eq!(agent.write(path, "x", &OVERWRITE).unwrap_err().to_string(), expected);
+        assert_eq!(agent.create_directory(path).unwrap_err().to_string(), expected);
+    }
+    let read_only = |verb: &str, path: &str| {
+        format!("cannot {verb} `{path}`: `{path}` is read-only (paths the operator keeps read-only)")
+    };
+    assert_eq!(agent.read_text("/p/docs/guide.md", &window).unwrap().content, "# guide\n");
+    assert_eq!(
+        agent.write("/p/docs/guide.md", "x", &OVERWRITE).unwrap_err().to_string(),
+        read_only("write", "/p/docs/guide.md")
+    );
+    assert_eq!(
+        agent.write("/p/docs/new.md", "x", &OVERWRITE).unwrap_err().to_string(),
+        read_only("write", "/p/docs/new.md")
+    );
+    assert_eq!(
+        agent.delete("/p/docs/guide.md", false, None).unwrap_err().to_string(),
+        read_only("delete", "/p/docs/guide.md")
+    );
+    assert_eq!(
+        agent.move_path("/p/docs/notes.txt", "/p/docs/notes.md", false, None).unwrap_err().to_string(),
+        read_only("write", "/p/docs/notes.md")
+    );
+    agent.write("/p/docs/notes.txt", "changed\n", &OVERWRITE).unwrap();
+    // A protection that holds by place does not travel with a move of its directory.
+    assert_eq!(
+        agent.move_path("/p/docs", "/p/manual", false, None).unwrap_err().to_string(),
+        "cannot move `/p/docs`: it holds paths the operator keeps read-only inside, which are read-only"
+    );
+    assert_eq!(
+        agent.move_path("/p/logs", "/p/old-logs", false, None).unwrap_err().to_string(),
+        "cannot move `/p/logs`: it holds names the operator hides inside, which are hidden from you"
+    );
+    assert_eq!(
+        agent.delete("/p/docs", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/docs`: it holds paths the operator keeps read-only inside, which are read-only"
+    );
+}
+
+fn places_registry(location: &str) -> MountRegistry {
+    MountRegistry::builder().mount(format!("{location}:/p:rw{PLACES}").parse().unwrap()).build().unwrap()
+}
+
+#[test]
+fn mount_string_rules_hold_on_a_local_tree() {
+    let fixture = Fixture::new();
+    seed_places(&|relative, content| {
+        fixture.file(&format!("p/{relative}"), content);
+    });
+    fixture.symlink("../secrets", "p/src/secrets-link");
+    fixture.symlink("../top.key", "p/src/key-link");
+    let registry = places_registry(&fixture.path("p").display().to_string());
+    let agent = registry.agent();
+    for spelled in ["/p/src/secrets-link/token.txt", "/p/src/key-link"] {
+        let error = agent.read_text(spelled, &ReadWindow::default()).unwrap_err();
+        assert_eq!((error.kind(), error.to_string()), (ErrorKind::NotFound, missing(spelled)));
+    }
+    std::fs::remove_file(fixture.path("p/src/secrets-link")).unwrap();
+    std::fs::remove_file(fixture.path("p/src/key-link")).unwrap();
+    places_stay_protected(&agent);
+    // A rule that holds wherever a name goes lets its directory move, and still holds there.
+    agent.move_path("/p/a", "/p/z", false, None).unwrap();
+    assert_eq!(
+        agent.read_text("/p/z/b/deep.key", &ReadWindow::default()).unwrap_err().to_string(),
+        missing("/p/z/b/deep.key")
+    );
+    assert_eq!(fixture.read("p/z/b/deep.key"), SECRET);
+    assert_eq!(fixture.read("p/secrets/token.txt"), SECRET);
+    assert_eq!(fixture.read("p/docs/guide.md"), "# guide\n");
+    let rules: Vec<(&str, &str, Option<&str>)> = registry
+        .name_rules()
+        .iter()
+        .map(|rule| (rule.glob.as_str(), rule.origin.as_str(), rule.scope.as_deref()))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            ("**/*.key", "--mount /p", Some("/p")),
+            ("secrets", "--mount /p", Some("/p")),
+            ("logs/*.log", "--mount /p", Some("/p")),
+            ("docs/*.md", "--mount /p", Some("/p"))
+        ]
+    );
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn mount_string_rules_hold_on_memory_storage() {
+    let location = format!("memory://places-{}", std::process::id());
+    let seeding = seed_object_store(&location, seed_places);
+    places_stay_protected(&places_registry(&location).agent());
+    let raw = seeding.agent();
+    assert_eq!(raw.read_text("/p/secrets/token.txt", &ReadWindow::default()).unwrap().content, SECRET);
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn mount_string_rules_hold_on_s3() {
+    let Some(location) = s3_location("places") else { return };
+    let seeding = seed_object_store(&location, seed_places);
+    places_stay_protected(&places_registry(&location).agent());
+    let raw = seeding.agent();
+    assert_eq!(raw.read_text("/p/logs/app.log", &ReadWindow::default()).unwrap().content, SECRET);
+}
+
+#[test]
+fn a_nested_mount_keeps_its_rules_in_walks_from_the_outer_one() {
+    let fixture = Fixture::new();
+    fixture.file("p/inner/x.key", SECRET);
+    fixture.file("p/inner/y.txt", "y\n");
+    let outer = format!("{}:/p:rw", fixture.path("p").display());
+    let inner = format!("{}:/q:ro;*.key:hidden", fixture.path("p/inner").display());
+    let registry =
+        MountRegistry::builder().mount(outer.parse().unwrap()).mount(inner.parse().unwrap()).build().unwrap();
+    let agent = registry.agent();
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(paths, ["/p/inner", "/p/inner/y.txt"]);
+    assert!(!agent.tree("/p", None, &[]).unwrap().to_text().contains("x.key"));
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    assert_eq!(agent.grep(&request).unwrap().matches, 0);
+    for path in ["/p/inner/x.key", "/q/x.key"] {
+        assert_eq!(agent.read_text(path, &ReadWindow::default()).unwrap_err().to_string(), missing(path));
+    }
+    let listing = agent.list("/p/inner").unwrap();
+    assert_eq!(listing.entries.iter().map(|entry| entry.name.as_str()).collect::<Vec<_>>(), ["y.txt"]);
+}
+
+#[test]
+fn a_rule_spanning_a_directory_name_does_not_move_out_of_it() {
+    let fixture = Fixture::new();
+    fixture.file("p/u/.docker/config.json", SECRET);
+    let registry = registry(&format!("{}:/p:rw", fixture.path("p").display()));
+    let agent = registry.agent();
+    assert_eq!(
+        agent.move_path("/p/u/.docker", "/p/u/docker", false, None).unwrap_err().to_string(),
+        "cannot move `/p/u/.docker`: it holds credentials inside, which are hidden from you"
+    );
+    // Moving the directory above keeps `.docker/config.json` together, and hidden.
+    agent.move_path("/p/u", "/p/v", false, None).unwrap();
+    let path = "/p/v/.docker/config.json";
+    assert_eq!(agent.read_text(path, &ReadWindow::default()).unwrap_err().to_string(), missing(path));
+    assert_eq!(fixture.read("p/v/.docker/config.json"), SECRET);
 }

@@ -99,7 +99,7 @@ fn the_name_rules_are_shown_with_their_origin() {
     let run = test.run(&["mounts", "--settings", "vfs.json", "--hide", "secrets", "--hide", "**/*.dump"]);
     let rules = run.stdout.split("\n\n").nth(1).unwrap_or_default();
     let lines: Vec<&str> = rules.lines().collect();
-    assert_eq!(lines[0], "NAME RULE            EFFECT     CLASS                     ORIGIN             EXCEPT");
+    assert_eq!(lines[0], "RULE                 EFFECT     CLASS                     ORIGIN             EXCEPT");
     assert_eq!(
         lines[2],
         ".env.*               hidden     environment files         default            .env.example, .env.sample, .env.template"
@@ -112,7 +112,35 @@ fn the_name_rules_are_shown_with_their_origin() {
     let run = test.run(&["mounts", "--prompt", "--settings", "vfs.json"]);
     eqnice!(
         "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /src | ro | read only |\n\n\
-         Secrets (environment files, private keys, credentials, names the operator hides) are hidden: such names do not exist for you and cannot be created; git metadata is read-only.\n",
+         Secrets (environment files, private keys, credentials, names the operator hides) are hidden: such names do not exist for you and cannot be created; you may read but not change git metadata.\n",
+        run.stdout
+    );
+    // Rules written in a mount string hold in that mount only, anchored at its root.
+    test.dir("data");
+    let run = test.run(&[
+        "mounts",
+        "--no-default-hide",
+        "--mount",
+        "./data:/w:rw;**/*.key:hidden;secrets:hidden;docs/*.md:ro",
+    ]);
+    let rules = run.stdout.split("\n\n").nth(1).unwrap_or_default();
+    eqnice!(
+        "RULE          EFFECT     CLASS                               ORIGIN      EXCEPT\n\
+         /w/**/*.key   hidden     names the operator hides            --mount /w\n\
+         /w/secrets    hidden     names the operator hides            --mount /w\n\
+         /w/docs/*.md  read-only  paths the operator keeps read-only  --mount /w\n",
+        rules
+    );
+    let run =
+        test.run(&["mounts", "--prompt", "--no-default-hide", "--mount", "./data:/w:rw;secrets:hidden;docs/*.md:ro"]);
+    eqnice!(
+        "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /w | rw | read, write, create, delete |\n\n\
+         Secrets (names the operator hides) are hidden: such names do not exist for you and cannot be created; you may read but not change paths the operator keeps read-only.\n",
+        run.stdout
+    );
+    let run = test.run(&["check", "--mount", "./data:/w:rw;**/*.md:rw"]);
+    eqnice!(
+        "invalid mount `./data:/w:rw;**/*.md:rw`: the glob `**/*.md` cannot grant `rw`: a glob may only be `ro` or `hidden`\n",
         run.stdout
     );
     let run = test.run(&["check", "--hide", "a/../b"]);

@@ -363,6 +363,50 @@ impl Context<'_> {
         })
     }
 
+    /// The first protection inside the directory at `from` that would not hold once it is
+    /// moved to `to`, for an agent's move: a rule anchored at the mount root (`docs/*.md:ro`)
+    /// or spanning the directory's own name (`.docker/config.json`) protects by place, and a
+    /// move would carry the protected file out of it. Looks only as deep as such rules reach.
+    pub(crate) fn protection_lost(
+        &self,
+        from: &Located,
+        to: &Located,
+        path: &VirtualPath,
+    ) -> Result<Option<(RuleEffect, String)>, Error> {
+        let Some(rules) = self.registry.rules_for(self.caller, from.mount) else {
+            return Ok(None);
+        };
+        let max_depth = rules.move_depth();
+        if max_depth == 0 {
+            return Ok(None);
+        }
+        let there = self.registry.rules_for(self.caller, to.mount);
+        let from_walk = WalkFrom {
+            table: &self.table(),
+            mount: from.mount,
+            path,
+            max_depth,
+            listing_bound: self.registry.limits.entries.saturating_mul(8),
+            deadline: &self.deadline,
+        };
+        let mut lost = None;
+        self.store(from.mount).walk(&from_walk, &from.node, &mut |entry| {
+            let Some((effect, class)) = rules.entry(&from.rel, entry.relative) else { return Flow::Continue };
+            let mut moved: Vec<&str> = to.rel.iter().map(String::as_str).collect();
+            moved.extend(entry.relative.split('/'));
+            let kept = there.and_then(|there| there.judge(&moved)).map(|(effect, _, _)| effect);
+            match (effect, kept) {
+                (_, Some(RuleEffect::Hidden)) => Flow::SkipDirectory,
+                (RuleEffect::ReadOnly, Some(RuleEffect::ReadOnly)) => Flow::Continue,
+                _ => {
+                    lost = Some((effect, class.to_owned()));
+                    Flow::Stop
+                }
+            }
+        })?;
+        Ok(lost)
+    }
+
     /// The first name inside the directory at `located` that the rules protect, for an agent's
     /// recursive delete; the walk is the store's own, without the agent's filter.
     pub(crate) fn protected_inside(

@@ -214,7 +214,7 @@ impl Context<'_> {
 
     pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
         let path = Self::parse(input)?;
-        if !self.registry.policy.is_empty() {
+        if self.registry.any_rules() {
             // Creating a hidden name is refused as such, like any other create.
             let (mount, components) = self.registry.route(self.caller, &path)?;
             self.registry.check_names(self.caller, mount, &components, Access::Write, &path)?;
@@ -249,6 +249,12 @@ impl Context<'_> {
         let destination = Self::parse(destination_input)?;
         let (from, from_stat) = self.move_source(&source, &destination)?;
         let to = self.move_destination(&destination)?;
+        if from_stat.kind == Kind::Directory
+            && let Some((effect, class)) = self.protection_lost(&from, &to, &source)?
+        {
+            let hidden = effect == crate::policy::RuleEffect::Hidden;
+            return Err(Error::holds_protected("move", &source, &class, hidden));
+        }
         let (from_store, to_store) = (self.store(from.mount), self.store(to.mount));
         let _lock = from_store.lock(&from.node, &source)?;
         if let Some(expected) = expected_version {
@@ -356,7 +362,7 @@ impl Context<'_> {
             && stat.kind == Kind::Directory
             && let Some((effect, class)) = self.protected_inside(&located, &path)?
         {
-            return Err(Error::holds_protected(&path, &class, effect == crate::policy::RuleEffect::Hidden));
+            return Err(Error::holds_protected("delete", &path, &class, effect == crate::policy::RuleEffect::Hidden));
         }
         let _lock = store.lock(&located.node, &path)?;
         if let Some(expected) = expected_version {
