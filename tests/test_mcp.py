@@ -312,3 +312,58 @@ def test_a_log_directory_inside_a_writable_workspace_is_refused(fixture):
         "hint: put the internal directory outside the mount, or make that part read-only with a sub-path "
         "override (`;part:ro`)\n"
     )
+
+
+def test_hidden_and_read_only_places_from_a_real_client(fixture):
+    """Name rules and a mount string's own rules, as the official SDK sees them: hidden paths
+    answer like missing ones and never show up in a listing, a tree or a grep; read-only places
+    refuse changes; a move that would carry a protected file out of its place is refused."""
+    secret = "SECRET-E2E-5d41"
+    (fixture.out / ".env").write_text(f"TOKEN={secret}\n")
+    (fixture.out / "secrets").mkdir()
+    (fixture.out / "secrets" / "token.txt").write_text(secret)
+    (fixture.out / "docs").mkdir()
+    (fixture.out / "docs" / "guide.md").write_text("# guide\n")
+    (fixture.out / "notes.txt").write_text("notes\n")
+
+    async def body(client, init):
+        assert (
+            "Secrets (environment files, private keys, credentials, names the operator hides) are hidden"
+            in init.instructions
+        )
+        listing = await client.call("list_directory", {"path": "/output"})
+        assert text(listing) == "[DIR] docs\n[FILE] notes.txt\n"
+        for spelled, canonical in [
+            ("/output/.env", "/output/.env"),
+            ("/output/secrets/token.txt", "/output/secrets/token.txt"),
+            ("/output/./docs/../secrets/token.txt", "/output/secrets/token.txt"),
+            ("/output/secrets", "/output/secrets"),
+        ]:
+            for tool in ["read_text_file", "get_file_info", "list_directory"]:
+                result = await client.call(tool, {"path": spelled})
+                assert result.is_error
+                assert text(result) == f"`{canonical}` does not exist", (tool, spelled)
+        tree = await client.call("directory_tree", {"path": "/output"})
+        assert "secrets" not in text(tree) and ".env" not in text(tree)
+        grep = await client.call("grep", {"pattern": secret, "path": "/output"})
+        assert secret not in text(grep)
+        result = await client.call("create_directory", {"path": "/output/secrets"})
+        assert text(result) == "cannot create `/output/secrets`: names like this are hidden (names the operator hides)"
+        result = await client.call("write_file", {"path": "/output/docs/new.md", "content": "x"})
+        assert text(result) == (
+            "cannot write `/output/docs/new.md`: `/output/docs/new.md` is read-only (paths the operator keeps read-only)"
+        )
+        result = await client.call("move_file", {"source": "/output/docs", "destination": "/output/manual"})
+        assert text(result) == (
+            "cannot move `/output/docs`: it holds paths the operator keeps read-only inside, which are read-only"
+        )
+        result = await client.call("write_file", {"path": "/output/docs/new.txt", "content": "x"})
+        assert not result.is_error
+
+    run_client(
+        fixture,
+        body,
+        ["serve", "--mount", "data:/src:ro", "--mount", "out:/output:rw;secrets:hidden;docs/*.md:ro", "--llm-log", "logs"],
+    )
+    assert (fixture.out / "secrets" / "token.txt").read_text() == secret
+    assert (fixture.out / "docs" / "guide.md").read_text() == "# guide\n"
