@@ -14,7 +14,9 @@
 //! The model is what must not change: every byte under `proj/lib`, `sys/logsro` (the exchange log files
 //! this run appends aside), the nested mount and the hidden `area/vault`, and every `.md` file
 //! of `area/docs`, each where the launch found it; every file under `proj/keep` still there; the
-//! directories `nest` and `nest/inner` where the launch found them. After every step: those
+//! directories `nest` and `nest/inner` where the launch found them; no file planted in another
+//! case of a protected place (`proj/LIB/x`), which a case-insensitive disk would have put
+//! inside it. After every step: those
 //! hold, no answer names a physical path, the internal root, its file names or its content, or
 //! shows a hidden file's name or content, a file just written reads back byte for byte, and the
 //! server answered.
@@ -82,6 +84,24 @@ const PATHS: &[&str] = &[
     "/w/area/docs/x.txt",
     "/w/area/notes.secret",
     "/w/tmp/vault",
+    // Other cases of protected places: on a case-insensitive disk they are the same place.
+    "/w/proj/LIB/a.txt",
+    "/w/proj/Lib/deep",
+    "/w/SYS/logsro/notes.txt",
+    "/w/AREA/vault/token.txt",
+    "/w/area/Vault",
+    "/w/area/DOCS/n.MD",
+    "/w/area/notes.SECRET",
+];
+
+/// The protected parts of the tree and, for `area/docs`, the names kept read-only there, in
+/// lower case: a file whose lower-cased path falls in one, spelled otherwise than the part,
+/// is one the agent planted where a case-insensitive disk would have put it inside.
+const FOLDED_PARTS: &[(&str, Option<&str>)] = &[
+    ("outer/proj/lib/", None),
+    ("outer/sys/logsro/", None),
+    ("outer/area/vault/", None),
+    ("outer/area/docs/", Some(".md")),
 ];
 
 const CONTENTS: &[&str] = &["pwned\n", "a\nb\n", "", "line one\r\nline two\r\n"];
@@ -246,6 +266,16 @@ impl World {
         prop_assert_eq!(&now, &self.protected, "a protected byte changed after {}", after);
         for file in &self.kept {
             prop_assert!(file.exists(), "{} (no delete) is gone after {}", file.display(), after);
+        }
+        for file in files_under(&self.dir.path().join("outer")) {
+            let key = file.strip_prefix(self.dir.path()).unwrap().to_string_lossy().into_owned();
+            let folded = key.to_ascii_lowercase();
+            let planted = FOLDED_PARTS.iter().any(|(part, suffix)| {
+                folded.starts_with(part)
+                    && !key.starts_with(part)
+                    && suffix.is_none_or(|suffix| !folded[part.len()..].contains('/') && folded.ends_with(suffix))
+            });
+            prop_assert!(!planted, "{} was planted in another case after {}", key, after);
         }
         for (path, inode) in &self.pinned {
             let found = std::fs::metadata(path).map(|metadata| metadata.ino()).ok();

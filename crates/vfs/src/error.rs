@@ -155,6 +155,26 @@ impl Error {
         )
     }
 
+    /// A delete or a move (`verb`) of a directory holding more entries than a walk may list
+    /// (object stores): what was not seen may be protected.
+    pub(crate) fn too_many_to_check(verb: &'static str, path: &VirtualPath, bound: usize) -> Self {
+        Self::build(
+            ErrorKind::TooLarge,
+            Some(path),
+            agent_text![
+                "cannot ",
+                verb,
+                " ",
+                code(path),
+                ": it holds more than ",
+                bound.to_string(),
+                " entries, too many to check for protected names; ",
+                verb,
+                " what it holds in smaller parts first"
+            ],
+        )
+    }
+
     pub(crate) fn denied(path: &VirtualPath, access: Access, scope: &str, rights: &str, grantors: &str) -> Self {
         let access = access.as_str();
         let message = if grantors.is_empty() {

@@ -16,6 +16,11 @@
 //! is refused. The rules apply to agents only; the exchange logger's capability never sees
 //! them.
 //!
+//! Names are compared regardless of ASCII case, so that on a case-insensitive disk (macOS, a
+//! casefolded directory, a FAT or SMB mount) no spelling of `.env` opens it; on a
+//! case-sensitive disk a rule also covers `.ENV`, a different file, which errs on the side of
+//! hiding.
+//!
 //! A rule written in a mount string (`--mount "./proj:/p:rw;**/*.key:hidden;secrets:hidden"`)
 //! is about places instead: it is anchored at that mount's root and matched against the whole
 //! path from there (`**` crosses directories). Since a place can be carried elsewhere, a move
@@ -181,15 +186,15 @@ pub(crate) struct NamePolicy {
 
 /// A cheap test that most names fail: the last name of each rule as a literal, a prefix or a
 /// suffix, else "anything" (then every name takes the glob sets). A listing asks it once per
-/// entry, so it must cost far less than a glob match.
+/// entry, so it must cost far less than a glob match. Like the rules, it ignores ASCII case.
 #[derive(Debug)]
 struct Prefilter {
-    literals: std::collections::HashSet<String>,
+    literals: Vec<String>,
     prefixes: Vec<String>,
     suffixes: Vec<String>,
     anything: bool,
-    /// The first bytes of the literals and prefixes, and the last bytes of the suffixes: a
-    /// name that starts and ends with none of them is settled by two table lookups.
+    /// The first bytes of the literals and prefixes, and the last bytes of the suffixes, in
+    /// both cases: a name that starts and ends with none of them is settled by two lookups.
     first: [bool; 256],
     last: [bool; 256],
 }
@@ -197,7 +202,7 @@ struct Prefilter {
 impl Default for Prefilter {
     fn default() -> Self {
         Self {
-            literals: std::collections::HashSet::new(),
+            literals: Vec::new(),
             prefixes: Vec::new(),
             suffixes: Vec::new(),
             anything: false,
@@ -207,18 +212,24 @@ impl Default for Prefilter {
     }
 }
 
+/// Marks `byte` in `table` in both ASCII cases.
+fn mark(table: &mut [bool; 256], byte: u8) {
+    table[usize::from(byte.to_ascii_lowercase())] = true;
+    table[usize::from(byte.to_ascii_uppercase())] = true;
+}
+
 impl Prefilter {
     fn add(&mut self, glob: &str) {
         let last = glob.rsplit('/').next().unwrap_or(glob);
         let wild = |text: &str| text.contains(['*', '?', '[', ']', '{', '}', '\\']);
         if !wild(last) {
-            self.first[usize::from(last.as_bytes()[0])] = true;
-            self.literals.insert(last.to_owned());
+            mark(&mut self.first, last.as_bytes()[0]);
+            self.literals.push(last.to_owned());
         } else if let Some(prefix) = last.strip_suffix('*').filter(|prefix| !wild(prefix) && !prefix.is_empty()) {
-            self.first[usize::from(prefix.as_bytes()[0])] = true;
+            mark(&mut self.first, prefix.as_bytes()[0]);
             self.prefixes.push(prefix.to_owned());
         } else if let Some(suffix) = last.strip_prefix('*').filter(|suffix| !wild(suffix) && !suffix.is_empty()) {
-            self.last[usize::from(suffix.as_bytes()[suffix.len() - 1])] = true;
+            mark(&mut self.last, suffix.as_bytes()[suffix.len() - 1]);
             self.suffixes.push(suffix.to_owned());
         } else {
             self.anything = true;
@@ -231,11 +242,18 @@ impl Prefilter {
         if !(self.anything || self.first[usize::from(first)] || self.last[usize::from(last)]) {
             return false;
         }
+        let folded = |text: &str, at: usize| {
+            bytes.get(at..at + text.len()).is_some_and(|part| part.eq_ignore_ascii_case(text.as_bytes()))
+        };
         self.anything
-            || (self.last[usize::from(last)] && self.suffixes.iter().any(|suffix| name.ends_with(suffix.as_str())))
+            || (self.last[usize::from(last)]
+                && self
+                    .suffixes
+                    .iter()
+                    .any(|suffix| bytes.len() >= suffix.len() && folded(suffix, bytes.len() - suffix.len())))
             || (self.first[usize::from(first)]
-                && (self.prefixes.iter().any(|prefix| name.starts_with(prefix.as_str()))
-                    || self.literals.contains(name)))
+                && (self.prefixes.iter().any(|prefix| folded(prefix, 0))
+                    || self.literals.iter().any(|literal| literal.len() == bytes.len() && folded(literal, 0))))
     }
 }
 
@@ -266,7 +284,11 @@ fn glob(text: &str) -> Result<globset::Glob, RuleError> {
     if names.len() > MAX_SPAN {
         return Err(fail("it spans more than 4 names"));
     }
-    GlobBuilder::new(text).literal_separator(true).build().map_err(|error| fail(&error.kind().to_string()))
+    GlobBuilder::new(text)
+        .literal_separator(true)
+        .case_insensitive(true)
+        .build()
+        .map_err(|error| fail(&error.kind().to_string()))
 }
 
 /// A mount-string rule's glob, matched against the whole path from the mount's root: `*`
@@ -289,6 +311,7 @@ pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
     let pattern = if is_glob(text) { text.to_owned() } else { globset::escape(text) };
     GlobBuilder::new(&pattern)
         .literal_separator(true)
+        .case_insensitive(true)
         .backslash_escape(false)
         .build()
         .map_err(|error| fail(&error.kind().to_string()))
@@ -463,6 +486,30 @@ mod tests {
         // Hidden beats read-only on one path.
         assert_eq!(judge(&policy, ".git/.env"), hidden("environment files", 2));
         assert_eq!(judge(&policy, ".gitignore"), None);
+    }
+
+    #[test]
+    fn rules_ignore_ascii_case() {
+        // On a case-insensitive disk `.ENV` opens `.env`: no spelling may reach it.
+        let policy = NamePolicy::new(NameRule::defaults()).unwrap();
+        let hidden = |class: &str, end: usize| Some((RuleEffect::Hidden, class.to_owned(), end));
+        assert_eq!(judge(&policy, ".ENV"), hidden("environment files", 1));
+        assert_eq!(judge(&policy, "app/.Env.Local"), hidden("environment files", 2));
+        assert_eq!(judge(&policy, "app/.ENV.EXAMPLE"), None);
+        assert_eq!(judge(&policy, "certs/SERVER.PEM"), hidden("private keys", 2));
+        assert_eq!(judge(&policy, "home/.SSH/config"), hidden("credentials", 2));
+        assert_eq!(judge(&policy, "keys/ID_RSA"), hidden("private keys", 2));
+        assert_eq!(judge(&policy, "keys/ID_RSA.PUB"), None);
+        assert_eq!(judge(&policy, "u/.Docker/Config.JSON"), hidden("credentials", 3));
+        assert_eq!(judge(&policy, ".GIT/hooks/x"), Some((RuleEffect::ReadOnly, "git metadata".to_owned(), 1)));
+        let placed = NamePolicy::new(vec![
+            NameRule::in_mount("secrets", RuleEffect::Hidden, "/p"),
+            NameRule::in_mount("docs/*.md", RuleEffect::ReadOnly, "/p"),
+        ])
+        .unwrap();
+        assert_eq!(judge(&placed, "Secrets/token.txt").map(|found| found.2), Some(1));
+        assert_eq!(judge(&placed, "DOCS/Guide.MD").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(judge(&placed, "docs/guide.mdx"), None);
     }
 
     #[test]

@@ -332,21 +332,35 @@ impl Mount {
     /// The rights at `rel` (relative, canonical): the longest matching override, else the
     /// mount's rights (`docs/design.md`, resolution rule 5). Returns the rights and the virtual scope they come
     /// from.
+    ///
+    /// Names are compared as written and again regardless of ASCII case, and the reading that
+    /// grants less wins: on a case-insensitive disk `VENDOR/lib.txt` is `vendor/lib.txt`, so
+    /// `;vendor:ro` must hold for it, while on a case-sensitive one a grant (`;out:rw`) never
+    /// reaches another directory that differs only in case.
     pub(crate) fn rights_at(&self, rel: &[String]) -> (Rights, String) {
+        let exact = self.longest_override(rel, |a, b| a == b);
+        let folded = self.longest_override(rel, str::eq_ignore_ascii_case);
+        let rights_of = |item: Option<&SubPathRights>| item.map_or(self.rights, SubPathRights::rights);
+        let best = if strength(rights_of(folded)) < strength(rights_of(exact)) { folded } else { exact };
+        match best {
+            Some(item) => (item.rights(), format!("{}/{}", self.root, item.path())),
+            None => (self.rights, self.root.as_str().to_owned()),
+        }
+    }
+
+    /// The longest override at or above `rel`, comparing names with `same`.
+    fn longest_override(&self, rel: &[String], same: impl Fn(&str, &str) -> bool) -> Option<&SubPathRights> {
         let mut best: Option<&SubPathRights> = None;
         for item in &self.overrides {
             let segments = item.segments();
             if rel.len() >= segments.len()
-                && rel[..segments.len()] == *segments
+                && segments.iter().zip(rel).all(|(segment, name)| same(segment, name))
                 && best.is_none_or(|current| current.segments().len() < segments.len())
             {
                 best = Some(item);
             }
         }
-        match best {
-            Some(item) => (item.rights(), format!("{}/{}", self.root, item.path())),
-            None => (self.rights, self.root.as_str().to_owned()),
-        }
+        best
     }
 
     /// The first override strictly below `rel` whose rights do not grant `access`: a move or
@@ -355,7 +369,10 @@ impl Mount {
     pub(crate) fn weaker_override_below(&self, rel: &[String], access: Access) -> Option<&SubPathRights> {
         self.overrides.iter().find(|item| {
             let segments = item.segments();
-            segments.len() > rel.len() && segments[..rel.len()] == *rel && !item.rights().allows(access)
+            // Regardless of case, as `rights_at` reads a protection.
+            segments.len() > rel.len()
+                && segments.iter().zip(rel).all(|(segment, name)| segment.eq_ignore_ascii_case(name))
+                && !item.rights().allows(access)
         })
     }
 }
@@ -435,6 +452,12 @@ impl MountTable for View<'_> {
 
     fn single(&self) -> bool {
         self.registry.mounts.len() == 1
+    }
+
+    fn hides(&self, mount: usize, rel: &[String]) -> bool {
+        self.registry
+            .rules_for(self.caller, mount)
+            .is_some_and(|rules| matches!(rules.judge(rel), Some((RuleEffect::Hidden, _, _))))
     }
 }
 
@@ -849,6 +872,15 @@ impl MountRegistry {
     #[must_use]
     pub fn limits(&self) -> Limits {
         self.inner.limits
+    }
+}
+
+/// How much `rights` grant, for choosing the reading that grants less.
+fn strength(rights: Rights) -> u8 {
+    match rights {
+        Rights::ReadOnly => 0,
+        Rights::ReadWriteNoDelete => 1,
+        Rights::ReadWrite => 2,
     }
 }
 

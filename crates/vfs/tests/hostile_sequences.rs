@@ -52,6 +52,38 @@ fn a_read_only_sub_path_cannot_be_moved_away_edited_and_moved_back() {
 }
 
 #[test]
+fn a_protection_holds_in_any_case_and_a_grant_only_as_written() {
+    // On a case-insensitive disk `dir/VENDOR` is `dir/vendor`: the override must hold for
+    // every spelling. This disk is case-sensitive, so the writes would create new
+    // directories; they are refused all the same, and nothing is created.
+    let (fixture, registry) = overrides();
+    let agent = registry.agent();
+    for path in ["/ov/dir/VENDOR/lib.txt", "/ov/DIR/Vendor/lib.txt"] {
+        assert_eq!(
+            agent.write(path, "pwned", &OVERWRITE).unwrap_err().to_string(),
+            format!("cannot write `{path}`: `/ov/dir/vendor` is mounted ro; mounts that grant write: `/ov` (rw)")
+        );
+    }
+    assert!(!fixture.path("ov/dir/VENDOR").exists() && !fixture.path("ov/DIR").exists());
+    fixture.file("ov/DIR/vendor/x.txt", "x\n");
+    assert_eq!(
+        agent.move_path("/ov/DIR", "/ov/elsewhere", false, None).unwrap_err().to_string(),
+        "cannot move `/ov/DIR`: `/ov/dir/vendor` inside it is mounted ro, which does not grant delete"
+    );
+    // A sub-path that grants more grants it only to the name as written.
+    fixture.file("ro/out/a.txt", "a\n");
+    fixture.file("ro/OUT/a.txt", "a\n");
+    let text = format!("{}:/ro:ro;out:rw", fixture.path("ro").display());
+    let registry = MountRegistry::builder().mount(spec(&text)).build().unwrap();
+    let agent = registry.agent();
+    agent.write("/ro/out/a.txt", "changed\n", &OVERWRITE).unwrap();
+    assert_eq!(
+        agent.write("/ro/OUT/a.txt", "changed\n", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/ro/OUT/a.txt`: `/ro` is mounted ro; mounts that grant write: `/ro/out` (rw)"
+    );
+}
+
+#[test]
 fn a_staged_directory_cannot_be_moved_onto_a_read_only_sub_path() {
     let (fixture, registry) = overrides();
     let agent = registry.agent();

@@ -396,10 +396,22 @@ fn mount_string_rules_hold_on_a_local_tree() {
     fixture.symlink("../top.key", "p/src/key-link");
     let registry = places_registry(&fixture.path("p").display().to_string());
     let agent = registry.agent();
-    for spelled in ["/p/src/secrets-link/token.txt", "/p/src/key-link"] {
+    // Through a link, the hidden directory answers before its content could: a file in it
+    // taken for a directory, a name missing from it, and a name there all read "does not exist".
+    for spelled in [
+        "/p/src/secrets-link/token.txt",
+        "/p/src/key-link",
+        "/p/src/secrets-link/token.txt/x",
+        "/p/src/secrets-link/nothing/x",
+    ] {
         let error = agent.read_text(spelled, &ReadWindow::default()).unwrap_err();
         assert_eq!((error.kind(), error.to_string()), (ErrorKind::NotFound, missing(spelled)));
     }
+    let error = agent.write("/p/src/secrets-link/new.txt", "x", &OVERWRITE).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot create `/p/src/secrets-link/new.txt`: names like this are hidden (names the operator hides)"
+    );
     std::fs::remove_file(fixture.path("p/src/secrets-link")).unwrap();
     std::fs::remove_file(fixture.path("p/src/key-link")).unwrap();
     places_stay_protected(&agent);
@@ -486,4 +498,89 @@ fn a_rule_spanning_a_directory_name_does_not_move_out_of_it() {
     let path = "/p/v/.docker/config.json";
     assert_eq!(agent.read_text(path, &ReadWindow::default()).unwrap_err().to_string(), missing(path));
     assert_eq!(fixture.read("p/v/.docker/config.json"), SECRET);
+}
+
+#[test]
+fn get_file_info_never_opens_a_hidden_file() {
+    let fixture = Fixture::new();
+    fixture.file("p/readme.txt", "hi\n");
+    let fifo = fixture.path("p/feed.key");
+    rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+        .unwrap();
+    let registry = registry(&format!("{}:/p:rw", fixture.path("p").display()));
+    // A FIFO would answer "not supported" if the fast path looked at it before the rules.
+    let error = registry.agent().info("/p/feed.key").unwrap_err();
+    assert_eq!((error.kind(), error.to_string()), (ErrorKind::NotFound, missing("/p/feed.key")));
+}
+
+#[test]
+fn grep_never_reads_a_hidden_gitignore() {
+    let fixture = Fixture::new();
+    fixture.file("p/.gitignore", "skipped.txt\n");
+    fixture.file("p/kept.txt", "needle\n");
+    fixture.file("p/skipped.txt", "needle\n");
+    fixture.file("p/sub/.gitignore", "kept.txt\n");
+    fixture.file("p/sub/kept.txt", "needle\n");
+    let location = fixture.path("p").display().to_string();
+    let request = GrepRequest { pattern: "needle".to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let searched = |spec: String| {
+        let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build().unwrap();
+        let grep = registry.agent().grep(&request).unwrap();
+        (grep.matches, grep.files_searched)
+    };
+    // Visible, both `.gitignore` files are honoured; hidden, neither is opened, so what they
+    // say cannot show in what grep searched.
+    assert_eq!(searched(format!("{location}:/p:rw")), (1, 3));
+    assert_eq!(searched(format!("{location}:/p:rw;**/.gitignore:hidden")), (3, 3));
+    assert_eq!(searched(format!("{location}:/p:rw;sub/.gitignore:hidden")), (2, 3));
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn a_delete_too_large_to_check_is_refused_on_object_storage() {
+    let location = format!("memory://cut-{}", std::process::id());
+    let seeding = MountRegistry::builder().mount(format!("{location}:/p:rw").parse().unwrap()).build().unwrap();
+    let mut limits = vfs::Limits::default();
+    limits.entries = 2;
+    let seed = |relative: &str| {
+        seeding.agent().write(&format!("/p/{relative}"), SECRET, &WriteOptions::default()).unwrap();
+    };
+    // `-` sorts before `.`: a walk cut after 16 objects never reaches `.env`.
+    for index in 0..20 {
+        seed(&format!("app/-{index:02}"));
+    }
+    seed("app/.env");
+    for index in 0..20 {
+        seed(&format!("small/{index:02}"));
+    }
+    let registry = MountRegistry::builder()
+        .mount(format!("{location}:/p:rw").parse().unwrap())
+        .name_rules(NameRule::defaults())
+        .limits(limits)
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    assert_eq!(
+        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/app`: it holds more than 16 entries, too many to check for protected names; \
+         delete what it holds in smaller parts first"
+    );
+    assert_eq!(seeding.agent().read_text("/p/app/.env", &ReadWindow::default()).unwrap().content, SECRET);
+    // Deleting part of it is allowed, and then the whole can be checked (and is refused for
+    // what it holds).
+    for index in 0..10 {
+        agent.delete(&format!("/p/app/-{index:02}"), false, None).unwrap();
+    }
+    assert_eq!(
+        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/app`: it holds environment files inside, which are hidden from you"
+    );
+    // A tree past the bound is refused whatever it holds; without rules there is nothing to
+    // check, and the bound does not stand in the way.
+    assert_eq!(
+        agent.delete("/p/small", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/small`: it holds more than 16 entries, too many to check for protected names; \
+         delete what it holds in smaller parts first"
+    );
+    seeding.agent().delete("/p/small", true, None).unwrap();
 }

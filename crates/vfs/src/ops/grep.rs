@@ -14,6 +14,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use super::Context;
 use crate::error::Error;
 use crate::path::VirtualPath;
+use crate::policy::RuleEffect;
 use crate::spec::Access;
 use crate::storage::local::descriptor_budget;
 use crate::storage::{Backend, Flow, Kind, Located, Node, Walked};
@@ -443,8 +444,20 @@ impl Context<'_> {
         batch: &mut Batch<'_>,
     ) -> Result<Walked, Error> {
         let store = self.store(root.mount);
+        // A `.gitignore` the rules hide is never opened: its patterns would tell in
+        // `files_searched` what it says.
+        let rules = self.registry.rules_for(self.caller, root.mount);
+        let hidden = |directory: &str| {
+            rules.is_some_and(|rules| {
+                let relative =
+                    if directory.is_empty() { ".gitignore".to_owned() } else { format!("{directory}/.gitignore") };
+                matches!(rules.entry(&root.rel, &relative), Some((RuleEffect::Hidden, _)))
+            })
+        };
         let mut ignores = IgnoreStack { levels: Vec::new() };
-        Self::load_gitignore(store, &root.node, path, 0, &mut ignores);
+        if !hidden("") {
+            Self::load_gitignore(store, &root.node, path, 0, &mut ignores);
+        }
         let mut visited = 0usize;
         self.walk_located(root, path, self.registry.limits.depth, &mut |visit| {
             while ignores.levels.last().is_some_and(|(depth, _)| *depth >= visit.depth) {
@@ -455,7 +468,9 @@ impl Context<'_> {
                     if visit.name == ".git" || ignores.ignored(visit.path, true) {
                         return Flow::SkipDirectory;
                     }
-                    Self::load_gitignore(store, visit.node, visit.path, visit.depth, &mut ignores);
+                    if !hidden(visit.relative) {
+                        Self::load_gitignore(store, visit.node, visit.path, visit.depth, &mut ignores);
+                    }
                     Flow::Continue
                 }
                 Kind::File => {

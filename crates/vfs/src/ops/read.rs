@@ -236,6 +236,9 @@ impl Context<'_> {
     pub(crate) fn info(&self, input: &str) -> Result<FileInfo, Error> {
         let path = Self::parse(input)?;
         let (mount, components) = self.registry.route(self.caller, &path)?;
+        // A hidden name is missing before the fast path opens it: neither its kind nor the
+        // time its hash takes may answer for it.
+        self.registry.check_names(self.caller, mount, &components, Access::Read, &path)?;
         match self.store(mount).info_fast(&self.table(), &components, &path) {
             Some(Ok((stat, version))) => {
                 let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();

@@ -345,22 +345,35 @@ impl Context<'_> {
             Some(stat) if stat.kind != Kind::Directory => return Err(Error::not_a_directory(path)),
             Some(_) => {}
         }
+        let Some(rules) = self.registry.rules_for(self.caller, located.mount) else {
+            return self.store_walk(located, path, max_depth, visit);
+        };
+        // Hidden names are left out, and a hidden directory is never opened.
+        self.store_walk(located, path, max_depth, &mut |entry| match rules.entry(&located.rel, entry.relative) {
+            Some((RuleEffect::Hidden, _)) => Flow::SkipDirectory,
+            _ => visit(entry),
+        })
+    }
+
+    /// The store's own walk of the directory at `located`, as deep as `max_depth`, within this
+    /// call's deadline and listing bound; it knows the mount table, so nested roots are not
+    /// walked twice.
+    fn store_walk(
+        &self,
+        located: &Located,
+        path: &VirtualPath,
+        max_depth: usize,
+        visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
+    ) -> Result<Walked, Error> {
         let from = WalkFrom {
             table: &self.table(),
             mount: located.mount,
             path,
             max_depth,
-            listing_bound: self.registry.limits.entries.saturating_mul(8),
+            listing_bound: self.listing_bound(),
             deadline: &self.deadline,
         };
-        let Some(rules) = self.registry.rules_for(self.caller, located.mount) else {
-            return store.walk(&from, &located.node, visit);
-        };
-        // Hidden names are left out, and a hidden directory is never opened.
-        store.walk(&from, &located.node, &mut |entry| match rules.entry(&located.rel, entry.relative) {
-            Some((RuleEffect::Hidden, _)) => Flow::SkipDirectory,
-            _ => visit(entry),
-        })
+        self.store(located.mount).walk(&from, &located.node, visit)
     }
 
     /// The first protection inside the directory at `from` that would not hold once it is
@@ -381,16 +394,8 @@ impl Context<'_> {
             return Ok(None);
         }
         let there = self.registry.rules_for(self.caller, to.mount);
-        let from_walk = WalkFrom {
-            table: &self.table(),
-            mount: from.mount,
-            path,
-            max_depth,
-            listing_bound: self.registry.limits.entries.saturating_mul(8),
-            deadline: &self.deadline,
-        };
         let mut lost = None;
-        self.store(from.mount).walk(&from_walk, &from.node, &mut |entry| {
+        let walked = self.store_walk(from, path, max_depth, &mut |entry| {
             let Some((effect, class)) = rules.entry(&from.rel, entry.relative) else { return Flow::Continue };
             let mut moved: Vec<&str> = to.rel.iter().map(String::as_str).collect();
             moved.extend(entry.relative.split('/'));
@@ -404,6 +409,10 @@ impl Context<'_> {
                 }
             }
         })?;
+        if lost.is_none() && !walked.completed {
+            // The store's listing bound cut the walk: what it did not see may be protected.
+            return Err(Error::too_many_to_check("move", path, self.listing_bound()));
+        }
         Ok(lost)
     }
 
@@ -417,24 +426,24 @@ impl Context<'_> {
         let Some(rules) = self.registry.rules_for(self.caller, located.mount) else {
             return Ok(None);
         };
-        let store = self.store(located.mount);
-        let from = WalkFrom {
-            table: &self.table(),
-            mount: located.mount,
-            path,
-            max_depth: usize::MAX,
-            listing_bound: self.registry.limits.entries.saturating_mul(8),
-            deadline: &self.deadline,
-        };
         let mut found = None;
-        store.walk(&from, &located.node, &mut |entry| match rules.entry(&located.rel, entry.relative) {
-            Some((effect, class)) => {
-                found = Some((effect, class.to_owned()));
-                Flow::Stop
-            }
-            None => Flow::Continue,
-        })?;
+        let walked =
+            self.store_walk(located, path, usize::MAX, &mut |entry| match rules.entry(&located.rel, entry.relative) {
+                Some((effect, class)) => {
+                    found = Some((effect, class.to_owned()));
+                    Flow::Stop
+                }
+                None => Flow::Continue,
+            })?;
+        if found.is_none() && !walked.completed {
+            return Err(Error::too_many_to_check("delete", path, self.listing_bound()));
+        }
         Ok(found)
+    }
+
+    /// Most entries a store that lists whole trees at once fetches for one walk.
+    fn listing_bound(&self) -> usize {
+        self.registry.limits.entries.saturating_mul(8)
     }
 
     /// Agent-facing roots strictly below `path`, as the next segment under it.

@@ -143,6 +143,10 @@ pub(crate) trait MountTable {
     fn any_root_inode(&self, inode: u64) -> bool;
     /// True when the table holds one mount: nothing can nest, and resolution may skip the check.
     fn single(&self) -> bool;
+    /// True when a name rule hides the place at `rel` in mount `mount` from the caller. The
+    /// path as written is judged before resolution; resolution asks again once a link has
+    /// made the canonical path differ from it, before any answer could tell what is inside.
+    fn hides(&self, mount: usize, rel: &[String]) -> bool;
 }
 
 /// Asked before resolution creates a missing directory: the effective mount and the

@@ -193,7 +193,18 @@ impl Walker<'_> {
                 self.mount = inner;
                 self.rel.clear();
             }
-            Nesting::Same => self.rel.push(name),
+            Nesting::Same => {
+                self.rel.push(name);
+                // After a link the canonical path is no longer the one judged before
+                // resolution: a hidden directory reached through one is missing before its
+                // content could answer anything ("not a directory", "does not exist").
+                if self.links > 0 && self.table.hides(self.mount, &self.rel) {
+                    if let Some(gate) = self.options.create_parents {
+                        gate(self.mount, &self.rel)?;
+                    }
+                    return Err(Error::not_found(self.path));
+                }
+            }
         }
         self.current = Arc::new(directory);
         Ok(Step::Next)
