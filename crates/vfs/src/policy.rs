@@ -377,11 +377,13 @@ impl NamePolicy {
     }
 
     /// What the rules say of the entry at `within` (its path inside a walk or a listing, one or
-    /// more names) below `parent` (the names from the mount's root to the walk's start),
-    /// looking only at the runs of names that end at it (its ancestors were judged on the way).
-    pub(crate) fn entry<S: AsRef<str>>(&self, parent: &[S], within: &str) -> Option<(RuleEffect, &str)> {
-        let start = within.as_bytes().iter().rposition(|&byte| byte == b'/').map_or(0, |slash| slash + 1);
-        if !self.could.could_match(&within[start..]) {
+    /// more names, the last of them `name`) below `parent` (the names from the mount's root to
+    /// the walk's start), looking only at the runs of names that end at it (its ancestors were
+    /// judged on the way). The walk already holds `name`: finding it again in `within` would
+    /// cost a listing more than the prefilter does.
+    pub(crate) fn entry<S: AsRef<str>>(&self, parent: &[S], within: &str, name: &str) -> Option<(RuleEffect, &str)> {
+        debug_assert!(within.ends_with(name), "`{name}` is the last name of `{within}`");
+        if !self.could.could_match(name) {
             return None;
         }
         let mut names: Vec<&str> = parent.iter().map(AsRef::as_ref).collect();
@@ -557,8 +559,8 @@ mod tests {
         assert_eq!(judge(&policy, "other/docs/guide.md"), None);
         assert_eq!(policy.move_depth(), usize::MAX);
         // A walk judges an entry by its path from the mount root.
-        assert_eq!(policy.entry(&["docs"], "guide.md").map(|found| found.0), Some(RuleEffect::ReadOnly));
-        assert_eq!(policy.entry(&["other"], "docs/guide.md"), None);
+        assert_eq!(policy.entry(&["docs"], "guide.md", "guide.md").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(policy.entry(&["other"], "docs/guide.md", "guide.md"), None);
     }
 
     #[test]

@@ -451,7 +451,7 @@ impl Context<'_> {
             rules.is_some_and(|rules| {
                 let relative =
                     if directory.is_empty() { ".gitignore".to_owned() } else { format!("{directory}/.gitignore") };
-                matches!(rules.entry(&root.rel, &relative), Some((RuleEffect::Hidden, _)))
+                matches!(rules.entry(&root.rel, &relative, ".gitignore"), Some((RuleEffect::Hidden, _)))
             })
         };
         let mut ignores = IgnoreStack { levels: Vec::new() };

@@ -349,7 +349,11 @@ impl Context<'_> {
             return self.store_walk(located, path, max_depth, visit);
         };
         // Hidden names are left out, and a hidden directory is never opened.
-        self.store_walk(located, path, max_depth, &mut |entry| match rules.entry(&located.rel, entry.relative) {
+        self.store_walk(located, path, max_depth, &mut |entry| match rules.entry(
+            &located.rel,
+            entry.relative,
+            entry.name,
+        ) {
             Some((RuleEffect::Hidden, _)) => Flow::SkipDirectory,
             _ => visit(entry),
         })
@@ -396,7 +400,9 @@ impl Context<'_> {
         let there = self.registry.rules_for(self.caller, to.mount);
         let mut lost = None;
         let walked = self.store_walk(from, path, max_depth, &mut |entry| {
-            let Some((effect, class)) = rules.entry(&from.rel, entry.relative) else { return Flow::Continue };
+            let Some((effect, class)) = rules.entry(&from.rel, entry.relative, entry.name) else {
+                return Flow::Continue;
+            };
             let mut moved: Vec<&str> = to.rel.iter().map(String::as_str).collect();
             moved.extend(entry.relative.split('/'));
             let kept = there.and_then(|there| there.judge(&moved)).map(|(effect, _, _)| effect);
@@ -427,14 +433,17 @@ impl Context<'_> {
             return Ok(None);
         };
         let mut found = None;
-        let walked =
-            self.store_walk(located, path, usize::MAX, &mut |entry| match rules.entry(&located.rel, entry.relative) {
-                Some((effect, class)) => {
-                    found = Some((effect, class.to_owned()));
-                    Flow::Stop
-                }
-                None => Flow::Continue,
-            })?;
+        let walked = self.store_walk(located, path, usize::MAX, &mut |entry| match rules.entry(
+            &located.rel,
+            entry.relative,
+            entry.name,
+        ) {
+            Some((effect, class)) => {
+                found = Some((effect, class.to_owned()));
+                Flow::Stop
+            }
+            None => Flow::Continue,
+        })?;
         if found.is_none() && !walked.completed {
             return Err(Error::too_many_to_check("delete", path, self.listing_bound()));
         }
@@ -513,7 +522,7 @@ impl Context<'_> {
                 let rules = self.registry.rules_for(self.caller, located.mount);
                 for entry in store.list(&self.table(), located.mount, &located.node, &path)? {
                     let hidden = rules.is_some_and(|rules| {
-                        matches!(rules.entry(&located.rel, &entry.name), Some((RuleEffect::Hidden, _)))
+                        matches!(rules.entry(&located.rel, &entry.name, &entry.name), Some((RuleEffect::Hidden, _)))
                     });
                     if !hidden {
                         entries.insert(entry.name, EntryKind::from_kind(entry.kind));
