@@ -274,6 +274,19 @@ fn glob(text: &str) -> Result<globset::Glob, RuleError> {
         return Err(fail("it is longer than 1024 bytes"));
     }
     let text = text.strip_prefix("**/").unwrap_or(text);
+    // A rule is judged on runs of as many names as it has parts, so an alternative may not
+    // change the count: `{a/b,c}` would never hide a bare `c`.
+    let mut depth = 0usize;
+    for character in text.chars() {
+        match character {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            '/' if depth > 0 => {
+                return Err(fail("a `{…}` alternative cannot hold a `/`; write one rule for each alternative"));
+            }
+            _ => {}
+        }
+    }
     if text.starts_with('/') || text.ends_with('/') {
         return Err(fail("a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"));
     }
@@ -527,6 +540,7 @@ mod tests {
             ("a/../b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
             ("a/**/b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
             ("a/b/c/d/e", "it spans more than 4 names"),
+            ("{a/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
         ] {
             let error = NamePolicy::new(vec![NameRule::hide(glob, "--hide")]).unwrap_err();
             assert_eq!(error.reason, reason, "{glob}");

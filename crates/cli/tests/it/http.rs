@@ -298,6 +298,36 @@ impl<'a> Session<'a> {
     }
 }
 
+#[test]
+fn each_http_session_keeps_its_own_reads_before_edits() {
+    let test = TestDir::new();
+    test.file("out/a.txt", "one\n");
+    let daemon = Daemon::start(&test, &["--mount", "out:/output:rw"], Some(TOKEN));
+    let (first, second) = (Session::open(&daemon, "/mcp", TOKEN), Session::open(&daemon, "/mcp", TOKEN));
+    let path = serde_json::json!({"path": "/output/a.txt"});
+    let edit = |to: &str, from: &str| serde_json::json!({"path": "/output/a.txt", "edits": [{"oldText": from, "newText": to}]});
+    assert_eq!(first.call("read_text_file", &path), ("one\n".to_owned(), false));
+    // The first session's read is not the second's.
+    assert_eq!(
+        second.call("edit_file", &edit("two", "one")),
+        (
+            "read `/output/a.txt` first (you have not read it in this session); read it whole, or pass the \
+             `expectedVersion` that `get_file_info` reports"
+                .to_owned(),
+            true
+        )
+    );
+    assert!(!first.call("edit_file", &edit("two", "one")).1);
+    assert_eq!(second.call("read_text_file", &path), ("two\n".to_owned(), false));
+    assert!(!second.call("edit_file", &edit("three", "two")).1);
+    // The second session's edit is a change behind the first one's back.
+    assert_eq!(
+        first.call("edit_file", &edit("four", "three")),
+        ("read `/output/a.txt` first (it changed since you read it)".to_owned(), true)
+    );
+    assert_eq!(std::fs::read_to_string(test.path().join("out/a.txt")).unwrap(), "three\n");
+}
+
 const REVIEW_TOKEN: &str = "review-token-0123456789";
 const BUILD_TOKEN: &str = "build-token-0123456789";
 
