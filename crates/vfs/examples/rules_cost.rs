@@ -13,7 +13,7 @@
 //! ```
 //!
 //! and the same with 0 calls, to subtract the set-up.
-#![expect(clippy::disallowed_methods, reason = "an example builds its fixture on disk")]
+#![expect(clippy::disallowed_methods, reason = "fixture: an example builds its tree on disk")]
 #![expect(clippy::print_stdout, reason = "an example prints its findings")]
 
 use std::time::{Duration, Instant};
