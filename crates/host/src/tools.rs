@@ -1082,10 +1082,42 @@ fn run_get_file_info(tools: &ToolService, agent: &AgentAccessor, arguments: &Val
 
 fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: MoveFileArgs = parse(arguments)?;
-    let moved = agent.move_path(&args.source, &args.destination, args.overwrite, args.expected_version.as_deref());
-    if let (Ok(outcome), Some(seen)) = (&moved, &tools.seen) {
-        seen.forget(&outcome.destination);
-        seen.moved(&outcome.source, &outcome.destination);
+    let expected = args.expected_version.as_deref();
+    // Read before replace: a move onto an existing file replaces it, as an overwrite does.
+    // The version the session saw guards the destination; never seen, the move may only
+    // create.
+    let mut guard = None;
+    let moved = match (&tools.seen, vfs::VirtualPath::new(&args.destination)) {
+        (Some(seen), Ok(destination)) if args.overwrite => {
+            if let Some(version) = seen.version(&destination) {
+                guard = Some((destination, session::Unread::Changed));
+                agent.move_path_replacing(&args.source, &args.destination, expected, &version)
+            } else {
+                guard = Some((destination, session::Unread::Never));
+                agent.move_path(&args.source, &args.destination, false, expected)
+            }
+        }
+        _ => agent.move_path(&args.source, &args.destination, args.overwrite, expected),
+    };
+    match (&moved, guard) {
+        (Ok(outcome), _) => {
+            if let Some(seen) = &tools.seen {
+                seen.forget(&outcome.destination);
+                seen.moved(&outcome.source, &outcome.destination);
+            }
+        }
+        // Only the destination's answer: a version mismatch of the source is the agent's own
+        // `expectedVersion`, and an existing directory is not replaced anyway.
+        (Err(error), Some((path, why))) if refused_as(error, why) && error.path() == Some(&path) => {
+            let directory =
+                why == session::Unread::Never && agent.info(path.as_str()).is_ok_and(|info| info.kind == "directory");
+            if !directory {
+                return Ok(tools.unread(&path, why));
+            }
+            let moved = agent.move_path(&args.source, &args.destination, true, expected);
+            return Ok(tools.finish(moved, vfs::MoveOutcome::agent_text));
+        }
+        _ => {}
     }
     Ok(tools.finish(moved, vfs::MoveOutcome::agent_text))
 }

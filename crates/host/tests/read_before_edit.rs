@@ -25,7 +25,8 @@ enum Step {
     Edit(usize),
     /// `write_file` with `overwrite: true`.
     Overwrite(usize, u8),
-    /// `move_file` of one file onto the other's name, `overwrite: true`.
+    /// `move_file` of one file onto the other's name, `overwrite: true`: it replaces the other
+    /// file, so that one must have been seen.
     Move(usize),
     /// `delete_file`.
     Delete(usize),
@@ -119,6 +120,15 @@ impl Model {
             }
             Step::Move(index) => {
                 let other = 1 - index;
+                if !self.content.contains_key(&index) {
+                    return Some(Expected::Refused(Self::missing(index)));
+                }
+                // Replacing the other file is an overwrite of it: it must have been seen.
+                if let Some(there) = self.content.get(&other)
+                    && self.seen.get(&other) != Some(there)
+                {
+                    return Some(Expected::Refused(self.unread(other)));
+                }
                 Some(match self.content.remove(&index) {
                     Some(content) => {
                         self.content.insert(other, content);
@@ -228,4 +238,44 @@ fn read_edit_edit_change_refused_read_edit() {
         model.apply(&Edit(0)),
         Some(Expected::Refused("read `/w/a.txt` first (it changed since you read it)".to_owned()))
     );
+}
+
+/// A move onto an existing file replaces it: the file must have been read, as for an
+/// overwrite. Found by an attack review: a created file moved onto an unread one replaced it.
+#[test]
+fn a_move_replaces_only_a_file_the_session_has_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("a.txt"), "theirs\n").unwrap();
+    let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
+    let tools = ToolService::new(MountRegistry::builder().mount(spec).build().unwrap(), None);
+    let call = |name: &str, arguments: Value| {
+        let output = tools.call(name, arguments.as_object().cloned()).unwrap();
+        (output.text, output.is_error)
+    };
+    let onto = |destination: &str| json!({ "source": "/w/new.txt", "destination": destination, "overwrite": true });
+    assert!(!call("write_file", json!({ "path": "/w/new.txt", "content": "mine\n" })).1);
+    assert_eq!(
+        call("move_file", onto("/w/a.txt")),
+        (
+            "read `/w/a.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports".to_owned(),
+            true
+        )
+    );
+    assert!(!call("read_text_file", json!({ "path": "/w/a.txt" })).1);
+    std::fs::write(root.join("a.txt"), "changed behind\n").unwrap();
+    assert_eq!(
+        call("move_file", onto("/w/a.txt")),
+        ("read `/w/a.txt` first (it changed since you read it)".to_owned(), true)
+    );
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "changed behind\n");
+    // A directory is not replaced whatever was read, and says so.
+    assert_eq!(call("move_file", onto("/w/d")), ("cannot replace directory `/w/d`; delete it first".to_owned(), true));
+    assert!(!call("read_text_file", json!({ "path": "/w/a.txt" })).1);
+    assert!(!call("move_file", onto("/w/a.txt")).1);
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "mine\n");
+    // The moved file counts as seen at its new name: it can be edited at once.
+    let edit = json!({ "path": "/w/a.txt", "edits": [{ "oldText": "mine", "newText": "ours" }] });
+    assert!(!call("edit_file", edit).1);
 }

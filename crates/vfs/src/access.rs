@@ -145,7 +145,24 @@ impl AgentAccessor {
         overwrite: bool,
         expected_version: Option<&str>,
     ) -> Result<MoveOutcome, Error> {
-        self.run("move_file", source, |context| context.move_path(source, destination, overwrite, expected_version))
+        self.run("move_file", source, |context| {
+            context.move_path(source, destination, overwrite, expected_version, None)
+        })
+    }
+
+    /// Moves a file onto `destination`, replacing what is there only if it is the file at
+    /// version `replacing` (what a session read before it may replace it); a destination that
+    /// is not there is simply created. Any other version there is a version mismatch.
+    pub fn move_path_replacing(
+        &self,
+        source: &str,
+        destination: &str,
+        expected_version: Option<&str>,
+        replacing: &str,
+    ) -> Result<MoveOutcome, Error> {
+        self.run("move_file", source, |context| {
+            context.move_path(source, destination, true, expected_version, Some(replacing))
+        })
     }
 
     /// Deletes a file, a link, or (with `recursive`) a directory tree.

@@ -265,7 +265,9 @@ pub(crate) fn is_glob(text: &str) -> bool {
     text.contains(['*', '?', '[', '{'])
 }
 
-fn glob(text: &str) -> Result<globset::Glob, RuleError> {
+/// A name rule's glob; `fold` makes it ignore ASCII case (rules do; their exceptions do not,
+/// so that `.ENV.EXAMPLE` next to `.env.example` on a case-sensitive disk stays hidden).
+fn glob(text: &str, fold: bool) -> Result<globset::Glob, RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
         return Err(fail("it is empty"));
@@ -276,16 +278,8 @@ fn glob(text: &str) -> Result<globset::Glob, RuleError> {
     let text = text.strip_prefix("**/").unwrap_or(text);
     // A rule is judged on runs of as many names as it has parts, so an alternative may not
     // change the count: `{a/b,c}` would never hide a bare `c`.
-    let mut depth = 0usize;
-    for character in text.chars() {
-        match character {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            '/' if depth > 0 => {
-                return Err(fail("a `{…}` alternative cannot hold a `/`; write one rule for each alternative"));
-            }
-            _ => {}
-        }
+    if slash_in_alternative(text) {
+        return Err(fail("a `{…}` alternative cannot hold a `/`; write one rule for each alternative"));
     }
     if text.starts_with('/') || text.ends_with('/') {
         return Err(fail("a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"));
@@ -299,9 +293,42 @@ fn glob(text: &str) -> Result<globset::Glob, RuleError> {
     }
     GlobBuilder::new(text)
         .literal_separator(true)
-        .case_insensitive(true)
+        .case_insensitive(fold)
         .build()
         .map_err(|error| fail(&error.kind().to_string()))
+}
+
+/// True when a `/` stands inside a `{…}` group of `text`, read as globset reads it: a `[…]`
+/// class is one character whatever it holds (a `]` first in it, or after `!` or `^`, is
+/// part of it), and `\\` escapes the next character.
+fn slash_in_alternative(text: &str) -> bool {
+    let mut depth = 0usize;
+    let mut characters = text.chars().peekable();
+    while let Some(character) = characters.next() {
+        match character {
+            '\\' => {
+                characters.next();
+            }
+            '[' => {
+                if characters.peek().is_some_and(|next| matches!(next, '!' | '^')) {
+                    characters.next();
+                }
+                if characters.peek() == Some(&']') {
+                    characters.next();
+                }
+                for inside in characters.by_ref() {
+                    if inside == ']' {
+                        break;
+                    }
+                }
+            }
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            '/' if depth > 0 => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// A mount-string rule's glob, matched against the whole path from the mount's root: `*`
@@ -348,7 +375,7 @@ impl NamePolicy {
             } else {
                 let mut set = GlobSetBuilder::new();
                 for text in &rule.except {
-                    set.add(glob(text)?);
+                    set.add(glob(text, false)?);
                 }
                 Some(build_set(&set, &rule.glob)?)
             };
@@ -359,7 +386,7 @@ impl NamePolicy {
                 could.add(&rule.glob);
                 continue;
             }
-            let matcher = glob(&rule.glob)?;
+            let matcher = glob(&rule.glob, true)?;
             let text = rule.glob.strip_prefix("**/").unwrap_or(&rule.glob);
             could.add(text);
             let span = text.split('/').count();
@@ -510,11 +537,14 @@ mod tests {
         let hidden = |class: &str, end: usize| Some((RuleEffect::Hidden, class.to_owned(), end));
         assert_eq!(judge(&policy, ".ENV"), hidden("environment files", 1));
         assert_eq!(judge(&policy, "app/.Env.Local"), hidden("environment files", 2));
-        assert_eq!(judge(&policy, "app/.ENV.EXAMPLE"), None);
+        // Exceptions do not fold: on a case-sensitive disk `.ENV.EXAMPLE` is not the template.
+        assert_eq!(judge(&policy, "app/.ENV.EXAMPLE"), hidden("environment files", 2));
+        assert_eq!(judge(&policy, "app/.env.example"), None);
         assert_eq!(judge(&policy, "certs/SERVER.PEM"), hidden("private keys", 2));
         assert_eq!(judge(&policy, "home/.SSH/config"), hidden("credentials", 2));
         assert_eq!(judge(&policy, "keys/ID_RSA"), hidden("private keys", 2));
-        assert_eq!(judge(&policy, "keys/ID_RSA.PUB"), None);
+        assert_eq!(judge(&policy, "keys/ID_RSA.PUB"), hidden("private keys", 2));
+        assert_eq!(judge(&policy, "keys/ID_RSA.pub"), None);
         assert_eq!(judge(&policy, "u/.Docker/Config.JSON"), hidden("credentials", 3));
         assert_eq!(judge(&policy, ".GIT/hooks/x"), Some((RuleEffect::ReadOnly, "git metadata".to_owned(), 1)));
         let placed = NamePolicy::new(vec![
@@ -541,11 +571,17 @@ mod tests {
             ("a/**/b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
             ("a/b/c/d/e", "it spans more than 4 names"),
             ("{a/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
+            ("{a[}]/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
+            ("{a[!]]/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
         ] {
             let error = NamePolicy::new(vec![NameRule::hide(glob, "--hide")]).unwrap_err();
             assert_eq!(error.reason, reason, "{glob}");
         }
         assert!(NamePolicy::new(vec![NameRule::hide("[", "--hide")]).is_err());
+        // A `/` outside the group, or a `{` that is a class's character, is fine.
+        for glob in ["{a,b}/c", "[{]x/y", ".docker/{config,auth}.json"] {
+            assert!(NamePolicy::new(vec![NameRule::hide(glob, "--hide")]).is_ok(), "{glob}");
+        }
     }
 
     #[test]

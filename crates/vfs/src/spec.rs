@@ -623,12 +623,18 @@ fn parse_overrides<'s>(
         let hidden = token.eq_ignore_ascii_case("hidden");
         if !hidden && !is_glob(path) {
             let segments = parse_subpath(spec, path)?;
-            if overrides.iter().any(|existing| existing.segments == segments) {
+            // Sub-paths that differ only in case are one place on a case-insensitive disk,
+            // and two rights for one place would leave the answer to the order they came in.
+            let same = |existing: &SubPathRights| {
+                existing.segments.len() == segments.len()
+                    && existing.segments.iter().zip(&segments).all(|(a, b)| a.eq_ignore_ascii_case(b))
+            };
+            if overrides.iter().any(same) {
                 return Err(SpecError::new(
                     spec,
                     SpecPart::Override,
                     format!("the sub-path `{path}` has two overrides"),
-                    "keep one override per sub-path",
+                    "keep one override per sub-path (sub-paths that differ only in case count as one)",
                 ));
             }
             overrides.push(SubPathRights { segments, rights: parse_subpath_rights(spec, token)? });
@@ -1095,6 +1101,12 @@ mod tests {
         "/w:/work:rw;a:ro;a:rw",
         SpecPart::Override,
         "invalid mount `/w:/work:rw;a:ro;a:rw`: the sub-path `a` has two overrides"
+    );
+    refuses!(
+        override_twice_in_another_case,
+        "/w:/work:rw;VENDOR:rw;vendor:ro",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;VENDOR:rw;vendor:ro`: the sub-path `vendor` has two overrides"
     );
     refuses!(
         override_bad_rights,

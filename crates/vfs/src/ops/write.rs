@@ -244,6 +244,7 @@ impl Context<'_> {
         destination_input: &str,
         overwrite: bool,
         expected_version: Option<&str>,
+        replacing: Option<&str>,
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
@@ -270,6 +271,12 @@ impl Context<'_> {
                     code(&destination),
                     "; delete it first"
                 ]));
+            }
+            // Checked under the source's lock, just before the rename: the destination's
+            // own directory is not locked, so a writer outside this registry could still
+            // change it in between.
+            if let Some(version) = replacing {
+                to_store.check_version(&to.node, version, &destination)?;
             }
         }
         if let Some(renamed) =
