@@ -1004,30 +1004,27 @@ fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
         dry_run: args.dry_run,
         expected_version: args.expected_version,
     };
-    // Read before edit (a dry run changes nothing and needs no read).
+    // Read before edit (a dry run changes nothing and needs no read). The version the session
+    // saw guards the edit in the store, under its lock; never seen, the guard is a version no
+    // file has, so whatever file is there when the edit runs is refused as unread, and a
+    // place that is missing or not a file gets the answer it would get anyway.
     let mut guarded = None;
     if let (Some(seen), Ok(path)) = (&tools.seen, vfs::VirtualPath::new(&args.path))
         && !options.dry_run
         && options.expected_version.is_none()
     {
-        match seen.version(&path) {
-            Some(version) => {
-                options.expected_version = Some(version);
-                guarded = Some(path);
-            }
-            // A file that is not there, or not a file, gets the answer it would get anyway.
-            None => match agent.info(&args.path) {
-                Ok(info) if info.kind == "file" => return Ok(tools.unread(&path, session::Unread::Never)),
-                Ok(_) => {}
-                Err(error) => return Ok(tools.failure(&error)),
-            },
-        }
+        let (version, why) = match seen.version(&path) {
+            Some(version) => (version, session::Unread::Changed),
+            None => (String::new(), session::Unread::Never),
+        };
+        options.expected_version = Some(version);
+        guarded = Some((path, why));
     }
     let edited = agent.edit(&args.path, &edits, &options);
     match (&edited, guarded) {
         (Ok(outcome), _) if outcome.applied => tools.saw(&outcome.path, outcome.version.as_deref()),
-        (Err(error), Some(path)) if refused_as(error, session::Unread::Changed) => {
-            return Ok(tools.unread(&path, session::Unread::Changed));
+        (Err(error), Some((path, why))) if refused_as(error, session::Unread::Changed) => {
+            return Ok(tools.unread(&path, why));
         }
         _ => {}
     }

@@ -279,3 +279,31 @@ fn a_move_replaces_only_a_file_the_session_has_seen() {
     let edit = json!({ "path": "/w/a.txt", "edits": [{ "oldText": "mine", "newText": "ours" }] });
     assert!(!call("edit_file", edit).1);
 }
+
+/// An edit of a place the session never saw: a file is refused as unread by the store's own
+/// version guard, under its lock (no look beforehand that a swap could outrun); a directory
+/// or a missing name gets the answer it would get anyway.
+#[test]
+fn an_unseen_place_gets_its_own_answer_and_an_unseen_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("a.txt"), "theirs\n").unwrap();
+    let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
+    let tools = ToolService::new(MountRegistry::builder().mount(spec).build().unwrap(), None);
+    let edit = |path: &str| {
+        let arguments = json!({ "path": path, "edits": [{ "oldText": "theirs", "newText": "mine" }] });
+        let output = tools.call("edit_file", arguments.as_object().cloned()).unwrap();
+        (output.text, output.is_error)
+    };
+    assert_eq!(
+        edit("/w/a.txt"),
+        (
+            "read `/w/a.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports".to_owned(),
+            true
+        )
+    );
+    assert_eq!(edit("/w/d"), ("`/w/d` is a directory, not a file".to_owned(), true));
+    assert_eq!(edit("/w/none.txt"), ("`/w/none.txt` does not exist".to_owned(), true));
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "theirs\n");
+}
