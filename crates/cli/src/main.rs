@@ -156,7 +156,7 @@ struct LaunchArgs {
     /// says what to narrow.
     #[arg(long = "call-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     call_timeout: u64,
-    /// Let an agent edit or overwrite a file it has not read in its session (by default it
+    /// Let an agent edit, overwrite or move onto a file it has not read in its session (by default it
     /// must read the file whole first, or pass the `expectedVersion` it knows).
     #[arg(long = "no-read-before-edit")]
     no_read_before_edit: bool,
