@@ -240,16 +240,23 @@ fn read_edit_edit_change_refused_read_edit() {
     );
 }
 
-/// A move onto an existing file replaces it: the file must have been read, as for an
-/// overwrite. Found by an attack review: a created file moved onto an unread one replaced it.
-#[test]
-fn a_move_replaces_only_a_file_the_session_has_seen() {
+/// A service on `/w` (rw) holding `a.txt` ("theirs") and the directory `d`, with the
+/// temporary directory that holds them.
+fn a_file_and_a_directory() -> (tempfile::TempDir, ToolService) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("w");
     std::fs::create_dir_all(root.join("d")).unwrap();
     std::fs::write(root.join("a.txt"), "theirs\n").unwrap();
     let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
-    let tools = ToolService::new(MountRegistry::builder().mount(spec).build().unwrap(), None);
+    (dir, ToolService::new(MountRegistry::builder().mount(spec).build().unwrap(), None))
+}
+
+/// A move onto an existing file replaces it: the file must have been read, as for an
+/// overwrite. Found by an attack review: a created file moved onto an unread one replaced it.
+#[test]
+fn a_move_replaces_only_a_file_the_session_has_seen() {
+    let (dir, tools) = a_file_and_a_directory();
+    let root = dir.path().join("w");
     let call = |name: &str, arguments: Value| {
         let output = tools.call(name, arguments.as_object().cloned()).unwrap();
         (output.text, output.is_error)
@@ -285,12 +292,8 @@ fn a_move_replaces_only_a_file_the_session_has_seen() {
 /// or a missing name gets the answer it would get anyway.
 #[test]
 fn an_unseen_place_gets_its_own_answer_and_an_unseen_file_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, tools) = a_file_and_a_directory();
     let root = dir.path().join("w");
-    std::fs::create_dir_all(root.join("d")).unwrap();
-    std::fs::write(root.join("a.txt"), "theirs\n").unwrap();
-    let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
-    let tools = ToolService::new(MountRegistry::builder().mount(spec).build().unwrap(), None);
     let edit = |path: &str| {
         let arguments = json!({ "path": path, "edits": [{ "oldText": "theirs", "newText": "mine" }] });
         let output = tools.call("edit_file", arguments.as_object().cloned()).unwrap();
