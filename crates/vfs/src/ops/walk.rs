@@ -11,7 +11,7 @@ use super::Context;
 use crate::error::Error;
 use crate::mount::Visibility;
 use crate::path::VirtualPath;
-use crate::policy::RuleEffect;
+use crate::policy::{NamePolicy, RuleEffect};
 use crate::spec::Access;
 use crate::storage::{Flow, Kind, Located, Visit, WalkFrom, Walked};
 use crate::text::{AgentText, agent_text, name};
@@ -390,36 +390,21 @@ impl Context<'_> {
         to: &Located,
         path: &VirtualPath,
     ) -> Result<Option<(RuleEffect, String)>, Error> {
-        let Some(rules) = self.registry.rules_for(self.caller, from.mount) else {
-            return Ok(None);
-        };
-        let max_depth = rules.move_depth();
+        let max_depth = self.registry.rules_for(self.caller, from.mount).map_or(0, NamePolicy::move_depth);
         if max_depth == 0 {
             return Ok(None);
         }
         let there = self.registry.rules_for(self.caller, to.mount);
-        let mut lost = None;
-        let walked = self.store_walk(from, path, max_depth, &mut |entry| {
-            let Some((effect, class)) = rules.entry(&from.rel, entry.relative, entry.name) else {
-                return Flow::Continue;
-            };
+        self.first_protection(from, path, max_depth, "move", &|entry, effect| {
             let mut moved: Vec<&str> = to.rel.iter().map(String::as_str).collect();
             moved.extend(entry.relative.split('/'));
             let kept = there.and_then(|there| there.judge(&moved)).map(|(effect, _, _)| effect);
             match (effect, kept) {
                 (_, Some(RuleEffect::Hidden)) => Flow::SkipDirectory,
                 (RuleEffect::ReadOnly, Some(RuleEffect::ReadOnly)) => Flow::Continue,
-                _ => {
-                    lost = Some((effect, class.to_owned()));
-                    Flow::Stop
-                }
+                _ => Flow::Stop,
             }
-        })?;
-        if lost.is_none() && !walked.completed {
-            // The store's listing bound cut the walk: what it did not see may be protected.
-            return Err(Error::too_many_to_check("move", path, self.listing_bound()));
-        }
-        Ok(lost)
+        })
     }
 
     /// The first name inside the directory at `located` that the rules protect, for an agent's
@@ -429,23 +414,38 @@ impl Context<'_> {
         located: &Located,
         path: &VirtualPath,
     ) -> Result<Option<(RuleEffect, String)>, Error> {
+        self.first_protection(located, path, usize::MAX, "delete", &|_, _| Flow::Stop)
+    }
+
+    /// The first name, as deep as `max_depth` inside the directory at `located`, that a rule
+    /// protects and that `lost` (told the entry and the rule's effect) stops at, for a `verb`
+    /// of the whole directory. A walk the store's listing bound cut (object stores list whole
+    /// trees) has not seen every name, and what it did not see may be protected: the change
+    /// is refused then.
+    fn first_protection(
+        &self,
+        located: &Located,
+        path: &VirtualPath,
+        max_depth: usize,
+        verb: &'static str,
+        lost: &dyn Fn(&Visit<'_>, RuleEffect) -> Flow,
+    ) -> Result<Option<(RuleEffect, String)>, Error> {
         let Some(rules) = self.registry.rules_for(self.caller, located.mount) else {
             return Ok(None);
         };
         let mut found = None;
-        let walked = self.store_walk(located, path, usize::MAX, &mut |entry| match rules.entry(
-            &located.rel,
-            entry.relative,
-            entry.name,
-        ) {
-            Some((effect, class)) => {
+        let walked = self.store_walk(located, path, max_depth, &mut |entry| {
+            let Some((effect, class)) = rules.entry(&located.rel, entry.relative, entry.name) else {
+                return Flow::Continue;
+            };
+            let flow = lost(entry, effect);
+            if matches!(flow, Flow::Stop) {
                 found = Some((effect, class.to_owned()));
-                Flow::Stop
             }
-            None => Flow::Continue,
+            flow
         })?;
         if found.is_none() && !walked.completed {
-            return Err(Error::too_many_to_check("delete", path, self.listing_bound()));
+            return Err(Error::too_many_to_check(verb, path, self.listing_bound()));
         }
         Ok(found)
     }
