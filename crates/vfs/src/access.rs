@@ -60,7 +60,8 @@ impl AgentAccessor {
         Self { registry: self.registry.clone(), budget }
     }
 
-    /// Runs one operation on a fresh context with its own clock, and audits it.
+    /// Runs one operation on a fresh context with its own clock, and audits it. The clock is
+    /// closed before the call returns, so its progress sink is never called after that.
     fn run<T: Audited>(
         &self,
         operation: &'static str,
@@ -68,7 +69,11 @@ impl AgentAccessor {
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let context = Context::new(&self.registry.inner, Caller::Agent, self.budget.start(operation));
-        audited(Caller::Agent, operation, path, || work(&context))
+        audited(Caller::Agent, operation, path, || {
+            let result = work(&context);
+            context.deadline.close();
+            result
+        })
     }
 
     /// The agent-facing mounts with their rights and overrides.

@@ -8,10 +8,15 @@
 //! MCP client's `notifications/cancelled`) sets the cancel flag and the work stops at the next
 //! check. A caller that wants to know how far a long call got gives a progress sink: walks,
 //! searches and multi-file reads report to it, at most four times a second.
+//!
+//! Only a call's `Deadline` calls the sink, and the deadline lives in the call's own scope
+//! (the search's workers are scoped threads). It serializes the reports, so they reach the sink
+//! one at a time and in order, and it is closed before the call returns: what a sink is told is
+//! always about a call still running.
 
 use std::io::{self, Read};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
@@ -72,7 +77,9 @@ impl Budget {
         self
     }
 
-    /// Reports each call's progress to `sink`, at most four times a second.
+    /// Reports each call's progress to `sink`: once at the start, then at most four times a
+    /// second. Each report's `done` is larger than the one before; no report is made once the
+    /// cancel flag is set or after the call has returned, and two reports never overlap.
     #[must_use]
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
@@ -93,16 +100,20 @@ impl Budget {
             seconds: self.time.map_or(0, |time| time.as_secs().max(1)),
             cancel: self.cancel.clone(),
             operation,
-            progress: self.progress.clone(),
+            progress: self.progress.clone().map(|sink| Reporter {
+                sink,
+                reported: AtomicU64::new(NEVER),
+                floor: AtomicU64::new(0),
+                closed: Mutex::new(false),
+            }),
             started,
-            reported: AtomicU64::new(NEVER),
         }
     }
 }
 
 /// Least time between two progress reports.
 const REPORT_EVERY: Duration = Duration::from_millis(250);
-/// `Deadline::reported` before the first report.
+/// `Reporter::reported` before the first report.
 const NEVER: u64 = u64::MAX;
 
 /// One call's clock: when it must end, its cancel flag, and where its progress goes.
@@ -111,10 +122,21 @@ pub(crate) struct Deadline {
     seconds: u64,
     cancel: Option<Arc<AtomicBool>>,
     operation: &'static str,
-    progress: Option<ProgressSink>,
+    progress: Option<Reporter>,
     started: Instant,
-    /// Milliseconds from `started` to the last report.
+}
+
+/// Where one call's progress goes, and what has gone there.
+struct Reporter {
+    sink: ProgressSink,
+    /// Milliseconds from the call's start to the last report (`NEVER` before the first): the
+    /// rate limit, checked without the lock.
     reported: AtomicU64,
+    /// The least `done` the next report may carry: one more than the last one sent.
+    floor: AtomicU64,
+    /// True once the call has returned. Held while the sink runs, so reports go out one at a
+    /// time and in order, and a cancel flag a sink sets is seen by the next report.
+    closed: Mutex<bool>,
 }
 
 impl std::fmt::Debug for Deadline {
@@ -135,7 +157,7 @@ impl Deadline {
 
     /// `Err` once the call is cancelled or out of time.
     pub(crate) fn check(&self) -> Result<(), Error> {
-        if self.cancel.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+        if self.cancelled() {
             return Err(Error::cancelled());
         }
         if self.at.is_some_and(|at| Instant::now() >= at) {
@@ -149,19 +171,47 @@ impl Deadline {
         self.at
     }
 
-    /// Reports progress: the first time at once, then at most every quarter second.
-    /// `message` is built only when sent.
+    /// Reports progress: the first time at once, then at most every quarter second, and only a
+    /// `done` larger than the last one sent (a worker that counted a little earlier than
+    /// another may come second; its report is dropped, not sent out of order). Nothing is sent
+    /// once the cancel flag is set or the deadline is closed. `message` is built only when sent.
+    ///
+    /// Cheap enough to call for every entry or file: a load, a clock read and a compare; the
+    /// lock is taken only for a report that goes out.
     pub(crate) fn progress(&self, done: u64, total: Option<u64>, message: impl FnOnce() -> String) {
-        let Some(sink) = &self.progress else { return };
+        let Some(reporter) = &self.progress else { return };
+        if done < reporter.floor.load(Ordering::Relaxed) {
+            return;
+        }
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
-        let last = self.reported.load(Ordering::Relaxed);
+        let last = reporter.reported.load(Ordering::Relaxed);
         let every = u64::try_from(REPORT_EVERY.as_millis()).unwrap_or(u64::MAX);
         if last != NEVER && now < last.saturating_add(every) {
             return;
         }
-        if self.reported.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-            sink(Progress { done, total, message: message() });
+        if reporter.reported.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+            return;
         }
+        // A sink that panicked poisoned the lock: it is not called again.
+        let Ok(closed) = reporter.closed.lock() else { return };
+        if *closed || self.cancelled() || done < reporter.floor.load(Ordering::Relaxed) {
+            return;
+        }
+        reporter.floor.store(done.saturating_add(1), Ordering::Relaxed);
+        (reporter.sink)(Progress { done, total, message: message() });
+    }
+
+    /// Ends the reports: once this returns, the sink is not running and is never called again.
+    /// The accessor closes each call's deadline before the call returns.
+    pub(crate) fn close(&self) {
+        if let Some(reporter) = &self.progress {
+            *reporter.closed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        }
+    }
+
+    /// True once the caller has set the cancel flag.
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 
     /// Wraps a reader so that each read checks the clock first.
@@ -247,6 +297,54 @@ mod tests {
             message: message.to_owned(),
         });
         assert_eq!(*seen, expected);
+    }
+
+    /// A budget whose sink records each report's `done`, with a cancel flag.
+    fn recorded() -> (Budget, Arc<AtomicBool>, Arc<Mutex<Vec<u64>>>) {
+        let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
+        let sink = seen.clone();
+        let flag = Arc::new(AtomicBool::new(false));
+        let budget = Budget::unlimited()
+            .with_cancel_flag(flag.clone())
+            .with_progress(Arc::new(move |progress: Progress| sink.lock().unwrap().push(progress.done)));
+        (budget, flag, seen)
+    }
+
+    /// Reports `done` as if the last report were a second ago, past the rate limit.
+    fn later(clock: &mut Deadline, done: u64) {
+        clock.started -= Duration::from_secs(1);
+        clock.progress(done, None, || done.to_string());
+    }
+
+    #[test]
+    fn a_report_never_goes_back_and_a_dropped_one_does_not_hold_up_the_next() {
+        let (budget, _, seen) = recorded();
+        let mut clock = budget.start("grep");
+        clock.progress(5, None, || "5".to_owned());
+        clock.started -= Duration::from_secs(1);
+        clock.progress(4, None, || unreachable!("a smaller count is never sent"));
+        clock.progress(5, None, || unreachable!("nor an equal one"));
+        // The two dropped counts left the quarter second open for the next.
+        clock.progress(6, None, || "6".to_owned());
+        clock.progress(7, None, || unreachable!("within the quarter second"));
+        assert_eq!(*seen.lock().unwrap(), [5, 6]);
+    }
+
+    #[test]
+    fn nothing_is_reported_once_the_call_is_cancelled_or_closed() {
+        let (budget, flag, seen) = recorded();
+        let mut clock = budget.start("grep");
+        later(&mut clock, 1);
+        flag.store(true, Ordering::Relaxed);
+        later(&mut clock, 2);
+        assert_eq!(*seen.lock().unwrap(), [1]);
+
+        let (budget, _, seen) = recorded();
+        let mut clock = budget.start("grep");
+        later(&mut clock, 1);
+        clock.close();
+        later(&mut clock, 2);
+        assert_eq!(*seen.lock().unwrap(), [1]);
     }
 
     #[test]

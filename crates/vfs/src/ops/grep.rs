@@ -6,7 +6,7 @@
 //! would reopen by host path the race that handle-based resolution closes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -57,6 +57,17 @@ struct Batch<'m> {
     files_searched: usize,
     unreadable: usize,
     truncated: bool,
+    /// The whole call's progress, counted by the workers as each file finishes.
+    tally: Tally,
+}
+
+/// Files searched and matches found so far in the whole call, counted by the workers as each
+/// file finishes rather than when its batch is merged (a batch of large files can take
+/// seconds): what the call's progress reports.
+#[derive(Default)]
+struct Tally {
+    files: AtomicU64,
+    matches: AtomicU64,
 }
 
 impl<'m> Batch<'m> {
@@ -73,6 +84,7 @@ impl<'m> Batch<'m> {
             files_searched: 0,
             unreadable: 0,
             truncated: false,
+            tally: Tally::default(),
         }
     }
 
@@ -107,8 +119,6 @@ impl<'m> Batch<'m> {
     fn merge(&mut self, outcome: FileOutcome) {
         self.files_searched += usize::from(outcome.searched);
         self.unreadable += usize::from(outcome.unreadable);
-        let (files, matches) = (self.files_searched, self.matches);
-        self.context.deadline.progress(files as u64, None, || format!("{files} files searched, {matches} matches"));
         if self.full() {
             self.truncated |= outcome.matches > 0;
             return;
@@ -123,6 +133,25 @@ impl<'m> Batch<'m> {
             }
             self.lines.push(line);
         }
+    }
+
+    /// Counts a file a worker has just searched, and reports from that worker: an atomic add
+    /// per file, and the deadline's rate-limited report.
+    fn count(&self, outcome: &FileOutcome) {
+        if outcome.searched {
+            self.tally.files.fetch_add(1, Ordering::Relaxed);
+            self.tally.matches.fetch_add(outcome.matches as u64, Ordering::Relaxed);
+        }
+        self.report();
+    }
+
+    /// Reports the files searched and matches found so far. Matches past `limit` are found
+    /// (a worker finishes the file it is in) but never returned, so they are not counted:
+    /// the last count is the result's.
+    fn report(&self) {
+        let files = self.tally.files.load(Ordering::Relaxed);
+        let matches = self.tally.matches.load(Ordering::Relaxed).min(self.limit as u64);
+        self.context.deadline.progress(files, None, || format!("{files} files searched, {matches} matches"));
     }
 
     /// Searches the waiting files on every core. Workers take files in order, so the files
@@ -151,6 +180,7 @@ impl<'m> Batch<'m> {
                             let Some(job) = jobs.get(index) else { break };
                             let outcome = this.search_one(&mut searcher, job);
                             found.fetch_add(outcome.matches, Ordering::Relaxed);
+                            this.count(&outcome);
                             done.push((index, outcome));
                         }
                         done
@@ -389,6 +419,9 @@ impl Context<'_> {
         // files is searched on every core and merged in order, so memory and open directory
         // handles stay bounded however large the tree is.
         let mut batch = Batch::new(&matcher, self, context, limit);
+        // The first report goes out at the start: a walk may pass many entries before it has a
+        // file to search, and one large file may take long to search.
+        batch.report();
         let mut unreadable = 0;
         for (path, root) in self.grep_roots(&start, &mut batch)? {
             if batch.full() {

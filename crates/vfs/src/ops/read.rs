@@ -203,6 +203,8 @@ impl Context<'_> {
         let mut used = 0u64;
         let mut results = Vec::with_capacity(paths.len());
         let total = paths.len() as u64;
+        // The first report goes out at the start: one file may take long to read.
+        self.deadline.progress(0, Some(total), || format!("0 of {total} files read"));
         for (done, input) in (1u64..).zip(paths) {
             if used >= budget {
                 let skipped =

@@ -542,12 +542,28 @@ impl Context<'_> {
     }
 
     pub(crate) fn tree(&self, input: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
+        self.tree_from(input, max_depth, excludes, 0)
+    }
+
+    /// [`Context::tree`] of one part of a call that has counted `before` entries elsewhere
+    /// (the mounts before this one, below a virtual parent), so that its progress counts the
+    /// whole call.
+    fn tree_from(
+        &self,
+        input: &str,
+        max_depth: Option<usize>,
+        excludes: &[String],
+        before: usize,
+    ) -> Result<Tree, Error> {
         let path = Self::parse(input)?;
         let limit = self.registry.limits.entries;
         let depth_cap = self.registry.limits.depth;
         if max_depth == Some(0) {
             return Err(Error::invalid_argument("`maxDepth` must be at least 1"));
         }
+        // The first report goes out at the start: a store that lists whole trees at once
+        // takes a while to reach the first entry.
+        self.deadline.progress(before as u64, None, || format!("{before} entries listed"));
         let max_depth = max_depth.unwrap_or(depth_cap).min(depth_cap);
         if self.registry.route(self.caller, &path).is_err() {
             let names = self.virtual_children(&path);
@@ -559,7 +575,7 @@ impl Context<'_> {
                     let child = path.join_trusted(&name);
                     count += 1;
                     let children = if max_depth > 1 {
-                        let subtree = self.tree(child.as_str(), Some(max_depth - 1), excludes)?;
+                        let subtree = self.tree_from(child.as_str(), Some(max_depth - 1), excludes, before + count)?;
                         count += subtree.count;
                         truncated |= subtree.truncated;
                         unreadable += subtree.unreadable;
@@ -587,7 +603,8 @@ impl Context<'_> {
                 return Flow::Stop;
             }
             count += 1;
-            self.deadline.progress(count as u64, None, || format!("{count} entries listed"));
+            let done = before + count;
+            self.deadline.progress(done as u64, None, || format!("{done} entries listed"));
             while depths.last().is_some_and(|&depth| depth >= visit.depth) {
                 close_level(&mut stack, &mut depths);
             }
@@ -615,19 +632,34 @@ impl Context<'_> {
     }
 
     pub(crate) fn search_files(&self, input: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
+        self.search_files_from(input, pattern, excludes, &mut Scanned::default())
+    }
+
+    /// [`Context::search_files`] of one part of a call, adding to what the whole call has
+    /// `scanned` (the mounts before this one, below a virtual parent), so that its progress
+    /// counts the whole call.
+    fn search_files_from(
+        &self,
+        input: &str,
+        pattern: &str,
+        excludes: &[String],
+        scanned: &mut Scanned,
+    ) -> Result<NameSearch, Error> {
         let path = Self::parse(input)?;
         if pattern.is_empty() {
             return Err(Error::invalid_argument("`pattern` is empty; use a glob such as `*.rs` or `**/test_*.py`"));
         }
         let by_path = pattern.contains('/');
         let matcher = super::pattern::glob("pattern", pattern, &self.registry.limits)?;
+        let limit = self.registry.limits.entries;
+        // The first report goes out at the start, as in `tree_from`.
+        scanned.report(self, limit, 0);
         if self.registry.route(self.caller, &path).is_err() {
             let roots = self.roots_below(&path);
             if !roots.is_empty() {
-                let limit = self.registry.limits.entries;
                 let (mut matches, mut truncated, mut unreadable) = (Vec::new(), false, 0);
                 for root in roots {
-                    let found = self.search_files(root.as_str(), pattern, excludes)?;
+                    let found = self.search_files_from(root.as_str(), pattern, excludes, scanned)?;
                     truncated |= found.truncated;
                     unreadable += found.unreadable;
                     matches.extend(found.matches);
@@ -640,27 +672,27 @@ impl Context<'_> {
             }
         }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
-        let limit = self.registry.limits.entries;
         let mut matches = Vec::new();
         let mut truncated = false;
-        let mut scanned = 0u64;
         let walked = self.walk_below(&path, self.registry.limits.depth, &mut |visit| {
-            scanned += 1;
-            let found = matches.len();
-            self.deadline.progress(scanned, None, || format!("{scanned} entries scanned, {found} matches"));
-            if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
-                return Flow::SkipDirectory;
-            }
             let subject = if by_path { visit.relative } else { visit.name };
-            if matcher.is_match(subject) {
-                if matches.len() >= limit {
-                    truncated = true;
-                    return Flow::Stop;
-                }
+            let flow = if excluded.is_match(visit.relative) || excluded.is_match(visit.name) {
+                Flow::SkipDirectory
+            } else if !matcher.is_match(subject) {
+                Flow::Continue
+            } else if matches.len() >= limit {
+                truncated = true;
+                Flow::Stop
+            } else {
                 matches.push(visit.path.clone());
-            }
-            Flow::Continue
+                Flow::Continue
+            };
+            // Reported once the entry is judged, so that the counts include it.
+            scanned.entries += 1;
+            scanned.report(self, limit, matches.len());
+            flow
         })?;
+        scanned.matches += matches.len();
         truncated |= !walked.completed || walked.unreadable > 0;
         Ok(NameSearch { matches, truncated, unreadable: walked.unreadable })
     }
@@ -678,6 +710,24 @@ impl Context<'_> {
             })
             .map(|(_, mount)| mount.root_path.clone())
             .collect()
+    }
+}
+
+/// What one `search_files` call has done so far, across the mounts it searches.
+#[derive(Default)]
+struct Scanned {
+    /// Entries visited.
+    entries: u64,
+    /// Matches found in the mounts already searched.
+    matches: usize,
+}
+
+impl Scanned {
+    /// Reports the entries scanned, and the matches with `more` found in the mount being
+    /// searched; no more than the `limit` the result keeps.
+    fn report(&self, context: &Context<'_>, limit: usize, more: usize) {
+        let (done, found) = (self.entries, (self.matches + more).min(limit));
+        context.deadline.progress(done, None, || format!("{done} entries scanned, {found} matches"));
     }
 }
 
