@@ -147,7 +147,7 @@ def text(result) -> str:
 def test_sessions_over_http_each_get_a_log_file_and_sigterm_ends_cleanly(fixture):
     with daemon(fixture) as server:
         assert server.status.endswith(
-            " (MCP streamable HTTP); /mcp serves /output (rw), /src (ro); exchange log in logs, a file per session; stop with SIGTERM or Ctrl-C\n"
+            " (MCP streamable HTTP); /mcp serves /output (rw), /src (ro); exchange log in logs, a file per session or token; stop with SIGTERM or Ctrl-C\n"
         ), server.status
 
         async def main():

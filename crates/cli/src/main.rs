@@ -122,6 +122,33 @@ struct DaemonArgs {
     /// How long running calls may take to finish after SIGTERM or Ctrl-C, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     grace: u64,
+    /// How long a client may take to send a request's headers, in seconds; also how long an
+    /// idle connection stays open between requests.
+    #[arg(long = "header-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout: u64,
+    /// How long a client may take to send a request's body once its headers arrived, in
+    /// seconds.
+    #[arg(long = "body-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_timeout: u64,
+    /// Most connections served at once; past it a connection gets 503 with Retry-After
+    /// [default: a quarter of the open-file limit, between 16 and 4096].
+    #[arg(long = "max-connections", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: Option<u64>,
+    /// Most MCP sessions alive at once over all endpoints; past it a new session gets 503
+    /// with Retry-After, and open sessions keep their state [default: as --max-connections].
+    #[arg(long = "max-sessions", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_sessions: Option<u64>,
+    /// Most MCP sessions alive at once for one token, so that one crew cannot take every
+    /// session [default: a quarter of --max-sessions, at least 4].
+    #[arg(long = "max-sessions-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_sessions_per_token: Option<u64>,
+    /// An MCP session with no request for this long ends (its exchange log file is closed; its
+    /// client gets 404 and starts a new session), in seconds.
+    #[arg(long = "session-idle", value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    session_idle: u64,
+    /// The largest request body accepted, in bytes; a larger one gets 413 before it is read.
+    #[arg(long = "max-request-bytes", value_name = "BYTES", default_value_t = 16 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    max_request_bytes: u64,
 }
 
 /// The launch options every command takes.
@@ -363,6 +390,37 @@ impl DaemonArgs {
         }
     }
 
+    /// The daemon's bounds: the options given, the machine's defaults for the rest.
+    fn http_options(
+        &self,
+        listen: std::net::SocketAddr,
+        tokens: vfs_host::Tokens,
+        descriptors: u64,
+    ) -> vfs_host::HttpOptions {
+        let count = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+        let seconds = std::time::Duration::from_secs;
+        let mut http = vfs_host::HttpOptions::new(listen, tokens, descriptors);
+        http.allowed_hosts.clone_from(&self.allowed_hosts);
+        http.allowed_origins.clone_from(&self.allowed_origins);
+        http.grace = seconds(self.grace);
+        http.header_timeout = seconds(self.header_timeout);
+        http.body_timeout = seconds(self.body_timeout);
+        http.session_idle = seconds(self.session_idle);
+        http.max_request_bytes = count(self.max_request_bytes);
+        if let Some(max) = self.max_connections {
+            http.max_connections = count(max);
+            http.max_sessions = count(max);
+        }
+        if let Some(max) = self.max_sessions {
+            http.max_sessions = count(max);
+        }
+        http.max_sessions_per_token = match self.max_sessions_per_token {
+            Some(max) => count(max),
+            None => (http.max_sessions / 4).max(4),
+        };
+        http
+    }
+
     /// What the daemon would serve; with `require_tokens`, no token is refused.
     fn plan(&self, options: &LaunchOptions, require_tokens: bool) -> Result<vfs_host::Hosting, Problems> {
         let environment = std::env::var("VFS_TOKEN").ok();
@@ -380,7 +438,7 @@ fn endpoint_title(served: &vfs_host::Served) -> String {
 
 /// `vfs serve --listen`: the MCP streamable HTTP daemon.
 fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::SocketAddr) -> anyhow::Result<ExitCode> {
-    vfs::raise_open_file_limit();
+    let descriptors = vfs::raise_open_file_limit();
     let hosting = daemon.plan(options, true)?;
     let mut summary = Vec::new();
     let mut endpoints = Vec::new();
@@ -395,13 +453,7 @@ fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::So
         });
         endpoints.push(vfs_host::Endpoint { crew: served.crew_name().map(str::to_owned), sessions });
     }
-    let http = vfs_host::HttpOptions {
-        listen,
-        tokens: hosting.tokens.unwrap_or_default(),
-        allowed_hosts: daemon.allowed_hosts.clone(),
-        allowed_origins: daemon.allowed_origins.clone(),
-        grace: std::time::Duration::from_secs(daemon.grace),
-    };
+    let http = daemon.http_options(listen, hosting.tokens.unwrap_or_default(), descriptors);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -410,7 +462,7 @@ fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::So
     runtime.block_on(async {
         let listener = vfs_host::Listener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
         let log_note = match &options.llm_log {
-            Some(directory) => format!("; exchange log in {}, a file per session", directory.display()),
+            Some(directory) => format!("; exchange log in {}, a file per session or token", directory.display()),
             None => String::new(),
         };
         output::status(&format!(

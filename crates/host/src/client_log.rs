@@ -69,6 +69,9 @@ pub(crate) fn rank(level: LoggingLevel) -> u8 {
 /// The default threshold before the client sets one: warnings and worse.
 pub(crate) const DEFAULT_THRESHOLD: u8 = 3;
 
+/// A threshold above every level: no notice is sent.
+pub(crate) const SILENT: u8 = 8;
+
 /// The tracing layer that sends a call's warnings and errors to its client. Add it to the
 /// process's subscriber (the `vfs` binary does).
 #[derive(Debug, Clone, Copy, Default)]

@@ -2,30 +2,52 @@
 //! sessions.
 //!
 //! Each endpoint is a path: `/mcp` for the launch's own mounts, `/mcp/<crew>` for each hosted
-//! crew. Every session of an endpoint gets its own [`VfsServer`] (its own exchange log file and
-//! its own call state); all sessions share one pool of running calls. Before anything reaches
-//! the SDK a request must carry a bearer token that grants its endpoint: without one, or with
-//! one that grants only another endpoint, the answer is `401` with `WWW-Authenticate: Bearer`,
+//! crew. Before anything reaches the SDK a request must carry a bearer token that grants its
+//! endpoint: without one, or with one that grants only another endpoint, the answer is `401`
+//! with `WWW-Authenticate: Bearer realm="vfs"` and a JSON body that says how to pass a token,
 //! the same for a crew that does not exist. Tokens are compared in constant time and never
-//! logged. The SDK then checks `Host` and `Origin` against the listen address, `localhost` and
-//! what the operator allowed (`403` otherwise), the protection against DNS rebinding that the
-//! specification asks for.
+//! logged. The token that authorized a request is its [`Principal`].
+//!
+//! Whose state a call uses depends on the protocol generation the client speaks. Under the
+//! handshake protocol (2025-11-25 and before) each MCP session gets its own read-before-edit
+//! memory and exchange log file. The 2026-07-28 protocol has no sessions: every request stands
+//! alone, so the memory and the log belong to the principal, for as long as the daemon runs
+//! (ADR 0005). Either way a log file is created with its first record, never empty.
+//!
+//! The daemon is meant to face clients it does not trust to behave:
+//! - a request's headers must arrive within `header_timeout`, and its body within
+//!   `body_timeout`; a body larger than `max_request_bytes` is refused with `413` before it is
+//!   read whole; a body that is not JSON gets the JSON-RPC parse error (`-32700`);
+//! - at most `max_connections` connections are served at once, at most `max_sessions` sessions
+//!   live at once and at most `max_sessions_per_token` for one token; past a cap the answer is
+//!   `503` with `Retry-After`, and no session already open is touched;
+//! - a session idle for `session_idle` ends (its log file is synced and closed); its client
+//!   gets `404` for it and starts another, as the specification says;
+//! - a failing `accept` (out of descriptors) pauses and warns instead of spinning.
+//!
+//! The `Host` header must name the listen address or `localhost` with the listening port, or
+//! a host the operator allowed; a browser `Origin` must be the listen address's, localhost's or
+//! one the operator allowed (`403` otherwise): the protection against DNS rebinding that the
+//! specification asks for. Allowed origins get CORS answers (a preflight needs no token);
+//! others get none. The OAuth discovery paths answer a JSON `404` saying that this server takes
+//! static bearer tokens, so that a client looking for OAuth stops with a clear reason.
 //!
 //! On SIGTERM or SIGINT the server stops accepting connections, lets the running calls finish
 //! within a grace period, then ends the sessions (each exchange log is synced to disk as its
 //! session ends).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
+use http::{HeaderValue, Method, header};
+use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -33,7 +55,8 @@ use tokio_util::sync::CancellationToken;
 use crate::server::{VfsServer, default_pool};
 use crate::tools::ToolService;
 
-/// Builds the tools for one new session of an endpoint (a fresh exchange log each time).
+/// Builds the tools for one session, or one principal, of an endpoint (each with an exchange
+/// log file of its own, created with its first record).
 pub type SessionFactory = Arc<dyn Fn() -> std::io::Result<ToolService> + Send + Sync>;
 
 /// One endpoint: `/mcp` (`crew` is `None`) or `/mcp/<crew>`.
@@ -58,6 +81,11 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
+/// The token that authorized a request, as the daemon knows it: its place in the token list,
+/// never its text. Two agents that share a token are one principal (ADR 0005).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Principal(usize);
+
 impl Tokens {
     /// Adds a token for `/mcp` (`crew` `None`) or `/mcp/<crew>`.
     pub fn grant(&mut self, crew: Option<String>, token: String) {
@@ -81,15 +109,18 @@ impl Tokens {
         self.grants.iter().filter_map(|(crew, _)| crew.as_deref())
     }
 
-    /// True when `token` grants the endpoint of `crew`. Every grant is compared, each in
-    /// constant time, so the time taken says nothing about which token came close.
-    fn allows(&self, crew: Option<&str>, token: &[u8]) -> bool {
-        let mut allowed = false;
-        for (endpoint, secret) in &self.grants {
+    /// The principal `token` is, when it grants the endpoint of `crew`. Every grant is
+    /// compared, each in constant time, so the time taken says nothing about which token came
+    /// close.
+    fn principal(&self, crew: Option<&str>, token: &[u8]) -> Option<Principal> {
+        let mut found = None;
+        for (index, (endpoint, secret)) in self.grants.iter().enumerate() {
             let same = same_secret(secret.as_bytes(), token);
-            allowed |= same && endpoint.as_deref() == crew;
+            if same && endpoint.as_deref() == crew && found.is_none() {
+                found = Some(Principal(index));
+            }
         }
-        allowed
+        found
     }
 }
 
@@ -104,7 +135,7 @@ fn same_secret(expected: &[u8], given: &[u8]) -> bool {
     std::hint::black_box(difference) == 0
 }
 
-/// How the daemon listens.
+/// How the daemon listens, and the bounds that keep one client from holding it.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// Where to listen (port 0 picks a free port; the start-up line names it).
@@ -117,6 +148,44 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// How long running calls may take to finish after SIGTERM or SIGINT.
     pub grace: Duration,
+    /// How long a client may take to send a request's headers (also the longest an idle
+    /// connection stays open between requests).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived.
+    pub body_timeout: Duration,
+    /// Most connections served at once.
+    pub max_connections: usize,
+    /// Most sessions (handshake protocol) alive at once, over all endpoints.
+    pub max_sessions: usize,
+    /// Most sessions alive at once for one token.
+    pub max_sessions_per_token: usize,
+    /// A session with no request for this long ends.
+    pub session_idle: Duration,
+    /// The largest request body accepted.
+    pub max_request_bytes: usize,
+}
+
+impl HttpOptions {
+    /// The defaults for `listen`, sized to the process's open-file limit `descriptors` (each
+    /// connection is a descriptor, and each session may hold a log file).
+    #[must_use]
+    pub fn new(listen: SocketAddr, tokens: Tokens, descriptors: u64) -> Self {
+        let connections = usize::try_from(descriptors / 4).unwrap_or(usize::MAX).clamp(16, 4096);
+        Self {
+            listen,
+            tokens,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            grace: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            max_connections: connections,
+            max_sessions: connections,
+            max_sessions_per_token: (connections / 4).max(4),
+            session_idle: Duration::from_secs(30 * 60),
+            max_request_bytes: 16 * 1024 * 1024,
+        }
+    }
 }
 
 /// A bound listener, ready to serve: bind first, so that the start-up line can name the port.
@@ -140,9 +209,114 @@ impl Listener {
     }
 }
 
+/// One endpoint's state: what builds a session's or a principal's tools, and the principals'
+/// tools, kept for the daemon's run.
+pub(crate) struct EndpointState {
+    factory: SessionFactory,
+    template: ToolService,
+    principals: Mutex<HashMap<Principal, ToolService>>,
+}
+
+impl std::fmt::Debug for EndpointState {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("EndpointState").finish_non_exhaustive()
+    }
+}
+
+impl EndpointState {
+    fn new(factory: SessionFactory) -> std::io::Result<Self> {
+        let template = factory()?;
+        Ok(Self { factory, template, principals: Mutex::default() })
+    }
+
+    /// The endpoint's tools without a state of anyone's: for its server info and tool list.
+    pub(crate) fn template(&self) -> &ToolService {
+        &self.template
+    }
+
+    /// A new session's tools.
+    pub(crate) fn session(&self) -> std::io::Result<ToolService> {
+        (self.factory)()
+    }
+
+    /// The principal's tools, made with its first request.
+    pub(crate) fn principal(&self, principal: Principal) -> std::io::Result<ToolService> {
+        let mut principals = self.principals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tools) = principals.get(&principal) {
+            return Ok(tools.clone());
+        }
+        let tools = (self.factory)()?;
+        principals.insert(principal, tools.clone());
+        Ok(tools)
+    }
+}
+
+/// The sessions alive, counted over the daemon and by token, so that a cap is checked before a
+/// session is made. A session holds its [`SessionSlot`] for as long as it lives.
+#[derive(Debug)]
+struct Sessions {
+    counts: Mutex<SessionCounts>,
+    max: usize,
+    max_per_token: usize,
+}
+
+#[derive(Debug, Default)]
+struct SessionCounts {
+    all: usize,
+    by_token: HashMap<Principal, usize>,
+}
+
+impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionCounts> {
+        self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A place for one more session of `principal`, or `None` past a cap.
+    fn reserve(self: &Arc<Self>, principal: Principal) -> Option<SessionSlot> {
+        let mut counts = self.lock();
+        let mine = counts.by_token.get(&principal).copied().unwrap_or(0);
+        if counts.all >= self.max || mine >= self.max_per_token {
+            return None;
+        }
+        counts.all += 1;
+        *counts.by_token.entry(principal).or_default() += 1;
+        Some(SessionSlot { _held: Arc::new(SlotInner { sessions: self.clone(), principal }) })
+    }
+}
+
+/// One session's place under the caps; the place is given back when the last clone is dropped
+/// (the session ended, or its handshake never completed).
+#[derive(Debug, Clone)]
+pub(crate) struct SessionSlot {
+    _held: Arc<SlotInner>,
+}
+
+#[derive(Debug)]
+struct SlotInner {
+    sessions: Arc<Sessions>,
+    principal: Principal,
+}
+
+impl Drop for SlotInner {
+    fn drop(&mut self) {
+        let mut counts = self.sessions.lock();
+        counts.all = counts.all.saturating_sub(1);
+        if let Some(count) = counts.by_token.get_mut(&self.principal) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.by_token.remove(&self.principal);
+            }
+        }
+    }
+}
+
 struct State {
     endpoints: BTreeMap<Option<String>, StreamableHttpService<VfsServer, LocalSessionManager>>,
     tokens: Tokens,
+    sessions: Arc<Sessions>,
+    origins: Vec<String>,
+    body_timeout: Duration,
+    max_request_bytes: usize,
 }
 
 /// Serves `endpoints` until SIGTERM or SIGINT, then shuts down gracefully.
@@ -160,39 +334,9 @@ pub async fn serve_until(
     let pool = default_pool();
     let capacity = pool.available_permits();
     let sessions_end = CancellationToken::new();
-    let config = sdk_config(listener.address, &options, sessions_end.clone());
-    let services = endpoints
-        .into_iter()
-        .map(|endpoint| {
-            let (factory, pool) = (endpoint.sessions, pool.clone());
-            let service = StreamableHttpService::new(
-                move || factory().map(|tools| VfsServer::with_pool(tools, pool.clone())),
-                Arc::new(LocalSessionManager::default()),
-                config.clone(),
-            );
-            (endpoint.crew, service)
-        })
-        .collect();
-    let state = Arc::new(State { endpoints: services, tokens: options.tokens.clone() });
+    let state = Arc::new(State::new(listener.address, endpoints, &options, &pool, sessions_end.clone())?);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            accepted = listener.listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let state = state.clone();
-                let service = hyper::service::service_fn(move |request| route(state.clone(), request));
-                let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(error) = connection.await {
-                        tracing::debug!(%error, "an HTTP connection ended with an error");
-                    }
-                });
-            }
-            () = &mut stop => break,
-        }
-    }
+    accept_until(&listener, &state, &options, &graceful, stop).await;
     drop(listener);
     tracing::info!("stopping: no new connections; waiting for running calls");
     let deadline = tokio::time::Instant::now() + options.grace;
@@ -204,59 +348,295 @@ pub async fn serve_until(
     Ok(())
 }
 
-/// The SDK's configuration: sessions, and the `Host` and `Origin` checks.
-fn sdk_config(address: SocketAddr, options: &HttpOptions, end: CancellationToken) -> StreamableHttpServerConfig {
+impl State {
+    /// Each endpoint's SDK service, with its sessions' idle expiry, and the daemon's bounds.
+    fn new(
+        address: SocketAddr,
+        endpoints: Vec<Endpoint>,
+        options: &HttpOptions,
+        pool: &Arc<tokio::sync::Semaphore>,
+        sessions_end: CancellationToken,
+    ) -> std::io::Result<Self> {
+        let (config, origins) = sdk_config(address, options, sessions_end);
+        let mut services = BTreeMap::new();
+        for endpoint in endpoints {
+            let state = Arc::new(EndpointState::new(endpoint.sessions)?);
+            let pool = pool.clone();
+            let mut manager = LocalSessionManager::default();
+            manager.session_config.keep_alive = Some(options.session_idle);
+            let service = StreamableHttpService::new(
+                move || Ok(VfsServer::for_endpoint(state.clone(), pool.clone())),
+                Arc::new(manager),
+                config.clone(),
+            );
+            services.insert(endpoint.crew, service);
+        }
+        let sessions = Arc::new(Sessions {
+            counts: Mutex::default(),
+            max: options.max_sessions,
+            max_per_token: options.max_sessions_per_token,
+        });
+        Ok(Self {
+            endpoints: services,
+            tokens: options.tokens.clone(),
+            sessions,
+            origins,
+            body_timeout: options.body_timeout,
+            max_request_bytes: options.max_request_bytes,
+        })
+    }
+}
+
+/// Accepts and serves connections until `stop` completes: within the connection cap (past it,
+/// one `503` and the connection closes), each with the header timeout.
+async fn accept_until(
+    listener: &Listener,
+    state: &Arc<State>,
+    options: &HttpOptions,
+    graceful: &hyper_util::server::graceful::GracefulShutdown,
+    stop: impl Future<Output = ()>,
+) {
+    let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout);
+    tokio::pin!(stop);
+    let mut failures = 0_u32;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.listener.accept() => accepted,
+            () = &mut stop => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                failures = 0;
+                stream
+            }
+            Err(error) => {
+                // Out of descriptors, most often: pause instead of spinning, longer each time
+                // (up to a second), and say so.
+                failures = failures.saturating_add(1);
+                let pause = Duration::from_millis(50 * u64::from(failures.min(20)));
+                tracing::warn!(%error, pause_ms = pause.as_millis(), "cannot accept a connection; pausing");
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+        };
+        let io = TokioIo::new(stream);
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            let mut busy = builder.clone();
+            busy.keep_alive(false);
+            let connection = busy.serve_connection(
+                io,
+                hyper::service::service_fn(|_| async {
+                    Ok::<_, Infallible>(unavailable("the server has as many connections as it serves at once"))
+                }),
+            );
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            continue;
+        };
+        let state = state.clone();
+        let service = hyper::service::service_fn(move |request| route(state.clone(), request));
+        let connection = graceful.watch(builder.serve_connection(io, service));
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "an HTTP connection ended with an error");
+            }
+        });
+    }
+}
+
+/// The SDK's configuration (sessions, the `Host` and `Origin` checks), and the origins that
+/// get CORS answers.
+fn sdk_config(
+    address: SocketAddr,
+    options: &HttpOptions,
+    end: CancellationToken,
+) -> (StreamableHttpServerConfig, Vec<String>) {
     let port = address.port();
     let host = match address.ip() {
         std::net::IpAddr::V6(ip) => format!("[{ip}]"),
         std::net::IpAddr::V4(ip) => ip.to_string(),
     };
-    let mut hosts: Vec<String> = ["localhost".to_owned(), "127.0.0.1".to_owned(), "[::1]".to_owned(), host.clone()]
-        .into_iter()
-        .flat_map(|name| [format!("{name}:{port}"), name])
-        .collect();
+    let names = ["localhost".to_owned(), "127.0.0.1".to_owned(), "[::1]".to_owned(), host];
+    // The port is part of the check: a name alone would accept any port (the SDK reads a
+    // portless entry so), and a page served from another port of this machine is another
+    // origin. Only port 80 may be left out, as clients do.
+    let mut hosts: Vec<String> = names.iter().map(|name| format!("{name}:{port}")).collect();
+    if port == 80 {
+        hosts.extend(names.iter().cloned());
+    }
     hosts.extend(options.allowed_hosts.iter().cloned());
-    let mut origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]", host.as_str()]
-        .iter()
-        .flat_map(|name| [format!("http://{name}:{port}"), format!("https://{name}:{port}")])
-        .collect();
+    let mut origins: Vec<String> =
+        names.iter().flat_map(|name| [format!("http://{name}:{port}"), format!("https://{name}:{port}")]).collect();
     origins.extend(options.allowed_origins.iter().cloned());
-    StreamableHttpServerConfig::default()
+    let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
-        .with_cancellation_token(end)
+        .with_allowed_origins(origins.clone())
+        .with_max_request_body_bytes(options.max_request_bytes)
+        .with_cancellation_token(end);
+    (config, origins)
 }
 
 type Body = BoxBody<Bytes, Infallible>;
 
-/// `/mcp` and `/mcp/<crew>`: the bearer token first, then the SDK.
+/// The paths of OAuth discovery and registration, which this server does not offer.
+const OAUTH_PATHS: [&str; 6] = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/register",
+    "/authorize",
+    "/token",
+];
+
+/// `/mcp` and `/mcp/<crew>`: CORS, the bearer token, the body's bounds and the session caps
+/// first, then the SDK.
 async fn route(state: Arc<State>, request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    let cors = origin.filter(|origin| origin.to_str().is_ok_and(|origin| state.origins.iter().any(|o| o == origin)));
+    let mut response = answer(&state, request, cors.is_some()).await;
+    if let Some(origin) = cors {
+        add_cors(response.headers_mut(), origin);
+    }
+    Ok(response)
+}
+
+async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Response<Body> {
     let path = request.uri().path();
+    if request.method() == Method::OPTIONS {
+        // A browser's preflight: no token is sent with it. An allowed origin gets the CORS
+        // headers (added by `route`); any other gets none, and the browser stops there.
+        return if cors { empty(StatusCode::NO_CONTENT) } else { json_error(StatusCode::FORBIDDEN, FORBIDDEN_ORIGIN) };
+    }
+    if OAUTH_PATHS.iter().any(|oauth| path == *oauth || path.starts_with(&format!("{oauth}/"))) {
+        return json_error(StatusCode::NOT_FOUND, NO_OAUTH);
+    }
     let crew = match path.strip_prefix("/mcp") {
         Some("" | "/") => None,
         Some(rest) => match rest.strip_prefix('/') {
             Some(name) if !name.is_empty() && !name.contains('/') => Some(name.to_owned()),
-            _ => return Ok(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoints are /mcp and /mcp/<crew>\n")),
+            _ => return json_error(StatusCode::NOT_FOUND, NOT_FOUND),
         },
-        None => return Ok(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoints are /mcp and /mcp/<crew>\n")),
+        None => return json_error(StatusCode::NOT_FOUND, NOT_FOUND),
     };
-    let token = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
-    let service = state.endpoints.get(&crew);
-    let allowed = token.is_some_and(|token| state.tokens.allows(crew.as_deref(), token.as_bytes()));
-    match service {
-        Some(service) if allowed => {
-            let ending = request.method() == http::Method::DELETE;
-            let response = service.handle(request).await;
-            Ok(if ending { ended(response) } else { response })
-        }
+    let principal = bearer(request.headers()).and_then(|token| state.tokens.principal(crew.as_deref(), token));
+    let (Some(service), Some(principal)) = (state.endpoints.get(&crew), principal) else {
         // An unknown crew answers as a known one without the right token.
-        _ => Ok(unauthorized()),
+        return unauthorized();
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(principal);
+    let body = if parts.method == Method::POST {
+        match read_body(state, &parts, body).await {
+            Ok(body) => body,
+            Err(response) => return response,
+        }
+    } else {
+        Bytes::new()
+    };
+    if parts.method == Method::POST && !parts.headers.contains_key(SESSION_HEADER) && is_initialize(&body) {
+        // A new session of the handshake protocol: within the caps, or not at all.
+        match state.sessions.reserve(principal) {
+            Some(slot) => {
+                parts.extensions.insert(slot);
+            }
+            None => return unavailable("the server has as many sessions as it keeps for this token"),
+        }
     }
+    if parts.method == Method::GET {
+        resume_after(&mut parts.headers);
+    }
+    let ending = parts.method == Method::DELETE;
+    let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+    if ending { ended(response) } else { response }
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The request's bearer token (the scheme's name in any case, RFC 7235).
+fn bearer(headers: &http::HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let (scheme, token) = value.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    Some(token.trim_ascii())
+}
+
+/// Resumption replays the events *after* `Last-Event-ID`. The SDK's session cache replays
+/// from the event with that id itself, so a client that resumes gets its last event twice;
+/// for an event of a request's stream (`<index>/<request>`) the id is moved on by one before
+/// the SDK reads it. (The session's own stream numbers its events `<index>` with a priming
+/// event that shares index 0, so there the id cannot be moved on safely; it is left as is.)
+fn resume_after(headers: &mut http::HeaderMap) {
+    let Some(last) = headers.get(LAST_EVENT_ID).and_then(|value| value.to_str().ok()) else { return };
+    let Some((index, request)) = last.split_once('/') else { return };
+    let (Ok(index), Ok(_)) = (index.parse::<u64>(), request.parse::<u64>()) else { return };
+    if let Some(next) = index.checked_add(1)
+        && let Ok(value) = HeaderValue::from_str(&format!("{next}/{request}"))
+    {
+        headers.insert(LAST_EVENT_ID, value);
+    }
+}
+
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The body, read within its size and time bounds, and checked to be JSON: the answers for a
+/// body too large, too slow or not JSON are the server's own, before anything is parsed
+/// further.
+async fn read_body(state: &State, parts: &http::request::Parts, body: Incoming) -> Result<Bytes, Response<Body>> {
+    let too_large = || {
+        jsonrpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            &format!("the request body is larger than {} bytes", state.max_request_bytes),
+        )
+    };
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > state.max_request_bytes as u64) {
+        return Err(too_large());
+    }
+    let limited = Limited::new(body, state.max_request_bytes);
+    let body = match tokio::time::timeout(state.body_timeout, limited.collect()).await {
+        Err(_) => {
+            return Err(jsonrpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                "the request body did not arrive in time; send it whole, at once",
+            ));
+        }
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(_)) => return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, "the request body could not be read")),
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    if serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
+        return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32700, "parse error: the request body is not valid JSON"));
+    }
+    if serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&body).is_err() {
+        return Err(jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "invalid request: the body is not one JSON-RPC 2.0 request, notification or response of MCP",
+        ));
+    }
+    Ok(body)
+}
+
+/// True when the body is an `initialize` request (the only request that opens a session).
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow, default)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body).is_ok_and(|message| message.method.as_deref() == Some("initialize"))
 }
 
 /// The SDK answers a session's `DELETE` with `202 Accepted`; the session is gone by then, and
@@ -267,26 +647,73 @@ fn ended(response: Response<Body>) -> Response<Body> {
     }
     let (mut parts, _) = response.into_parts();
     parts.status = StatusCode::NO_CONTENT;
-    parts.headers.remove(http::header::CONTENT_TYPE);
-    parts.headers.remove(http::header::CONTENT_LENGTH);
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Full::new(Bytes::new()).boxed())
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+const NOT_FOUND: &str = "not found: the MCP endpoints are /mcp and /mcp/<crew>";
+const NO_OAUTH: &str = "not found: this server does not offer OAuth; it takes static bearer tokens, sent as `Authorization: Bearer <token>` (ask the operator for one)";
+const FORBIDDEN_ORIGIN: &str = "forbidden: this origin is not allowed (the operator allows more with --allowed-origin)";
+const UNAUTHORIZED: &str = "unauthorized: this server takes static bearer tokens; send `Authorization: Bearer <token>` with a token for this endpoint (ask the operator for one)";
+
+/// The CORS headers for an allowed origin.
+fn add_cors(headers: &mut http::HeaderMap, origin: HeaderValue) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.append(header::VARY, HeaderValue::from_static("Origin"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, DELETE, OPTIONS"));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(
+            "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name",
+        ),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"),
+    );
+    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
     *response.status_mut() = status;
-    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
     response
 }
 
-fn unauthorized() -> Response<Body> {
-    let mut response = plain(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized: send `Authorization: Bearer <token>` with a token for this endpoint\n",
-    );
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    let mut text = serde_json::to_vec(body).unwrap_or_default();
+    text.push(b'\n');
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
-        .headers_mut()
-        .insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"vfs\""));
+}
+
+/// A plain JSON error, for what is not a JSON-RPC exchange (a wrong path, a refused origin).
+fn json_error(status: StatusCode, message: &str) -> Response<Body> {
+    json_response(status, &serde_json::json!({ "error": message }))
+}
+
+/// A JSON-RPC error without an id (the request's was not read, or not trusted).
+fn jsonrpc_error(status: StatusCode, code: i32, message: &str) -> Response<Body> {
+    json_response(
+        status,
+        &serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } }),
+    )
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = jsonrpc_error(StatusCode::UNAUTHORIZED, -32001, UNAUTHORIZED);
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"vfs\""));
+    response
+}
+
+/// `503` with `Retry-After`: a cap is reached; nothing already served is touched.
+fn unavailable(what: &str) -> Response<Body> {
+    let mut response =
+        jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &format!("unavailable: {what}; try again shortly"));
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
 }
 
@@ -316,14 +743,70 @@ mod tests {
         let mut tokens = Tokens::default();
         tokens.grant(None, "default-secret".to_owned());
         tokens.grant(Some("review".to_owned()), "review-secret".to_owned());
-        assert!(tokens.allows(None, b"default-secret"));
-        assert!(tokens.allows(Some("review"), b"review-secret"));
-        assert!(!tokens.allows(Some("review"), b"default-secret"));
-        assert!(!tokens.allows(None, b"review-secret"));
-        assert!(!tokens.allows(Some("other"), b"review-secret"));
-        assert!(!tokens.allows(None, b"default-secre"));
-        assert!(!tokens.allows(None, b"default-secrets"));
-        assert!(!tokens.allows(None, b""));
+        assert_eq!(tokens.principal(None, b"default-secret"), Some(Principal(0)));
+        assert_eq!(tokens.principal(Some("review"), b"review-secret"), Some(Principal(1)));
+        assert_eq!(tokens.principal(Some("review"), b"default-secret"), None);
+        assert_eq!(tokens.principal(None, b"review-secret"), None);
+        assert_eq!(tokens.principal(Some("other"), b"review-secret"), None);
+        assert_eq!(tokens.principal(None, b"default-secre"), None);
+        assert_eq!(tokens.principal(None, b"default-secrets"), None);
+        assert_eq!(tokens.principal(None, b""), None);
         assert_eq!(format!("{tokens:?}"), "Tokens { count: 2 }");
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        let with = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            bearer(&headers).map(<[u8]>::to_vec)
+        };
+        assert_eq!(with("Bearer abc"), Some(b"abc".to_vec()));
+        assert_eq!(with("bearer abc"), Some(b"abc".to_vec()));
+        assert_eq!(with("BEARER  abc "), Some(b"abc".to_vec()));
+        assert_eq!(with("Basic abc"), None);
+        assert_eq!(with("Bearer"), None);
+        assert_eq!(with("Bearerabc"), None);
+    }
+
+    #[test]
+    fn session_caps_hold_over_all_and_per_token_and_free_with_the_session() {
+        let sessions = Arc::new(Sessions { counts: Mutex::default(), max: 3, max_per_token: 2 });
+        let first = sessions.reserve(Principal(0)).unwrap();
+        let second = sessions.reserve(Principal(0)).unwrap();
+        assert!(sessions.reserve(Principal(0)).is_none(), "a third session of one token");
+        let other = sessions.reserve(Principal(1)).unwrap();
+        assert!(sessions.reserve(Principal(2)).is_none(), "a fourth session in all");
+        let kept = first.clone();
+        drop(first);
+        assert!(sessions.reserve(Principal(2)).is_none(), "a clone still holds the place");
+        drop(kept);
+        let third = sessions.reserve(Principal(2)).unwrap();
+        drop((second, other, third));
+        let counts = sessions.lock();
+        assert_eq!((counts.all, counts.by_token.len()), (0, 0));
+    }
+
+    #[test]
+    fn a_resumed_request_stream_starts_after_the_last_event() {
+        let resumed = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(LAST_EVENT_ID, HeaderValue::from_str(value).unwrap());
+            resume_after(&mut headers);
+            headers[LAST_EVENT_ID].to_str().unwrap().to_owned()
+        };
+        assert_eq!(resumed("3/0"), "4/0");
+        assert_eq!(resumed("0/17"), "1/17");
+        assert_eq!(resumed("5"), "5");
+        assert_eq!(resumed("x/1"), "x/1");
+        assert_eq!(resumed("18446744073709551615/1"), "18446744073709551615/1");
+    }
+
+    #[test]
+    fn an_initialize_is_told_from_other_messages() {
+        assert!(is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#));
+        assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#));
+        assert!(!is_initialize(br#"[{"method":"initialize"}]"#));
+        assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
     }
 }

@@ -23,7 +23,7 @@ pub use client_log::ClientLogLayer;
 pub use crew::{Crew, CrewMount};
 pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
-pub use http::{Endpoint, HttpOptions, Listener, SessionFactory, Tokens, serve_http, serve_until};
+pub use http::{Endpoint, HttpOptions, Listener, Principal, SessionFactory, Tokens, serve_http, serve_until};
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;
 pub use server::{VfsServer, serve_stdio};

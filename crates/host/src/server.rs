@@ -23,9 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -37,11 +37,34 @@ use crate::tools::{CallError, ToolService};
 /// The MCP server: a [`ToolService`] behind the protocol.
 #[derive(Debug, Clone)]
 pub struct VfsServer {
+    /// The tools of this server (stdio), or of the endpoint before any session or principal
+    /// is known (HTTP: the server info and the tool list, which are the same for all).
     tools: ToolService,
+    /// Over HTTP: whose state a call uses.
+    http: Option<HttpState>,
     /// Room for the tool calls that may run at once (shared by every session of a daemon).
     pool: Arc<tokio::sync::Semaphore>,
     /// The least severe level of this session's `notifications/message` (`logging/setLevel`).
     log_threshold: Arc<AtomicU8>,
+}
+
+/// Whose read-before-edit memory and exchange log an HTTP call uses. The SDK builds a server
+/// for each session of the handshake protocol (before its `initialize`) and for each request
+/// of the 2026-07-28 protocol, which has no sessions. A server whose `initialize` ran is a
+/// session's and keeps the session's own state; any other call belongs to the principal that
+/// authorized it (the token, see `http`), whose state lives as long as the daemon.
+#[derive(Debug, Clone)]
+struct HttpState {
+    endpoint: Arc<crate::http::EndpointState>,
+    session: Arc<std::sync::OnceLock<Session>>,
+}
+
+/// A session's own tools, and its place under the daemon's session caps (given back when the
+/// session ends and this server is dropped).
+#[derive(Debug)]
+struct Session {
+    tools: ToolService,
+    _slot: Option<crate::http::SessionSlot>,
 }
 
 /// How many tool calls run at once: four per core, between 4 and 64 (calls mostly wait on
@@ -62,7 +85,48 @@ impl VfsServer {
     /// A server for these tools whose calls take room in `pool`.
     #[must_use]
     pub fn with_pool(tools: ToolService, pool: Arc<tokio::sync::Semaphore>) -> Self {
-        Self { tools, pool, log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)) }
+        Self { tools, http: None, pool, log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)) }
+    }
+
+    /// A server of an HTTP endpoint, for one session or one request (see [`HttpState`]).
+    pub(crate) fn for_endpoint(endpoint: Arc<crate::http::EndpointState>, pool: Arc<tokio::sync::Semaphore>) -> Self {
+        Self {
+            tools: endpoint.template().clone(),
+            http: Some(HttpState { endpoint, session: Arc::default() }),
+            pool,
+            log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)),
+        }
+    }
+
+    /// The tools, with the state, that this call uses: the server's own (stdio), its session's
+    /// (HTTP, handshake protocol), or its principal's (HTTP, 2026-07-28).
+    fn tools_for(&self, context: &RequestContext<RoleServer>) -> Result<ToolService, ErrorData> {
+        let Some(http) = &self.http else { return Ok(self.tools.clone()) };
+        if let Some(session) = http.session.get() {
+            return Ok(session.tools.clone());
+        }
+        let principal = request_extension::<crate::http::Principal>(context);
+        let Some(principal) = principal else {
+            tracing::error!("an HTTP request reached the tools without a principal; this is a bug");
+            return Err(ErrorData::internal_error("the server cannot take this request now; try again", None));
+        };
+        http.endpoint.principal(*principal).map_err(|error| {
+            tracing::error!(%error, "cannot set up a principal's state");
+            ErrorData::internal_error("the server cannot take this request now; try again", None)
+        })
+    }
+
+    /// The least severe level of this call's `notifications/message`: the request's own
+    /// (`_meta` `io.modelcontextprotocol/logLevel`, the 2026-07-28 way), else its session's
+    /// (`logging/setLevel`); a call of the 2026-07-28 protocol that names no level gets none.
+    fn threshold_for(&self, context: &RequestContext<RoleServer>) -> Arc<AtomicU8> {
+        if let Some(level) = context.meta.log_level() {
+            return Arc::new(AtomicU8::new(client_log::rank(level)));
+        }
+        match &self.http {
+            Some(http) if http.session.get().is_none() => Arc::new(AtomicU8::new(client_log::SILENT)),
+            _ => self.log_threshold.clone(),
+        }
     }
 
     /// A one-line summary of the tools listed, for the operator's start-up line.
@@ -89,11 +153,35 @@ impl ServerHandler for VfsServer {
             .with_instructions(self.tools.registry().scrub(&instructions).into_owned())
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The handshake protocol: this server is one session's, with a state of its own.
+        if let Some(http) = &self.http {
+            let tools = http.endpoint.session().map_err(|error| {
+                tracing::error!(%error, "cannot set up a session's state");
+                ErrorData::internal_error("the server cannot open a session now; try again", None)
+            })?;
+            let slot = request_extension::<crate::http::SessionSlot>(&context).cloned();
+            let _ = http.session.set(Session { tools, _slot: slot });
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // The 2026-07-28 protocol has no `logging/setLevel`: a request names its level in
+        // `_meta` instead (see `threshold_for`).
+        let modern = context.meta.protocol_version().is_some_and(|version| !version.has_initialize());
+        if modern {
+            return Err(ErrorData::method_not_found::<rmcp::model::SetLevelRequestMethod>());
+        }
         self.log_threshold.store(client_log::rank(request.level), Ordering::Relaxed);
         Ok(())
     }
@@ -113,9 +201,12 @@ impl ServerHandler for VfsServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.into_owned();
         let arguments = request.arguments;
+        let tools = self.tools_for(&context)?;
+        let threshold = self.threshold_for(&context);
         let cancel = Arc::new(AtomicBool::new(false));
         let mut budget = vfs::Budget::unlimited().with_cancel_flag(cancel.clone());
-        let progress = context.meta.get_progress_token().map(|token| Progress::start(context.peer.clone(), token));
+        let progress =
+            context.meta.get_progress_token().map(|token| Progress::start(context.peer.clone(), token, cancel.clone()));
         if let Some(progress) = &progress {
             budget = budget.with_progress(progress.sink());
         }
@@ -129,8 +220,7 @@ impl ServerHandler for VfsServer {
             ct.cancelled().await;
             cancel.store(true, Ordering::Relaxed);
         });
-        let (notices, forwarder) = self.notices(context.peer.clone());
-        let tools = self.tools.clone();
+        let (notices, forwarder) = notices(tools.registry().clone(), threshold, context.peer.clone());
         let outcome = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             client_log::within(notices, || tools.call_with(&name, arguments, budget))
@@ -154,24 +244,31 @@ impl ServerHandler for VfsServer {
     }
 }
 
-impl VfsServer {
-    /// A call's notices: where its warnings go, and the task that sends them to the client as
-    /// `notifications/message`, scrubbed, until the call ends.
-    fn notices(&self, peer: Peer<RoleServer>) -> (CallLog, tokio::task::JoinHandle<()>) {
-        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(LoggingLevel, String)>();
-        let registry = self.tools.registry().clone();
-        let forwarder = tokio::spawn(async move {
-            while let Some((level, text)) = receiver.recv().await {
-                let text = registry.scrub(&text).into_owned();
-                let mut notice = LoggingMessageNotificationParam::new(level, serde_json::Value::String(text));
-                notice.logger = Some("vfs".to_owned());
-                if peer.notify_logging_message(notice).await.is_err() {
-                    break;
-                }
+/// What the HTTP layer attached to the request that `context` answers (the SDK hands the
+/// request's head to the handler).
+fn request_extension<T: Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<&T> {
+    context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<T>())
+}
+
+/// A call's notices: where its warnings go (at or above `threshold`), and the task that sends
+/// them to the client as `notifications/message`, scrubbed, until the call ends.
+fn notices(
+    registry: vfs::MountRegistry,
+    threshold: Arc<AtomicU8>,
+    peer: Peer<RoleServer>,
+) -> (CallLog, tokio::task::JoinHandle<()>) {
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(LoggingLevel, String)>();
+    let forwarder = tokio::spawn(async move {
+        while let Some((level, text)) = receiver.recv().await {
+            let text = registry.scrub(&text).into_owned();
+            let mut notice = LoggingMessageNotificationParam::new(level, serde_json::Value::String(text));
+            notice.logger = Some("vfs".to_owned());
+            if peer.notify_logging_message(notice).await.is_err() {
+                break;
             }
-        });
-        (CallLog::new(self.log_threshold.clone(), sender), forwarder)
-    }
+        }
+    });
+    (CallLog::new(threshold, sender), forwarder)
 }
 
 fn shutting_down() -> ErrorData {
@@ -186,10 +283,16 @@ struct Progress {
 }
 
 impl Progress {
-    fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+    /// Sends the call's progress to `peer`, until the call ends or `cancelled` is set (a
+    /// cancelled call's client expects nothing more for it: a report queued before the
+    /// cancellation is dropped, not sent after it).
+    fn start(peer: Peer<RoleServer>, token: ProgressToken, cancelled: Arc<AtomicBool>) -> Self {
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<vfs::Progress>();
         let forwarder = tokio::spawn(async move {
             while let Some(progress) = receiver.recv().await {
+                if cancelled.load(Ordering::Relaxed) {
+                    break;
+                }
                 #[expect(clippy::cast_precision_loss, reason = "counts of files fit an f64's mantissa")]
                 let mut param =
                     ProgressNotificationParam::new(token.clone(), progress.done as f64).with_message(progress.message);

@@ -9,18 +9,18 @@ use std::time::Duration;
 use crate::eqnice;
 use crate::util::TestDir;
 
-const TOKEN: &str = "0123456789abcdef-token";
+pub(crate) const TOKEN: &str = "0123456789abcdef-token";
 
 /// A running daemon; killed when dropped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
-    address: SocketAddr,
-    status: String,
+    pub(crate) address: SocketAddr,
+    pub(crate) status: String,
 }
 
 impl Daemon {
     /// Starts `vfs serve --listen 127.0.0.1:0 ARGS` and waits for its start-up line.
-    fn start(test: &TestDir, args: &[&str], token: Option<&str>) -> Self {
+    pub(crate) fn start(test: &TestDir, args: &[&str], token: Option<&str>) -> Self {
         let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut command = test.command(&all);
@@ -45,7 +45,7 @@ impl Daemon {
     }
 
     /// One request on a fresh connection; the whole response, headers lower-cased.
-    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    pub(crate) fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
         let mut stream = TcpStream::connect(self.address).expect("connect");
         stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
         let mut text = format!(
@@ -65,7 +65,7 @@ impl Daemon {
     }
 
     /// A JSON-RPC POST to `path` with `token`.
-    fn post(&self, path: &str, token: Option<&str>, extra: &[(&str, &str)], body: &str) -> Response {
+    pub(crate) fn post(&self, path: &str, token: Option<&str>, extra: &[(&str, &str)], body: &str) -> Response {
         let bearer = token.map(|token| format!("Bearer {token}"));
         let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
         if let Some(bearer) = &bearer {
@@ -76,7 +76,7 @@ impl Daemon {
     }
 
     /// Sends SIGTERM and waits for the exit code.
-    fn terminate(mut self) -> Option<i32> {
+    pub(crate) fn terminate(mut self) -> Option<i32> {
         let pid = self.child.id().to_string();
         let sent = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
         assert!(sent.success());
@@ -94,14 +94,14 @@ impl Drop for Daemon {
 }
 
 #[derive(Debug)]
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Response {
-    fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
         let mut lines = head.lines();
         let status =
@@ -113,12 +113,12 @@ impl Response {
         Self { status, headers, body: body.to_owned() }
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
     }
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 #[test]
 fn listening_needs_a_token_of_sixteen_characters_or_more() {
@@ -165,6 +165,9 @@ fn daemon_options_without_listen_are_refused() {
     );
 }
 
+/// The body of every `401`: one line that says what the server takes and how to send it.
+pub(crate) const UNAUTHORIZED: &str = "{\"error\":{\"code\":-32001,\"message\":\"unauthorized: this server takes static bearer tokens; send `Authorization: Bearer <token>` with a token for this endpoint (ask the operator for one)\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n";
+
 #[test]
 fn a_request_without_the_right_token_gets_401_and_other_paths_404() {
     let test = TestDir::new();
@@ -189,7 +192,8 @@ fn a_request_without_the_right_token_gets_401_and_other_paths_404() {
         let response = daemon.post(path, token, &[], INITIALIZE);
         assert_eq!(response.status, 401, "{path} {token:?}: {response:?}");
         assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"vfs\""));
-        eqnice!("unauthorized: send `Authorization: Bearer <token>` with a token for this endpoint\n", response.body);
+        assert_eq!(response.header("content-type"), Some("application/json"));
+        eqnice!(UNAUTHORIZED, response.body);
     }
     let basic = daemon.request("POST", "/mcp", &[("Authorization", &format!("Basic {TOKEN}"))], INITIALIZE);
     assert_eq!(basic.status, 401);

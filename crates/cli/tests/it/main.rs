@@ -13,5 +13,7 @@ mod call;
 mod serve;
 // `vfs serve --listen`: the HTTP daemon, raw: tokens, origins, sessions, hosted crews.
 mod http;
+// The daemon as a server people run: HTTP answers, CORS, bounds, caps and timeouts.
+mod daemon;
 // Documentation kept in sync with the binary.
 mod docs;

@@ -1,0 +1,346 @@
+//! `vfs serve --listen` as a server people run, by raw HTTP: state under the 2026-07-28
+//! protocol (no sessions), the answers a person or a browser meets, and the bounds that keep
+//! one client from holding the daemon.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::eqnice;
+use crate::http::{Daemon, INITIALIZE, Response, TOKEN, UNAUTHORIZED};
+use crate::util::TestDir;
+
+/// A `tools/call` of the 2026-07-28 protocol: no session, the version and the client in
+/// `_meta` and in the headers.
+fn modern_call(daemon: &Daemon, token: &str, id: u64, tool: &str, arguments: &serde_json::Value) -> (String, bool) {
+    let request = serde_json::json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {
+            "name": tool, "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+    });
+    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", tool)];
+    let response = daemon.post("/mcp", Some(token), &headers, &request.to_string());
+    assert_eq!(response.status, 200, "{response:?}");
+    let message = messages(&response)
+        .into_iter()
+        .find(|message| message["id"] == id)
+        .unwrap_or_else(|| panic!("no response to {id}: {}", response.body));
+    let result = &message["result"];
+    let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {message}")).to_owned();
+    (text, result["isError"] == true)
+}
+
+/// The JSON-RPC messages of a response, whether it is JSON or an event stream.
+fn messages(response: &Response) -> Vec<serde_json::Value> {
+    if let Ok(message) = serde_json::from_str::<serde_json::Value>(&response.body) {
+        return vec![message];
+    }
+    response
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .collect()
+}
+
+fn log_files(test: &TestDir) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(test.path().join("logs"))
+        .expect("the log directory")
+        .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn without_sessions_a_token_keeps_its_reads_and_one_log_file() {
+    let test = TestDir::new();
+    test.file("out/notes.txt", "one\n");
+    let daemon = Daemon::start(&test, &["--mount", "out:/output:rw", "--llm-log", "logs"], Some(TOKEN));
+    // A request refused before any tool runs leaves no file.
+    assert_eq!(daemon.post("/mcp", None, &[], INITIALIZE).status, 401);
+    assert_eq!(log_files(&test), Vec::<String>::new());
+
+    // Read in one request, edit in the next: the token's memory holds between them.
+    let (text, error) =
+        modern_call(&daemon, TOKEN, 1, "read_text_file", &serde_json::json!({"path": "/output/notes.txt"}));
+    assert_eq!((text.as_str(), error), ("one\n", false));
+    let edit = serde_json::json!({"path": "/output/notes.txt", "edits": [{"oldText": "one", "newText": "two"}]});
+    let (text, error) = modern_call(&daemon, TOKEN, 2, "edit_file", &edit);
+    assert!(!error, "{text}");
+    assert!(text.starts_with("edited `/output/notes.txt` (1 replacement)"), "{text}");
+    assert_eq!(std::fs::read_to_string(test.path().join("out/notes.txt")).unwrap(), "two\n");
+    let files = log_files(&test);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let log = std::fs::read_to_string(test.path().join("logs").join(&files[0])).unwrap();
+    let tools: Vec<String> = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["tool"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tools, ["read_text_file", "edit_file"]);
+
+    // A session of the handshake protocol has its own memory and file, made with its first
+    // call: a session that calls nothing leaves none.
+    let response = daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE);
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(log_files(&test).len(), 1);
+    let session = response.header("mcp-session-id").unwrap().to_owned();
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    daemon.post("/mcp", Some(TOKEN), &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let edit = serde_json::json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "edit_file", "arguments": {"path": "/output/notes.txt", "edits": [{"oldText": "two", "newText": "three"}]}},
+    });
+    let answer = daemon.post("/mcp", Some(TOKEN), &headers, &edit.to_string());
+    let message = messages(&answer).into_iter().find(|message| message["id"] == 2).expect("an answer");
+    assert_eq!(message["result"]["isError"], true, "{message}");
+    assert_eq!(
+        message["result"]["content"][0]["text"],
+        "read `/output/notes.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports"
+    );
+    assert_eq!(log_files(&test).len(), 2);
+}
+
+#[test]
+fn a_client_looking_for_oauth_is_told_it_is_not_offered() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(&test, &[], Some(TOKEN));
+
+    // OAuth is not offered, and says so.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/register",
+    ] {
+        let response = daemon.request("GET", path, &[], "");
+        assert_eq!(response.status, 404, "{path}");
+        assert_eq!(response.header("content-type"), Some("application/json"));
+        eqnice!(
+            "{\"error\":\"not found: this server does not offer OAuth; it takes static bearer tokens, sent as `Authorization: Bearer <token>` (ask the operator for one)\"}\n",
+            response.body
+        );
+    }
+    let other = daemon.request("GET", "/other", &[], "");
+    assert_eq!(
+        (other.status, other.body.as_str()),
+        (404, "{\"error\":\"not found: the MCP endpoints are /mcp and /mcp/<crew>\"}\n")
+    );
+}
+
+#[test]
+fn bodies_schemes_and_hosts_get_the_answers_of_the_specifications() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(&test, &[], Some(TOKEN));
+
+    // The scheme's name is read in any case.
+    let lower = daemon.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &format!("bearer {TOKEN}")),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        INITIALIZE,
+    );
+    assert_eq!(lower.status, 200, "{lower:?}");
+
+    // A body that is not JSON, or not JSON-RPC, gets a JSON-RPC error.
+    let broken = daemon.post("/mcp", Some(TOKEN), &[], "{\"jsonrpc\":");
+    assert_eq!(broken.status, 400);
+    eqnice!(
+        "{\"error\":{\"code\":-32700,\"message\":\"parse error: the request body is not valid JSON\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        broken.body
+    );
+    let odd = daemon.post("/mcp", Some(TOKEN), &[], "[1, 2]");
+    assert_eq!(odd.status, 400);
+    eqnice!(
+        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: the body is not one JSON-RPC 2.0 request, notification or response of MCP\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        odd.body
+    );
+
+    // The Host check includes the port.
+    let mut stream = TcpStream::connect(daemon.address).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INITIALIZE}",
+        daemon.address.port() ^ 1,
+        INITIALIZE.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert_eq!(Response::parse(&answer).status, 403, "{answer}");
+}
+
+#[test]
+fn an_allowed_origin_gets_cors_answers_and_another_none() {
+    let test = TestDir::new();
+    let origin = "https://agents.example.com";
+    let daemon = Daemon::start(&test, &["--allowed-origin", origin], Some(TOKEN));
+    // CORS: an allowed origin's preflight needs no token; its answers carry the headers a
+    // browser client reads; another origin gets none.
+    let preflight = [
+        ("Origin", origin),
+        ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "authorization, content-type, mcp-session-id"),
+    ];
+    let allowed = daemon.request("OPTIONS", "/mcp", &preflight, "");
+    assert_eq!(allowed.status, 204, "{allowed:?}");
+    assert_eq!(allowed.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(
+        allowed.header("access-control-allow-headers"),
+        Some(
+            "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+        )
+    );
+    assert_eq!(allowed.header("access-control-allow-methods"), Some("GET, POST, DELETE, OPTIONS"));
+    let foreign = daemon.request(
+        "OPTIONS",
+        "/mcp",
+        &[("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")],
+        "",
+    );
+    assert_eq!(foreign.status, 403);
+    assert_eq!(foreign.header("access-control-allow-origin"), None);
+    let unauthorized = daemon.post("/mcp", None, &[("Origin", origin)], INITIALIZE);
+    assert_eq!(unauthorized.status, 401);
+    assert_eq!(unauthorized.header("access-control-allow-origin"), Some(origin));
+    eqnice!(UNAUTHORIZED, unauthorized.body);
+    let opened = daemon.post("/mcp", Some(TOKEN), &[("Origin", origin)], INITIALIZE);
+    assert_eq!(opened.status, 200);
+    assert_eq!(opened.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(
+        opened.header("access-control-expose-headers"),
+        Some("Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+    );
+}
+
+#[test]
+fn a_slow_or_large_request_is_cut_off_while_others_are_served() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(
+        &test,
+        &["--header-timeout", "1", "--body-timeout", "1", "--max-request-bytes", "4096"],
+        Some(TOKEN),
+    );
+    // Half a header, then nothing: the connection is closed after the timeout, and another
+    // client is served meanwhile.
+    let mut slow = TcpStream::connect(daemon.address).unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    let started = Instant::now();
+    assert_eq!(daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE).status, 200);
+    slow.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(15), "the slow connection was held for {waited:?}");
+
+    // A body that stops halfway: 408.
+    let mut stream = TcpStream::connect(daemon.address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        daemon.address
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = Response::parse(&String::from_utf8_lossy(&answer));
+    assert_eq!(answer.status, 408, "{answer:?}");
+    eqnice!(
+        "{\"error\":{\"code\":-32600,\"message\":\"the request body did not arrive in time; send it whole, at once\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        answer.body
+    );
+
+    // A body over the cap: 413, without reading it.
+    let large =
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}", "x".repeat(5000));
+    let refused = daemon.post("/mcp", Some(TOKEN), &[], &large);
+    assert_eq!(refused.status, 413);
+    eqnice!(
+        "{\"error\":{\"code\":-32600,\"message\":\"the request body is larger than 4096 bytes\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        refused.body
+    );
+    assert_eq!(daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE).status, 200, "still serving");
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
+#[test]
+fn past_a_cap_the_answer_is_503_and_the_daemon_goes_on() {
+    let test = TestDir::new();
+    test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
+    let daemon = Daemon::start(
+        &test,
+        &["--token-file", "tokens", "--max-connections", "2", "--max-sessions", "3", "--max-sessions-per-token", "2"],
+        None,
+    );
+    // Sessions: two for one token, then 503; another token still gets one; a session ended
+    // gives its place back.
+    let open = |token: &str| daemon.post("/mcp", Some(token), &[], INITIALIZE);
+    let first = open(TOKEN);
+    assert_eq!(first.status, 200);
+    assert_eq!(open(TOKEN).status, 200);
+    let refused = open(TOKEN);
+    assert_eq!(refused.status, 503, "{refused:?}");
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    eqnice!(
+        "{\"error\":{\"code\":-32000,\"message\":\"unavailable: the server has as many sessions as it keeps for this token; try again shortly\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        refused.body
+    );
+    assert_eq!(open("second-token-0123456789").status, 200);
+    assert_eq!(open("second-token-0123456789").status, 503, "three sessions in all");
+    let session = first.header("mcp-session-id").unwrap();
+    let ended = daemon.request(
+        "DELETE",
+        "/mcp",
+        &[("Authorization", &format!("Bearer {TOKEN}")), ("mcp-session-id", session)],
+        "",
+    );
+    assert_eq!(ended.status, 204);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut reopened = open(TOKEN).status;
+    while reopened == 503 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        reopened = open(TOKEN).status;
+    }
+    assert_eq!(reopened, 200, "the ended session's place is given back");
+
+    // Connections: two held open, the third gets 503 and is closed; once one is let go,
+    // the daemon serves again.
+    let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(daemon.address).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let busy = daemon.request("GET", "/mcp", &[], "");
+    assert_eq!(busy.status, 503, "{busy:?}");
+    assert_eq!(busy.header("retry-after"), Some("5"));
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut served = daemon.request("GET", "/other", &[], "").status;
+    while served == 503 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        served = daemon.request("GET", "/other", &[], "").status;
+    }
+    assert_eq!(served, 404);
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
+#[test]
+fn an_idle_session_ends_and_its_client_is_told() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(&test, &["--session-idle", "1"], Some(TOKEN));
+    let response = daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE);
+    let session = response.header("mcp-session-id").unwrap().to_owned();
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    daemon.post("/mcp", Some(TOKEN), &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(daemon.post("/mcp", Some(TOKEN), &headers, ping).status, 200);
+    std::thread::sleep(Duration::from_millis(2500));
+    let gone = daemon.post("/mcp", Some(TOKEN), &headers, ping);
+    assert_eq!(gone.status, 404, "{gone:?}");
+}
