@@ -1,0 +1,245 @@
+"""Both protocol generations, as the official Python SDK speaks them: `Client(url)` in its
+default mode negotiates 2026-07-28 (no sessions; every request stands alone), and
+`mode="legacy"` the initialize handshake. Over stdio and over HTTP, a read and an edit in
+consecutive calls work, the exchange log holds one file per session or per token, progress
+arrives while a long call runs, and a resumed stream starts after the last event it saw.
+"""
+
+import contextlib
+import json
+import time
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import BINARY
+from conftest import Client as Recorder
+from test_http import TOKEN, daemon
+
+MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
+TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
+VERSIONS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+@contextlib.asynccontextmanager
+async def client(fixture, mode: str, url: str | None = None, token: str = TOKEN, **options):
+    """The SDK's `Client` in `mode`, over HTTP at `url` (with `token`) or, without a URL, over
+    stdio to a `vfs serve` of the fixture; every response recorded for the leak scan."""
+    if url is not None:
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode, **options) as connected:
+                yield Recorder(connected, fixture)
+        return
+    params = StdioServerParameters(command=str(BINARY), args=fixture.launch(), cwd=str(fixture.root), env={"VFS_LOG": "warn"})
+    async with Client(params, mode=mode, **options) as connected:
+        yield Recorder(connected, fixture)
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+def log_tools(fixture) -> list[list[str]]:
+    """The tools of each exchange-log file, file by file (sorted by their calls)."""
+    logs = [path for path in fixture.logs.rglob("*.jsonl")]
+    assert all(path.stat().st_size > 0 for path in logs), "an empty log file"
+    return sorted([json.loads(line)["tool"] for line in path.read_text().splitlines()] for path in logs)
+
+
+async def read_then_edit(connected) -> None:
+    read = await connected.call("read_text_file", {"path": "/output/notes.txt"})
+    assert text(read) == "one\n"
+    edited = await connected.call("edit_file", {"path": "/output/notes.txt", "edits": [{"oldText": "one", "newText": "two"}]})
+    assert not edited.is_error, text(edited)
+    assert text(edited).startswith("edited `/output/notes.txt` (1 replacement)")
+
+
+@MODES
+@TRANSPORTS
+def test_a_read_then_an_edit_work_in_consecutive_calls(fixture, mode, transport):
+    (fixture.out / "notes.txt").write_text("one\n")
+
+    async def main(url):
+        async with client(fixture, mode, url) as connected:
+            assert connected.session.protocol_version == VERSIONS[mode]
+            await read_then_edit(connected)
+
+    if transport == "http":
+        with daemon(fixture) as server:
+            anyio.run(main, f"{server.base}/mcp")
+            assert server.terminate() == 0
+    else:
+        anyio.run(main, None)
+    assert (fixture.out / "notes.txt").read_text() == "two\n"
+    assert log_tools(fixture) == [["read_text_file", "edit_file"]]
+
+
+def test_a_token_has_one_log_file_and_each_legacy_session_its_own(fixture):
+    (fixture.out / "notes.txt").write_text("one\n")
+    with daemon(fixture) as server:
+        url = f"{server.base}/mcp"
+
+        async def main():
+            # Two clients of the 2026-07-28 protocol with one token are one principal: the
+            # second may edit what the first read (ADR 0005), and they log into one file.
+            async with client(fixture, "auto", url) as first:
+                assert text(await first.call("read_text_file", {"path": "/output/notes.txt"})) == "one\n"
+            async with client(fixture, "auto", url) as second:
+                edited = await second.call(
+                    "edit_file", {"path": "/output/notes.txt", "edits": [{"oldText": "one", "newText": "two"}]}
+                )
+                assert not edited.is_error, text(edited)
+                await second.list_tools()
+            # Legacy sessions keep their own memory, and their own file once they call a tool.
+            async with client(fixture, "legacy", url) as third:
+                refused = await third.call(
+                    "edit_file", {"path": "/output/notes.txt", "edits": [{"oldText": "two", "newText": "three"}]}
+                )
+                assert refused.is_error
+                assert text(refused).startswith("read `/output/notes.txt` first (you have not read it in this session)")
+            async with client(fixture, "legacy", url) as idle:
+                await idle.session.send_ping()
+
+        anyio.run(main)
+        assert server.terminate() == 0
+    assert log_tools(fixture) == [["edit_file"], ["read_text_file", "edit_file"]]
+
+
+def leaves(error: BaseException):
+    """The errors inside (nested) exception groups."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error
+
+
+def test_without_the_token_the_sdk_says_what_to_send(fixture):
+    with daemon(fixture) as server:
+
+        async def main(mode):
+            with pytest.raises(BaseException) as caught:
+                async with client(fixture, mode, f"{server.base}/mcp", token="not-the-token-0123456789"):
+                    pass
+            return caught.value
+
+        for mode in ["auto", "legacy"]:
+            errors = [error for error in leaves(anyio.run(main, mode)) if isinstance(error, MCPError)]
+            assert [(error.code, error.message) for error in errors] == [
+                (
+                    -32001,
+                    "unauthorized: this server takes static bearer tokens; send `Authorization: Bearer <token>` "
+                    "with a token for this endpoint (ask the operator for one)",
+                )
+            ], mode
+    assert not fixture.logs.exists() or list(fixture.logs.iterdir()) == []
+
+
+def make_tree(root, files: int = 600, lines: int = 2500) -> None:
+    """A tree a grep takes seconds over: `files` files of about 200 KB of words, and no line
+    that the test's pattern matches but one in the last file."""
+    words = ["alpha", "beta", "gamma", "delta", "épée", "naïve", "zeta", "theta"]
+    root.mkdir(parents=True, exist_ok=True)
+    line = " ".join(words[index % len(words)] for index in range(11)) + "\n"
+    block = line * lines
+    for index in range(files):
+        extra = "zeta épée épée épée épée zeta needle\n" if index == files - 1 else ""
+        (root / f"f{index:04}.txt").write_text(block + extra)
+
+
+PATTERN = r"\bzeta\w*\s+épée\s+épée\s+épée\s+épée\s+zeta\s+needle\b"
+
+
+@MODES
+@TRANSPORTS
+def test_progress_arrives_while_a_long_grep_runs_with_true_counts(fixture, mode, transport):
+    make_tree(fixture.data / "big")
+
+    async def main(url):
+        reports: list[tuple[float, float, str]] = []
+        started = time.monotonic()
+
+        async def on_progress(progress, total, message):
+            reports.append((time.monotonic() - started, progress, message))
+
+        async with client(fixture, mode, url) as connected:
+            started = time.monotonic()
+            result = await connected.session.call_tool(
+                "grep", {"pattern": PATTERN, "path": "/src/big"}, progress_callback=on_progress
+            )
+            answered = time.monotonic() - started
+            fixture.record(result)
+            assert not result.is_error, text(result)
+            assert text(result) == "/src/big/f0599.txt:2501:zeta épée épée épée épée zeta needle\n"
+        assert reports, "no progress notification arrived"
+        first_at, first_done, first_message = reports[0]
+        assert first_message == "0 files searched, 0 matches", reports[0]
+        # The first report comes at the start, not with the answer.
+        assert first_at < answered / 2, (first_at, answered)
+        dones = [done for _, done, _ in reports]
+        assert dones == sorted(set(dones)), f"counts went back or repeated: {dones}"
+        for _, done, message in reports:
+            files, matches = message.removesuffix(" matches").split(" files searched, ")
+            assert float(files) == done and 0 <= int(matches) <= 1 and done <= 600, message
+        assert len(reports) >= 2, f"one report in {answered:.1f} s: {reports}"
+        # At most four a second (and the one at the start).
+        assert len(reports) <= 4 * answered + 2, (len(reports), answered)
+
+    if transport == "http":
+        with daemon(fixture) as server:
+            anyio.run(main, f"{server.base}/mcp")
+    else:
+        anyio.run(main, None)
+
+
+def test_a_resumed_stream_starts_after_the_last_event_it_saw(fixture):
+    """Raw HTTP, as the TypeScript SDK resumes after a dropped stream: a long grep with a
+    progress token, the stream dropped after two progress events, then a `GET` with
+    `Last-Event-ID` of the second: the next event is the one after it."""
+    make_tree(fixture.data / "big")
+    with daemon(fixture) as server:
+        url = f"{server.base}/mcp"
+        headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        with httpx2.Client(headers=headers, timeout=30) as http:
+            init = http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "grep", "arguments": {"pattern": PATTERN, "path": "/src/big"}, "_meta": {"progressToken": "p"}}}
+            seen: list[dict] = []
+            with http.stream("POST", url, headers=session, json=call) as stream:
+                lines = stream.iter_lines()
+                current: dict = {}
+                for line in lines:
+                    if line.startswith("id:"):
+                        current["id"] = line[3:].strip()
+                    elif line.startswith("data:") and line[5:].strip():
+                        current["message"] = json.loads(line[5:])
+                    elif line == "" and "message" in current:
+                        seen.append(current)
+                        current = {}
+                        if len(seen) == 2:
+                            break
+            assert [event["message"]["method"] for event in seen] == ["notifications/progress"] * 2, seen
+            last = seen[-1]["id"]
+            index, request = last.split("/")
+            with http.stream("GET", url, headers={**session, "Last-Event-ID": last}) as resumed:
+                events = []
+                current = {}
+                for line in resumed.iter_lines():
+                    if line.startswith("id:"):
+                        current["id"] = line[3:].strip()
+                    elif line.startswith("data:") and line[5:].strip():
+                        current["message"] = json.loads(line[5:])
+                    elif line == "" and "message" in current:
+                        events.append(current)
+                        current = {}
+                        if current == {} and events and "result" in events[-1]["message"]:
+                            break
+            assert events, "the resumed stream carried nothing"
+            assert events[0]["id"] == f"{int(index) + 1}/{request}", (last, [event["id"] for event in events])
+            assert all(event["id"] != last for event in events)
+            assert events[-1]["message"]["id"] == 2 and "result" in events[-1]["message"], events[-1]
