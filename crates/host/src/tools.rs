@@ -1121,9 +1121,31 @@ fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
 
 fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: DeleteFileArgs = parse(arguments)?;
-    let deleted = agent.delete(&args.path, args.recursive, args.expected_version.as_deref());
-    if let (Ok(outcome), Some(seen)) = (&deleted, &tools.seen) {
-        seen.forget(&outcome.path);
+    // Read before delete: a delete loses what the file held, as an overwrite does, so a file
+    // the session has not seen at its current version is refused (checked by the store under
+    // its lock); a directory or a link is deleted as before.
+    let guard = match (&tools.seen, vfs::VirtualPath::new(&args.path)) {
+        (Some(seen), Ok(path)) if args.expected_version.is_none() => {
+            let version = seen.version(&path);
+            let why = if version.is_some() { session::Unread::Changed } else { session::Unread::Never };
+            Some((path, version, why))
+        }
+        _ => None,
+    };
+    let deleted = match &guard {
+        Some((_, version, _)) => agent.delete_seen(&args.path, args.recursive, version.as_deref()),
+        None => agent.delete(&args.path, args.recursive, args.expected_version.as_deref()),
+    };
+    match (&deleted, guard) {
+        (Ok(outcome), _) => {
+            if let Some(seen) = &tools.seen {
+                seen.forget(&outcome.path);
+            }
+        }
+        (Err(error), Some((path, _, why))) if refused_as(error, session::Unread::Changed) => {
+            return Ok(tools.unread(&path, why));
+        }
+        _ => {}
     }
     Ok(tools.finish(deleted, vfs::DeleteOutcome::agent_text))
 }

@@ -28,7 +28,7 @@ enum Step {
     /// `move_file` of one file onto the other's name, `overwrite: true`: it replaces the other
     /// file, so that one must have been seen.
     Move(usize),
-    /// `delete_file`.
+    /// `delete_file`: it loses the file, so the file must have been seen.
     Delete(usize),
     /// Another program writes the file.
     Behind(usize, u8),
@@ -141,11 +141,14 @@ impl Model {
                     None => Expected::Refused(Self::missing(index)),
                 })
             }
-            Step::Delete(index) => Some(match self.content.remove(&index) {
-                Some(_) => {
+            // A delete loses the file's content, as an overwrite does: it must have been seen.
+            Step::Delete(index) => Some(match self.content.get(&index) {
+                Some(content) if self.seen.get(&index) == Some(content) => {
+                    self.content.remove(&index);
                     self.seen.remove(&index);
                     Expected::Done
                 }
+                Some(_) => Expected::Refused(self.unread(index)),
                 None => Expected::Refused(Self::missing(index)),
             }),
             Step::Behind(index, value) => {
@@ -309,4 +312,42 @@ fn an_unseen_place_gets_its_own_answer_and_an_unseen_file_is_refused() {
     assert_eq!(edit("/w/d"), ("`/w/d` is a directory, not a file".to_owned(), true));
     assert_eq!(edit("/w/none.txt"), ("`/w/none.txt` does not exist".to_owned(), true));
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "theirs\n");
+}
+
+/// The side door of the first rule: delete an unread file, then create it again, and the
+/// overwrite the rule refuses is done in two calls. A delete needs the file seen, as an
+/// overwrite does; a directory is deleted as before.
+#[test]
+fn a_delete_loses_only_a_file_the_session_has_seen() {
+    let (dir, tools) = a_file_and_a_directory();
+    let root = dir.path().join("w");
+    let call = |name: &str, arguments: Value| {
+        let output = tools.call(name, arguments.as_object().cloned()).unwrap();
+        (output.text, output.is_error)
+    };
+    assert_eq!(
+        call("delete_file", json!({ "path": "/w/a.txt" })),
+        (
+            "read `/w/a.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports".to_owned(),
+            true
+        )
+    );
+    assert!(!call("read_text_file", json!({ "path": "/w/a.txt" })).1);
+    std::fs::write(root.join("a.txt"), "changed behind\n").unwrap();
+    assert_eq!(
+        call("delete_file", json!({ "path": "/w/a.txt" })),
+        ("read `/w/a.txt` first (it changed since you read it)".to_owned(), true)
+    );
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "changed behind\n");
+    assert!(!call("read_text_file", json!({ "path": "/w/a.txt" })).1);
+    assert_eq!(call("delete_file", json!({ "path": "/w/a.txt" })), ("deleted file `/w/a.txt`".to_owned(), false));
+    assert!(!root.join("a.txt").exists());
+    // A file the session wrote itself is seen; a directory needs no read.
+    assert!(!call("write_file", json!({ "path": "/w/mine.txt", "content": "mine\n" })).1);
+    assert!(!call("delete_file", json!({ "path": "/w/mine.txt" })).1);
+    assert!(!call("delete_file", json!({ "path": "/w/d" })).1);
+    assert_eq!(
+        call("delete_file", json!({ "path": "/w/none.txt" })),
+        ("`/w/none.txt` does not exist".to_owned(), true)
+    );
 }

@@ -172,7 +172,17 @@ impl AgentAccessor {
 
     /// Deletes a file, a link, or (with `recursive`) a directory tree.
     pub fn delete(&self, path: &str, recursive: bool, expected_version: Option<&str>) -> Result<DeleteOutcome, Error> {
-        self.run("delete_file", path, |context| context.delete(path, recursive, expected_version))
+        self.run("delete_file", path, |context| {
+            context.delete(path, recursive, crate::ops::DeleteGuard::Expected(expected_version))
+        })
+    }
+
+    /// Deletes as [`AgentAccessor::delete`], for a caller that may delete only a file it has
+    /// seen: a file at the place must be at version `seen`, checked under the store's lock
+    /// (`None`, never seen: any file there is refused as a version mismatch); a directory or a
+    /// link is deleted as by `delete`.
+    pub fn delete_seen(&self, path: &str, recursive: bool, seen: Option<&str>) -> Result<DeleteOutcome, Error> {
+        self.run("delete_file", path, |context| context.delete(path, recursive, crate::ops::DeleteGuard::Seen(seen)))
     }
 }
 

@@ -20,6 +20,7 @@ pub use edit::{Edit, EditOptions, EditOutcome};
 pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
+pub(crate) use write::DeleteGuard;
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteOptions, WriteOutcome};
 
 use crate::budget::Deadline;

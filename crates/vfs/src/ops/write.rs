@@ -349,12 +349,7 @@ impl Context<'_> {
         crate::storage::copy_file(source_store, &from.node, source, target_store, &to.node, destination, when, cap)
     }
 
-    pub(crate) fn delete(
-        &self,
-        input: &str,
-        recursive: bool,
-        expected_version: Option<&str>,
-    ) -> Result<DeleteOutcome, Error> {
+    pub(crate) fn delete(&self, input: &str, recursive: bool, guard: DeleteGuard<'_>) -> Result<DeleteOutcome, Error> {
         let path = Self::parse(input)?;
         let located = self.locate(&path, Access::Delete, false, false)?;
         if Self::is_root(&located) {
@@ -372,8 +367,15 @@ impl Context<'_> {
             return Err(Error::holds_protected("delete", &path, &class, effect == crate::policy::RuleEffect::Hidden));
         }
         let _lock = store.lock(&located.node, &path)?;
-        if let Some(expected) = expected_version {
-            store.check_version(&located.node, expected, &path)?;
+        match guard {
+            DeleteGuard::Expected(Some(expected)) => store.check_version(&located.node, expected, &path)?,
+            // A file seen at no version has none to match: "" is no version token.
+            DeleteGuard::Seen(seen) if stat.kind == Kind::File => {
+                store.check_version(&located.node, seen.unwrap_or(""), &path)?;
+            }
+            // A directory or link, unguarded; if a file took its place since the look above,
+            // the removal of a directory or link fails on it, and nothing unseen is lost.
+            DeleteGuard::Expected(None) | DeleteGuard::Seen(_) => {}
         }
         let registry = self.registry;
         store.remove(&located.node, stat.kind, recursive, &|identity| registry.holds_mount(identity), &path)?;
@@ -394,4 +396,13 @@ impl Context<'_> {
         let file = self.store(located.mount).open_append(&located.node, &path)?;
         Ok(AppendFile { file })
     }
+}
+/// What a delete checks of a file under the store's lock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DeleteGuard<'a> {
+    /// The agent's own `expectedVersion`, if it gave one.
+    Expected(Option<&'a str>),
+    /// Read before edit: a file must be at the version its session saw (`None`: never seen,
+    /// so no file may be deleted); a directory or a link is not checked.
+    Seen(Option<&'a str>),
 }
