@@ -393,12 +393,23 @@ impl InFlight {
         }
     }
 
-    /// Waits for room, then counts a request with this id (its JSON text).
-    async fn start(&self, id: String) {
+    /// Waits for room, then counts a request with this id (its JSON text). Returns false, and
+    /// counts nothing, when a request with the same id is still open: its answer could not be
+    /// told from the new one's.
+    async fn start(&self, id: String) -> bool {
+        if self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&id) {
+            return false;
+        }
         if let Ok(permit) = self.room.acquire().await {
             permit.forget();
         }
-        *self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(id).or_default() += 1;
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if open.contains_key(&id) {
+            self.room.add_permits(1);
+            return false;
+        }
+        open.insert(id, 1);
+        true
     }
 
     /// The request with this id was answered (or cancelled, so it will not be).
@@ -586,7 +597,23 @@ fn parse_error(message: &str) -> Vec<u8> {
     line
 }
 
-/// Copies client lines to the SDK; answers lines that are not valid JSON with a parse error.
+/// The answer to a request that reuses the id of one still running (`-32600`, with that id).
+fn duplicate_id(id: Option<&serde_json::Value>) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32600,
+            "message": "invalid request: a request with this id is still running; give each request an id of its own",
+        },
+    }))
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// Copies client lines to the SDK; answers lines that are not valid JSON with a parse error,
+/// and a request that reuses a running request's id with an invalid-request error.
 async fn pump_input<R, W>(
     input: R,
     mut to_server: W,
@@ -620,7 +647,17 @@ async fn pump_input<R, W>(
                                     in_flight.finish(&key);
                                 }
                             }
-                            (Some(_), Some(key)) => in_flight.start(key).await,
+                            (Some(_), Some(key)) => {
+                                if !in_flight.start(key.clone()).await {
+                                    // Refused, not carried out: one answer per id.
+                                    tracing::warn!("refused a request whose id is still in use");
+                                    let refusal = duplicate_id(envelope.id.as_ref());
+                                    if parse_errors.send(refusal).await.is_err() {
+                                        break;
+                                    }
+                                    continue;
+                                }
+                            }
                             _ => {}
                         }
                     }

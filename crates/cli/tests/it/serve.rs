@@ -351,3 +351,88 @@ fn a_client_that_never_reads_makes_the_server_stop_reading_requests() {
     // 256 requests in flight, plus what the pipes hold.
     assert!(taken < 1024 * 1024, "the server took {taken} bytes of requests it could not answer");
 }
+
+/// A request that reuses the id of one still running is refused (`-32600`, with that id) and
+/// not carried out; the running one is answered as usual.
+#[test]
+fn a_request_reusing_a_running_id_is_refused() {
+    let test = TestDir::new();
+    slow_file(&test);
+    let input = [
+        INITIALIZE,
+        INITIALIZED,
+        SLOW_READ,
+        r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"create_directory","arguments":{"path":"/src/made"}}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let run = test.run_with_input(&["serve", "--mount", "data:/src:rw"], &input);
+    let messages = responses(&run.stdout);
+    let tens: Vec<&serde_json::Value> = messages.iter().filter(|message| message["id"] == 10).collect();
+    assert_eq!(tens.len(), 2, "{messages:?}");
+    assert_eq!(
+        tens[0],
+        &serde_json::json!({"jsonrpc": "2.0", "id": 10, "error": {"code": -32600, "message": "invalid request: a request with this id is still running; give each request an id of its own"}})
+    );
+    assert_eq!(tens[1]["result"]["content"][0]["text"], "last\n");
+    assert!(!test.path().join("data/made").exists(), "the refused request was carried out");
+    assert_eq!(run.code, 0);
+}
+
+/// Once a call is cancelled, no more progress is sent for it: the client (the TypeScript SDK
+/// reports one as an error, "unknown token") hears nothing of it after the cancellation.
+#[test]
+fn no_progress_follows_a_cancellation() {
+    use std::io::{BufRead as _, Write as _};
+    let test = TestDir::new();
+    for index in 0..400 {
+        test.file(&format!("data/big/f{index:03}.txt"), &"alpha beta gamma delta\n".repeat(4000));
+    }
+    let mut child = test
+        .command(&["serve", "--mount", "data:/src"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn vfs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let (lines, received) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(serde_json::from_str(&line).expect("a JSON-RPC line")).is_err() {
+                break;
+            }
+        }
+    });
+    let grep = r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"grep","arguments":{"pattern":"\\bzeta\\w+\\s+needle","path":"/src/big"},"_meta":{"progressToken":"p-30"}}}"#;
+    writeln!(stdin, "{INITIALIZE}\n{INITIALIZED}\n{grep}").unwrap();
+    let wait = std::time::Duration::from_secs(30);
+    loop {
+        let message = received.recv_timeout(wait).expect("a progress report before the answer");
+        assert_ne!(message["id"], 30, "the grep ended before it could be cancelled: {message}");
+        if message["method"] == "notifications/progress" {
+            break;
+        }
+    }
+    writeln!(
+        stdin,
+        "{}\n{}",
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":30,"reason":"no longer needed"}}"#,
+        r#"{"jsonrpc":"2.0","id":31,"method":"ping"}"#
+    )
+    .unwrap();
+    // Whatever was on its way before the cancellation arrived comes before the ping's answer;
+    // after it, nothing more of the cancelled call.
+    loop {
+        let message = received.recv_timeout(wait).expect("the ping's answer");
+        if message["id"] == 31 {
+            break;
+        }
+    }
+    let after: Vec<serde_json::Value> =
+        std::iter::from_fn(|| received.recv_timeout(std::time::Duration::from_millis(1500)).ok()).collect();
+    assert_eq!(after, Vec::<serde_json::Value>::new(), "sent after the cancellation");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
