@@ -243,3 +243,50 @@ def test_a_resumed_stream_starts_after_the_last_event_it_saw(fixture):
             assert events[0]["id"] == f"{int(index) + 1}/{request}", (last, [event["id"] for event in events])
             assert all(event["id"] != last for event in events)
             assert events[-1]["message"]["id"] == 2 and "result" in events[-1]["message"], events[-1]
+
+
+@MODES
+def test_one_sessions_long_greps_do_not_hold_another_sessions_reads(fixture, mode):
+    """Class 3 of the third hardening round: eight long greps from one session (the pool's
+    size on two cores) held every other session's one-line read for seconds. Long calls have
+    a lane and a share of their own now: the other client's reads all finish while the greps
+    still run."""
+    make_tree(fixture.data / "big", files=300)
+    (fixture.out / "line.txt").write_text("one line\n")
+    with daemon(fixture) as server:
+        url = f"{server.base}/mcp"
+
+        latencies: list[float] = []
+
+        async def main():
+            finished: list[str] = []
+            async with client(fixture, "legacy", url) as greedy, client(fixture, mode, url) as other:
+                # The first call of a client lists the tools (for the output schemas): not timed.
+                assert text(await other.call("read_text_file", {"path": "/output/line.txt"})) == "one line\n"
+
+                async def grep():
+                    result = await greedy.call("grep", {"pattern": PATTERN, "path": "/src/big"})
+                    assert not result.is_error, text(result)
+                    finished.append("grep")
+
+                async def reads():
+                    await anyio.sleep(0.3)
+                    for _ in range(20):
+                        started = time.monotonic()
+                        assert text(await other.call("read_text_file", {"path": "/output/line.txt"})) == "one line\n"
+                        latencies.append(time.monotonic() - started)
+                    finished.append("reads")
+
+                started = time.monotonic()
+                async with anyio.create_task_group() as group:
+                    for _ in range(8):
+                        group.start_soon(grep)
+                    group.start_soon(reads)
+                greps = time.monotonic() - started
+            assert finished.count("grep") == 8 and "reads" in finished[:-1], finished
+            # No read waited for a grep: the slowest took far less than a grep does (without
+            # the lanes, a read waited until one of the eight greps ended: a third or more of
+            # their time). A ratio of the same run, not a figure of this machine's speed.
+            assert max(latencies) < greps / 8, (max(latencies), greps)
+
+        anyio.run(main)

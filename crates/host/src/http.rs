@@ -52,7 +52,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{VfsServer, default_pool};
+use crate::pool::{Pool, Share};
+use crate::server::VfsServer;
 use crate::tools::ToolService;
 
 /// Builds the tools for one session, or one principal, of an endpoint (each with an exchange
@@ -214,7 +215,11 @@ impl Listener {
 pub(crate) struct EndpointState {
     factory: SessionFactory,
     template: ToolService,
-    principals: Mutex<HashMap<Principal, ToolService>>,
+    /// Each principal's tools and share of the long calls.
+    principals: Mutex<HashMap<Principal, (ToolService, Share)>>,
+    pool: Arc<Pool>,
+    /// The endpoint's share of the long calls.
+    share: Share,
 }
 
 impl std::fmt::Debug for EndpointState {
@@ -224,9 +229,14 @@ impl std::fmt::Debug for EndpointState {
 }
 
 impl EndpointState {
-    fn new(factory: SessionFactory) -> std::io::Result<Self> {
+    fn new(factory: SessionFactory, pool: Arc<Pool>, share: Share) -> std::io::Result<Self> {
         let template = factory()?;
-        Ok(Self { factory, template, principals: Mutex::default() })
+        Ok(Self { factory, template, principals: Mutex::default(), pool, share })
+    }
+
+    /// The endpoint's share of the long calls.
+    pub(crate) fn share(&self) -> &Share {
+        &self.share
     }
 
     /// The endpoint's tools without a state of anyone's: for its server info and tool list.
@@ -240,14 +250,14 @@ impl EndpointState {
     }
 
     /// The principal's tools, made with its first request.
-    pub(crate) fn principal(&self, principal: Principal) -> std::io::Result<ToolService> {
+    pub(crate) fn principal(&self, principal: Principal) -> std::io::Result<(ToolService, Share)> {
         let mut principals = self.principals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(tools) = principals.get(&principal) {
-            return Ok(tools.clone());
+        if let Some(held) = principals.get(&principal) {
+            return Ok(held.clone());
         }
-        let tools = (self.factory)()?;
-        principals.insert(principal, tools.clone());
-        Ok(tools)
+        let held = ((self.factory)()?, self.pool.owner_share());
+        principals.insert(principal, held.clone());
+        Ok(held)
     }
 }
 
@@ -331,8 +341,7 @@ pub async fn serve_until(
     options: HttpOptions,
     stop: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let pool = default_pool();
-    let capacity = pool.available_permits();
+    let pool = Pool::for_machine();
     let sessions_end = CancellationToken::new();
     let state = Arc::new(State::new(listener.address, endpoints, &options, &pool, sessions_end.clone())?);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -340,7 +349,7 @@ pub async fn serve_until(
     drop(listener);
     tracing::info!("stopping: no new connections; waiting for running calls");
     let deadline = tokio::time::Instant::now() + options.grace;
-    while pool.available_permits() < capacity && tokio::time::Instant::now() < deadline {
+    while pool.busy() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     sessions_end.cancel();
@@ -354,13 +363,16 @@ impl State {
         address: SocketAddr,
         endpoints: Vec<Endpoint>,
         options: &HttpOptions,
-        pool: &Arc<tokio::sync::Semaphore>,
+        pool: &Arc<Pool>,
         sessions_end: CancellationToken,
     ) -> std::io::Result<Self> {
         let (config, origins) = sdk_config(address, options, sessions_end);
         let mut services = BTreeMap::new();
+        let several = endpoints.len() > 1;
         for endpoint in endpoints {
-            let state = Arc::new(EndpointState::new(endpoint.sessions)?);
+            // With several endpoints (hosted crews), none may take the whole long lane.
+            let share = if several { pool.endpoint_share() } else { pool.whole() };
+            let state = Arc::new(EndpointState::new(endpoint.sessions, pool.clone(), share)?);
             let pool = pool.clone();
             let mut manager = LocalSessionManager::default();
             manager.session_config.keep_alive = Some(options.session_idle);

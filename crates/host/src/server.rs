@@ -32,6 +32,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::client_log::{self, CallLog};
+use crate::pool::{Pool, Share};
 use crate::tools::{CallError, ToolService};
 
 /// The MCP server: a [`ToolService`] behind the protocol.
@@ -43,7 +44,9 @@ pub struct VfsServer {
     /// Over HTTP: whose state a call uses.
     http: Option<HttpState>,
     /// Room for the tool calls that may run at once (shared by every session of a daemon).
-    pool: Arc<tokio::sync::Semaphore>,
+    pool: Arc<Pool>,
+    /// This server's share of the long calls (stdio: all of them).
+    share: Share,
     /// The least severe level of this session's `notifications/message` (`logging/setLevel`).
     log_threshold: Arc<AtomicU8>,
 }
@@ -67,53 +70,46 @@ struct Session {
     _slot: Option<crate::http::SessionSlot>,
 }
 
-/// How many tool calls run at once: four per core, between 4 and 64 (calls mostly wait on
-/// the disk or the network; a content search spreads over the cores by itself).
-#[must_use]
-pub(crate) fn default_pool() -> Arc<tokio::sync::Semaphore> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    Arc::new(tokio::sync::Semaphore::new((cores * 4).clamp(4, 64)))
-}
-
 impl VfsServer {
     /// A server for these tools, with a pool of its own.
     #[must_use]
     pub fn new(tools: ToolService) -> Self {
-        Self::with_pool(tools, default_pool())
-    }
-
-    /// A server for these tools whose calls take room in `pool`.
-    #[must_use]
-    pub fn with_pool(tools: ToolService, pool: Arc<tokio::sync::Semaphore>) -> Self {
-        Self { tools, http: None, pool, log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)) }
+        let pool = Pool::for_machine();
+        let share = pool.whole();
+        Self { tools, http: None, pool, share, log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)) }
     }
 
     /// A server of an HTTP endpoint, for one session or one request (see [`HttpState`]).
-    pub(crate) fn for_endpoint(endpoint: Arc<crate::http::EndpointState>, pool: Arc<tokio::sync::Semaphore>) -> Self {
+    pub(crate) fn for_endpoint(endpoint: Arc<crate::http::EndpointState>, pool: Arc<Pool>) -> Self {
+        let share = pool.owner_share();
         Self {
             tools: endpoint.template().clone(),
             http: Some(HttpState { endpoint, session: Arc::default() }),
             pool,
+            share,
             log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)),
         }
     }
 
     /// The tools, with the state, that this call uses: the server's own (stdio), its session's
-    /// (HTTP, handshake protocol), or its principal's (HTTP, 2026-07-28).
-    fn tools_for(&self, context: &RequestContext<RoleServer>) -> Result<ToolService, ErrorData> {
-        let Some(http) = &self.http else { return Ok(self.tools.clone()) };
+    /// (HTTP, handshake protocol), or its principal's (HTTP, 2026-07-28); and the shares of
+    /// the long calls its owner and its endpoint hold.
+    fn tools_for(&self, context: &RequestContext<RoleServer>) -> Result<(ToolService, Vec<Share>), ErrorData> {
+        let Some(http) = &self.http else { return Ok((self.tools.clone(), vec![self.share.clone()])) };
+        let endpoint = http.endpoint.share().clone();
         if let Some(session) = http.session.get() {
-            return Ok(session.tools.clone());
+            return Ok((session.tools.clone(), vec![self.share.clone(), endpoint]));
         }
         let principal = request_extension::<crate::http::Principal>(context);
         let Some(principal) = principal else {
             tracing::error!("an HTTP request reached the tools without a principal; this is a bug");
             return Err(ErrorData::internal_error("the server cannot take this request now; try again", None));
         };
-        http.endpoint.principal(*principal).map_err(|error| {
+        let (tools, share) = http.endpoint.principal(*principal).map_err(|error| {
             tracing::error!(%error, "cannot set up a principal's state");
             ErrorData::internal_error("the server cannot take this request now; try again", None)
-        })
+        })?;
+        Ok((tools, vec![share, endpoint]))
     }
 
     /// The least severe level of this call's `notifications/message`: the request's own
@@ -201,7 +197,7 @@ impl ServerHandler for VfsServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.into_owned();
         let arguments = request.arguments;
-        let tools = self.tools_for(&context)?;
+        let (tools, shares) = self.tools_for(&context)?;
         let threshold = self.threshold_for(&context);
         let cancel = Arc::new(AtomicBool::new(false));
         let mut budget = vfs::Budget::unlimited().with_cancel_flag(cancel.clone());
@@ -212,7 +208,7 @@ impl ServerHandler for VfsServer {
         }
         let ct = context.ct.clone();
         let permit = tokio::select! {
-            permit = self.pool.clone().acquire_owned() => permit.map_err(|_| shutting_down())?,
+            permit = self.pool.enter(&name, &shares) => permit.ok_or_else(shutting_down)?,
             // Cancelled while waiting: the SDK sends nothing for it.
             () = ct.cancelled() => return Err(shutting_down()),
         };
@@ -647,16 +643,14 @@ async fn pump_input<R, W>(
                                     in_flight.finish(&key);
                                 }
                             }
-                            (Some(_), Some(key)) => {
-                                if !in_flight.start(key.clone()).await {
-                                    // Refused, not carried out: one answer per id.
-                                    tracing::warn!("refused a request whose id is still in use");
-                                    let refusal = duplicate_id(envelope.id.as_ref());
-                                    if parse_errors.send(refusal).await.is_err() {
-                                        break;
-                                    }
-                                    continue;
+                            (Some(_), Some(key)) if !in_flight.start(key.clone()).await => {
+                                // Refused, not carried out: one answer per id.
+                                tracing::warn!("refused a request whose id is still in use");
+                                let refusal = duplicate_id(envelope.id.as_ref());
+                                if parse_errors.send(refusal).await.is_err() {
+                                    break;
                                 }
+                                continue;
                             }
                             _ => {}
                         }

@@ -1,0 +1,123 @@
+//! Room for the tool calls that run at once, shared so that no tenant's load holds another's.
+//!
+//! Calls run on Tokio's blocking pool, bounded by permits sized to the machine (four per core,
+//! between 4 and 64). Two things keep one caller from taking all of them:
+//!
+//! - **Two lanes.** The long calls (walks and searches: `grep`, `directory_tree`,
+//!   `search_files`, `read_multiple_files`) take permits of their own lane; every other call
+//!   takes a permit of the other. A session running as many greps as the pool holds never makes
+//!   another's one-line read wait for a permit.
+//! - **Shares.** A long call also takes a permit of its owner's share (a stdio server, an MCP
+//!   session, or a token under the 2026-07-28 protocol) and of its endpoint's share (a hosted
+//!   crew): at most a quarter of the long lane for one owner and half of it for one endpoint
+//!   when the daemon serves several, so other owners and crews always find room. Permits are
+//!   taken in that order (owner, endpoint, lane), so waiting never holds a permit another
+//!   owner could use.
+
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The tools whose calls walk or search a tree, and so may run for seconds.
+const LONG: [&str; 4] = ["grep", "directory_tree", "search_files", "read_multiple_files"];
+
+/// The permits of the two lanes.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    cheap: Arc<Semaphore>,
+    long: Arc<Semaphore>,
+    capacity: usize,
+}
+
+/// One owner's (or one endpoint's) share of the long lane.
+#[derive(Debug, Clone)]
+pub(crate) struct Share(Arc<Semaphore>);
+
+/// What a running call holds; dropped when the call ends.
+#[derive(Debug)]
+pub(crate) struct Permit {
+    _held: Vec<OwnedSemaphorePermit>,
+}
+
+impl Pool {
+    /// A pool sized to this machine: four calls per core in each lane, between 4 and 64.
+    pub(crate) fn for_machine() -> Arc<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Arc::new(Self::new((cores * 4).clamp(4, 64)))
+    }
+
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self { cheap: Arc::new(Semaphore::new(capacity)), long: Arc::new(Semaphore::new(capacity)), capacity }
+    }
+
+    /// The whole long lane: the share of a server with one owner (stdio).
+    pub(crate) fn whole(&self) -> Share {
+        Share(Arc::new(Semaphore::new(self.capacity)))
+    }
+
+    /// An owner's share among many (an MCP session, a token): a quarter of the long lane.
+    pub(crate) fn owner_share(&self) -> Share {
+        Share(Arc::new(Semaphore::new((self.capacity / 4).max(1))))
+    }
+
+    /// An endpoint's share when the daemon serves several: half of the long lane.
+    pub(crate) fn endpoint_share(&self) -> Share {
+        Share(Arc::new(Semaphore::new((self.capacity / 2).max(1))))
+    }
+
+    /// Waits for room for a call of `tool` by the owner of `shares` (owner first, then its
+    /// endpoint); `None` once the pool is closed (the server is stopping).
+    pub(crate) async fn enter(&self, tool: &str, shares: &[Share]) -> Option<Permit> {
+        let mut held = Vec::with_capacity(shares.len() + 1);
+        if LONG.contains(&tool) {
+            for share in shares {
+                held.push(share.0.clone().acquire_owned().await.ok()?);
+            }
+            held.push(self.long.clone().acquire_owned().await.ok()?);
+        } else {
+            held.push(self.cheap.clone().acquire_owned().await.ok()?);
+        }
+        Some(Permit { _held: held })
+    }
+
+    /// True while any call holds a permit.
+    pub(crate) fn busy(&self) -> bool {
+        self.cheap.available_permits() < self.capacity || self.long.available_permits() < self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn long_calls_of_one_owner_leave_room_for_others_and_for_cheap_calls() {
+        let pool = Pool::new(8);
+        let crew = pool.endpoint_share();
+        let mine = [pool.owner_share(), crew.clone()];
+        let theirs = [pool.owner_share(), crew.clone()];
+        let other = [pool.owner_share(), crew];
+        let wait = std::time::Duration::from_millis(50);
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            held.push(pool.enter("grep", &mine).await.unwrap());
+        }
+        // A third grep of the same owner waits; another owner's does not, nor a cheap call.
+        assert!(
+            tokio::time::timeout(wait, pool.enter("grep", &mine)).await.is_err(),
+            "one owner took more than its share"
+        );
+        held.push(pool.enter("grep", &theirs).await.unwrap());
+        held.push(pool.enter("read_text_file", &mine).await.unwrap());
+        // The endpoint's share (half of 8) is full now for long calls of any of its owners.
+        held.push(pool.enter("search_files", &theirs).await.unwrap());
+        assert!(
+            tokio::time::timeout(wait, pool.enter("grep", &other)).await.is_err(),
+            "one endpoint took more than its share"
+        );
+        assert!(pool.busy());
+        drop(held);
+        assert!(!pool.busy());
+        assert!(pool.enter("grep", &mine).await.is_some());
+    }
+}
