@@ -415,13 +415,10 @@ fn no_progress_follows_a_cancellation() {
             break;
         }
     }
-    writeln!(
-        stdin,
-        "{}\n{}",
-        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":30,"reason":"no longer needed"}}"#,
-        r#"{"jsonrpc":"2.0","id":31,"method":"ping"}"#
-    )
-    .unwrap();
+    let cancel =
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":30,"reason":"no longer needed"}}"#;
+    let ping = r#"{"jsonrpc":"2.0","id":31,"method":"ping"}"#;
+    writeln!(stdin, "{cancel}\n{ping}").unwrap();
     // Whatever was on its way before the cancellation arrived comes before the ping's answer;
     // after it, nothing more of the cancelled call.
     loop {
