@@ -290,3 +290,32 @@ def test_one_sessions_long_greps_do_not_hold_another_sessions_reads(fixture, mod
             assert max(latencies) < greps / 8, (max(latencies), greps)
 
         anyio.run(main)
+
+
+@MODES
+@TRANSPORTS
+def test_a_cancelled_call_stops_in_both_protocols(fixture, mode, transport):
+    """Under 2026-07-28 a client cancels by closing the call's response stream (over HTTP) or
+    with `notifications/cancelled` (over stdio); either way the work stops and the client goes
+    on."""
+    from test_http import cpu_of, server_child, write_slow_file
+
+    write_slow_file(fixture.data / "slow.txt")
+
+    async def main(url, cpu_seconds):
+        async with client(fixture, mode, url) as connected:
+            cpu = cpu_seconds or (lambda: cpu_of(server_child()))
+            with anyio.move_on_after(0.5) as scope:
+                await connected.call("read_text_file", {"path": "/src/slow.txt", "offset": 3})
+            assert scope.cancelled_caught, "the long call finished before it could be cancelled"
+            await anyio.sleep(0.5)
+            before = cpu()
+            await anyio.sleep(1.0)
+            assert cpu() - before < 0.3, "the cancelled call is still running"
+            assert text(await connected.call("read_text_file", {"path": "/src/README.md"})).startswith("# Demo")
+
+    if transport == "http":
+        with daemon(fixture) as server:
+            anyio.run(main, f"{server.base}/mcp", server.cpu_seconds)
+    else:
+        anyio.run(main, None, None)
