@@ -160,8 +160,9 @@ struct LaunchArgs {
     /// must read the file whole first, or pass the `expectedVersion` it knows).
     #[arg(long = "no-read-before-edit")]
     no_read_before_edit: bool,
-    /// Hide names matching this glob from agents in every mount, like `*.sqlite` or
-    /// `.docker/config.json` (repeatable; added to the default rules).
+    /// Hide names matching this glob from agents in every mount, like `*.sqlite`,
+    /// `.docker/config.json` or `notes/**` (`**` is any number of names, and `notes/**` hides
+    /// `notes` too; repeatable; added to the default rules).
     #[arg(long = "hide", value_name = "GLOB")]
     hide: Vec<String>,
     /// Turn off the default rules (the `.env` family, private keys, `.ssh`, `.aws` and other

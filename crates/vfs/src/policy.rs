@@ -21,11 +21,19 @@
 //! case-sensitive disk a rule also covers `.ENV`, a different file, which errs on the side of
 //! hiding.
 //!
+//! `**` stands for any number of names, as in gitignore: `a/**/b` is `b` anywhere below an
+//! `a`, `**/x` is `x` anywhere. A trailing `/**` (`notes/**`) also covers `notes` itself,
+//! which gitignore leaves out: a directory whose content is hidden would otherwise stand
+//! there empty, its timestamps and the refusals of what an agent tries in it telling that
+//! something is inside. What a rule hides or keeps read-only, it does with everything inside.
+//!
 //! A rule written in a mount string (`--mount "./proj:/p:rw;**/*.key:hidden;secrets:hidden"`)
 //! is about places instead: it is anchored at that mount's root and matched against the whole
 //! path from there (`**` crosses directories). Since a place can be carried elsewhere, a move
 //! of a directory is refused when a protection inside it would not hold at the destination
 //! (the same holds for name rules spanning several names, like `.docker/config.json`).
+
+use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -176,6 +184,9 @@ pub(crate) struct NamePolicy {
     compiled: Vec<Compiled>,
     /// One set per span, each glob's index in `compiled`.
     sets: Vec<(usize, GlobSet, Vec<usize>)>,
+    /// The name rules with a `**` inside (`a/**/b`), which span any number of names: matched
+    /// as `**/<rule>` against the path from the mount's root, each glob's index in `compiled`.
+    deep: Option<(GlobSet, Vec<usize>)>,
     /// The rules anchored at the mount root, each glob's index in `compiled`.
     anchored: Option<(GlobSet, Vec<usize>)>,
     /// The longest span.
@@ -257,7 +268,7 @@ impl Prefilter {
     }
 }
 
-/// The longest run of names a rule may span.
+/// The longest run of names a rule may span (`**` aside).
 const MAX_SPAN: usize = 4;
 
 /// True when `text` holds a glob's special characters (else it is a literal path).
@@ -265,9 +276,26 @@ pub(crate) fn is_glob(text: &str) -> bool {
     text.contains(['*', '?', '[', '{'])
 }
 
+/// A glob as it is matched: without a trailing `/**`, since what a rule hides or keeps
+/// read-only it does with everything inside (`notes/**` is `notes` and all it holds).
+fn stem(text: &str) -> String {
+    let mut stem: &str = text;
+    while let Some(shorter) = stem.strip_suffix("/**").filter(|shorter| !shorter.is_empty()) {
+        stem = shorter;
+    }
+    stem.to_owned()
+}
+
+/// The shape of a name rule's glob: the pattern it matches (without a leading `**/` or a
+/// trailing `/**`) and how many names it spans, `None` when a `**` lets it span any number.
+struct Shape {
+    pattern: String,
+    span: Option<usize>,
+}
+
 /// A name rule's glob; `fold` makes it ignore ASCII case (rules do; their exceptions do not,
 /// so that `.ENV.EXAMPLE` next to `.env.example` on a case-sensitive disk stays hidden).
-fn glob(text: &str, fold: bool) -> Result<globset::Glob, RuleError> {
+fn glob(text: &str, fold: bool) -> Result<(globset::Glob, Shape), RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
         return Err(fail("it is empty"));
@@ -275,27 +303,33 @@ fn glob(text: &str, fold: bool) -> Result<globset::Glob, RuleError> {
     if text.len() > 1024 {
         return Err(fail("it is longer than 1024 bytes"));
     }
-    let text = text.strip_prefix("**/").unwrap_or(text);
+    let stemmed = stem(text);
+    let pattern = stemmed.strip_prefix("**/").unwrap_or(&stemmed);
     // A rule is judged on runs of as many names as it has parts, so an alternative may not
     // change the count: `{a/b,c}` would never hide a bare `c`.
-    if slash_in_alternative(text) {
+    if slash_in_alternative(pattern) {
         return Err(fail("a `{…}` alternative cannot hold a `/`; write one rule for each alternative"));
     }
-    if text.starts_with('/') || text.ends_with('/') {
+    if pattern.starts_with('/') || pattern.ends_with('/') {
         return Err(fail("a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"));
     }
-    let names: Vec<&str> = text.split('/').collect();
-    if names.iter().any(|name| name.is_empty() || *name == "." || *name == ".." || *name == "**") {
-        return Err(fail("each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"));
+    let names: Vec<&str> = pattern.split('/').collect();
+    if names.iter().any(|name| name.is_empty() || *name == "." || *name == "..") {
+        return Err(fail("each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)"));
     }
-    if names.len() > MAX_SPAN {
+    if names.iter().filter(|name| **name != "**").count() > MAX_SPAN {
         return Err(fail("it spans more than 4 names"));
     }
-    GlobBuilder::new(text)
+    // Any `**` (a part, or one globset reads inside a `{…}`) may span names: such a rule is
+    // matched against the whole path, which is right for every rule, only slower.
+    let span = (!pattern.contains("**")).then_some(names.len());
+    let matched = if span.is_some() { pattern.to_owned() } else { format!("**/{pattern}") };
+    let glob = GlobBuilder::new(&matched)
         .literal_separator(true)
         .case_insensitive(fold)
         .build()
-        .map_err(|error| fail(&error.kind().to_string()))
+        .map_err(|error| fail(&error.kind().to_string()))?;
+    Ok((glob, Shape { pattern: pattern.to_owned(), span }))
 }
 
 /// True when a `/` stands inside a `{…}` group of `text`, read as globset reads it: a `[…]`
@@ -332,9 +366,15 @@ fn slash_in_alternative(text: &str) -> bool {
 }
 
 /// A mount-string rule's glob, matched against the whole path from the mount's root: `*`
-/// stays within one name, `**` crosses any number; a path without glob characters is taken
-/// literally, and `\` is a character of a name, never an escape (write `[*]` for a literal `*`).
+/// stays within one name, `**` crosses any number (a trailing `/**` covers the directory
+/// itself too); a path without glob characters is taken literally, and `\` is a character of
+/// a name, never an escape (write `[*]` for a literal `*`).
 pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
+    anchored(text).map(|(glob, _)| glob)
+}
+
+/// [`anchored_glob`], and the text the prefilter looks at (unescaped).
+fn anchored(text: &str) -> Result<(globset::Glob, String), RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
         return Err(fail("it is empty"));
@@ -348,25 +388,34 @@ pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
     if text.split('/').any(|name| name.is_empty() || name == "." || name == "..") {
         return Err(fail("it must be canonical (no empty, `.` or `..` segments)"));
     }
-    let pattern = if is_glob(text) { text.to_owned() } else { globset::escape(text) };
-    GlobBuilder::new(&pattern)
+    let stemmed = stem(text);
+    let pattern = if is_glob(text) { stemmed.clone() } else { globset::escape(&stemmed) };
+    let glob = GlobBuilder::new(&pattern)
         .literal_separator(true)
         .case_insensitive(true)
         .backslash_escape(false)
         .build()
-        .map_err(|error| fail(&error.kind().to_string()))
+        .map_err(|error| fail(&error.kind().to_string()))?;
+    Ok((glob, stemmed))
 }
 
 fn build_set(set: &GlobSetBuilder, glob: &str) -> Result<GlobSet, RuleError> {
     set.build().map_err(|error| RuleError { glob: glob.to_owned(), reason: error.to_string() })
 }
 
+/// A set of globs, each with its index in `compiled`, built only when it holds any.
+fn finish(set: &GlobSetBuilder, indices: Vec<usize>) -> Result<Option<(GlobSet, Vec<usize>)>, RuleError> {
+    if indices.is_empty() { Ok(None) } else { Ok(Some((build_set(set, "")?, indices))) }
+}
+
 impl NamePolicy {
-    /// Compiles `rules`: name rules into one glob set per span, anchored rules (those with a
-    /// scope) into one set matched against the path from the mount's root.
+    /// Compiles `rules`: name rules into one glob set per span (and one for those a `**` lets
+    /// span any number of names), anchored rules (those with a scope) into one set matched
+    /// against the path from the mount's root.
     pub(crate) fn new(rules: Vec<NameRule>) -> Result<Self, RuleError> {
         let mut compiled = Vec::with_capacity(rules.len());
         let mut by_span: Vec<(usize, GlobSetBuilder, Vec<usize>)> = Vec::new();
+        let mut deep = (GlobSetBuilder::new(), Vec::new());
         let mut anchored = (GlobSetBuilder::new(), Vec::new());
         let mut could = Prefilter::default();
         for (index, rule) in rules.iter().enumerate() {
@@ -375,21 +424,25 @@ impl NamePolicy {
             } else {
                 let mut set = GlobSetBuilder::new();
                 for text in &rule.except {
-                    set.add(glob(text, false)?);
+                    set.add(glob(text, false)?.0);
                 }
                 Some(build_set(&set, &rule.glob)?)
             };
             compiled.push(Compiled { effect: rule.effect, class: rule.class.clone(), except });
             if rule.scope.is_some() {
-                anchored.0.add(anchored_glob(&rule.glob)?);
+                let (matcher, text) = self::anchored(&rule.glob)?;
+                anchored.0.add(matcher);
                 anchored.1.push(index);
-                could.add(&rule.glob);
+                could.add(&text);
                 continue;
             }
-            let matcher = glob(&rule.glob, true)?;
-            let text = rule.glob.strip_prefix("**/").unwrap_or(&rule.glob);
-            could.add(text);
-            let span = text.split('/').count();
+            let (matcher, shape) = glob(&rule.glob, true)?;
+            could.add(&shape.pattern);
+            let Some(span) = shape.span else {
+                deep.0.add(matcher);
+                deep.1.push(index);
+                continue;
+            };
             if let Some((_, set, indices)) = by_span.iter_mut().find(|(each, _, _)| *each == span) {
                 set.add(matcher);
                 indices.push(index);
@@ -404,16 +457,18 @@ impl NamePolicy {
             sets.push((span, build_set(&set, "")?, indices));
         }
         let longest = sets.iter().map(|(span, _, _)| *span).max().unwrap_or(0);
-        let anchored = if anchored.1.is_empty() { None } else { Some((build_set(&anchored.0, "")?, anchored.1)) };
-        Ok(Self { rules, compiled, sets, anchored, longest, could })
+        let deep = finish(&deep.0, deep.1)?;
+        let anchored = finish(&anchored.0, anchored.1)?;
+        Ok(Self { rules, compiled, sets, deep, anchored, longest, could })
     }
 
     /// How deep below a directory a move must look for protections that would not survive
     /// it: the names that rules spanning several names could join with the directory's own
-    /// path, or every depth when a rule is anchored at the mount root. Zero: a move keeps
-    /// every protection (each rule looks at one name, and names travel with the move).
+    /// path, or every depth when a rule is anchored at the mount root or spans any number of
+    /// names. Zero: a move keeps every protection (each rule looks at one name, and names
+    /// travel with the move).
     pub(crate) fn move_depth(&self) -> usize {
-        if self.anchored.is_some() { usize::MAX } else { self.longest.saturating_sub(1) }
+        if self.anchored.is_some() || self.deep.is_some() { usize::MAX } else { self.longest.saturating_sub(1) }
     }
 
     /// What the rules say of the entry at `within` (its path inside a walk or a listing, one or
@@ -436,42 +491,55 @@ impl NamePolicy {
         self.rules.is_empty()
     }
 
-    /// What the rules say of the path `names` (from the mount's root), looking only at the
-    /// runs of names that end at its last name and at the whole path (the walk has judged
-    /// its ancestors already).
-    pub(crate) fn at_end(&self, names: &[&str]) -> Option<(RuleEffect, &str)> {
-        let last = names.last()?;
+    /// Calls `found` with the index of each rule that matches the path `names` (from the
+    /// mount's root) at its last name, or as a whole for an anchored rule, leaving out those an
+    /// exception lets the last name pass; stops when `found` returns true.
+    fn matches(&self, names: &[&str], found: &mut dyn FnMut(usize) -> bool) {
+        let Some(last) = names.last() else { return };
         if !self.could.could_match(last) {
-            return None;
+            return;
         }
-        let mut read_only = None;
-        if let Some((set, indices)) = &self.anchored {
-            for matched in set.matches(names.join("/")) {
-                let rule = &self.compiled[indices[matched]];
-                match rule.effect {
-                    RuleEffect::Hidden => return Some((RuleEffect::Hidden, &rule.class)),
-                    RuleEffect::ReadOnly => read_only = Some((RuleEffect::ReadOnly, rule.class.as_str())),
+        let whole = (self.anchored.is_some() || self.deep.is_some()).then(|| names.join("/"));
+        if let (Some((set, indices)), Some(whole)) = (&self.anchored, &whole) {
+            for matched in set.matches(whole) {
+                if found(indices[matched]) {
+                    return;
                 }
             }
         }
-        for (span, set, indices) in &self.sets {
-            if *span > names.len() {
-                continue;
-            }
-            let window = names[names.len() - span..].join("/");
-            for matched in set.matches(&window) {
-                let rule = &self.compiled[indices[matched]];
-                let last = names[names.len() - 1];
+        let windows = self.sets.iter().filter(|(span, _, _)| *span <= names.len());
+        let windows = windows.map(|(span, set, indices)| {
+            let window =
+                if *span == 1 { Cow::Borrowed(*last) } else { Cow::Owned(names[names.len() - span..].join("/")) };
+            (set, indices, window)
+        });
+        let deep =
+            self.deep.iter().zip(&whole).map(|((set, indices), whole)| (set, indices, Cow::Borrowed(whole.as_str())));
+        for (set, indices, text) in windows.chain(deep) {
+            for matched in set.matches(&*text) {
+                let index = indices[matched];
+                let rule = &self.compiled[index];
                 if rule.except.as_ref().is_some_and(|except| except.is_match(last)) {
                     continue;
                 }
-                match rule.effect {
-                    RuleEffect::Hidden => return Some((RuleEffect::Hidden, &rule.class)),
-                    RuleEffect::ReadOnly => read_only = Some((RuleEffect::ReadOnly, rule.class.as_str())),
+                if found(index) {
+                    return;
                 }
             }
         }
-        read_only
+    }
+
+    /// What the rules say of the path `names` (from the mount's root), looking only at the
+    /// runs of names that end at its last name and at the whole path (the walk has judged its
+    /// ancestors already): hidden when any rule hides it, else read-only when any keeps it.
+    fn at_end(&self, names: &[&str]) -> Option<(RuleEffect, &str)> {
+        let mut decided: Option<&Compiled> = None;
+        self.matches(names, &mut |index| {
+            let rule = &self.compiled[index];
+            decided = Some(rule);
+            rule.effect == RuleEffect::Hidden
+        });
+        decided.map(|rule| (rule.effect, rule.class.as_str()))
     }
 
     /// What the rules say of a whole path: hidden when any component is, else read-only when
@@ -567,9 +635,10 @@ mod tests {
         for (glob, reason) in [
             ("", "it is empty"),
             ("/etc", "a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"),
-            ("a/../b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
-            ("a/**/b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
+            ("a/../b", "each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)"),
+            ("a//b", "each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)"),
             ("a/b/c/d/e", "it spans more than 4 names"),
+            ("a/**/b/c/d/e", "it spans more than 4 names"),
             ("{a/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
             ("{a[}]/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
             ("{a[!]]/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
@@ -611,6 +680,69 @@ mod tests {
         // A walk judges an entry by its path from the mount root.
         assert_eq!(policy.entry(&["docs"], "guide.md", "guide.md").map(|found| found.0), Some(RuleEffect::ReadOnly));
         assert_eq!(policy.entry(&["other"], "docs/guide.md", "guide.md"), None);
+    }
+
+    #[test]
+    fn double_stars_span_any_number_of_names() {
+        let hide = |glob: &str| NamePolicy::new(vec![NameRule::hide(glob, "--hide")]).unwrap();
+        let hidden_at = |policy: &NamePolicy, path: &str| judge(policy, path).map(|(_, _, end)| end);
+        // `notes/**` hides what any `notes` holds, and (unlike gitignore) `notes` itself: an
+        // empty-looking directory would still tell that something is inside.
+        let notes = hide("notes/**");
+        assert_eq!(hidden_at(&notes, "notes"), Some(1));
+        assert_eq!(hidden_at(&notes, "notes/a"), Some(1));
+        assert_eq!(hidden_at(&notes, "notes/x/y"), Some(1));
+        assert_eq!(hidden_at(&notes, "app/notes/x/y"), Some(2));
+        assert_eq!(hidden_at(&notes, "NOTES/a"), Some(1));
+        assert_eq!(hidden_at(&notes, "notes.txt"), None);
+        assert_eq!(hidden_at(&notes, "my-notes/a"), None);
+        assert_eq!(notes.move_depth(), 0);
+        let secret = hide("**/secret.txt");
+        assert_eq!(hidden_at(&secret, "secret.txt"), Some(1));
+        assert_eq!(hidden_at(&secret, "a/b/secret.txt"), Some(3));
+        assert_eq!(hidden_at(&secret, "a/secret.txt.bak"), None);
+        let deep = hide("a/**/b");
+        assert_eq!(hidden_at(&deep, "a/b"), Some(2));
+        assert_eq!(hidden_at(&deep, "a/x/y/b"), Some(4));
+        assert_eq!(hidden_at(&deep, "z/a/x/b/c"), Some(4));
+        assert_eq!(hidden_at(&deep, "A/x/B"), Some(3));
+        for visible in ["a", "b", "x/b", "a/x", "a/bb", "ba/b"] {
+            assert_eq!(hidden_at(&deep, visible), None, "{visible}");
+        }
+        // A move of a directory can carry a `b` out of its `a`: look all the way down.
+        assert_eq!(deep.move_depth(), usize::MAX);
+        assert_eq!(deep.entry(&["a"], "x/b", "b").map(|found| found.0), Some(RuleEffect::Hidden));
+        assert_eq!(deep.entry(&["z"], "x/b", "b"), None);
+        // A trailing `/**` after a `**` part; a `**` inside `{…}`, which globset reads as `*`
+        // (a name before `b`), is matched on the whole path all the same.
+        assert_eq!(hidden_at(&hide("a/**/b/**"), "a/x/b"), Some(3));
+        let alternative = hide("{**,x}/b");
+        assert_eq!(hidden_at(&alternative, "b"), None);
+        assert_eq!(hidden_at(&alternative, "p/q/b"), Some(3));
+        // `**` alone is every name, as `*` is.
+        assert_eq!(hidden_at(&hide("**"), "anything/at/all"), Some(1));
+    }
+
+    #[test]
+    fn double_stars_in_mount_rules_are_anchored() {
+        let policy = NamePolicy::new(vec![
+            NameRule::in_mount("notes/**", RuleEffect::Hidden, "/p"),
+            NameRule::in_mount("docs/**/*.md", RuleEffect::ReadOnly, "/p"),
+            NameRule::in_mount("a/**/b", RuleEffect::Hidden, "/p"),
+        ])
+        .unwrap();
+        let found = |path: &str| judge(&policy, path).map(|(effect, _, end)| (effect, end));
+        assert_eq!(found("notes"), Some((RuleEffect::Hidden, 1)));
+        assert_eq!(found("notes/a"), Some((RuleEffect::Hidden, 1)));
+        assert_eq!(found("notes/x/y"), Some((RuleEffect::Hidden, 1)));
+        assert_eq!(found("app/notes/a"), None);
+        assert_eq!(found("docs/a.md"), Some((RuleEffect::ReadOnly, 2)));
+        assert_eq!(found("docs/x/y/a.md"), Some((RuleEffect::ReadOnly, 4)));
+        assert_eq!(found("docs/a.txt"), None);
+        assert_eq!(found("a.md"), None);
+        assert_eq!(found("a/b"), Some((RuleEffect::Hidden, 2)));
+        assert_eq!(found("a/x/b/c"), Some((RuleEffect::Hidden, 3)));
+        assert_eq!(found("z/a/b"), None);
     }
 
     #[test]

@@ -928,6 +928,21 @@ mod tests {
         "invalid mount `/w:/work:rw;*.key:hide`: a sub-path's rights must be `ro`, `rw`, `rwnd` or `hidden`, not `hide`"
     );
 
+    parses!(
+        double_star_rules,
+        "/w:/work:rw;docs/**/*.md:ro;notes/**:hidden",
+        "/w",
+        "/work",
+        Rights::ReadWrite,
+        "/w:/work:rw;docs/**/*.md:ro;notes/**:hidden"
+    );
+    refuses!(
+        override_on_a_directory_hidden_with_what_it_holds,
+        "/w:/work:rw;notes/**:hidden;notes:rw",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;notes/**:hidden;notes:rw`: the override `notes:rw` lies inside `notes/**`, which is hidden"
+    );
+
     #[test]
     fn overrides_are_kept() {
         let spec: MountSpec = "/w:/work:rw;vendor/lib:ro".parse().unwrap();

@@ -584,3 +584,142 @@ fn a_delete_too_large_to_check_is_refused_on_object_storage() {
     );
     seeding.agent().delete("/p/small", true, None).unwrap();
 }
+
+// `**` in globs: a name rule (`--hide`, settings `hide`) spans any number of names with it, a
+// mount-string rule crosses directories with it; a trailing `/**` covers the directory too.
+
+/// `(operator rules, mount-string rules)` of the `**` tests.
+const DEEP_HIDE: &[&str] = &["notes/**", "**/secret.txt", "a/**/b"];
+const DEEP_PLACES: &str = ";docs/**/*.md:ro;logs/**:hidden";
+
+fn seed_deep(write: &dyn Fn(&str, &str)) {
+    write("notes/a", SECRET);
+    write("notes/x/y", SECRET);
+    write("app/notes/z", SECRET);
+    write("app/main.rs", "fn main() {}\n");
+    write("secret.txt", SECRET);
+    write("deep/er/secret.txt", SECRET);
+    write("deep/er/public.txt", "public\n");
+    write("a/b", SECRET);
+    write("a/m/n/b", SECRET);
+    write("a/m/n/c", "c\n");
+    write("logs/today/app.log", SECRET);
+    write("docs/a.md", "# a\n");
+    write("docs/sub/b.md", "# b\n");
+    write("docs/sub/c.txt", "c\n");
+}
+
+fn deep_registry(location: &str) -> MountRegistry {
+    MountRegistry::builder()
+        .mount(format!("{location}:/p:rw{DEEP_PLACES}").parse().unwrap())
+        .name_rules(NameRule::defaults())
+        .name_rules(DEEP_HIDE.iter().map(|glob| NameRule::hide(glob, "--hide")))
+        .build()
+        .unwrap()
+}
+
+fn double_stars_hold(agent: &AgentAccessor, moves_directories: bool) {
+    every_tool_finds_nothing(
+        agent,
+        &[
+            ("/p/notes", "/p/notes"),
+            ("/p/notes/a", "/p/notes/a"),
+            ("/p/notes/x/y", "/p/notes/x/y"),
+            ("/p/./notes/../notes/x", "/p/notes/x"),
+            ("/p/app/notes", "/p/app/notes"),
+            ("/p/app/notes/z", "/p/app/notes/z"),
+            ("/p/secret.txt", "/p/secret.txt"),
+            ("/p/deep/er/secret.txt", "/p/deep/er/secret.txt"),
+            ("/p/a/b", "/p/a/b"),
+            ("/p/a/m/n/b", "/p/a/m/n/b"),
+            ("/p/logs", "/p/logs"),
+            ("/p/logs/today/app.log", "/p/logs/today/app.log"),
+        ],
+    );
+    let names =
+        |path: &str| -> Vec<String> { agent.list(path).unwrap().entries.into_iter().map(|entry| entry.name).collect() };
+    assert_eq!(names("/p"), ["a", "app", "deep", "docs"]);
+    assert_eq!(names("/p/app"), ["main.rs"]);
+    assert_eq!(names("/p/a"), ["m"]);
+    assert_eq!(names("/p/a/m/n"), ["c"]);
+    assert_eq!(names("/p/deep/er"), ["public.txt"]);
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "/p/a",
+            "/p/a/m",
+            "/p/a/m/n",
+            "/p/a/m/n/c",
+            "/p/app",
+            "/p/app/main.rs",
+            "/p/deep",
+            "/p/deep/er",
+            "/p/deep/er/public.txt",
+            "/p/docs",
+            "/p/docs/a.md",
+            "/p/docs/sub",
+            "/p/docs/sub/b.md",
+            "/p/docs/sub/c.txt"
+        ]
+    );
+    let tree = agent.tree("/p", None, &[]).unwrap().to_text();
+    assert!(!tree.contains("notes") && !tree.contains("secret") && !tree.contains("logs"), "{tree}");
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 6), "{}", grep.to_text());
+    for path in ["/p/notes", "/p/src/notes/new.txt", "/p/x/secret.txt", "/p/a/q/r/b", "/p/logs/new.log"] {
+        let expected = format!("cannot create `{path}`: names like this are hidden (names the operator hides)");
+        assert_eq!(agent.write(path, "x", &OVERWRITE).unwrap_err().to_string(), expected);
+        assert_eq!(agent.create_directory(path).unwrap_err().to_string(), expected);
+    }
+    let read_only = "`/p/docs/sub/b.md` is read-only (paths the operator keeps read-only)";
+    assert_eq!(
+        agent.write("/p/docs/sub/b.md", "x", &OVERWRITE).unwrap_err().to_string(),
+        format!("cannot write `/p/docs/sub/b.md`: {read_only}")
+    );
+    agent.write("/p/docs/sub/c.txt", "changed\n", &OVERWRITE).unwrap();
+    assert_eq!(
+        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/app`: it holds names the operator hides inside, which are hidden from you"
+    );
+    if moves_directories {
+        // A `b` below an `a` is protected by the names above it: carrying it out is refused.
+        for from in ["/p/a", "/p/a/m"] {
+            assert_eq!(
+                agent.move_path(from, "/p/z", false, None).unwrap_err().to_string(),
+                format!("cannot move `{from}`: it holds names the operator hides inside, which are hidden from you")
+            );
+        }
+        // Within `a`, the rule still holds where it goes.
+        agent.move_path("/p/a/m", "/p/a/k", false, None).unwrap();
+        assert_eq!(
+            agent.read_text("/p/a/k/n/b", &ReadWindow::default()).unwrap_err().to_string(),
+            missing("/p/a/k/n/b")
+        );
+    }
+}
+
+#[test]
+fn double_stars_hide_subtrees_on_a_local_tree() {
+    let fixture = Fixture::new();
+    seed_deep(&|relative, content| {
+        fixture.file(&format!("p/{relative}"), content);
+    });
+    let registry = deep_registry(&fixture.path("p").display().to_string());
+    double_stars_hold(&registry.agent(), true);
+    assert_eq!(fixture.read("p/notes/x/y"), SECRET);
+    assert_eq!(fixture.read("p/a/k/n/b"), SECRET);
+    assert_eq!(fixture.read("p/docs/sub/b.md"), "# b\n");
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn double_stars_hide_subtrees_on_memory_storage() {
+    let location = format!("memory://deep-{}", std::process::id());
+    let seeding = seed_object_store(&location, seed_deep);
+    double_stars_hold(&deep_registry(&location).agent(), false);
+    let raw = seeding.agent();
+    assert_eq!(raw.read_text("/p/notes/x/y", &ReadWindow::default()).unwrap().content, SECRET);
+}

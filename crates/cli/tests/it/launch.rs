@@ -145,8 +145,50 @@ fn the_name_rules_are_shown_with_their_origin() {
     );
     let run = test.run(&["check", "--hide", "a/../b"]);
     eqnice!(
-        "the name rule `a/../b` is not valid: each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)\n",
+        "the name rule `a/../b` is not valid: each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)\n",
         run.stdout
+    );
+}
+
+/// `**` works in `--hide`, a settings file's `hide` and a mount string's rules alike, as
+/// gitignore reads it, except that `notes/**` also hides `notes` itself.
+#[test]
+fn double_stars_are_taken_wherever_a_glob_is() {
+    let test = TestDir::new();
+    test.file("proj/notes/a.txt", "secret\n");
+    test.file("proj/src/notes/b.txt", "secret\n");
+    test.file("proj/a/x/b", "secret\n");
+    test.file("proj/deep/secret.txt", "secret\n");
+    test.file("proj/docs/sub/guide.md", "# guide\n");
+    test.file("vfs.json", r#"{"mounts": ["./proj:/p:rw;docs/**/*.md:ro"], "hide": ["notes/**"]}"#);
+    let launch = ["--settings", "vfs.json", "--hide", "**/secret.txt", "--hide", "a/**/b"];
+    let call = |tool: &str, arguments: &str| {
+        let mut args = vec!["call", tool, arguments];
+        args.extend(launch);
+        test.run(&args)
+    };
+    let run = call("search_files", r#"{"path": "/p", "pattern": "*"}"#);
+    eqnice!("/p/a\n/p/a/x\n/p/deep\n/p/docs\n/p/docs/sub\n/p/docs/sub/guide.md\n/p/src\n", run.stdout);
+    let run = call("list_directory", r#"{"path": "/p/notes"}"#);
+    eqnice!("`/p/notes` does not exist\n", run.stdout);
+    let run = call("write_file", r#"{"path": "/p/docs/sub/guide.md", "content": "x"}"#);
+    eqnice!(
+        "cannot write `/p/docs/sub/guide.md`: `/p/docs/sub/guide.md` is read-only (paths the operator keeps read-only)\n",
+        run.stdout
+    );
+    let mut args = vec!["mounts"];
+    args.extend(launch);
+    let run = test.run(&args);
+    let rules = run.stdout.split("\n\n").nth(1).unwrap_or_default();
+    let own: Vec<&str> = rules.lines().skip(17).collect();
+    assert_eq!(
+        own,
+        [
+            "notes/**             hidden     names the operator hides            settings vfs.json",
+            "**/secret.txt        hidden     names the operator hides            --hide",
+            "a/**/b               hidden     names the operator hides            --hide",
+            "/p/docs/**/*.md      read-only  paths the operator keeps read-only  --mount /p"
+        ]
     );
 }
 
