@@ -19,7 +19,11 @@
 //! Names are compared regardless of ASCII case, so that on a case-insensitive disk (macOS, a
 //! casefolded directory, a FAT or SMB mount) no spelling of `.env` opens it; on a
 //! case-sensitive disk a rule also covers `.ENV`, a different file, which errs on the side of
-//! hiding.
+//! hiding. For the same reason names are judged in one Unicode normalization, NFC: a rule and
+//! every name it is matched against (as the agent wrote it, or as the disk holds it) are
+//! folded to NFC first, so that `café` written with a combining accent (NFD, as macOS and many
+//! archives write it) is the `café` of the rule. An ASCII name is NFC already and is judged as
+//! it is, without a copy.
 //!
 //! `**` stands for any number of names, as in gitignore: `a/**/b` is `b` anywhere below an
 //! `a`, `**/x` is `x` anywhere. A trailing `/**` (`notes/**`) also covers `notes` itself,
@@ -36,6 +40,7 @@
 use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use unicode_normalization::{IsNormalized, UnicodeNormalization as _, is_nfc_quick};
 
 /// What a rule does to the names it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -169,6 +174,40 @@ pub struct RuleError {
     pub reason: String,
 }
 
+/// `name` in Unicode normalization form C, the form exceptions are judged in: borrowed when it
+/// is in NFC already, as every ASCII name is.
+pub(crate) fn nfc(name: &str) -> Cow<'_, str> {
+    if name.is_ascii() || is_nfc_quick(name.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(name)
+    } else {
+        Cow::Owned(name.nfc().collect())
+    }
+}
+
+/// `text` (a name, a path or a rule's glob) in the form rules are judged in, which ignore ASCII
+/// case: NFC, with the ASCII letters of a name past ASCII in lower case while it is decomposed,
+/// so that an accented letter folds as its base letter does (`CAFÉ`, and `CAFE` with a
+/// combining accent, are `café`). Borrowed for ASCII, the fast path of a listing: no copy, no
+/// table lookup.
+pub(crate) fn folded(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfd().map(|character| character.to_ascii_lowercase()).nfc().collect())
+    }
+}
+
+/// True when two names are one place on a disk that ignores case and Unicode normalization
+/// (macOS, a casefolded directory, a FAT or SMB mount), as far as rules see it: how
+/// protections are read.
+pub(crate) fn same_name(first: &str, second: &str) -> bool {
+    if first.is_ascii() && second.is_ascii() {
+        first.eq_ignore_ascii_case(second)
+    } else {
+        folded(first).eq_ignore_ascii_case(&folded(second))
+    }
+}
+
 /// One compiled rule.
 #[derive(Debug)]
 struct Compiled {
@@ -253,7 +292,7 @@ impl Prefilter {
         if !(self.anything || self.first[usize::from(first)] || self.last[usize::from(last)]) {
             return false;
         }
-        let folded = |text: &str, at: usize| {
+        let equal_at = |text: &str, at: usize| {
             bytes.get(at..at + text.len()).is_some_and(|part| part.eq_ignore_ascii_case(text.as_bytes()))
         };
         self.anything
@@ -261,10 +300,10 @@ impl Prefilter {
                 && self
                     .suffixes
                     .iter()
-                    .any(|suffix| bytes.len() >= suffix.len() && folded(suffix, bytes.len() - suffix.len())))
+                    .any(|suffix| bytes.len() >= suffix.len() && equal_at(suffix, bytes.len() - suffix.len())))
             || (self.first[usize::from(first)]
-                && (self.prefixes.iter().any(|prefix| folded(prefix, 0))
-                    || self.literals.iter().any(|literal| literal.len() == bytes.len() && folded(literal, 0))))
+                && (self.prefixes.iter().any(|prefix| equal_at(prefix, 0))
+                    || self.literals.iter().any(|literal| literal.len() == bytes.len() && equal_at(literal, 0))))
     }
 }
 
@@ -276,18 +315,21 @@ pub(crate) fn is_glob(text: &str) -> bool {
     text.contains(['*', '?', '[', '{'])
 }
 
-/// A glob as it is matched: without a trailing `/**`, since what a rule hides or keeps
-/// read-only it does with everything inside (`notes/**` is `notes` and all it holds).
-fn stem(text: &str) -> String {
-    let mut stem: &str = text;
+/// A glob as it is matched: in NFC (and [`folded`] with `fold`), and without a trailing `/**`,
+/// since what a rule hides or keeps read-only it does with everything inside (`notes/**` is
+/// `notes` and all it holds).
+fn stem(text: &str, fold: bool) -> String {
+    let text = if fold { folded(text) } else { nfc(text) };
+    let mut stem: &str = &text;
     while let Some(shorter) = stem.strip_suffix("/**").filter(|shorter| !shorter.is_empty()) {
         stem = shorter;
     }
     stem.to_owned()
 }
 
-/// The shape of a name rule's glob: the pattern it matches (without a leading `**/` or a
-/// trailing `/**`) and how many names it spans, `None` when a `**` lets it span any number.
+/// The shape of a name rule's glob: the pattern it matches ([`folded`] for a rule, in NFC for an
+/// exception; without a leading `**/` or a trailing `/**`) and how many names it spans, `None`
+/// when a `**` lets it span any number.
 struct Shape {
     pattern: String,
     span: Option<usize>,
@@ -303,7 +345,7 @@ fn glob(text: &str, fold: bool) -> Result<(globset::Glob, Shape), RuleError> {
     if text.len() > 1024 {
         return Err(fail("it is longer than 1024 bytes"));
     }
-    let stemmed = stem(text);
+    let stemmed = stem(text, fold);
     let pattern = stemmed.strip_prefix("**/").unwrap_or(&stemmed);
     // A rule is judged on runs of as many names as it has parts, so an alternative may not
     // change the count: `{a/b,c}` would never hide a bare `c`.
@@ -368,12 +410,12 @@ fn slash_in_alternative(text: &str) -> bool {
 /// A mount-string rule's glob, matched against the whole path from the mount's root: `*`
 /// stays within one name, `**` crosses any number (a trailing `/**` covers the directory
 /// itself too); a path without glob characters is taken literally, and `\` is a character of
-/// a name, never an escape (write `[*]` for a literal `*`).
+/// a name, never an escape (write `[*]` for a literal `*`). Matched on [`folded`] paths.
 pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
     anchored(text).map(|(glob, _)| glob)
 }
 
-/// [`anchored_glob`], and the text the prefilter looks at (unescaped).
+/// [`anchored_glob`], and the text the prefilter looks at ([`folded`], unescaped).
 fn anchored(text: &str) -> Result<(globset::Glob, String), RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
@@ -388,7 +430,7 @@ fn anchored(text: &str) -> Result<(globset::Glob, String), RuleError> {
     if text.split('/').any(|name| name.is_empty() || name == "." || name == "..") {
         return Err(fail("it must be canonical (no empty, `.` or `..` segments)"));
     }
-    let stemmed = stem(text);
+    let stemmed = stem(text, true);
     let pattern = if is_glob(text) { stemmed.clone() } else { globset::escape(&stemmed) };
     let glob = GlobBuilder::new(&pattern)
         .literal_separator(true)
@@ -397,6 +439,17 @@ fn anchored(text: &str) -> Result<(globset::Glob, String), RuleError> {
         .build()
         .map_err(|error| fail(&error.kind().to_string()))?;
     Ok((glob, stemmed))
+}
+
+/// Runs `judge` on `names` [`folded`]: on `names` themselves when all are ASCII, as nearly every
+/// path is (no copy).
+fn with_keys<R>(names: &[&str], judge: impl FnOnce(&[&str]) -> R) -> R {
+    if names.iter().all(|name| name.is_ascii()) {
+        return judge(names);
+    }
+    let keys: Vec<Cow<'_, str>> = names.iter().map(|name| folded(name)).collect();
+    let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+    judge(&keys)
 }
 
 fn build_set(set: &GlobSetBuilder, glob: &str) -> Result<GlobSet, RuleError> {
@@ -478,12 +531,12 @@ impl NamePolicy {
     /// cost a listing more than the prefilter does.
     pub(crate) fn entry<S: AsRef<str>>(&self, parent: &[S], within: &str, name: &str) -> Option<(RuleEffect, &str)> {
         debug_assert!(within.ends_with(name), "`{name}` is the last name of `{within}`");
-        if !self.could.could_match(name) {
+        if !self.could.could_match(&folded(name)) {
             return None;
         }
         let mut names: Vec<&str> = parent.iter().map(AsRef::as_ref).collect();
         names.extend(within.split('/'));
-        self.at_end(&names)
+        with_keys(&names, |keys| self.at_end(keys, name))
     }
 
     /// True when there is no rule.
@@ -492,9 +545,10 @@ impl NamePolicy {
     }
 
     /// Calls `found` with the index of each rule that matches the path `names` (from the
-    /// mount's root) at its last name, or as a whole for an anchored rule, leaving out those an
-    /// exception lets the last name pass; stops when `found` returns true.
-    fn matches(&self, names: &[&str], found: &mut dyn FnMut(usize) -> bool) {
+    /// mount's root, [`folded`]) at its last name, or as a whole for an anchored rule, leaving
+    /// out those an exception lets the last name pass (`exact`, that name as written:
+    /// exceptions do not fold case); stops when `found` returns true.
+    fn matches(&self, names: &[&str], exact: &str, found: &mut dyn FnMut(usize) -> bool) {
         let Some(last) = names.last() else { return };
         if !self.could.could_match(last) {
             return;
@@ -519,7 +573,7 @@ impl NamePolicy {
             for matched in set.matches(&*text) {
                 let index = indices[matched];
                 let rule = &self.compiled[index];
-                if rule.except.as_ref().is_some_and(|except| except.is_match(last)) {
+                if rule.except.as_ref().is_some_and(|except| except.is_match(&*nfc(exact))) {
                     continue;
                 }
                 if found(index) {
@@ -529,12 +583,13 @@ impl NamePolicy {
         }
     }
 
-    /// What the rules say of the path `names` (from the mount's root), looking only at the
-    /// runs of names that end at its last name and at the whole path (the walk has judged its
-    /// ancestors already): hidden when any rule hides it, else read-only when any keeps it.
-    fn at_end(&self, names: &[&str]) -> Option<(RuleEffect, &str)> {
+    /// What the rules say of the path `names` (from the mount's root, [`folded`]; the last
+    /// name `exact` as written), looking only at the runs of names that end at its last name
+    /// and at the whole path (the walk has judged its ancestors already): hidden when any rule
+    /// hides it, else read-only when any keeps it.
+    fn at_end(&self, names: &[&str], exact: &str) -> Option<(RuleEffect, &str)> {
         let mut decided: Option<&Compiled> = None;
-        self.matches(names, &mut |index| {
+        self.matches(names, exact, &mut |index| {
             let rule = &self.compiled[index];
             decided = Some(rule);
             rule.effect == RuleEffect::Hidden
@@ -545,21 +600,23 @@ impl NamePolicy {
     /// What the rules say of a whole path: hidden when any component is, else read-only when
     /// any is, with the class and how many names lead to the component that decided.
     pub(crate) fn judge<S: AsRef<str>>(&self, rel: &[S]) -> Option<(RuleEffect, &str, usize)> {
-        if self.is_empty() || !rel.iter().any(|name| self.could.could_match(name.as_ref())) {
+        if self.is_empty() || !rel.iter().any(|name| self.could.could_match(&folded(name.as_ref()))) {
             return None;
         }
         let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
-        let mut read_only = None;
-        for end in 1..=names.len() {
-            match self.at_end(&names[..end]) {
-                Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
-                Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
-                    read_only = Some((RuleEffect::ReadOnly, class, end));
+        with_keys(&names, |keys| {
+            let mut read_only = None;
+            for end in 1..=keys.len() {
+                match self.at_end(&keys[..end], names[end - 1]) {
+                    Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
+                    Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
+                        read_only = Some((RuleEffect::ReadOnly, class, end));
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
-        read_only
+            read_only
+        })
     }
 }
 
@@ -743,6 +800,46 @@ mod tests {
         assert_eq!(found("a/b"), Some((RuleEffect::Hidden, 2)));
         assert_eq!(found("a/x/b/c"), Some((RuleEffect::Hidden, 3)));
         assert_eq!(found("z/a/b"), None);
+    }
+
+    #[test]
+    fn names_are_judged_in_nfc() {
+        const NFC: &str = "caf\u{e9}";
+        const NFD: &str = "cafe\u{301}";
+        assert!(matches!(nfc("plain.txt"), Cow::Borrowed(_)));
+        assert!(matches!(nfc(NFC), Cow::Borrowed(_)));
+        assert_eq!(nfc(NFD), NFC);
+        assert!(same_name(NFD, "CAF\u{e9}"));
+        assert!(!same_name(NFD, "cafe"));
+        for (rule, name) in [(NFC, NFD), (NFD, NFC), (NFC, NFC), (NFD, NFD)] {
+            let named = NamePolicy::new(vec![NameRule::hide(rule, "--hide")]).unwrap();
+            assert_eq!(judge(&named, &format!("menu/{name}/x")).map(|found| found.2), Some(2), "{rule:?} {name:?}");
+            assert_eq!(named.entry(&["menu"], name, name).map(|found| found.0), Some(RuleEffect::Hidden));
+            let placed =
+                NamePolicy::new(vec![NameRule::in_mount(&format!("{rule}/*"), RuleEffect::Hidden, "/p")]).unwrap();
+            assert_eq!(judge(&placed, &format!("{name}/x")).map(|found| found.2), Some(2), "{rule:?} {name:?}");
+            let suffix = NamePolicy::new(vec![NameRule::hide(&format!("*.{rule}"), "--hide")]).unwrap();
+            assert_eq!(judge(&suffix, &format!("a.{name}")).map(|found| found.2), Some(1), "{rule:?} {name:?}");
+        }
+        // ASCII case folds under an accent too (`CAFÉ`, or `CAFE` and a combining accent, is
+        // `café` on a disk that ignores both); letters past ASCII do not (`ſ` is not `s`).
+        let named = NamePolicy::new(vec![NameRule::hide(NFD, "--hide")]).unwrap();
+        for name in ["CAF\u{e9}", "CAF\u{c9}", "CAFE\u{301}", "Cafe\u{301}"] {
+            assert_eq!(judge(&named, name).map(|found| found.2), Some(1), "{name:?}");
+        }
+        assert!(same_name("CAFE\u{301}", NFC) && same_name("CAF\u{c9}", NFD));
+        let s = NamePolicy::new(vec![NameRule::hide("secrets", "--hide")]).unwrap();
+        assert_eq!(judge(&s, "\u{17f}ecrets"), None);
+        // Exceptions match as written (in NFC): `.env.Exämple` is not the template.
+        let mut env = NameRule::hide(".env.*", "--hide");
+        env.except = vec![".env.ex\u{e4}mple".to_owned()];
+        let env = NamePolicy::new(vec![env]).unwrap();
+        assert_eq!(judge(&env, ".env.exa\u{308}mple"), None);
+        assert_eq!(judge(&env, ".env.Exa\u{308}mple").map(|found| found.2), Some(1));
+        // The agent's spelling and the disk's meet in a rule anywhere in the path.
+        let deep = NamePolicy::new(vec![NameRule::hide(&format!("{NFC}/**/menu"), "--hide")]).unwrap();
+        assert_eq!(judge(&deep, &format!("{NFD}/x/menu")).map(|found| found.2), Some(3));
+        assert_eq!(judge(&deep, "cafe/x/menu"), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
-use crate::policy::{NamePolicy, NameRule, RuleEffect, is_glob};
+use crate::policy::{NamePolicy, NameRule, RuleEffect, is_glob, same_name};
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
 use crate::storage::local::LocalRoot;
@@ -333,13 +333,14 @@ impl Mount {
     /// mount's rights (`docs/design.md`, resolution rule 5). Returns the rights and the virtual scope they come
     /// from.
     ///
-    /// Names are compared as written and again regardless of ASCII case, and the reading that
-    /// grants less wins: on a case-insensitive disk `VENDOR/lib.txt` is `vendor/lib.txt`, so
-    /// `;vendor:ro` must hold for it, while on a case-sensitive one a grant (`;out:rw`) never
-    /// reaches another directory that differs only in case.
+    /// Names are compared as written and again regardless of ASCII case and Unicode
+    /// normalization, and the reading that grants less wins: on a case-insensitive disk
+    /// `VENDOR/lib.txt` is `vendor/lib.txt`, so `;vendor:ro` must hold for it, while on a
+    /// case-sensitive one a grant (`;out:rw`) never reaches another directory that differs
+    /// only in case (or writes `é` as `e` and a combining accent).
     pub(crate) fn rights_at(&self, rel: &[String]) -> (Rights, String) {
         let exact = self.longest_override(rel, |a, b| a == b);
-        let folded = self.longest_override(rel, str::eq_ignore_ascii_case);
+        let folded = self.longest_override(rel, same_name);
         let rights_of = |item: Option<&SubPathRights>| item.map_or(self.rights, SubPathRights::rights);
         let best = if strength(rights_of(folded)) < strength(rights_of(exact)) { folded } else { exact };
         match best {
@@ -369,9 +370,9 @@ impl Mount {
     pub(crate) fn weaker_override_below(&self, rel: &[String], access: Access) -> Option<&SubPathRights> {
         self.overrides.iter().find(|item| {
             let segments = item.segments();
-            // Regardless of case, as `rights_at` reads a protection.
+            // Regardless of case and normalization, as `rights_at` reads a protection.
             segments.len() > rel.len()
-                && segments.iter().zip(rel).all(|(segment, name)| segment.eq_ignore_ascii_case(name))
+                && segments.iter().zip(rel).all(|(segment, name)| same_name(segment, name))
                 && !item.rights().allows(access)
         })
     }

@@ -723,3 +723,75 @@ fn double_stars_hide_subtrees_on_memory_storage() {
     let raw = seeding.agent();
     assert_eq!(raw.read_text("/p/notes/x/y", &ReadWindow::default()).unwrap().content, SECRET);
 }
+
+// Unicode normalization: a rule and a name meet in NFC, whichever form each is written in.
+
+const NFC_CAFE: &str = "caf\u{e9}";
+const NFD_CAFE: &str = "cafe\u{301}";
+const NFC_MENU: &str = "m\u{e9}nu.txt";
+const NFD_MENU: &str = "me\u{301}nu.txt";
+
+/// The disk holds `disk_cafe/x.txt` and `docs/disk_menu`; the rules are written `rule_cafe`
+/// (`--hide`) and `docs/rule_menu` (the mount string). Neither is visible in any spelling.
+fn names_meet_in_nfc(rule_cafe: &str, rule_menu: &str, disk_cafe: &str, disk_menu: &str) {
+    let fixture = Fixture::new();
+    fixture.file(&format!("p/{disk_cafe}/x.txt"), SECRET);
+    fixture.file(&format!("p/docs/{disk_menu}"), SECRET);
+    fixture.file("p/docs/open.txt", "open\n");
+    let spec = format!("{}:/p:rw;docs/{rule_menu}:hidden", fixture.path("p").display());
+    let registry = MountRegistry::builder()
+        .mount(spec.parse().unwrap())
+        .name_rules([NameRule::hide(rule_cafe, "--hide")])
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    let mut hidden = Vec::new();
+    for (cafe, menu) in [(NFC_CAFE, NFC_MENU), (NFD_CAFE, NFD_MENU)] {
+        hidden.push(format!("/p/{cafe}"));
+        hidden.push(format!("/p/{cafe}/x.txt"));
+        hidden.push(format!("/p/docs/{menu}"));
+    }
+    let pairs: Vec<(&str, &str)> = hidden.iter().map(|path| (path.as_str(), path.as_str())).collect();
+    every_tool_finds_nothing(&agent, &pairs);
+    let names =
+        |path: &str| -> Vec<String> { agent.list(path).unwrap().entries.into_iter().map(|entry| entry.name).collect() };
+    assert_eq!(names("/p"), ["docs"]);
+    assert_eq!(names("/p/docs"), ["open.txt"]);
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(paths, ["/p/docs", "/p/docs/open.txt"]);
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 1), "{}", grep.to_text());
+    // On this (Linux) disk the other form is another name; creating it is refused all the same,
+    // as on a disk that takes both forms for one name.
+    for cafe in [NFC_CAFE, NFD_CAFE] {
+        let path = format!("/p/{cafe}/new.txt");
+        let expected = format!("cannot create `{path}`: names like this are hidden (names the operator hides)");
+        assert_eq!(agent.write(&path, "x", &OVERWRITE).unwrap_err().to_string(), expected);
+    }
+    assert_eq!(fixture.read(&format!("p/{disk_cafe}/x.txt")), SECRET);
+}
+
+#[test]
+fn an_nfd_name_on_disk_meets_a_rule_written_in_nfc() {
+    names_meet_in_nfc(NFC_CAFE, NFC_MENU, NFD_CAFE, NFD_MENU);
+}
+
+#[test]
+fn an_nfc_name_on_disk_meets_a_rule_written_in_nfd() {
+    names_meet_in_nfc(NFD_CAFE, NFD_MENU, NFC_CAFE, NFC_MENU);
+}
+
+#[test]
+fn an_override_protects_every_normalization_of_its_name() {
+    let fixture = Fixture::new();
+    fixture.file(&format!("p/{NFD_CAFE}/x.txt"), "x\n");
+    let spec = format!("{}:/p:rw;{NFC_CAFE}:ro", fixture.path("p").display());
+    let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build().unwrap();
+    let path = format!("/p/{NFD_CAFE}/x.txt");
+    assert_eq!(
+        registry.agent().write(&path, "y", &OVERWRITE).unwrap_err().to_string(),
+        format!("cannot write `{path}`: `/p/{NFC_CAFE}` is mounted ro; mounts that grant write: `/p` (rw)")
+    );
+}
