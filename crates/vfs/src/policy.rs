@@ -36,11 +36,18 @@
 //! path from there (`**` crosses directories). Since a place can be carried elsewhere, a move
 //! of a directory is refused when a protection inside it would not hold at the destination
 //! (the same holds for name rules spanning several names, like `.docker/config.json`).
+//!
+//! A mount string may loosen a read-only name rule at one place of its mount: an override that
+//! grants writes where the rule holds (`;.git:rw`) lifts the rule at and below that place, in
+//! that mount only, so an agent can commit there. A hidden name cannot be loosened: an override
+//! that grants writes inside one is refused at launch.
 
 use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use unicode_normalization::{IsNormalized, UnicodeNormalization as _, is_nfc_quick};
+
+use crate::spec::Rights;
 
 /// What a rule does to the names it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -174,6 +181,22 @@ pub struct RuleError {
     pub reason: String,
 }
 
+/// A name rule lifted at one place of one mount by an override of its mount string that grants
+/// writes there (`;.git:rw`), as the operator sees it (`vfs mounts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loosening {
+    /// The virtual path at and below which the rule does not hold, like `/p/.git`.
+    pub place: String,
+    /// The loosened rule's glob, like `.git`.
+    pub glob: String,
+    /// The loosened rule's class, like `git metadata`.
+    pub class: String,
+    /// The override's rights there.
+    pub rights: Rights,
+    /// Where the loosening came from: `loosened by the mount string of /p`.
+    pub origin: String,
+}
+
 /// `name` in Unicode normalization form C, the form exceptions are judged in: borrowed when it
 /// is in NFC already, as every ASCII name is.
 pub(crate) fn nfc(name: &str) -> Cow<'_, str> {
@@ -232,6 +255,9 @@ pub(crate) struct NamePolicy {
     longest: usize,
     /// What the last name of a path must look like for any rule to match it.
     could: Prefilter,
+    /// The places of this mount (its overrides' paths, as written) where name rules are lifted,
+    /// each with the rules' indices in `compiled`.
+    loosened: Vec<(Vec<String>, Vec<usize>)>,
 }
 
 /// A cheap test that most names fail: the last name of each rule as a literal, a prefix or a
@@ -512,7 +538,19 @@ impl NamePolicy {
         let longest = sets.iter().map(|(span, _, _)| *span).max().unwrap_or(0);
         let deep = finish(&deep.0, deep.1)?;
         let anchored = finish(&anchored.0, anchored.1)?;
-        Ok(Self { rules, compiled, sets, deep, anchored, longest, could })
+        Ok(Self { rules, compiled, sets, deep, anchored, longest, could, loosened: Vec::new() })
+    }
+
+    /// Lifts the name rules `rules` (indices into the rules this policy was built from) at and
+    /// below `place`, a path from the mount's root compared exactly as written: the loosening an
+    /// override of the mount string asked for (`;.git:rw`).
+    pub(crate) fn loosen(&mut self, place: Vec<String>, rules: Vec<usize>) {
+        self.loosened.push((place, rules));
+    }
+
+    /// The rules this policy was built from.
+    pub(crate) fn rules(&self) -> &[NameRule] {
+        &self.rules
     }
 
     /// How deep below a directory a move must look for protections that would not survive
@@ -536,7 +574,8 @@ impl NamePolicy {
         }
         let mut names: Vec<&str> = parent.iter().map(AsRef::as_ref).collect();
         names.extend(within.split('/'));
-        with_keys(&names, |keys| self.at_end(keys, name))
+        let lifted = self.lifted(&names);
+        with_keys(&names, |keys| self.at_end(keys, name, &lifted))
     }
 
     /// True when there is no rule.
@@ -544,11 +583,24 @@ impl NamePolicy {
         self.rules.is_empty()
     }
 
+    /// The rules lifted for the path `names` (as written or as the disk holds it): those of
+    /// every loosened place it lies at or below. Compared exactly, as an override grants: on
+    /// a case-sensitive disk `.GIT` is another directory than the `.git` an operator loosened.
+    fn lifted(&self, names: &[&str]) -> Vec<usize> {
+        let mut lifted = Vec::new();
+        for (place, rules) in &self.loosened {
+            if place.len() <= names.len() && place.iter().zip(names).all(|(part, name)| part == name) {
+                lifted.extend_from_slice(rules);
+            }
+        }
+        lifted
+    }
+
     /// Calls `found` with the index of each rule that matches the path `names` (from the
     /// mount's root, [`folded`]) at its last name, or as a whole for an anchored rule, leaving
-    /// out those an exception lets the last name pass (`exact`, that name as written:
-    /// exceptions do not fold case); stops when `found` returns true.
-    fn matches(&self, names: &[&str], exact: &str, found: &mut dyn FnMut(usize) -> bool) {
+    /// out the rules `lifted` and those an exception lets the last name pass (`exact`, that
+    /// name as written: exceptions do not fold case); stops when `found` returns true.
+    fn matches(&self, names: &[&str], exact: &str, lifted: &[usize], found: &mut dyn FnMut(usize) -> bool) {
         let Some(last) = names.last() else { return };
         if !self.could.could_match(last) {
             return;
@@ -573,7 +625,7 @@ impl NamePolicy {
             for matched in set.matches(&*text) {
                 let index = indices[matched];
                 let rule = &self.compiled[index];
-                if rule.except.as_ref().is_some_and(|except| except.is_match(&*nfc(exact))) {
+                if lifted.contains(&index) || rule.except.as_ref().is_some_and(|except| except.is_match(&*nfc(exact))) {
                     continue;
                 }
                 if found(index) {
@@ -587,9 +639,9 @@ impl NamePolicy {
     /// name `exact` as written), looking only at the runs of names that end at its last name
     /// and at the whole path (the walk has judged its ancestors already): hidden when any rule
     /// hides it, else read-only when any keeps it.
-    fn at_end(&self, names: &[&str], exact: &str) -> Option<(RuleEffect, &str)> {
+    fn at_end(&self, names: &[&str], exact: &str, lifted: &[usize]) -> Option<(RuleEffect, &str)> {
         let mut decided: Option<&Compiled> = None;
-        self.matches(names, exact, &mut |index| {
+        self.matches(names, exact, lifted, &mut |index| {
             let rule = &self.compiled[index];
             decided = Some(rule);
             rule.effect == RuleEffect::Hidden
@@ -604,10 +656,11 @@ impl NamePolicy {
             return None;
         }
         let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
+        let lifted = self.lifted(&names);
         with_keys(&names, |keys| {
             let mut read_only = None;
             for end in 1..=keys.len() {
-                match self.at_end(&keys[..end], names[end - 1]) {
+                match self.at_end(&keys[..end], names[end - 1], &lifted) {
                     Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
                     Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
                         read_only = Some((RuleEffect::ReadOnly, class, end));
@@ -617,6 +670,25 @@ impl NamePolicy {
             }
             read_only
         })
+    }
+
+    /// Every rule that protects the path `rel` or a directory above it, by its index in the
+    /// rules this policy was built from (no loosening applied): what an override there would
+    /// loosen, or may not.
+    pub(crate) fn protecting<S: AsRef<str>>(&self, rel: &[S]) -> Vec<usize> {
+        let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
+        let mut protecting = Vec::new();
+        with_keys(&names, |keys| {
+            for end in 1..=keys.len() {
+                self.matches(&keys[..end], names[end - 1], &[], &mut |index| {
+                    if !protecting.contains(&index) {
+                        protecting.push(index);
+                    }
+                    false
+                });
+            }
+        });
+        protecting
     }
 }
 
@@ -840,6 +912,29 @@ mod tests {
         let deep = NamePolicy::new(vec![NameRule::hide(&format!("{NFC}/**/menu"), "--hide")]).unwrap();
         assert_eq!(judge(&deep, &format!("{NFD}/x/menu")).map(|found| found.2), Some(3));
         assert_eq!(judge(&deep, "cafe/x/menu"), None);
+    }
+
+    #[test]
+    fn a_loosened_rule_is_lifted_at_its_place_only() {
+        let mut policy = NamePolicy::new(NameRule::defaults()).unwrap();
+        let git = policy.rules().iter().position(|rule| rule.glob == ".git").unwrap();
+        assert_eq!(policy.protecting(&[".git", "hooks"]), [git]);
+        assert!(policy.protecting(&["src", "main.rs"]).is_empty());
+        assert_eq!(policy.protecting(&["keys", "a.pem"]).len(), 1);
+        policy.loosen(vec![".git".to_owned()], vec![git]);
+        assert_eq!(judge(&policy, ".git"), None);
+        assert_eq!(judge(&policy, ".git/hooks/pre-commit"), None);
+        assert_eq!(policy.entry(&[".git"], "hooks/x", "x"), None);
+        // Hidden rules still hold inside; another `.git`, or another spelling, stays read-only.
+        assert_eq!(judge(&policy, ".git/.env").map(|found| found.0), Some(RuleEffect::Hidden));
+        assert_eq!(judge(&policy, "vendor/.git/config").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(judge(&policy, ".GIT/config").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        // A place below the rule's name lifts it below that place only.
+        let mut below = NamePolicy::new(NameRule::defaults()).unwrap();
+        below.loosen(vec![".git".to_owned(), "objects".to_owned()], vec![git]);
+        assert_eq!(judge(&below, ".git/objects/ab/cd"), None);
+        assert_eq!(judge(&below, ".git/hooks/x").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(judge(&below, ".git").map(|found| found.0), Some(RuleEffect::ReadOnly));
     }
 
     #[test]

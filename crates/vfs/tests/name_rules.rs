@@ -795,3 +795,120 @@ fn an_override_protects_every_normalization_of_its_name() {
         format!("cannot write `{path}`: `/p/{NFC_CAFE}` is mounted ro; mounts that grant write: `/p` (rw)")
     );
 }
+
+// Loosening: an override that grants writes where a read-only default rule holds (`;.git:rw`)
+// lifts that rule there, in that mount only; a hidden name cannot be loosened.
+
+fn loosened_registry(fixture: &Fixture, p_spec: &str) -> Result<MountRegistry, vfs::ConfigError> {
+    fixture.file("p/.git/config", "[core]\n");
+    fixture.file("p/.git/.env", SECRET);
+    fixture.file("p/vendor/lib/.git/config", "[core]\n");
+    fixture.file("q/.git/config", "[core]\n");
+    MountRegistry::builder()
+        .mount(format!("{}:/p:{p_spec}", fixture.path("p").display()).parse().unwrap())
+        .mount(format!("{}:/q:rw", fixture.path("q").display()).parse().unwrap())
+        .name_rules(NameRule::defaults())
+        .name_rules([NameRule::hide("secrets", "--hide")])
+        .build()
+}
+
+#[test]
+fn an_override_loosens_the_git_rule_at_its_place_in_its_mount() {
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "rw;.git:rw").unwrap();
+    let agent = registry.agent();
+    agent.write("/p/.git/hooks/pre-commit", "#!/bin/sh\n", &OVERWRITE).unwrap();
+    agent.write("/p/.git/config", "[core]\n\tbare = false\n", &OVERWRITE).unwrap();
+    agent.move_path("/p/.git/hooks/pre-commit", "/p/.git/hooks/pre-push", false, None).unwrap();
+    agent.delete("/p/.git/hooks", true, None).unwrap();
+    assert_eq!(fixture.read("p/.git/config"), "[core]\n\tbare = false\n");
+    // Hidden names inside stay hidden, and other `.git` directories stay read-only: another
+    // repository in the mount, the other mount's, and another spelling of the place.
+    assert_eq!(
+        agent.read_text("/p/.git/.env", &ReadWindow::default()).unwrap_err().to_string(),
+        missing("/p/.git/.env")
+    );
+    for path in ["/p/vendor/lib/.git/config", "/q/.git/config"] {
+        let scope = path.strip_suffix("/config").unwrap();
+        assert_eq!(
+            agent.write(path, "x", &OVERWRITE).unwrap_err().to_string(),
+            format!("cannot write `{path}`: `{scope}` is read-only (git metadata)")
+        );
+    }
+    assert_eq!(
+        agent.write("/p/.GIT/config", "x", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/p/.GIT/config`: `/p/.GIT` is read-only (git metadata)"
+    );
+    let loosened: Vec<(&str, &str, &str, vfs::Rights, &str)> = registry
+        .loosened_rules()
+        .iter()
+        .map(|item| (item.place.as_str(), item.glob.as_str(), item.class.as_str(), item.rights, item.origin.as_str()))
+        .collect();
+    assert_eq!(
+        loosened,
+        [("/p/.git", ".git", "git metadata", vfs::Rights::ReadWrite, "loosened by the mount string of /p")]
+    );
+    assert!(
+        registry.prompt_table().ends_with("you may read but not change git metadata (except in `/p/.git`).\n"),
+        "{}",
+        registry.prompt_table()
+    );
+}
+
+#[test]
+fn a_loosening_below_the_rule_lifts_it_below_its_place_only() {
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "ro;.git/objects:rwnd").unwrap();
+    let agent = registry.agent();
+    agent.write("/p/.git/objects/ab/cdef", "blob\n", &OVERWRITE).unwrap();
+    assert_eq!(
+        agent.delete("/p/.git/objects/ab/cdef", false, None).unwrap_err().to_string(),
+        "cannot delete `/p/.git/objects/ab/cdef`: `/p/.git/objects` is mounted rwnd; mounts that grant delete: `/q` (rw)"
+    );
+    assert_eq!(
+        agent.write("/p/.git/config", "x", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/p/.git/config`: `/p/.git` is read-only (git metadata)"
+    );
+    // The mount string's own rules still hold on top of a loosening.
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "rw;.git:rw;.git/hooks/**:ro").unwrap();
+    assert_eq!(
+        registry.agent().write("/p/.git/hooks/pre-commit", "x", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/p/.git/hooks/pre-commit`: `/p/.git/hooks` is read-only (paths the operator keeps read-only)"
+    );
+    registry.agent().write("/p/.git/config", "x", &OVERWRITE).unwrap();
+    // A read-only override loosens nothing.
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "rw;.git:ro").unwrap();
+    assert!(registry.loosened_rules().is_empty());
+}
+
+#[test]
+fn a_hidden_name_cannot_be_loosened() {
+    for (spec, text) in [
+        (
+            "rw;.ssh:rw",
+            "the override `.ssh:rw` of mount `/p` lies inside `/p/.ssh`, which the name rule `.ssh` (default) hides: a hidden name cannot be loosened",
+        ),
+        (
+            "ro;home/.aws/config:rwnd",
+            "the override `home/.aws/config:rwnd` of mount `/p` lies inside `/p/home/.aws`, which the name rule `.aws` (default) hides: a hidden name cannot be loosened",
+        ),
+        (
+            "rw;.git/.env:rw",
+            "the override `.git/.env:rw` of mount `/p` lies inside `/p/.git/.env`, which the name rule `.env` (default) hides: a hidden name cannot be loosened",
+        ),
+        (
+            "rw;deploy/secrets:rw",
+            "the override `deploy/secrets:rw` of mount `/p` lies inside `/p/deploy/secrets`, which the name rule `secrets` (--hide) hides: a hidden name cannot be loosened",
+        ),
+    ] {
+        let fixture = Fixture::new();
+        let error = loosened_registry(&fixture, spec).unwrap_err();
+        assert_eq!(error.to_string(), text);
+        assert!(error.hint().starts_with("drop the override"), "{}", error.hint());
+    }
+    // A read-only override inside a hidden name takes nothing away that is not gone already.
+    let fixture = Fixture::new();
+    assert!(loosened_registry(&fixture, "rw;.ssh:ro").is_ok());
+}
