@@ -187,12 +187,14 @@ struct LaunchArgs {
     /// must read the file whole first, or pass the `expectedVersion` it knows).
     #[arg(long = "no-read-before-edit")]
     no_read_before_edit: bool,
-    /// Hide names matching this glob from agents in every mount, like `*.sqlite` or
-    /// `.docker/config.json` (repeatable; added to the default rules).
+    /// Hide names matching this glob from agents in every mount, like `*.sqlite`,
+    /// `.docker/config.json` or `notes/**` (`**` is any number of names, and `notes/**` hides
+    /// `notes` too; repeatable; added to the default rules).
     #[arg(long = "hide", value_name = "GLOB")]
     hide: Vec<String>,
     /// Turn off the default rules (the `.env` family, private keys, `.ssh`, `.aws` and other
-    /// credentials hidden; `.git` read-only).
+    /// credentials hidden; `.git` read-only). To let agents write one mount's `.git` only,
+    /// loosen it in that mount string instead: `--mount "./proj:/p:rw;.git:rw"`.
     #[arg(long = "no-default-hide")]
     no_default_hide: bool,
 }
@@ -280,8 +282,8 @@ fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Resu
         if prompt {
             output::text(&registry.prompt_table());
         } else {
-            output::mount_table(&registry.operator_view());
-            output::name_rules(registry.name_rules());
+            output::mount_table(&registry.operator_view(), registry.loosened_rules());
+            output::name_rules(registry.name_rules(), registry.loosened_rules());
         }
     };
     if daemon.listen.is_some() {

@@ -59,8 +59,8 @@ pub(crate) fn tool_output(output: &ToolOutput) {
     }
 }
 
-/// The operator's mount table.
-pub(crate) fn mount_table(views: &[OperatorMountView]) {
+/// The operator's mount table; an override that loosens a name rule says which.
+pub(crate) fn mount_table(views: &[OperatorMountView], loosened: &[vfs::Loosening]) {
     let mut rows: Vec<[String; 5]> = vec![[
         "ROOT".to_owned(),
         "RIGHTS".to_owned(),
@@ -83,13 +83,12 @@ pub(crate) fn mount_table(views: &[OperatorMountView]) {
             view.physical.clone(),
         ]);
         for item in &view.overrides {
-            rows.push([
-                format!("{}/{}", view.root, item.path()),
-                item.rights().to_string(),
-                view.visibility.to_string(),
-                format!("override of {}", view.root),
-                String::new(),
-            ]);
+            let place = format!("{}/{}", view.root, item.path());
+            let mut origin = format!("override of {}", view.root);
+            for loosening in loosened.iter().filter(|loosening| loosening.place == place) {
+                origin.push_str(&format!(", loosens `{}`", loosening.glob));
+            }
+            rows.push([place, item.rights().to_string(), view.visibility.to_string(), origin, String::new()]);
         }
     }
     print_table(&rows);
@@ -117,13 +116,15 @@ fn print_table(rows: &[[String; 5]]) {
 }
 
 /// The name rules agents are held to, after the mount table: one row per rule, a mount-string
-/// rule written as the virtual path pattern it matches (`/src/**/*.key`).
-pub(crate) fn name_rules(rules: &[vfs::NameRule]) {
+/// rule written as the virtual path pattern it matches (`/src/**/*.key`), and after a name rule
+/// the places where an override of a mount string loosened it (`/p/.git  writable (rw)`).
+pub(crate) fn name_rules(rules: &[vfs::NameRule], loosened: &[vfs::Loosening]) {
     if rules.is_empty() {
         return;
     }
     let mut rows: Vec<[String; 5]> =
         vec![["RULE".to_owned(), "EFFECT".to_owned(), "CLASS".to_owned(), "ORIGIN".to_owned(), "EXCEPT".to_owned()]];
+    let mut shown = vec![false; loosened.len()];
     for rule in rules {
         let glob = match &rule.scope {
             Some(root) => format!("{root}/{}", rule.glob),
@@ -136,6 +137,21 @@ pub(crate) fn name_rules(rules: &[vfs::NameRule]) {
             rule.origin.clone(),
             rule.except.join(", "),
         ]);
+        if rule.scope.is_some() {
+            continue;
+        }
+        for (loosening, shown) in loosened.iter().zip(&mut shown) {
+            if loosening.glob == rule.glob && !*shown {
+                *shown = true;
+                rows.push([
+                    loosening.place.clone(),
+                    format!("writable ({})", loosening.rights),
+                    loosening.class.clone(),
+                    loosening.origin.clone(),
+                    String::new(),
+                ]);
+            }
+        }
     }
     println!();
     print_table(&rows);

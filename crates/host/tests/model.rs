@@ -6,17 +6,18 @@
 //!
 //! | physical | virtual | protection |
 //! |---|---|---|
-//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro`; rules `area/vault:hidden`, `area/docs/*.md:ro`, `**/*.secret:hidden` |
+//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro`; rules `area/vault:hidden`, `area/docs/*.md:ro`, `**/*.secret:hidden`, `area/café:hidden` (written in NFC, held on disk in NFD) |
 //! | `S/outer/nest/inner` | `/r` (ro) | a read-only mount nested in the writable one |
 //! | `S/outer/sys/logsro/logs` | `/llm-logs` (internal) | the exchange log, under the read-only override |
 //! | `S/out` | `/o` (rw) | a second writable mount, for moves across mounts |
 //!
 //! The model is what must not change: every byte under `proj/lib`, `sys/logsro` (the exchange log files
-//! this run appends aside), the nested mount and the hidden `area/vault`, and every `.md` file
-//! of `area/docs`, each where the launch found it; every file under `proj/keep` still there; the
+//! this run appends aside), the nested mount and the hidden `area/vault` and `area/café`, and
+//! every `.md` file of `area/docs`, each where the launch found it; every file under `proj/keep` still there; the
 //! directories `nest` and `nest/inner` where the launch found them; no file planted in another
-//! case of a protected place (`proj/LIB/x`), which a case-insensitive disk would have put
-//! inside it. After every step: those
+//! case of a protected place (`proj/LIB/x`), or in the other Unicode normalization of one
+//! (`area/café/x` beside the disk's `area/cafe\u{301}`), which a disk that ignores case or
+//! normalization would have put inside it. After every step: those
 //! hold, no answer names a physical path, the internal root, its file names or its content, or
 //! shows a hidden file's name or content, a file just written reads back byte for byte, and the
 //! server answered.
@@ -84,6 +85,13 @@ const PATHS: &[&str] = &[
     "/w/area/docs/x.txt",
     "/w/area/notes.secret",
     "/w/tmp/vault",
+    // The hidden `café`, in the disk's NFD and in the NFC the rule is written in.
+    "/w/area/cafe\u{301}",
+    "/w/area/cafe\u{301}/menu.txt",
+    "/w/area/caf\u{e9}",
+    "/w/area/caf\u{e9}/menu.txt",
+    "/w/area/CAFE\u{301}/menu.txt",
+    "/w/area/CAF\u{c9}/menu.txt",
     // Other cases of protected places: on a case-insensitive disk they are the same place.
     "/w/proj/LIB/a.txt",
     "/w/proj/Lib/deep",
@@ -102,7 +110,12 @@ const FOLDED_PARTS: &[(&str, Option<&str>)] = &[
     ("outer/sys/logsro/", None),
     ("outer/area/vault/", None),
     ("outer/area/docs/", Some(".md")),
+    ("outer/area/cafe\u{301}/", None),
 ];
+
+/// The NFC spellings of the hidden `area/cafe\u{301}`, ASCII in lower case (`É` is `E` with an
+/// accent, so it folds as `E` does): nothing may be planted there either.
+const OTHER_NORMALIZATIONS: &[&str] = &["outer/area/caf\u{e9}/", "outer/area/caf\u{c9}/"];
 
 const CONTENTS: &[&str] = &["pwned\n", "a\nb\n", "", "line one\r\nline two\r\n"];
 
@@ -200,6 +213,7 @@ impl World {
             ("outer/area/notes.secret", HIDDEN),
             ("outer/area/docs/g.md", "a guide\n"),
             ("outer/area/docs/x.txt", "a draft\n"),
+            ("outer/area/cafe\u{301}/menu.txt", HIDDEN),
         ] {
             let path = root.join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -209,7 +223,7 @@ impl World {
         std::fs::write(root.join("outer/sys/logsro/logs/secret.jsonl"), format!("{{\"x\": \"{SECRET}\"}}\n")).unwrap();
         let options = LaunchOptions {
             mounts: vec![
-                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro;area/vault:hidden;area/docs/*.md:ro;**/*.secret:hidden"
+                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro;area/vault:hidden;area/docs/*.md:ro;**/*.secret:hidden;area/caf\u{e9}:hidden"
                     .to_owned(),
                 "outer/nest/inner:/r:ro".to_owned(),
                 "out:/o:rw".to_owned(),
@@ -237,7 +251,14 @@ impl World {
     fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
         let root = self.dir.path();
         let mut files = BTreeMap::new();
-        for part in ["outer/proj/lib", "outer/sys/logsro", "outer/nest/inner", "outer/area/vault", "outer/area/docs"] {
+        for part in [
+            "outer/proj/lib",
+            "outer/sys/logsro",
+            "outer/nest/inner",
+            "outer/area/vault",
+            "outer/area/docs",
+            "outer/area/cafe\u{301}",
+        ] {
             for file in files_under(&root.join(part)) {
                 let name = file.file_name().unwrap().to_string_lossy().into_owned();
                 if name.starts_with("exchanges-")
@@ -276,6 +297,12 @@ impl World {
                     && suffix.is_none_or(|suffix| !folded[part.len()..].contains('/') && folded.ends_with(suffix))
             });
             prop_assert!(!planted, "{} was planted in another case after {}", key, after);
+            prop_assert!(
+                !OTHER_NORMALIZATIONS.iter().any(|part| folded.starts_with(part)),
+                "{} was planted in another normalization after {}",
+                key,
+                after
+            );
         }
         for (path, inode) in &self.pinned {
             let found = std::fs::metadata(path).map(|metadata| metadata.ino()).ok();
@@ -333,7 +360,7 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
             prop_assert!(!text.contains("exchanges-"), "{described} named an exchange log: {text}");
             prop_assert!(!text.contains("secret.jsonl") || described.contains("secret.jsonl"), "{described}: {text}");
             prop_assert!(!text.contains(HIDDEN), "{described} showed hidden content: {text}");
-            for name in ["vault", "token.txt", "notes.secret"] {
+            for name in ["vault", "token.txt", "notes.secret", "menu.txt"] {
                 // (The agent may make a `vault` of its own elsewhere; the hidden one is at the root.)
                 let own = name == "vault" && world.dir.path().join("outer/tmp/vault").exists();
                 prop_assert!(

@@ -47,7 +47,7 @@ pub use ops::{
     SizedListing, SortBy, TextRead, Tree, TreeNode, WriteOptions, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
-pub use policy::{NameRule, RuleEffect, RuleError};
+pub use policy::{Loosening, NameRule, RuleEffect, RuleError};
 pub use registry::{
     DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo,
 };

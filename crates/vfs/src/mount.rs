@@ -192,6 +192,21 @@ pub enum ConfigError {
         /// The rights there.
         rights: Rights,
     },
+    /// An override granting writes inside a name a name rule hides (`;.ssh:rw`): only a
+    /// read-only name rule can be loosened for one mount.
+    #[error(
+        "the override `{item}` of mount `{root}` lies inside `{place}`, which the name rule {rule} hides: a hidden name cannot be loosened"
+    )]
+    LoosensHidden {
+        /// The mount's root.
+        root: String,
+        /// The override as written, like `.ssh:rw`.
+        item: String,
+        /// The hidden virtual path it lies at or inside.
+        place: String,
+        /// The rule that hides it and where it came from, like `` `.ssh` (default) ``.
+        rule: String,
+    },
     /// The directory could not be opened.
     #[error("cannot open `{physical}` for mount `{root}`: {source}")]
     Open {
@@ -229,6 +244,9 @@ impl ConfigError {
             }
             ConfigError::Store { .. } => {
                 "set AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_ALLOW_HTTP=true for a local endpoint)"
+            }
+            ConfigError::LoosensHidden { .. } => {
+                "drop the override: hidden names stay hidden in every mount, and only a read-only rule (the default `.git`) can be loosened for one; `--no-default-hide` turns every default rule off"
             }
             ConfigError::NameRule(_) => {
                 "a name rule is a glob of a name, like `*.sqlite`, or of a few names, like `.docker/config.json`"

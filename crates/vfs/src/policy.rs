@@ -19,15 +19,35 @@
 //! Names are compared regardless of ASCII case, so that on a case-insensitive disk (macOS, a
 //! casefolded directory, a FAT or SMB mount) no spelling of `.env` opens it; on a
 //! case-sensitive disk a rule also covers `.ENV`, a different file, which errs on the side of
-//! hiding.
+//! hiding. For the same reason names are judged in one Unicode normalization, NFC: a rule and
+//! every name it is matched against (as the agent wrote it, or as the disk holds it) are
+//! folded to NFC first, so that `café` written with a combining accent (NFD, as macOS and many
+//! archives write it) is the `café` of the rule. An ASCII name is NFC already and is judged as
+//! it is, without a copy.
+//!
+//! `**` stands for any number of names, as in gitignore: `a/**/b` is `b` anywhere below an
+//! `a`, `**/x` is `x` anywhere. A trailing `/**` (`notes/**`) also covers `notes` itself,
+//! which gitignore leaves out: a directory whose content is hidden would otherwise stand
+//! there empty, its timestamps and the refusals of what an agent tries in it telling that
+//! something is inside. What a rule hides or keeps read-only, it does with everything inside.
 //!
 //! A rule written in a mount string (`--mount "./proj:/p:rw;**/*.key:hidden;secrets:hidden"`)
 //! is about places instead: it is anchored at that mount's root and matched against the whole
 //! path from there (`**` crosses directories). Since a place can be carried elsewhere, a move
 //! of a directory is refused when a protection inside it would not hold at the destination
 //! (the same holds for name rules spanning several names, like `.docker/config.json`).
+//!
+//! A mount string may loosen a read-only name rule at one place of its mount: an override that
+//! grants writes where the rule holds (`;.git:rw`) lifts the rule at and below that place, in
+//! that mount only, so an agent can commit there. A hidden name cannot be loosened: an override
+//! that grants writes inside one is refused at launch.
+
+use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use unicode_normalization::{IsNormalized, UnicodeNormalization as _, is_nfc_quick};
+
+use crate::spec::Rights;
 
 /// What a rule does to the names it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -161,6 +181,56 @@ pub struct RuleError {
     pub reason: String,
 }
 
+/// A name rule lifted at one place of one mount by an override of its mount string that grants
+/// writes there (`;.git:rw`), as the operator sees it (`vfs mounts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loosening {
+    /// The virtual path at and below which the rule does not hold, like `/p/.git`.
+    pub place: String,
+    /// The loosened rule's glob, like `.git`.
+    pub glob: String,
+    /// The loosened rule's class, like `git metadata`.
+    pub class: String,
+    /// The override's rights there.
+    pub rights: Rights,
+    /// Where the loosening came from: `loosened by the mount string of /p`.
+    pub origin: String,
+}
+
+/// `name` in Unicode normalization form C, the form exceptions are judged in: borrowed when it
+/// is in NFC already, as every ASCII name is.
+pub(crate) fn nfc(name: &str) -> Cow<'_, str> {
+    if name.is_ascii() || is_nfc_quick(name.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(name)
+    } else {
+        Cow::Owned(name.nfc().collect())
+    }
+}
+
+/// `text` (a name, a path or a rule's glob) in the form rules are judged in, which ignore ASCII
+/// case: NFC, with the ASCII letters of a name past ASCII in lower case while it is decomposed,
+/// so that an accented letter folds as its base letter does (`CAFÉ`, and `CAFE` with a
+/// combining accent, are `café`). Borrowed for ASCII, the fast path of a listing: no copy, no
+/// table lookup.
+pub(crate) fn folded(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfd().map(|character| character.to_ascii_lowercase()).nfc().collect())
+    }
+}
+
+/// True when two names are one place on a disk that ignores case and Unicode normalization
+/// (macOS, a casefolded directory, a FAT or SMB mount), as far as rules see it: how
+/// protections are read.
+pub(crate) fn same_name(first: &str, second: &str) -> bool {
+    if first.is_ascii() && second.is_ascii() {
+        first.eq_ignore_ascii_case(second)
+    } else {
+        folded(first).eq_ignore_ascii_case(&folded(second))
+    }
+}
+
 /// One compiled rule.
 #[derive(Debug)]
 struct Compiled {
@@ -176,12 +246,18 @@ pub(crate) struct NamePolicy {
     compiled: Vec<Compiled>,
     /// One set per span, each glob's index in `compiled`.
     sets: Vec<(usize, GlobSet, Vec<usize>)>,
+    /// The name rules with a `**` inside (`a/**/b`), which span any number of names: matched
+    /// as `**/<rule>` against the path from the mount's root, each glob's index in `compiled`.
+    deep: Option<(GlobSet, Vec<usize>)>,
     /// The rules anchored at the mount root, each glob's index in `compiled`.
     anchored: Option<(GlobSet, Vec<usize>)>,
     /// The longest span.
     longest: usize,
     /// What the last name of a path must look like for any rule to match it.
     could: Prefilter,
+    /// The places of this mount (its overrides' paths, as written) where name rules are lifted,
+    /// each with the rules' indices in `compiled`.
+    loosened: Vec<(Vec<String>, Vec<usize>)>,
 }
 
 /// A cheap test that most names fail: the last name of each rule as a literal, a prefix or a
@@ -242,7 +318,7 @@ impl Prefilter {
         if !(self.anything || self.first[usize::from(first)] || self.last[usize::from(last)]) {
             return false;
         }
-        let folded = |text: &str, at: usize| {
+        let equal_at = |text: &str, at: usize| {
             bytes.get(at..at + text.len()).is_some_and(|part| part.eq_ignore_ascii_case(text.as_bytes()))
         };
         self.anything
@@ -250,14 +326,14 @@ impl Prefilter {
                 && self
                     .suffixes
                     .iter()
-                    .any(|suffix| bytes.len() >= suffix.len() && folded(suffix, bytes.len() - suffix.len())))
+                    .any(|suffix| bytes.len() >= suffix.len() && equal_at(suffix, bytes.len() - suffix.len())))
             || (self.first[usize::from(first)]
-                && (self.prefixes.iter().any(|prefix| folded(prefix, 0))
-                    || self.literals.iter().any(|literal| literal.len() == bytes.len() && folded(literal, 0))))
+                && (self.prefixes.iter().any(|prefix| equal_at(prefix, 0))
+                    || self.literals.iter().any(|literal| literal.len() == bytes.len() && equal_at(literal, 0))))
     }
 }
 
-/// The longest run of names a rule may span.
+/// The longest run of names a rule may span (`**` aside).
 const MAX_SPAN: usize = 4;
 
 /// True when `text` holds a glob's special characters (else it is a literal path).
@@ -265,9 +341,29 @@ pub(crate) fn is_glob(text: &str) -> bool {
     text.contains(['*', '?', '[', '{'])
 }
 
+/// A glob as it is matched: in NFC (and [`folded`] with `fold`), and without a trailing `/**`,
+/// since what a rule hides or keeps read-only it does with everything inside (`notes/**` is
+/// `notes` and all it holds).
+fn stem(text: &str, fold: bool) -> String {
+    let text = if fold { folded(text) } else { nfc(text) };
+    let mut stem: &str = &text;
+    while let Some(shorter) = stem.strip_suffix("/**").filter(|shorter| !shorter.is_empty()) {
+        stem = shorter;
+    }
+    stem.to_owned()
+}
+
+/// The shape of a name rule's glob: the pattern it matches ([`folded`] for a rule, in NFC for an
+/// exception; without a leading `**/` or a trailing `/**`) and how many names it spans, `None`
+/// when a `**` lets it span any number.
+struct Shape {
+    pattern: String,
+    span: Option<usize>,
+}
+
 /// A name rule's glob; `fold` makes it ignore ASCII case (rules do; their exceptions do not,
 /// so that `.ENV.EXAMPLE` next to `.env.example` on a case-sensitive disk stays hidden).
-fn glob(text: &str, fold: bool) -> Result<globset::Glob, RuleError> {
+fn glob(text: &str, fold: bool) -> Result<(globset::Glob, Shape), RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
         return Err(fail("it is empty"));
@@ -275,27 +371,33 @@ fn glob(text: &str, fold: bool) -> Result<globset::Glob, RuleError> {
     if text.len() > 1024 {
         return Err(fail("it is longer than 1024 bytes"));
     }
-    let text = text.strip_prefix("**/").unwrap_or(text);
+    let stemmed = stem(text, fold);
+    let pattern = stemmed.strip_prefix("**/").unwrap_or(&stemmed);
     // A rule is judged on runs of as many names as it has parts, so an alternative may not
     // change the count: `{a/b,c}` would never hide a bare `c`.
-    if slash_in_alternative(text) {
+    if slash_in_alternative(pattern) {
         return Err(fail("a `{…}` alternative cannot hold a `/`; write one rule for each alternative"));
     }
-    if text.starts_with('/') || text.ends_with('/') {
+    if pattern.starts_with('/') || pattern.ends_with('/') {
         return Err(fail("a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"));
     }
-    let names: Vec<&str> = text.split('/').collect();
-    if names.iter().any(|name| name.is_empty() || *name == "." || *name == ".." || *name == "**") {
-        return Err(fail("each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"));
+    let names: Vec<&str> = pattern.split('/').collect();
+    if names.iter().any(|name| name.is_empty() || *name == "." || *name == "..") {
+        return Err(fail("each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)"));
     }
-    if names.len() > MAX_SPAN {
+    if names.iter().filter(|name| **name != "**").count() > MAX_SPAN {
         return Err(fail("it spans more than 4 names"));
     }
-    GlobBuilder::new(text)
+    // Any `**` (a part, or one globset reads inside a `{…}`) may span names: such a rule is
+    // matched against the whole path, which is right for every rule, only slower.
+    let span = (!pattern.contains("**")).then_some(names.len());
+    let matched = if span.is_some() { pattern.to_owned() } else { format!("**/{pattern}") };
+    let glob = GlobBuilder::new(&matched)
         .literal_separator(true)
         .case_insensitive(fold)
         .build()
-        .map_err(|error| fail(&error.kind().to_string()))
+        .map_err(|error| fail(&error.kind().to_string()))?;
+    Ok((glob, Shape { pattern: pattern.to_owned(), span }))
 }
 
 /// True when a `/` stands inside a `{…}` group of `text`, read as globset reads it: a `[…]`
@@ -332,9 +434,15 @@ fn slash_in_alternative(text: &str) -> bool {
 }
 
 /// A mount-string rule's glob, matched against the whole path from the mount's root: `*`
-/// stays within one name, `**` crosses any number; a path without glob characters is taken
-/// literally, and `\` is a character of a name, never an escape (write `[*]` for a literal `*`).
+/// stays within one name, `**` crosses any number (a trailing `/**` covers the directory
+/// itself too); a path without glob characters is taken literally, and `\` is a character of
+/// a name, never an escape (write `[*]` for a literal `*`). Matched on [`folded`] paths.
 pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
+    anchored(text).map(|(glob, _)| glob)
+}
+
+/// [`anchored_glob`], and the text the prefilter looks at ([`folded`], unescaped).
+fn anchored(text: &str) -> Result<(globset::Glob, String), RuleError> {
     let fail = |reason: &str| RuleError { glob: text.to_owned(), reason: reason.to_owned() };
     if text.is_empty() {
         return Err(fail("it is empty"));
@@ -348,25 +456,45 @@ pub(crate) fn anchored_glob(text: &str) -> Result<globset::Glob, RuleError> {
     if text.split('/').any(|name| name.is_empty() || name == "." || name == "..") {
         return Err(fail("it must be canonical (no empty, `.` or `..` segments)"));
     }
-    let pattern = if is_glob(text) { text.to_owned() } else { globset::escape(text) };
-    GlobBuilder::new(&pattern)
+    let stemmed = stem(text, true);
+    let pattern = if is_glob(text) { stemmed.clone() } else { globset::escape(&stemmed) };
+    let glob = GlobBuilder::new(&pattern)
         .literal_separator(true)
         .case_insensitive(true)
         .backslash_escape(false)
         .build()
-        .map_err(|error| fail(&error.kind().to_string()))
+        .map_err(|error| fail(&error.kind().to_string()))?;
+    Ok((glob, stemmed))
+}
+
+/// Runs `judge` on `names` [`folded`]: on `names` themselves when all are ASCII, as nearly every
+/// path is (no copy).
+fn with_keys<R>(names: &[&str], judge: impl FnOnce(&[&str]) -> R) -> R {
+    if names.iter().all(|name| name.is_ascii()) {
+        return judge(names);
+    }
+    let keys: Vec<Cow<'_, str>> = names.iter().map(|name| folded(name)).collect();
+    let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+    judge(&keys)
 }
 
 fn build_set(set: &GlobSetBuilder, glob: &str) -> Result<GlobSet, RuleError> {
     set.build().map_err(|error| RuleError { glob: glob.to_owned(), reason: error.to_string() })
 }
 
+/// A set of globs, each with its index in `compiled`, built only when it holds any.
+fn finish(set: &GlobSetBuilder, indices: Vec<usize>) -> Result<Option<(GlobSet, Vec<usize>)>, RuleError> {
+    if indices.is_empty() { Ok(None) } else { Ok(Some((build_set(set, "")?, indices))) }
+}
+
 impl NamePolicy {
-    /// Compiles `rules`: name rules into one glob set per span, anchored rules (those with a
-    /// scope) into one set matched against the path from the mount's root.
+    /// Compiles `rules`: name rules into one glob set per span (and one for those a `**` lets
+    /// span any number of names), anchored rules (those with a scope) into one set matched
+    /// against the path from the mount's root.
     pub(crate) fn new(rules: Vec<NameRule>) -> Result<Self, RuleError> {
         let mut compiled = Vec::with_capacity(rules.len());
         let mut by_span: Vec<(usize, GlobSetBuilder, Vec<usize>)> = Vec::new();
+        let mut deep = (GlobSetBuilder::new(), Vec::new());
         let mut anchored = (GlobSetBuilder::new(), Vec::new());
         let mut could = Prefilter::default();
         for (index, rule) in rules.iter().enumerate() {
@@ -375,21 +503,25 @@ impl NamePolicy {
             } else {
                 let mut set = GlobSetBuilder::new();
                 for text in &rule.except {
-                    set.add(glob(text, false)?);
+                    set.add(glob(text, false)?.0);
                 }
                 Some(build_set(&set, &rule.glob)?)
             };
             compiled.push(Compiled { effect: rule.effect, class: rule.class.clone(), except });
             if rule.scope.is_some() {
-                anchored.0.add(anchored_glob(&rule.glob)?);
+                let (matcher, text) = self::anchored(&rule.glob)?;
+                anchored.0.add(matcher);
                 anchored.1.push(index);
-                could.add(&rule.glob);
+                could.add(&text);
                 continue;
             }
-            let matcher = glob(&rule.glob, true)?;
-            let text = rule.glob.strip_prefix("**/").unwrap_or(&rule.glob);
-            could.add(text);
-            let span = text.split('/').count();
+            let (matcher, shape) = glob(&rule.glob, true)?;
+            could.add(&shape.pattern);
+            let Some(span) = shape.span else {
+                deep.0.add(matcher);
+                deep.1.push(index);
+                continue;
+            };
             if let Some((_, set, indices)) = by_span.iter_mut().find(|(each, _, _)| *each == span) {
                 set.add(matcher);
                 indices.push(index);
@@ -404,16 +536,30 @@ impl NamePolicy {
             sets.push((span, build_set(&set, "")?, indices));
         }
         let longest = sets.iter().map(|(span, _, _)| *span).max().unwrap_or(0);
-        let anchored = if anchored.1.is_empty() { None } else { Some((build_set(&anchored.0, "")?, anchored.1)) };
-        Ok(Self { rules, compiled, sets, anchored, longest, could })
+        let deep = finish(&deep.0, deep.1)?;
+        let anchored = finish(&anchored.0, anchored.1)?;
+        Ok(Self { rules, compiled, sets, deep, anchored, longest, could, loosened: Vec::new() })
+    }
+
+    /// Lifts the name rules `rules` (indices into the rules this policy was built from) at and
+    /// below `place`, a path from the mount's root compared exactly as written: the loosening an
+    /// override of the mount string asked for (`;.git:rw`).
+    pub(crate) fn loosen(&mut self, place: Vec<String>, rules: Vec<usize>) {
+        self.loosened.push((place, rules));
+    }
+
+    /// The rules this policy was built from.
+    pub(crate) fn rules(&self) -> &[NameRule] {
+        &self.rules
     }
 
     /// How deep below a directory a move must look for protections that would not survive
     /// it: the names that rules spanning several names could join with the directory's own
-    /// path, or every depth when a rule is anchored at the mount root. Zero: a move keeps
-    /// every protection (each rule looks at one name, and names travel with the move).
+    /// path, or every depth when a rule is anchored at the mount root or spans any number of
+    /// names. Zero: a move keeps every protection (each rule looks at one name, and names
+    /// travel with the move).
     pub(crate) fn move_depth(&self) -> usize {
-        if self.anchored.is_some() { usize::MAX } else { self.longest.saturating_sub(1) }
+        if self.anchored.is_some() || self.deep.is_some() { usize::MAX } else { self.longest.saturating_sub(1) }
     }
 
     /// What the rules say of the entry at `within` (its path inside a walk or a listing, one or
@@ -423,12 +569,13 @@ impl NamePolicy {
     /// cost a listing more than the prefilter does.
     pub(crate) fn entry<S: AsRef<str>>(&self, parent: &[S], within: &str, name: &str) -> Option<(RuleEffect, &str)> {
         debug_assert!(within.ends_with(name), "`{name}` is the last name of `{within}`");
-        if !self.could.could_match(name) {
+        if !self.could.could_match(&folded(name)) {
             return None;
         }
         let mut names: Vec<&str> = parent.iter().map(AsRef::as_ref).collect();
         names.extend(within.split('/'));
-        self.at_end(&names)
+        let lifted = self.lifted(&names);
+        with_keys(&names, |keys| self.at_end(keys, name, &lifted))
     }
 
     /// True when there is no rule.
@@ -436,62 +583,112 @@ impl NamePolicy {
         self.rules.is_empty()
     }
 
-    /// What the rules say of the path `names` (from the mount's root), looking only at the
-    /// runs of names that end at its last name and at the whole path (the walk has judged
-    /// its ancestors already).
-    pub(crate) fn at_end(&self, names: &[&str]) -> Option<(RuleEffect, &str)> {
-        let last = names.last()?;
-        if !self.could.could_match(last) {
-            return None;
+    /// The rules lifted for the path `names` (as written or as the disk holds it): those of
+    /// every loosened place it lies at or below. Compared exactly, as an override grants: on
+    /// a case-sensitive disk `.GIT` is another directory than the `.git` an operator loosened.
+    fn lifted(&self, names: &[&str]) -> Vec<usize> {
+        let mut lifted = Vec::new();
+        for (place, rules) in &self.loosened {
+            if place.len() <= names.len() && place.iter().zip(names).all(|(part, name)| part == name) {
+                lifted.extend_from_slice(rules);
+            }
         }
-        let mut read_only = None;
-        if let Some((set, indices)) = &self.anchored {
-            for matched in set.matches(names.join("/")) {
-                let rule = &self.compiled[indices[matched]];
-                match rule.effect {
-                    RuleEffect::Hidden => return Some((RuleEffect::Hidden, &rule.class)),
-                    RuleEffect::ReadOnly => read_only = Some((RuleEffect::ReadOnly, rule.class.as_str())),
+        lifted
+    }
+
+    /// Calls `found` with the index of each rule that matches the path `names` (from the
+    /// mount's root, [`folded`]) at its last name, or as a whole for an anchored rule, leaving
+    /// out the rules `lifted` and those an exception lets the last name pass (`exact`, that
+    /// name as written: exceptions do not fold case); stops when `found` returns true.
+    fn matches(&self, names: &[&str], exact: &str, lifted: &[usize], found: &mut dyn FnMut(usize) -> bool) {
+        let Some(last) = names.last() else { return };
+        if !self.could.could_match(last) {
+            return;
+        }
+        let whole = (self.anchored.is_some() || self.deep.is_some()).then(|| names.join("/"));
+        if let (Some((set, indices)), Some(whole)) = (&self.anchored, &whole) {
+            for matched in set.matches(whole) {
+                if found(indices[matched]) {
+                    return;
                 }
             }
         }
-        for (span, set, indices) in &self.sets {
-            if *span > names.len() {
-                continue;
-            }
-            let window = names[names.len() - span..].join("/");
-            for matched in set.matches(&window) {
-                let rule = &self.compiled[indices[matched]];
-                let last = names[names.len() - 1];
-                if rule.except.as_ref().is_some_and(|except| except.is_match(last)) {
+        let windows = self.sets.iter().filter(|(span, _, _)| *span <= names.len());
+        let windows = windows.map(|(span, set, indices)| {
+            let window =
+                if *span == 1 { Cow::Borrowed(*last) } else { Cow::Owned(names[names.len() - span..].join("/")) };
+            (set, indices, window)
+        });
+        let deep =
+            self.deep.iter().zip(&whole).map(|((set, indices), whole)| (set, indices, Cow::Borrowed(whole.as_str())));
+        for (set, indices, text) in windows.chain(deep) {
+            for matched in set.matches(&*text) {
+                let index = indices[matched];
+                let rule = &self.compiled[index];
+                if lifted.contains(&index) || rule.except.as_ref().is_some_and(|except| except.is_match(&*nfc(exact))) {
                     continue;
                 }
-                match rule.effect {
-                    RuleEffect::Hidden => return Some((RuleEffect::Hidden, &rule.class)),
-                    RuleEffect::ReadOnly => read_only = Some((RuleEffect::ReadOnly, rule.class.as_str())),
+                if found(index) {
+                    return;
                 }
             }
         }
-        read_only
+    }
+
+    /// What the rules say of the path `names` (from the mount's root, [`folded`]; the last
+    /// name `exact` as written), looking only at the runs of names that end at its last name
+    /// and at the whole path (the walk has judged its ancestors already): hidden when any rule
+    /// hides it, else read-only when any keeps it.
+    fn at_end(&self, names: &[&str], exact: &str, lifted: &[usize]) -> Option<(RuleEffect, &str)> {
+        let mut decided: Option<&Compiled> = None;
+        self.matches(names, exact, lifted, &mut |index| {
+            let rule = &self.compiled[index];
+            decided = Some(rule);
+            rule.effect == RuleEffect::Hidden
+        });
+        decided.map(|rule| (rule.effect, rule.class.as_str()))
     }
 
     /// What the rules say of a whole path: hidden when any component is, else read-only when
     /// any is, with the class and how many names lead to the component that decided.
     pub(crate) fn judge<S: AsRef<str>>(&self, rel: &[S]) -> Option<(RuleEffect, &str, usize)> {
-        if self.is_empty() || !rel.iter().any(|name| self.could.could_match(name.as_ref())) {
+        if self.is_empty() || !rel.iter().any(|name| self.could.could_match(&folded(name.as_ref()))) {
             return None;
         }
         let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
-        let mut read_only = None;
-        for end in 1..=names.len() {
-            match self.at_end(&names[..end]) {
-                Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
-                Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
-                    read_only = Some((RuleEffect::ReadOnly, class, end));
+        let lifted = self.lifted(&names);
+        with_keys(&names, |keys| {
+            let mut read_only = None;
+            for end in 1..=keys.len() {
+                match self.at_end(&keys[..end], names[end - 1], &lifted) {
+                    Some((RuleEffect::Hidden, class)) => return Some((RuleEffect::Hidden, class, end)),
+                    Some((RuleEffect::ReadOnly, class)) if read_only.is_none() => {
+                        read_only = Some((RuleEffect::ReadOnly, class, end));
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
-        read_only
+            read_only
+        })
+    }
+
+    /// Every rule that protects the path `rel` or a directory above it, by its index in the
+    /// rules this policy was built from (no loosening applied): what an override there would
+    /// loosen, or may not.
+    pub(crate) fn protecting<S: AsRef<str>>(&self, rel: &[S]) -> Vec<usize> {
+        let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
+        let mut protecting = Vec::new();
+        with_keys(&names, |keys| {
+            for end in 1..=keys.len() {
+                self.matches(&keys[..end], names[end - 1], &[], &mut |index| {
+                    if !protecting.contains(&index) {
+                        protecting.push(index);
+                    }
+                    false
+                });
+            }
+        });
+        protecting
     }
 }
 
@@ -567,9 +764,10 @@ mod tests {
         for (glob, reason) in [
             ("", "it is empty"),
             ("/etc", "a name rule matches names anywhere, like `*.key` or `.docker/config.json`; drop the `/`"),
-            ("a/../b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
-            ("a/**/b", "each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)"),
+            ("a/../b", "each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)"),
+            ("a//b", "each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)"),
             ("a/b/c/d/e", "it spans more than 4 names"),
+            ("a/**/b/c/d/e", "it spans more than 4 names"),
             ("{a/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
             ("{a[}]/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
             ("{a[!]]/b,c}", "a `{…}` alternative cannot hold a `/`; write one rule for each alternative"),
@@ -611,6 +809,132 @@ mod tests {
         // A walk judges an entry by its path from the mount root.
         assert_eq!(policy.entry(&["docs"], "guide.md", "guide.md").map(|found| found.0), Some(RuleEffect::ReadOnly));
         assert_eq!(policy.entry(&["other"], "docs/guide.md", "guide.md"), None);
+    }
+
+    #[test]
+    fn double_stars_span_any_number_of_names() {
+        let hide = |glob: &str| NamePolicy::new(vec![NameRule::hide(glob, "--hide")]).unwrap();
+        let hidden_at = |policy: &NamePolicy, path: &str| judge(policy, path).map(|(_, _, end)| end);
+        // `notes/**` hides what any `notes` holds, and (unlike gitignore) `notes` itself: an
+        // empty-looking directory would still tell that something is inside.
+        let notes = hide("notes/**");
+        assert_eq!(hidden_at(&notes, "notes"), Some(1));
+        assert_eq!(hidden_at(&notes, "notes/a"), Some(1));
+        assert_eq!(hidden_at(&notes, "notes/x/y"), Some(1));
+        assert_eq!(hidden_at(&notes, "app/notes/x/y"), Some(2));
+        assert_eq!(hidden_at(&notes, "NOTES/a"), Some(1));
+        assert_eq!(hidden_at(&notes, "notes.txt"), None);
+        assert_eq!(hidden_at(&notes, "my-notes/a"), None);
+        assert_eq!(notes.move_depth(), 0);
+        let secret = hide("**/secret.txt");
+        assert_eq!(hidden_at(&secret, "secret.txt"), Some(1));
+        assert_eq!(hidden_at(&secret, "a/b/secret.txt"), Some(3));
+        assert_eq!(hidden_at(&secret, "a/secret.txt.bak"), None);
+        let deep = hide("a/**/b");
+        assert_eq!(hidden_at(&deep, "a/b"), Some(2));
+        assert_eq!(hidden_at(&deep, "a/x/y/b"), Some(4));
+        assert_eq!(hidden_at(&deep, "z/a/x/b/c"), Some(4));
+        assert_eq!(hidden_at(&deep, "A/x/B"), Some(3));
+        for visible in ["a", "b", "x/b", "a/x", "a/bb", "ba/b"] {
+            assert_eq!(hidden_at(&deep, visible), None, "{visible}");
+        }
+        // A move of a directory can carry a `b` out of its `a`: look all the way down.
+        assert_eq!(deep.move_depth(), usize::MAX);
+        assert_eq!(deep.entry(&["a"], "x/b", "b").map(|found| found.0), Some(RuleEffect::Hidden));
+        assert_eq!(deep.entry(&["z"], "x/b", "b"), None);
+        // A trailing `/**` after a `**` part; a `**` inside `{…}`, which globset reads as `*`
+        // (a name before `b`), is matched on the whole path all the same.
+        assert_eq!(hidden_at(&hide("a/**/b/**"), "a/x/b"), Some(3));
+        let alternative = hide("{**,x}/b");
+        assert_eq!(hidden_at(&alternative, "b"), None);
+        assert_eq!(hidden_at(&alternative, "p/q/b"), Some(3));
+        // `**` alone is every name, as `*` is.
+        assert_eq!(hidden_at(&hide("**"), "anything/at/all"), Some(1));
+    }
+
+    #[test]
+    fn double_stars_in_mount_rules_are_anchored() {
+        let policy = NamePolicy::new(vec![
+            NameRule::in_mount("notes/**", RuleEffect::Hidden, "/p"),
+            NameRule::in_mount("docs/**/*.md", RuleEffect::ReadOnly, "/p"),
+            NameRule::in_mount("a/**/b", RuleEffect::Hidden, "/p"),
+        ])
+        .unwrap();
+        let found = |path: &str| judge(&policy, path).map(|(effect, _, end)| (effect, end));
+        assert_eq!(found("notes"), Some((RuleEffect::Hidden, 1)));
+        assert_eq!(found("notes/a"), Some((RuleEffect::Hidden, 1)));
+        assert_eq!(found("notes/x/y"), Some((RuleEffect::Hidden, 1)));
+        assert_eq!(found("app/notes/a"), None);
+        assert_eq!(found("docs/a.md"), Some((RuleEffect::ReadOnly, 2)));
+        assert_eq!(found("docs/x/y/a.md"), Some((RuleEffect::ReadOnly, 4)));
+        assert_eq!(found("docs/a.txt"), None);
+        assert_eq!(found("a.md"), None);
+        assert_eq!(found("a/b"), Some((RuleEffect::Hidden, 2)));
+        assert_eq!(found("a/x/b/c"), Some((RuleEffect::Hidden, 3)));
+        assert_eq!(found("z/a/b"), None);
+    }
+
+    #[test]
+    fn names_are_judged_in_nfc() {
+        const NFC: &str = "caf\u{e9}";
+        const NFD: &str = "cafe\u{301}";
+        assert!(matches!(nfc("plain.txt"), Cow::Borrowed(_)));
+        assert!(matches!(nfc(NFC), Cow::Borrowed(_)));
+        assert_eq!(nfc(NFD), NFC);
+        assert!(same_name(NFD, "CAF\u{e9}"));
+        assert!(!same_name(NFD, "cafe"));
+        for (rule, name) in [(NFC, NFD), (NFD, NFC), (NFC, NFC), (NFD, NFD)] {
+            let named = NamePolicy::new(vec![NameRule::hide(rule, "--hide")]).unwrap();
+            assert_eq!(judge(&named, &format!("menu/{name}/x")).map(|found| found.2), Some(2), "{rule:?} {name:?}");
+            assert_eq!(named.entry(&["menu"], name, name).map(|found| found.0), Some(RuleEffect::Hidden));
+            let placed =
+                NamePolicy::new(vec![NameRule::in_mount(&format!("{rule}/*"), RuleEffect::Hidden, "/p")]).unwrap();
+            assert_eq!(judge(&placed, &format!("{name}/x")).map(|found| found.2), Some(2), "{rule:?} {name:?}");
+            let suffix = NamePolicy::new(vec![NameRule::hide(&format!("*.{rule}"), "--hide")]).unwrap();
+            assert_eq!(judge(&suffix, &format!("a.{name}")).map(|found| found.2), Some(1), "{rule:?} {name:?}");
+        }
+        // ASCII case folds under an accent too (`CAFÉ`, or `CAFE` and a combining accent, is
+        // `café` on a disk that ignores both); letters past ASCII do not (`ſ` is not `s`).
+        let named = NamePolicy::new(vec![NameRule::hide(NFD, "--hide")]).unwrap();
+        for name in ["CAF\u{e9}", "CAF\u{c9}", "CAFE\u{301}", "Cafe\u{301}"] {
+            assert_eq!(judge(&named, name).map(|found| found.2), Some(1), "{name:?}");
+        }
+        assert!(same_name("CAFE\u{301}", NFC) && same_name("CAF\u{c9}", NFD));
+        let s = NamePolicy::new(vec![NameRule::hide("secrets", "--hide")]).unwrap();
+        assert_eq!(judge(&s, "\u{17f}ecrets"), None);
+        // Exceptions match as written (in NFC): `.env.Exämple` is not the template.
+        let mut env = NameRule::hide(".env.*", "--hide");
+        env.except = vec![".env.ex\u{e4}mple".to_owned()];
+        let env = NamePolicy::new(vec![env]).unwrap();
+        assert_eq!(judge(&env, ".env.exa\u{308}mple"), None);
+        assert_eq!(judge(&env, ".env.Exa\u{308}mple").map(|found| found.2), Some(1));
+        // The agent's spelling and the disk's meet in a rule anywhere in the path.
+        let deep = NamePolicy::new(vec![NameRule::hide(&format!("{NFC}/**/menu"), "--hide")]).unwrap();
+        assert_eq!(judge(&deep, &format!("{NFD}/x/menu")).map(|found| found.2), Some(3));
+        assert_eq!(judge(&deep, "cafe/x/menu"), None);
+    }
+
+    #[test]
+    fn a_loosened_rule_is_lifted_at_its_place_only() {
+        let mut policy = NamePolicy::new(NameRule::defaults()).unwrap();
+        let git = policy.rules().iter().position(|rule| rule.glob == ".git").unwrap();
+        assert_eq!(policy.protecting(&[".git", "hooks"]), [git]);
+        assert!(policy.protecting(&["src", "main.rs"]).is_empty());
+        assert_eq!(policy.protecting(&["keys", "a.pem"]).len(), 1);
+        policy.loosen(vec![".git".to_owned()], vec![git]);
+        assert_eq!(judge(&policy, ".git"), None);
+        assert_eq!(judge(&policy, ".git/hooks/pre-commit"), None);
+        assert_eq!(policy.entry(&[".git"], "hooks/x", "x"), None);
+        // Hidden rules still hold inside; another `.git`, or another spelling, stays read-only.
+        assert_eq!(judge(&policy, ".git/.env").map(|found| found.0), Some(RuleEffect::Hidden));
+        assert_eq!(judge(&policy, "vendor/.git/config").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(judge(&policy, ".GIT/config").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        // A place below the rule's name lifts it below that place only.
+        let mut below = NamePolicy::new(NameRule::defaults()).unwrap();
+        below.loosen(vec![".git".to_owned(), "objects".to_owned()], vec![git]);
+        assert_eq!(judge(&below, ".git/objects/ab/cd"), None);
+        assert_eq!(judge(&below, ".git/hooks/x").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        assert_eq!(judge(&below, ".git").map(|found| found.0), Some(RuleEffect::ReadOnly));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
-use crate::policy::{NamePolicy, NameRule, RuleEffect, is_glob};
+use crate::policy::{Loosening, NamePolicy, NameRule, RuleEffect, is_glob, same_name};
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
 use crate::storage::local::LocalRoot;
@@ -134,7 +134,7 @@ impl MountRegistryBuilder {
         );
         let agent_table = agent_table(&mounts);
         let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
-        let (rules, policies) = compile_rules(&self.rules, &mounts)?;
+        let (rules, policies, loosenings) = compile_rules(&self.rules, &mounts)?;
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
@@ -146,6 +146,7 @@ impl MountRegistryBuilder {
                 limits: self.limits,
                 rules,
                 policies,
+                loosenings,
             }),
         })
     }
@@ -259,11 +260,19 @@ fn pin_nesting_chains(mounts: &[Mount]) -> HashMap<(u64, u64), usize> {
     pinned
 }
 
+/// The rules of a registry: every rule agents are held to (the operator's table), the
+/// compiled rules of each mount by index, and the loosenings its mount strings asked for.
+type Rules = (Vec<NameRule>, Vec<Arc<NamePolicy>>, Vec<Loosening>);
+
+/// A place of a mount (its path from the root, as written) and the name rules lifted there.
+type Lifted = (Vec<String>, Vec<usize>);
+
 /// Every rule agents are held to (the operator's table), and the compiled rules of each mount:
 /// the name rules and the mount's own anchored rules for an agent-facing mount, nothing for an
 /// internal one. A walk from a mount enters the local mounts physically nested in it, so their
-/// anchored rules join its own, anchored at the nested root's place inside it.
-fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<(Vec<NameRule>, Vec<Arc<NamePolicy>>), ConfigError> {
+/// anchored rules join its own, anchored at the nested root's place inside it. An override
+/// granting writes where a read-only name rule holds lifts that rule there (`loosenings`).
+fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<Rules, ConfigError> {
     let own = |mount: &Mount| -> Vec<NameRule> {
         mount
             .spec
@@ -274,6 +283,7 @@ fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<(Vec<NameRule>
     };
     let shared = Arc::new(NamePolicy::new(global.to_vec()).map_err(ConfigError::NameRule)?);
     let mut listed = global.to_vec();
+    let mut shown = Vec::new();
     let mut policies = Vec::with_capacity(mounts.len());
     for outer in mounts {
         if outer.visibility != Visibility::AgentFacing {
@@ -296,14 +306,57 @@ fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<(Vec<NameRule>
                 }));
             }
         }
-        if rules.is_empty() {
+        let loosened = loosenings(&shared, outer, &mut shown)?;
+        if rules.is_empty() && loosened.is_empty() {
             policies.push(shared.clone());
         } else {
+            // The global rules come first, so their indices are the shared policy's.
             rules.splice(0..0, global.iter().cloned());
-            policies.push(Arc::new(NamePolicy::new(rules).map_err(ConfigError::NameRule)?));
+            let mut policy = NamePolicy::new(rules).map_err(ConfigError::NameRule)?;
+            for (place, lifted) in loosened {
+                policy.loosen(place, lifted);
+            }
+            policies.push(Arc::new(policy));
         }
     }
-    Ok((listed, policies))
+    Ok((listed, policies, shown))
+}
+
+/// What the overrides of `mount` loosen: an override that grants writes (`;.git:rw`) at or
+/// below a place a read-only name rule protects lifts that rule at and below its own path, in
+/// this mount only; each place with the rules' indices in `shared`, each loosening also in
+/// `shown`. An override that grants writes inside a hidden name is refused: hidden names stay
+/// hidden in every mount.
+fn loosenings(shared: &NamePolicy, mount: &Mount, shown: &mut Vec<Loosening>) -> Result<Vec<Lifted>, ConfigError> {
+    let mut places = Vec::new();
+    for item in mount.overrides.iter().filter(|item| item.rights().allows(Access::Write)) {
+        let protecting = shared.protecting(item.segments());
+        if protecting.is_empty() {
+            continue;
+        }
+        let rule = |index: usize| &shared.rules()[index];
+        if let Some((_, _, end)) = shared.judge(item.segments()).filter(|(effect, _, _)| *effect == RuleEffect::Hidden)
+        {
+            let hiding = protecting.iter().map(|&index| rule(index)).find(|rule| rule.effect == RuleEffect::Hidden);
+            return Err(ConfigError::LoosensHidden {
+                root: mount.root.as_str().to_owned(),
+                item: format!("{}:{}", item.path(), item.rights()),
+                place: format!("{}/{}", mount.root, item.segments()[..end].join("/")),
+                rule: hiding.map(|rule| format!("`{}` ({})", rule.glob, rule.origin)).unwrap_or_default(),
+            });
+        }
+        for &index in &protecting {
+            shown.push(Loosening {
+                place: format!("{}/{}", mount.root, item.path()),
+                glob: rule(index).glob.clone(),
+                class: rule(index).class.clone(),
+                rights: item.rights(),
+                origin: format!("loosened by the mount string of {}", mount.root),
+            });
+        }
+        places.push((item.segments().to_vec(), protecting));
+    }
+    Ok(places)
 }
 
 fn agent_table(mounts: &[Mount]) -> String {
@@ -333,13 +386,14 @@ impl Mount {
     /// mount's rights (`docs/design.md`, resolution rule 5). Returns the rights and the virtual scope they come
     /// from.
     ///
-    /// Names are compared as written and again regardless of ASCII case, and the reading that
-    /// grants less wins: on a case-insensitive disk `VENDOR/lib.txt` is `vendor/lib.txt`, so
-    /// `;vendor:ro` must hold for it, while on a case-sensitive one a grant (`;out:rw`) never
-    /// reaches another directory that differs only in case.
+    /// Names are compared as written and again regardless of ASCII case and Unicode
+    /// normalization, and the reading that grants less wins: on a case-insensitive disk
+    /// `VENDOR/lib.txt` is `vendor/lib.txt`, so `;vendor:ro` must hold for it, while on a
+    /// case-sensitive one a grant (`;out:rw`) never reaches another directory that differs
+    /// only in case (or writes `é` as `e` and a combining accent).
     pub(crate) fn rights_at(&self, rel: &[String]) -> (Rights, String) {
         let exact = self.longest_override(rel, |a, b| a == b);
-        let folded = self.longest_override(rel, str::eq_ignore_ascii_case);
+        let folded = self.longest_override(rel, same_name);
         let rights_of = |item: Option<&SubPathRights>| item.map_or(self.rights, SubPathRights::rights);
         let best = if strength(rights_of(folded)) < strength(rights_of(exact)) { folded } else { exact };
         match best {
@@ -369,9 +423,9 @@ impl Mount {
     pub(crate) fn weaker_override_below(&self, rel: &[String], access: Access) -> Option<&SubPathRights> {
         self.overrides.iter().find(|item| {
             let segments = item.segments();
-            // Regardless of case, as `rights_at` reads a protection.
+            // Regardless of case and normalization, as `rights_at` reads a protection.
             segments.len() > rel.len()
-                && segments.iter().zip(rel).all(|(segment, name)| segment.eq_ignore_ascii_case(name))
+                && segments.iter().zip(rel).all(|(segment, name)| same_name(segment, name))
                 && !item.rights().allows(access)
         })
     }
@@ -424,6 +478,9 @@ pub(crate) struct RegistryInner {
     pub(crate) rules: Vec<NameRule>,
     /// The compiled rules of each mount, by index (empty for internal mounts).
     pub(crate) policies: Vec<Arc<NamePolicy>>,
+    /// The name rules overrides lifted at one place of their mount, for the operator's table
+    /// and the prompt.
+    pub(crate) loosenings: Vec<Loosening>,
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -711,6 +768,13 @@ impl MountRegistry {
         &self.inner.rules
     }
 
+    /// The name rules that overrides of a mount string lifted at one place of their mount
+    /// (`;.git:rw`), in the order the overrides came (`vfs mounts` shows them after the rule).
+    #[must_use]
+    pub fn loosened_rules(&self) -> &[Loosening] {
+        &self.inner.loosenings
+    }
+
     /// The agent-facing mounts, sorted by root.
     #[must_use]
     pub fn agent_mounts(&self) -> Vec<MountInfo> {
@@ -795,6 +859,25 @@ impl MountRegistry {
             "Secrets ({}) are hidden: such names do not exist for you and cannot be created",
             hidden.join(", ")
         );
+        // A class an override loosened somewhere names the places, which the table above
+        // lists with their rights anyway.
+        let read_only: Vec<String> = read_only
+            .iter()
+            .map(|class| {
+                let mut places: Vec<String> = Vec::new();
+                for loosening in self.loosened_rules().iter().filter(|loosening| loosening.class == *class) {
+                    let place = format!("`{}`", loosening.place);
+                    if !places.contains(&place) {
+                        places.push(place);
+                    }
+                }
+                if places.is_empty() {
+                    (*class).to_owned()
+                } else {
+                    format!("{class} (except in {})", places.join(", "))
+                }
+            })
+            .collect();
         let read_only = read_only.join(", ");
         match (hidden.is_empty(), read_only.is_empty()) {
             (false, false) => Some(format!("{secrets}; you may read but not change {read_only}.")),

@@ -13,7 +13,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::policy::{RuleEffect, anchored_glob, is_glob};
+use crate::policy::{RuleEffect, anchored_glob, folded, is_glob, same_name};
 
 /// What a mount (or a sub-path of it) lets an agent do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -623,18 +623,19 @@ fn parse_overrides<'s>(
         let hidden = token.eq_ignore_ascii_case("hidden");
         if !hidden && !is_glob(path) {
             let segments = parse_subpath(spec, path)?;
-            // Sub-paths that differ only in case are one place on a case-insensitive disk,
-            // and two rights for one place would leave the answer to the order they came in.
+            // Sub-paths that differ only in case or in Unicode normalization are one place on
+            // a disk that ignores them, and two rights for one place would leave the answer
+            // to the order they came in.
             let same = |existing: &SubPathRights| {
                 existing.segments.len() == segments.len()
-                    && existing.segments.iter().zip(&segments).all(|(a, b)| a.eq_ignore_ascii_case(b))
+                    && existing.segments.iter().zip(&segments).all(|(a, b)| same_name(a, b))
             };
             if overrides.iter().any(same) {
                 return Err(SpecError::new(
                     spec,
                     SpecPart::Override,
                     format!("the sub-path `{path}` has two overrides"),
-                    "keep one override per sub-path (sub-paths that differ only in case count as one)",
+                    "keep one override per sub-path (sub-paths that differ only in case or Unicode normalization count as one)",
                 ));
             }
             overrides.push(SubPathRights { segments, rights: parse_subpath_rights(spec, token)? });
@@ -684,7 +685,7 @@ fn check_inside_hidden(spec: &str, overrides: &[SubPathRights], rules: &[SubPath
         let matcher = glob.compile_matcher();
         for item in overrides {
             let segments = item.segments();
-            if (1..=segments.len()).any(|end| matcher.is_match(segments[..end].join("/"))) {
+            if (1..=segments.len()).any(|end| matcher.is_match(&*folded(&segments[..end].join("/")))) {
                 return Err(SpecError::new(
                     spec,
                     SpecPart::Override,
@@ -926,6 +927,33 @@ mod tests {
         "/w:/work:rw;*.key:hide",
         SpecPart::Rights,
         "invalid mount `/w:/work:rw;*.key:hide`: a sub-path's rights must be `ro`, `rw`, `rwnd` or `hidden`, not `hide`"
+    );
+
+    parses!(
+        double_star_rules,
+        "/w:/work:rw;docs/**/*.md:ro;notes/**:hidden",
+        "/w",
+        "/work",
+        Rights::ReadWrite,
+        "/w:/work:rw;docs/**/*.md:ro;notes/**:hidden"
+    );
+    refuses!(
+        override_on_a_directory_hidden_with_what_it_holds,
+        "/w:/work:rw;notes/**:hidden;notes:rw",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;notes/**:hidden;notes:rw`: the override `notes:rw` lies inside `notes/**`, which is hidden"
+    );
+    refuses!(
+        override_twice_in_another_normalization,
+        "/w:/work:rw;caf\u{e9}:ro;cafe\u{301}:rw",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;caf\u{e9}:ro;cafe\u{301}:rw`: the sub-path `cafe\u{301}` has two overrides"
+    );
+    refuses!(
+        override_inside_hidden_in_another_normalization,
+        "/w:/work:rw;caf\u{e9}:hidden;cafe\u{301}/menu:ro",
+        SpecPart::Override,
+        "invalid mount `/w:/work:rw;caf\u{e9}:hidden;cafe\u{301}/menu:ro`: the override `cafe\u{301}/menu:ro` lies inside `caf\u{e9}`, which is hidden"
     );
 
     #[test]

@@ -584,3 +584,331 @@ fn a_delete_too_large_to_check_is_refused_on_object_storage() {
     );
     seeding.agent().delete("/p/small", true, None).unwrap();
 }
+
+// `**` in globs: a name rule (`--hide`, settings `hide`) spans any number of names with it, a
+// mount-string rule crosses directories with it; a trailing `/**` covers the directory too.
+
+/// `(operator rules, mount-string rules)` of the `**` tests.
+const DEEP_HIDE: &[&str] = &["notes/**", "**/secret.txt", "a/**/b"];
+const DEEP_PLACES: &str = ";docs/**/*.md:ro;logs/**:hidden";
+
+fn seed_deep(write: &dyn Fn(&str, &str)) {
+    write("notes/a", SECRET);
+    write("notes/x/y", SECRET);
+    write("app/notes/z", SECRET);
+    write("app/main.rs", "fn main() {}\n");
+    write("secret.txt", SECRET);
+    write("deep/er/secret.txt", SECRET);
+    write("deep/er/public.txt", "public\n");
+    write("a/b", SECRET);
+    write("a/m/n/b", SECRET);
+    write("a/m/n/c", "c\n");
+    write("logs/today/app.log", SECRET);
+    write("docs/a.md", "# a\n");
+    write("docs/sub/b.md", "# b\n");
+    write("docs/sub/c.txt", "c\n");
+}
+
+fn deep_registry(location: &str) -> MountRegistry {
+    MountRegistry::builder()
+        .mount(format!("{location}:/p:rw{DEEP_PLACES}").parse().unwrap())
+        .name_rules(NameRule::defaults())
+        .name_rules(DEEP_HIDE.iter().map(|glob| NameRule::hide(glob, "--hide")))
+        .build()
+        .unwrap()
+}
+
+fn double_stars_hold(agent: &AgentAccessor, moves_directories: bool) {
+    every_tool_finds_nothing(
+        agent,
+        &[
+            ("/p/notes", "/p/notes"),
+            ("/p/notes/a", "/p/notes/a"),
+            ("/p/notes/x/y", "/p/notes/x/y"),
+            ("/p/./notes/../notes/x", "/p/notes/x"),
+            ("/p/app/notes", "/p/app/notes"),
+            ("/p/app/notes/z", "/p/app/notes/z"),
+            ("/p/secret.txt", "/p/secret.txt"),
+            ("/p/deep/er/secret.txt", "/p/deep/er/secret.txt"),
+            ("/p/a/b", "/p/a/b"),
+            ("/p/a/m/n/b", "/p/a/m/n/b"),
+            ("/p/logs", "/p/logs"),
+            ("/p/logs/today/app.log", "/p/logs/today/app.log"),
+        ],
+    );
+    let names =
+        |path: &str| -> Vec<String> { agent.list(path).unwrap().entries.into_iter().map(|entry| entry.name).collect() };
+    assert_eq!(names("/p"), ["a", "app", "deep", "docs"]);
+    assert_eq!(names("/p/app"), ["main.rs"]);
+    assert_eq!(names("/p/a"), ["m"]);
+    assert_eq!(names("/p/a/m/n"), ["c"]);
+    assert_eq!(names("/p/deep/er"), ["public.txt"]);
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "/p/a",
+            "/p/a/m",
+            "/p/a/m/n",
+            "/p/a/m/n/c",
+            "/p/app",
+            "/p/app/main.rs",
+            "/p/deep",
+            "/p/deep/er",
+            "/p/deep/er/public.txt",
+            "/p/docs",
+            "/p/docs/a.md",
+            "/p/docs/sub",
+            "/p/docs/sub/b.md",
+            "/p/docs/sub/c.txt"
+        ]
+    );
+    let tree = agent.tree("/p", None, &[]).unwrap().to_text();
+    assert!(!tree.contains("notes") && !tree.contains("secret") && !tree.contains("logs"), "{tree}");
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 6), "{}", grep.to_text());
+    for path in ["/p/notes", "/p/src/notes/new.txt", "/p/x/secret.txt", "/p/a/q/r/b", "/p/logs/new.log"] {
+        let expected = format!("cannot create `{path}`: names like this are hidden (names the operator hides)");
+        assert_eq!(agent.write(path, "x", &OVERWRITE).unwrap_err().to_string(), expected);
+        assert_eq!(agent.create_directory(path).unwrap_err().to_string(), expected);
+    }
+    let read_only = "`/p/docs/sub/b.md` is read-only (paths the operator keeps read-only)";
+    assert_eq!(
+        agent.write("/p/docs/sub/b.md", "x", &OVERWRITE).unwrap_err().to_string(),
+        format!("cannot write `/p/docs/sub/b.md`: {read_only}")
+    );
+    agent.write("/p/docs/sub/c.txt", "changed\n", &OVERWRITE).unwrap();
+    assert_eq!(
+        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        "cannot delete `/p/app`: it holds names the operator hides inside, which are hidden from you"
+    );
+    if moves_directories {
+        // A `b` below an `a` is protected by the names above it: carrying it out is refused.
+        for from in ["/p/a", "/p/a/m"] {
+            assert_eq!(
+                agent.move_path(from, "/p/z", false, None).unwrap_err().to_string(),
+                format!("cannot move `{from}`: it holds names the operator hides inside, which are hidden from you")
+            );
+        }
+        // Within `a`, the rule still holds where it goes.
+        agent.move_path("/p/a/m", "/p/a/k", false, None).unwrap();
+        assert_eq!(
+            agent.read_text("/p/a/k/n/b", &ReadWindow::default()).unwrap_err().to_string(),
+            missing("/p/a/k/n/b")
+        );
+    }
+}
+
+#[test]
+fn double_stars_hide_subtrees_on_a_local_tree() {
+    let fixture = Fixture::new();
+    seed_deep(&|relative, content| {
+        fixture.file(&format!("p/{relative}"), content);
+    });
+    let registry = deep_registry(&fixture.path("p").display().to_string());
+    double_stars_hold(&registry.agent(), true);
+    assert_eq!(fixture.read("p/notes/x/y"), SECRET);
+    assert_eq!(fixture.read("p/a/k/n/b"), SECRET);
+    assert_eq!(fixture.read("p/docs/sub/b.md"), "# b\n");
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn double_stars_hide_subtrees_on_memory_storage() {
+    let location = format!("memory://deep-{}", std::process::id());
+    let seeding = seed_object_store(&location, seed_deep);
+    double_stars_hold(&deep_registry(&location).agent(), false);
+    let raw = seeding.agent();
+    assert_eq!(raw.read_text("/p/notes/x/y", &ReadWindow::default()).unwrap().content, SECRET);
+}
+
+// Unicode normalization: a rule and a name meet in NFC, whichever form each is written in.
+
+const NFC_CAFE: &str = "caf\u{e9}";
+const NFD_CAFE: &str = "cafe\u{301}";
+const NFC_MENU: &str = "m\u{e9}nu.txt";
+const NFD_MENU: &str = "me\u{301}nu.txt";
+
+/// The disk holds `disk_cafe/x.txt` and `docs/disk_menu`; the rules are written `rule_cafe`
+/// (`--hide`) and `docs/rule_menu` (the mount string). Neither is visible in any spelling.
+fn names_meet_in_nfc(rule_cafe: &str, rule_menu: &str, disk_cafe: &str, disk_menu: &str) {
+    let fixture = Fixture::new();
+    fixture.file(&format!("p/{disk_cafe}/x.txt"), SECRET);
+    fixture.file(&format!("p/docs/{disk_menu}"), SECRET);
+    fixture.file("p/docs/open.txt", "open\n");
+    let spec = format!("{}:/p:rw;docs/{rule_menu}:hidden", fixture.path("p").display());
+    let registry = MountRegistry::builder()
+        .mount(spec.parse().unwrap())
+        .name_rules([NameRule::hide(rule_cafe, "--hide")])
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    let mut hidden = Vec::new();
+    for (cafe, menu) in [(NFC_CAFE, NFC_MENU), (NFD_CAFE, NFD_MENU)] {
+        hidden.push(format!("/p/{cafe}"));
+        hidden.push(format!("/p/{cafe}/x.txt"));
+        hidden.push(format!("/p/docs/{menu}"));
+    }
+    let pairs: Vec<(&str, &str)> = hidden.iter().map(|path| (path.as_str(), path.as_str())).collect();
+    every_tool_finds_nothing(&agent, &pairs);
+    let names =
+        |path: &str| -> Vec<String> { agent.list(path).unwrap().entries.into_iter().map(|entry| entry.name).collect() };
+    assert_eq!(names("/p"), ["docs"]);
+    assert_eq!(names("/p/docs"), ["open.txt"]);
+    let found = agent.search_files("/p", "*", &[]).unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
+    assert_eq!(paths, ["/p/docs", "/p/docs/open.txt"]);
+    let request = GrepRequest { pattern: SECRET.to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 1), "{}", grep.to_text());
+    // On this (Linux) disk the other form is another name; creating it is refused all the same,
+    // as on a disk that takes both forms for one name.
+    for cafe in [NFC_CAFE, NFD_CAFE] {
+        let path = format!("/p/{cafe}/new.txt");
+        let expected = format!("cannot create `{path}`: names like this are hidden (names the operator hides)");
+        assert_eq!(agent.write(&path, "x", &OVERWRITE).unwrap_err().to_string(), expected);
+    }
+    assert_eq!(fixture.read(&format!("p/{disk_cafe}/x.txt")), SECRET);
+}
+
+#[test]
+fn an_nfd_name_on_disk_meets_a_rule_written_in_nfc() {
+    names_meet_in_nfc(NFC_CAFE, NFC_MENU, NFD_CAFE, NFD_MENU);
+}
+
+#[test]
+fn an_nfc_name_on_disk_meets_a_rule_written_in_nfd() {
+    names_meet_in_nfc(NFD_CAFE, NFD_MENU, NFC_CAFE, NFC_MENU);
+}
+
+#[test]
+fn an_override_protects_every_normalization_of_its_name() {
+    let fixture = Fixture::new();
+    fixture.file(&format!("p/{NFD_CAFE}/x.txt"), "x\n");
+    let spec = format!("{}:/p:rw;{NFC_CAFE}:ro", fixture.path("p").display());
+    let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build().unwrap();
+    let path = format!("/p/{NFD_CAFE}/x.txt");
+    assert_eq!(
+        registry.agent().write(&path, "y", &OVERWRITE).unwrap_err().to_string(),
+        format!("cannot write `{path}`: `/p/{NFC_CAFE}` is mounted ro; mounts that grant write: `/p` (rw)")
+    );
+}
+
+// Loosening: an override that grants writes where a read-only default rule holds (`;.git:rw`)
+// lifts that rule there, in that mount only; a hidden name cannot be loosened.
+
+fn loosened_registry(fixture: &Fixture, p_spec: &str) -> Result<MountRegistry, vfs::ConfigError> {
+    fixture.file("p/.git/config", "[core]\n");
+    fixture.file("p/.git/.env", SECRET);
+    fixture.file("p/vendor/lib/.git/config", "[core]\n");
+    fixture.file("q/.git/config", "[core]\n");
+    MountRegistry::builder()
+        .mount(format!("{}:/p:{p_spec}", fixture.path("p").display()).parse().unwrap())
+        .mount(format!("{}:/q:rw", fixture.path("q").display()).parse().unwrap())
+        .name_rules(NameRule::defaults())
+        .name_rules([NameRule::hide("secrets", "--hide")])
+        .build()
+}
+
+#[test]
+fn an_override_loosens_the_git_rule_at_its_place_in_its_mount() {
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "rw;.git:rw").unwrap();
+    let agent = registry.agent();
+    agent.write("/p/.git/hooks/pre-commit", "#!/bin/sh\n", &OVERWRITE).unwrap();
+    agent.write("/p/.git/config", "[core]\n\tbare = false\n", &OVERWRITE).unwrap();
+    agent.move_path("/p/.git/hooks/pre-commit", "/p/.git/hooks/pre-push", false, None).unwrap();
+    agent.delete("/p/.git/hooks", true, None).unwrap();
+    assert_eq!(fixture.read("p/.git/config"), "[core]\n\tbare = false\n");
+    // Hidden names inside stay hidden, and other `.git` directories stay read-only: another
+    // repository in the mount, the other mount's, and another spelling of the place.
+    assert_eq!(
+        agent.read_text("/p/.git/.env", &ReadWindow::default()).unwrap_err().to_string(),
+        missing("/p/.git/.env")
+    );
+    for path in ["/p/vendor/lib/.git/config", "/q/.git/config"] {
+        let scope = path.strip_suffix("/config").unwrap();
+        assert_eq!(
+            agent.write(path, "x", &OVERWRITE).unwrap_err().to_string(),
+            format!("cannot write `{path}`: `{scope}` is read-only (git metadata)")
+        );
+    }
+    assert_eq!(
+        agent.write("/p/.GIT/config", "x", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/p/.GIT/config`: `/p/.GIT` is read-only (git metadata)"
+    );
+    let loosened: Vec<(&str, &str, &str, vfs::Rights, &str)> = registry
+        .loosened_rules()
+        .iter()
+        .map(|item| (item.place.as_str(), item.glob.as_str(), item.class.as_str(), item.rights, item.origin.as_str()))
+        .collect();
+    assert_eq!(
+        loosened,
+        [("/p/.git", ".git", "git metadata", vfs::Rights::ReadWrite, "loosened by the mount string of /p")]
+    );
+    assert!(
+        registry.prompt_table().ends_with("you may read but not change git metadata (except in `/p/.git`).\n"),
+        "{}",
+        registry.prompt_table()
+    );
+}
+
+#[test]
+fn a_loosening_below_the_rule_lifts_it_below_its_place_only() {
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "ro;.git/objects:rwnd").unwrap();
+    let agent = registry.agent();
+    agent.write("/p/.git/objects/ab/cdef", "blob\n", &OVERWRITE).unwrap();
+    assert_eq!(
+        agent.delete("/p/.git/objects/ab/cdef", false, None).unwrap_err().to_string(),
+        "cannot delete `/p/.git/objects/ab/cdef`: `/p/.git/objects` is mounted rwnd; mounts that grant delete: `/q` (rw)"
+    );
+    assert_eq!(
+        agent.write("/p/.git/config", "x", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/p/.git/config`: `/p/.git` is read-only (git metadata)"
+    );
+    // The mount string's own rules still hold on top of a loosening.
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "rw;.git:rw;.git/hooks/**:ro").unwrap();
+    assert_eq!(
+        registry.agent().write("/p/.git/hooks/pre-commit", "x", &OVERWRITE).unwrap_err().to_string(),
+        "cannot write `/p/.git/hooks/pre-commit`: `/p/.git/hooks` is read-only (paths the operator keeps read-only)"
+    );
+    registry.agent().write("/p/.git/config", "x", &OVERWRITE).unwrap();
+    // A read-only override loosens nothing.
+    let fixture = Fixture::new();
+    let registry = loosened_registry(&fixture, "rw;.git:ro").unwrap();
+    assert!(registry.loosened_rules().is_empty());
+}
+
+#[test]
+fn a_hidden_name_cannot_be_loosened() {
+    for (spec, text) in [
+        (
+            "rw;.ssh:rw",
+            "the override `.ssh:rw` of mount `/p` lies inside `/p/.ssh`, which the name rule `.ssh` (default) hides: a hidden name cannot be loosened",
+        ),
+        (
+            "ro;home/.aws/config:rwnd",
+            "the override `home/.aws/config:rwnd` of mount `/p` lies inside `/p/home/.aws`, which the name rule `.aws` (default) hides: a hidden name cannot be loosened",
+        ),
+        (
+            "rw;.git/.env:rw",
+            "the override `.git/.env:rw` of mount `/p` lies inside `/p/.git/.env`, which the name rule `.env` (default) hides: a hidden name cannot be loosened",
+        ),
+        (
+            "rw;deploy/secrets:rw",
+            "the override `deploy/secrets:rw` of mount `/p` lies inside `/p/deploy/secrets`, which the name rule `secrets` (--hide) hides: a hidden name cannot be loosened",
+        ),
+    ] {
+        let fixture = Fixture::new();
+        let error = loosened_registry(&fixture, spec).unwrap_err();
+        assert_eq!(error.to_string(), text);
+        assert!(error.hint().starts_with("drop the override"), "{}", error.hint());
+    }
+    // A read-only override inside a hidden name takes nothing away that is not gone already.
+    let fixture = Fixture::new();
+    assert!(loosened_registry(&fixture, "rw;.ssh:ro").is_ok());
+}

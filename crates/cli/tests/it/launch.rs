@@ -145,7 +145,109 @@ fn the_name_rules_are_shown_with_their_origin() {
     );
     let run = test.run(&["check", "--hide", "a/../b"]);
     eqnice!(
-        "the name rule `a/../b` is not valid: each part is a name or a glob of one name (no empty, `.`, `..` or `**` parts)\n",
+        "the name rule `a/../b` is not valid: each part is a name, a glob of one name or `**` (no empty, `.` or `..` parts)\n",
+        run.stdout
+    );
+}
+
+/// `**` works in `--hide`, a settings file's `hide` and a mount string's rules alike, as
+/// gitignore reads it, except that `notes/**` also hides `notes` itself.
+#[test]
+fn double_stars_are_taken_wherever_a_glob_is() {
+    let test = TestDir::new();
+    test.file("proj/notes/a.txt", "secret\n");
+    test.file("proj/src/notes/b.txt", "secret\n");
+    test.file("proj/a/x/b", "secret\n");
+    test.file("proj/deep/secret.txt", "secret\n");
+    test.file("proj/docs/sub/guide.md", "# guide\n");
+    test.file("vfs.json", r#"{"mounts": ["./proj:/p:rw;docs/**/*.md:ro"], "hide": ["notes/**"]}"#);
+    let launch = ["--settings", "vfs.json", "--hide", "**/secret.txt", "--hide", "a/**/b"];
+    let call = |tool: &str, arguments: &str| {
+        let mut args = vec!["call", tool, arguments];
+        args.extend(launch);
+        test.run(&args)
+    };
+    let run = call("search_files", r#"{"path": "/p", "pattern": "*"}"#);
+    eqnice!("/p/a\n/p/a/x\n/p/deep\n/p/docs\n/p/docs/sub\n/p/docs/sub/guide.md\n/p/src\n", run.stdout);
+    let run = call("list_directory", r#"{"path": "/p/notes"}"#);
+    eqnice!("`/p/notes` does not exist\n", run.stdout);
+    let run = call("write_file", r#"{"path": "/p/docs/sub/guide.md", "content": "x"}"#);
+    eqnice!(
+        "cannot write `/p/docs/sub/guide.md`: `/p/docs/sub/guide.md` is read-only (paths the operator keeps read-only)\n",
+        run.stdout
+    );
+    let mut args = vec!["mounts"];
+    args.extend(launch);
+    let run = test.run(&args);
+    let rules = run.stdout.split("\n\n").nth(1).unwrap_or_default();
+    let own: Vec<&str> = rules.lines().skip(17).collect();
+    assert_eq!(
+        own,
+        [
+            "notes/**             hidden     names the operator hides            settings vfs.json",
+            "**/secret.txt        hidden     names the operator hides            --hide",
+            "a/**/b               hidden     names the operator hides            --hide",
+            "/p/docs/**/*.md      read-only  paths the operator keeps read-only  --mount /p"
+        ]
+    );
+}
+
+/// An override that grants writes where the default `.git` rule holds loosens it there, for
+/// that mount only, and says so; a hidden name cannot be loosened.
+#[test]
+fn a_mount_string_loosens_the_git_rule_for_its_mount() {
+    let test = TestDir::new();
+    test.file("proj/.git/HEAD", "ref: refs/heads/main\n");
+    test.file("other/.git/HEAD", "ref: refs/heads/main\n");
+    let launch = ["--mount", "./proj:/p:rw;.git:rw", "--mount", "./other:/o:rw"];
+    let mut args = vec!["mounts"];
+    args.extend(launch);
+    let run = test.run(&args);
+    let mut parts = run.stdout.split("\n\n");
+    eqnice!(
+        "ROOT     RIGHTS  VISIBILITY    ORIGIN                          PHYSICAL\n\
+         /o       rw      agent-facing  --mount                         [TMP]/other\n\
+         /p       rw      agent-facing  --mount                         [TMP]/proj\n\
+         /p/.git  rw      agent-facing  override of /p, loosens `.git`\n",
+        test.redact(&format!("{}\n", parts.next().unwrap_or_default()))
+    );
+    let rules: Vec<&str> = parts.next().unwrap_or_default().lines().skip(16).collect();
+    assert_eq!(
+        rules,
+        [
+            ".git                 read-only      git metadata       default",
+            "/p/.git              writable (rw)  git metadata       loosened by the mount string of /p"
+        ]
+    );
+    let write = |path: &str| {
+        let arguments = format!(r#"{{"path": "{path}", "content": "ref: refs/heads/topic\n", "overwrite": true}}"#);
+        let mut args = vec!["call", "write_file", arguments.as_str(), "--no-read-before-edit"];
+        args.extend(launch);
+        test.run(&args)
+    };
+    let run = write("/p/.git/HEAD");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("proj/.git/HEAD")).unwrap(), "ref: refs/heads/topic\n");
+    let run = write("/o/.git/HEAD");
+    eqnice!("cannot write `/o/.git/HEAD`: `/o/.git` is read-only (git metadata)\n", run.stdout);
+    let mut args = vec!["mounts", "--prompt"];
+    args.extend(launch);
+    let run = test.run(&args);
+    assert!(
+        run.stdout.ends_with("you may read but not change git metadata (except in `/p/.git`).\n"),
+        "{}",
+        run.stdout
+    );
+    let run = test.run(&["serve", "--mount", "./proj:/p:rw;.ssh:rw"]);
+    eqnice!(
+        "error: the override `.ssh:rw` of mount `/p` lies inside `/p/.ssh`, which the name rule `.ssh` (default) hides: a hidden name cannot be loosened\n\n\
+         hint: drop the override: hidden names stay hidden in every mount, and only a read-only rule (the default `.git`) can be loosened for one; `--no-default-hide` turns every default rule off\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&["check", "--mount", "./proj:/p:rw;deploy/secrets:rw", "--hide", "secrets"]);
+    eqnice!(
+        "the override `deploy/secrets:rw` of mount `/p` lies inside `/p/deploy/secrets`, which the name rule `secrets` (--hide) hides: a hidden name cannot be loosened\n",
         run.stdout
     );
 }
