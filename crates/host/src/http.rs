@@ -563,7 +563,29 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
     }
     let ending = parts.method == Method::DELETE;
     let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+    if response.status().is_server_error() {
+        return redacted(response).await;
+    }
     if ending { ended(response) } else { response }
+}
+
+/// The SDK's own answer to a failure inside the server (a session that cannot be made, a
+/// stream that cannot be opened) carries the failure's text, which may name what only the
+/// operator may know (a directory, a file's name). The operator's log gets it; the client
+/// gets one line as redacted as a tool's error.
+async fn redacted(response: Response<Body>) -> Response<Body> {
+    let status = response.status();
+    let body = tokio::time::timeout(Duration::from_secs(1), Limited::new(response.into_body(), 4096).collect()).await;
+    let text = match body {
+        Ok(Ok(collected)) => String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
+        _ => String::new(),
+    };
+    tracing::warn!(status = status.as_u16(), body = %text, "the MCP transport failed a request");
+    jsonrpc_error(
+        status,
+        -32603,
+        "internal error: the server could not take this request; the operator's log has the details",
+    )
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -812,6 +834,21 @@ mod tests {
         assert_eq!(resumed("5"), "5");
         assert_eq!(resumed("x/1"), "x/1");
         assert_eq!(resumed("18446744073709551615/1"), "18446744073709551615/1");
+    }
+
+    #[tokio::test]
+    async fn a_transport_failure_reaches_the_client_redacted() {
+        let mut failed = Response::new(
+            Full::new(Bytes::from_static(b"fail to create session: /srv/logs/exchanges-x.jsonl")).boxed(),
+        );
+        *failed.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        let answer = redacted(failed).await;
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = answer.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            "{\"error\":{\"code\":-32603,\"message\":\"internal error: the server could not take this request; the operator's log has the details\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n"
+        );
     }
 
     #[test]
