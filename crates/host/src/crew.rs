@@ -8,6 +8,7 @@
 use vfs::{MountId, MountRoot};
 
 use crate::error::{HostError, Problems};
+use crate::nesting::{MAX_FLOW_DEPTH, TooDeep};
 
 /// One entry of a crew's `mounts:` block: `/root` or `<ulid>|/root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +29,15 @@ pub struct Crew {
 
 impl Crew {
     /// Parses a crew file. `path` names the file in messages (the operator's spelling).
+    ///
+    /// The flow nesting is bounded first, in one pass over the text: the YAML scanner's time
+    /// grows with the file's length times its flow depth (`crate::nesting`).
     pub(crate) fn parse(path: &str, virtual_path: &str, text: &str) -> Result<Self, Problems> {
+        crate::nesting::check_flow_depth(text, MAX_FLOW_DEPTH).map_err(|TooDeep { line }| HostError::CrewNesting {
+            path: path.to_owned(),
+            line,
+            limit: MAX_FLOW_DEPTH,
+        })?;
         let definition: serde_norway::Value = serde_norway::from_str(text)
             .map_err(|error| HostError::CrewParse { path: path.to_owned(), reason: one_line(&error.to_string()) })?;
         let block = match &definition {
@@ -146,6 +155,20 @@ mod tests {
             problems.0[0].to_string(),
             "invalid crew mount `src` in `crew.yaml`: a virtual root starts with `/`, like `/src`"
         );
+    }
+
+    /// A 240 KB file of `[` used to keep the YAML scanner busy for about 90 s before its
+    /// recursion limit answered; the nesting bound refuses it in one pass.
+    #[test]
+    fn refuses_deep_flow_nesting_before_parsing() {
+        let text = format!("name: deep\nmounts: {}", "[".repeat(240_000));
+        let problems = Crew::parse("crews/deep/crew.yaml", "/crew/crew.yaml", &text).unwrap_err();
+        assert_eq!(
+            problems.to_string(),
+            "invalid crew `crews/deep/crew.yaml`: line 2 nests flow collections (`[…]`, `{…}`) more than 64 deep, the most a crew file may; write that part as indented YAML, or nest it less"
+        );
+        let text = format!("mounts: [/src]\nagents: {}{}\n", "[".repeat(64), "]".repeat(64));
+        assert_eq!(Crew::parse("crew.yaml", "/crew/crew.yaml", &text).unwrap().mounts().len(), 1);
     }
 
     #[test]

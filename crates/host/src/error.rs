@@ -70,6 +70,19 @@ pub enum HostError {
         /// The rule it breaks.
         reason: String,
     },
+    /// A crew file that nests flow collections deeper than a crew file may (the YAML
+    /// scanner's time grows with the file's length times that depth).
+    #[error(
+        "invalid crew `{path}`: line {line} nests flow collections (`[…]`, `{{…}}`) more than {limit} deep, the most a crew file may; write that part as indented YAML, or nest it less"
+    )]
+    CrewNesting {
+        /// The crew file.
+        path: String,
+        /// The line (1-based) that passes the limit.
+        line: usize,
+        /// The deepest nesting allowed.
+        limit: usize,
+    },
     /// One entry of the crew's `mounts:` block is malformed.
     #[error("invalid crew mount `{entry}` in `{path}`: {reason}")]
     CrewMount {
@@ -246,6 +259,7 @@ impl HostError {
             }
             HostError::InCrew { source, .. } => source.hint(),
             HostError::ReservedRoot { .. }
+            | HostError::CrewNesting { .. }
             | HostError::SettingsRead { .. }
             | HostError::AmbiguousRoot { .. }
             | HostError::UnknownId { .. }

@@ -461,6 +461,14 @@ pub(crate) struct CrewPlace {
     pub(crate) given_directory: bool,
 }
 
+impl CrewPlace {
+    /// The definition's file as the operator would spell it: the path given, or for a
+    /// directory, `crew.yaml` in it.
+    pub(crate) fn file_shown(&self) -> String {
+        if self.given_directory { path_text(&Path::new(&self.shown).join(&self.file)) } else { self.shown.clone() }
+    }
+}
+
 pub(crate) fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostError> {
     let shown = path_text(path);
     let full = absolute(&options.current_dir, path);
@@ -504,11 +512,10 @@ pub(crate) fn read_crew_from(place: &CrewPlace, registry: &MountRegistry, root: 
         HostError::CrewRead { path: place.shown.clone(), reason }
     })?;
     if read.truncated {
-        return Err(
-            HostError::CrewRead { path: place.shown.clone(), reason: "the crew file is too large".to_owned() }.into()
-        );
+        let reason = format!("the crew file is larger than {} bytes, the most it may be", registry.limits().read_bytes);
+        return Err(HostError::CrewRead { path: place.shown.clone(), reason }.into());
     }
-    Crew::parse(&place.shown, &virtual_path, &read.content)
+    Crew::parse(&place.file_shown(), &virtual_path, &read.content)
 }
 
 /// Applies the selection rules (module docs) to the settings entries; with `only`, to the

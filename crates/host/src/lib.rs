@@ -36,6 +36,7 @@ mod hosted;
 mod http;
 mod launch;
 mod logger;
+mod nesting;
 mod server;
 mod time;
 mod tools;

@@ -317,6 +317,44 @@ fn crew_refusals_name_the_fix() {
     eqnice!("cannot read crew `nowhere`: no such file or directory\n", run.stdout);
 }
 
+/// A 240 KB crew file of nested brackets used to keep a core busy for about 90 s before the
+/// YAML parser refused it; the nesting bound refuses it in one pass, before parsing.
+#[test]
+fn a_deeply_nested_crew_file_is_refused_before_parsing() {
+    let test = TestDir::new();
+    test.file("crews/deep/crew.yaml", &format!("name: deep\nmounts: {}", "[".repeat(240_000)));
+    let run = test.run(&["check", "--crew", "crews/deep"]);
+    eqnice!(
+        "invalid crew `crews/deep/crew.yaml`: line 2 nests flow collections (`[…]`, `{…}`) more than 64 deep, the most a crew file may; write that part as indented YAML, or nest it less\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&["serve", "--crew", "crews/deep"]);
+    eqnice!(
+        "error: invalid crew `crews/deep/crew.yaml`: line 2 nests flow collections (`[…]`, `{…}`) more than 64 deep, the most a crew file may; write that part as indented YAML, or nest it less\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    // The crew file is read through the VFS with its read cap: a larger file is refused unread.
+    test.file("big.yaml", &format!("mounts: [/workspace]\nnotes: '{}'\n", "x".repeat(300_000)));
+    let run = test.run(&["check", "--crew", "big.yaml"]);
+    eqnice!("cannot read crew `big.yaml`: the crew file is larger than 262144 bytes, the most it may be\n", run.stdout);
+}
+
+/// The settings file is JSON read into a fixed shape: nesting is refused at the first bracket
+/// where a string belongs, and `serde_json` bounds any nesting at 128 levels in linear time.
+#[test]
+fn a_deeply_nested_settings_file_is_refused_at_its_first_bracket() {
+    let test = TestDir::new();
+    test.file("vfs.json", &format!(r#"{{"mounts": {}"#, "[".repeat(240_000)));
+    let run = test.run(&["check", "--settings", "vfs.json"]);
+    eqnice!(
+        "invalid settings file `vfs.json`: invalid type: sequence, expected a string at line 1 column 12\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+}
+
 #[test]
 fn the_crew_id_selects_among_entries_of_one_root() {
     let test = TestDir::new();
