@@ -76,7 +76,15 @@ impl Crew {
             };
             match parse_entry(&text) {
                 Ok(mount) => {
-                    if mounts.iter().any(|seen| seen.root.as_str().eq_ignore_ascii_case(mount.root.as_str())) {
+                    if let Some(root) = crate::launch::reserved_root(&mount.root) {
+                        let purpose = crate::launch::reserved_purpose(&root);
+                        problems.push(HostError::CrewReservedRoot {
+                            path: path.to_owned(),
+                            entry: text,
+                            root,
+                            purpose,
+                        });
+                    } else if mounts.iter().any(|seen| seen.root.as_str().eq_ignore_ascii_case(mount.root.as_str())) {
                         problems.push(HostError::CrewMount {
                             path: path.to_owned(),
                             entry: text,
@@ -169,6 +177,31 @@ mod tests {
         );
         let text = format!("mounts: [/src]\nagents: {}{}\n", "[".repeat(64), "]".repeat(64));
         assert_eq!(Crew::parse("crew.yaml", "/crew/crew.yaml", &text).unwrap().mounts().len(), 1);
+    }
+
+    /// A reserved root is the runner's: the refusal says what it serves there, and the hint
+    /// does not suggest mounting it (that is refused too).
+    #[test]
+    fn refuses_reserved_roots_saying_what_they_are() {
+        let text = "mounts: [/crew, /crews/x, /crews-2, /script, /llm-logs, /crew2]\n";
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", text).unwrap_err();
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "invalid crew mount `/crew` in `crew.yaml`: `/crew` is where the runner serves the crew's own directory, read-only; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/crews/x` in `crew.yaml`: `/crews` is where the daemon mounts the hosted crews' directories, each hidden from the other crews; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/crews-2` in `crew.yaml`: `/crews-2` is where the daemon mounts the hosted crews' directories, each hidden from the other crews; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/script` in `crew.yaml`: `/script` is kept for the runner's own use; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/llm-logs` in `crew.yaml`: `/llm-logs` is the internal exchange log (`--llm-log`), which agents never see; a crew cannot name a reserved root in `mounts:`",
+            ]
+        );
+        let hints: Vec<String> = problems.iter().filter_map(HostError::hint).collect();
+        assert_eq!(hints[0], "drop the entry: every crew sees its own directory at `/crew` without listing it");
+        assert_eq!(
+            hints[4],
+            "drop the entry, or list a root of the crew's own, like `/llm-logs-files`, and provide it with --mount or the settings file"
+        );
     }
 
     #[test]

@@ -93,6 +93,20 @@ pub enum HostError {
         /// The rule it breaks.
         reason: String,
     },
+    /// A crew's `mounts:` entry names a root the runner reserves.
+    #[error(
+        "invalid crew mount `{entry}` in `{path}`: `{root}` is {purpose}; a crew cannot name a reserved root in `mounts:`"
+    )]
+    CrewReservedRoot {
+        /// The crew file.
+        path: String,
+        /// The entry as written.
+        entry: String,
+        /// The reserved root it is or lies under.
+        root: String,
+        /// What the runner serves there.
+        purpose: &'static str,
+    },
     /// Several settings entries for one root, and nothing selects one.
     #[error(
         "the root `{root}` is declared {count} times in the settings and nothing selects one: pass `--mount-id <ULID>` with one of {ids}, or `--mount` for `{root}`"
@@ -242,6 +256,12 @@ impl HostError {
             HostError::CrewMount { .. } | HostError::CrewParse { .. } => Some(
                 "a crew's `mounts:` block is a list of `/root` or `<ulid>|/root`, like `mounts: [\"/src\", \"01J9Z3K4M5N6P7Q8R9S0T1V2W3|/output\"]`".to_owned(),
             ),
+            HostError::CrewReservedRoot { root, .. } if root == "/crew" => {
+                Some("drop the entry: every crew sees its own directory at `/crew` without listing it".to_owned())
+            }
+            HostError::CrewReservedRoot { root, .. } => Some(format!(
+                "drop the entry, or list a root of the crew's own, like `{root}-files`, and provide it with --mount or the settings file"
+            )),
             HostError::Registry(error) => Some(error.hint().to_owned()),
             HostError::LogDir { .. } => Some("--llm-log takes a directory; it is created if missing".to_owned()),
             HostError::NoToken | HostError::TokenFile { .. } => Some(

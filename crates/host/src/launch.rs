@@ -328,16 +328,33 @@ fn mount_ids(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<Moun
 
 /// Refuses a user mount whose root is, or lies under, a root the runner reserves.
 fn reserved(spec: &MountSpec, text: &str) -> Option<HostError> {
-    let first = spec.root().components().next().unwrap_or_default();
+    reserved_root(spec.root()).map(|root| HostError::ReservedRoot {
+        spec: text.to_owned(),
+        suggestion: format!("{root}-files"),
+        root,
+    })
+}
+
+/// The reserved root (one of [`RESERVED_ROOTS`], `/crews-2` for `/crews-N`) that `root` is or
+/// lies under.
+pub(crate) fn reserved_root(root: &MountRoot) -> Option<String> {
+    let first = root.components().next().unwrap_or_default();
     let is_reserved = matches!(first, "crew" | "crews" | "script" | "llm-logs")
         || first
             .strip_prefix("crews-")
             .is_some_and(|number| !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit()));
-    is_reserved.then(|| HostError::ReservedRoot {
-        spec: text.to_owned(),
-        root: format!("/{first}"),
-        suggestion: format!("/{first}-files"),
-    })
+    is_reserved.then(|| format!("/{first}"))
+}
+
+/// What the runner serves at a reserved root, for the refusal of a crew that names it.
+pub(crate) fn reserved_purpose(root: &str) -> &'static str {
+    match root {
+        "/crew" => "where the runner serves the crew's own directory, read-only",
+        "/llm-logs" => "the internal exchange log (`--llm-log`), which agents never see",
+        "/script" => "kept for the runner's own use",
+        // `/crews` and `/crews-<N>`.
+        _ => "where the daemon mounts the hosted crews' directories, each hidden from the other crews",
+    }
 }
 
 /// Makes a relative physical path absolute against `base` (lexically; the registry opens it).

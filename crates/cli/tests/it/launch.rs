@@ -317,6 +317,28 @@ fn crew_refusals_name_the_fix() {
     eqnice!("cannot read crew `nowhere`: no such file or directory\n", run.stdout);
 }
 
+/// A crew that lists a reserved root learns what the runner serves there, and is not told to
+/// mount it (a mount on a reserved root is refused too).
+#[test]
+fn a_crew_cannot_name_a_reserved_root() {
+    let test = TestDir::new();
+    test.file("crews/a/crew.yaml", "mounts: [/workspace, /crew]\n");
+    let run = test.run(&["serve", "--crew", "crews/a"]);
+    eqnice!(
+        "error: invalid crew mount `/crew` in `crews/a/crew.yaml`: `/crew` is where the runner serves the crew's own directory, read-only; a crew cannot name a reserved root in `mounts:`\n\n\
+         hint: drop the entry: every crew sees its own directory at `/crew` without listing it\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    test.file("crews/b/crew.yaml", "mounts: [/llm-logs]\n");
+    let run = test.run(&["check", "--crew", "crews/b", "--llm-log", "logs"]);
+    eqnice!(
+        "invalid crew mount `/llm-logs` in `crews/b/crew.yaml`: `/llm-logs` is the internal exchange log (`--llm-log`), which agents never see; a crew cannot name a reserved root in `mounts:`\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+}
+
 /// A 240 KB crew file of nested brackets used to keep a core busy for about 90 s before the
 /// YAML parser refused it; the nesting bound refuses it in one pass, before parsing.
 #[test]
