@@ -107,6 +107,25 @@ pub enum HostError {
         /// What the runner serves there.
         purpose: &'static str,
     },
+    /// The crew's definition lies where the crew's agents may write, through another root:
+    /// they could widen the crew's mounts for its next start.
+    #[error(
+        "the crew file `{crew}` lies inside `{root}` (`{physical}`) at `{at}`, which is mounted {rights}; a crew could rewrite its own `mounts:` block for its next start: mount `{root}` read-only, or move the crew {what} out of it"
+    )]
+    CrewWritable {
+        /// The crew file as the operator spelled it.
+        crew: String,
+        /// The writable mount's root.
+        root: String,
+        /// The writable mount's physical directory.
+        physical: String,
+        /// Where the crew file (or its directory's place) is in that mount.
+        at: String,
+        /// The rights there.
+        rights: vfs::Rights,
+        /// `directory` or `file`: what lies in the writable part.
+        what: &'static str,
+    },
     /// Several settings entries for one root, and nothing selects one.
     #[error(
         "the root `{root}` is declared {count} times in the settings and nothing selects one: pass `--mount-id <ULID>` with one of {ids}, or `--mount` for `{root}`"
@@ -280,6 +299,7 @@ impl HostError {
             HostError::InCrew { source, .. } => source.hint(),
             HostError::ReservedRoot { .. }
             | HostError::CrewNesting { .. }
+            | HostError::CrewWritable { .. }
             | HostError::SettingsRead { .. }
             | HostError::AmbiguousRoot { .. }
             | HostError::UnknownId { .. }

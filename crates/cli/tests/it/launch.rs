@@ -339,6 +339,68 @@ fn a_crew_cannot_name_a_reserved_root() {
     assert_eq!(run.code, 2);
 }
 
+/// A crew whose directory is also served writable could rewrite its own `mounts:` block and be
+/// served, at its next start, a root the operator gave only to others: refused by `check`,
+/// `serve` and the daemon alike; served read-only, it is fine.
+#[test]
+fn a_crew_directory_served_writable_is_refused() {
+    let test = TestDir::new();
+    test.file("crews/a/crew.yaml", "mounts: [/work]\n");
+    let line = "the crew file `crews/a/crew.yaml` lies inside `/work` (`[TMP]/crews/a`) at `/work/crew.yaml`, which is mounted rw; a crew could rewrite its own `mounts:` block for its next start: mount `/work` read-only, or move the crew directory out of it";
+    let run = test.run(&["check", "--mount", "./crews/a:/work:rw", "--crew", "crews/a"]);
+    eqnice!(format!("{line}\n"), test.redact(&run.stdout));
+    assert_eq!(run.code, 2);
+    let run = test.run(&["serve", "--mount", "./crews/a:/work:rw", "--crew", "crews/a"]);
+    eqnice!(format!("error: {line}\n"), test.redact(&run.stderr));
+    assert_eq!(run.code, 2);
+    test.file("tokens", "a 0123456789abcdef0123456789abcdef\n");
+    let daemon = [
+        "check",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        "tokens",
+        "--mount",
+        "./crews/a:/work:rw",
+        "--crew",
+        "crews/a",
+    ];
+    let run = test.run(&daemon);
+    eqnice!(format!("crew `a`: {line}\n"), test.redact(&run.stdout));
+    assert_eq!(run.code, 2);
+    let run = test.run(&["check", "--mount", "./crews/a:/work:ro", "--crew", "crews/a"]);
+    eqnice!("OK\n", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+/// Why a writable mount that holds the crew directory is refused even though the directory,
+/// nested in it, stays read-only in that launch: a crew path that runs through the mount (a
+/// link in it) can be replaced by a directory an agent writes, and the next start reads that.
+#[test]
+fn a_crew_planted_inside_a_writable_mount_is_refused_at_the_next_start() {
+    let test = TestDir::new();
+    test.file("crews/a/crew.yaml", "mounts: [/work]\n");
+    test.dir("secret");
+    test.dir("work");
+    std::os::unix::fs::symlink("../crews/a", test.path().join("work/link")).unwrap();
+    let launch = ["--mount", "./work:/work:rw", "--mount", "./secret:/secret", "--crew", "work/link"];
+    let run = test.run(&[&["check"], &launch[..]].concat());
+    eqnice!("OK\n", run.stdout);
+    let run = test.run(&[&["call", "delete_file", r#"{"path": "/work/link"}"#], &launch[..]].concat());
+    eqnice!("deleted link `/work/link`\n", run.stdout);
+    // The same session goes on writing; each `vfs call` is a launch of its own, and this one
+    // can no longer name the crew it just unlinked.
+    let plant = r#"{"path": "/work/link/crew.yaml", "content": "mounts: [/work, /secret]\n"}"#;
+    let run = test.run(&["call", "write_file", plant, "--mount", "./work:/work:rw"]);
+    assert!(run.stdout.starts_with("created `/work/link/crew.yaml` (25 bytes"), "{}", run.stdout);
+    let run = test.run(&[&["check"], &launch[..]].concat());
+    eqnice!(
+        "the crew file `work/link/crew.yaml` lies inside `/work` (`[TMP]/work`) at `/work/link/crew.yaml`, which is mounted rw; a crew could rewrite its own `mounts:` block for its next start: mount `/work` read-only, or move the crew directory out of it\n",
+        test.redact(&run.stdout)
+    );
+    assert_eq!(run.code, 2);
+}
+
 /// A 240 KB crew file of nested brackets used to keep a core busy for about 90 s before the
 /// YAML parser refused it; the nesting bound refuses it in one pass, before parsing.
 #[test]
