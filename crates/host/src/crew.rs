@@ -8,6 +8,7 @@
 use vfs::{MountId, MountRoot};
 
 use crate::error::{HostError, Problems};
+use crate::nesting::{MAX_FLOW_DEPTH, TooDeep};
 
 /// One entry of a crew's `mounts:` block: `/root` or `<ulid>|/root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +29,15 @@ pub struct Crew {
 
 impl Crew {
     /// Parses a crew file. `path` names the file in messages (the operator's spelling).
+    ///
+    /// The flow nesting is bounded first, in one pass over the text: the YAML scanner's time
+    /// grows with the file's length times its flow depth (`crate::nesting`).
     pub(crate) fn parse(path: &str, virtual_path: &str, text: &str) -> Result<Self, Problems> {
+        crate::nesting::check_flow_depth(text, MAX_FLOW_DEPTH).map_err(|TooDeep { line }| HostError::CrewNesting {
+            path: path.to_owned(),
+            line,
+            limit: MAX_FLOW_DEPTH,
+        })?;
         let definition: serde_norway::Value = serde_norway::from_str(text)
             .map_err(|error| HostError::CrewParse { path: path.to_owned(), reason: one_line(&error.to_string()) })?;
         let block = match &definition {
@@ -67,7 +76,15 @@ impl Crew {
             };
             match parse_entry(&text) {
                 Ok(mount) => {
-                    if mounts.iter().any(|seen| seen.root.as_str().eq_ignore_ascii_case(mount.root.as_str())) {
+                    if let Some(root) = crate::launch::reserved_root(&mount.root) {
+                        let purpose = crate::launch::reserved_purpose(&root);
+                        problems.push(HostError::CrewReservedRoot {
+                            path: path.to_owned(),
+                            entry: text,
+                            root,
+                            purpose,
+                        });
+                    } else if mounts.iter().any(|seen| seen.root.as_str().eq_ignore_ascii_case(mount.root.as_str())) {
                         problems.push(HostError::CrewMount {
                             path: path.to_owned(),
                             entry: text,
@@ -145,6 +162,45 @@ mod tests {
         assert_eq!(
             problems.0[0].to_string(),
             "invalid crew mount `src` in `crew.yaml`: a virtual root starts with `/`, like `/src`"
+        );
+    }
+
+    /// A 240 KB file of `[` used to keep the YAML scanner busy for about 90 s before its
+    /// recursion limit answered; the nesting bound refuses it in one pass.
+    #[test]
+    fn refuses_deep_flow_nesting_before_parsing() {
+        let text = format!("name: deep\nmounts: {}", "[".repeat(240_000));
+        let problems = Crew::parse("crews/deep/crew.yaml", "/crew/crew.yaml", &text).unwrap_err();
+        assert_eq!(
+            problems.to_string(),
+            "invalid crew `crews/deep/crew.yaml`: line 2 nests flow collections (`[…]`, `{…}`) more than 64 deep, the most a crew file may; write that part as indented YAML, or nest it less"
+        );
+        let text = format!("mounts: [/src]\nagents: {}{}\n", "[".repeat(64), "]".repeat(64));
+        assert_eq!(Crew::parse("crew.yaml", "/crew/crew.yaml", &text).unwrap().mounts().len(), 1);
+    }
+
+    /// A reserved root is the runner's: the refusal says what it serves there, and the hint
+    /// does not suggest mounting it (that is refused too).
+    #[test]
+    fn refuses_reserved_roots_saying_what_they_are() {
+        let text = "mounts: [/crew, /crews/x, /crews-2, /script, /llm-logs, /crew2]\n";
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", text).unwrap_err();
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "invalid crew mount `/crew` in `crew.yaml`: `/crew` is where the runner serves the crew's own directory, read-only; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/crews/x` in `crew.yaml`: `/crews` is where the daemon mounts the hosted crews' directories, each hidden from the other crews; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/crews-2` in `crew.yaml`: `/crews-2` is where the daemon mounts the hosted crews' directories, each hidden from the other crews; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/script` in `crew.yaml`: `/script` is kept for the runner's own use; a crew cannot name a reserved root in `mounts:`",
+                "invalid crew mount `/llm-logs` in `crew.yaml`: `/llm-logs` is the internal exchange log (`--llm-log`), which agents never see; a crew cannot name a reserved root in `mounts:`",
+            ]
+        );
+        let hints: Vec<String> = problems.iter().filter_map(HostError::hint).collect();
+        assert_eq!(hints[0], "drop the entry: every crew sees its own directory at `/crew` without listing it");
+        assert_eq!(
+            hints[4],
+            "drop the entry, or list a root of the crew's own, like `/llm-logs-files`, and provide it with --mount or the settings file"
         );
     }
 

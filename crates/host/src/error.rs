@@ -70,6 +70,19 @@ pub enum HostError {
         /// The rule it breaks.
         reason: String,
     },
+    /// A crew file that nests flow collections deeper than a crew file may (the YAML
+    /// scanner's time grows with the file's length times that depth).
+    #[error(
+        "invalid crew `{path}`: line {line} nests flow collections (`[…]`, `{{…}}`) more than {limit} deep, the most a crew file may; write that part as indented YAML, or nest it less"
+    )]
+    CrewNesting {
+        /// The crew file.
+        path: String,
+        /// The line (1-based) that passes the limit.
+        line: usize,
+        /// The deepest nesting allowed.
+        limit: usize,
+    },
     /// One entry of the crew's `mounts:` block is malformed.
     #[error("invalid crew mount `{entry}` in `{path}`: {reason}")]
     CrewMount {
@@ -79,6 +92,39 @@ pub enum HostError {
         entry: String,
         /// The rule it breaks.
         reason: String,
+    },
+    /// A crew's `mounts:` entry names a root the runner reserves.
+    #[error(
+        "invalid crew mount `{entry}` in `{path}`: `{root}` is {purpose}; a crew cannot name a reserved root in `mounts:`"
+    )]
+    CrewReservedRoot {
+        /// The crew file.
+        path: String,
+        /// The entry as written.
+        entry: String,
+        /// The reserved root it is or lies under.
+        root: String,
+        /// What the runner serves there.
+        purpose: &'static str,
+    },
+    /// The crew's definition lies where the crew's agents may write, through another root:
+    /// they could widen the crew's mounts for its next start.
+    #[error(
+        "the crew file `{crew}` lies inside `{root}` (`{physical}`) at `{at}`, which is mounted {rights}; a crew could rewrite its own `mounts:` block for its next start: mount `{root}` read-only, or move the crew {what} out of it"
+    )]
+    CrewWritable {
+        /// The crew file as the operator spelled it.
+        crew: String,
+        /// The writable mount's root.
+        root: String,
+        /// The writable mount's physical directory.
+        physical: String,
+        /// Where the crew file (or its directory's place) is in that mount.
+        at: String,
+        /// The rights there.
+        rights: vfs::Rights,
+        /// `directory` or `file`: what lies in the writable part.
+        what: &'static str,
     },
     /// Several settings entries for one root, and nothing selects one.
     #[error(
@@ -229,6 +275,12 @@ impl HostError {
             HostError::CrewMount { .. } | HostError::CrewParse { .. } => Some(
                 "a crew's `mounts:` block is a list of `/root` or `<ulid>|/root`, like `mounts: [\"/src\", \"01J9Z3K4M5N6P7Q8R9S0T1V2W3|/output\"]`".to_owned(),
             ),
+            HostError::CrewReservedRoot { root, .. } if root == "/crew" => {
+                Some("drop the entry: every crew sees its own directory at `/crew` without listing it".to_owned())
+            }
+            HostError::CrewReservedRoot { root, .. } => Some(format!(
+                "drop the entry, or list a root of the crew's own, like `{root}-files`, and provide it with --mount or the settings file"
+            )),
             HostError::Registry(error) => Some(error.hint().to_owned()),
             HostError::LogDir { .. } => Some("--llm-log takes a directory; it is created if missing".to_owned()),
             HostError::NoToken | HostError::TokenFile { .. } => Some(
@@ -246,6 +298,8 @@ impl HostError {
             }
             HostError::InCrew { source, .. } => source.hint(),
             HostError::ReservedRoot { .. }
+            | HostError::CrewNesting { .. }
+            | HostError::CrewWritable { .. }
             | HostError::SettingsRead { .. }
             | HostError::AmbiguousRoot { .. }
             | HostError::UnknownId { .. }

@@ -12,6 +12,8 @@
 //! An internal mount is absent to agents (byte for byte a missing name, rule 4 and 7 of
 //! `docs/design.md`), and a launch where a writable mount holds one is refused (rule 12). So
 //! no crew can read, detect or plant into another crew's definition, this launch or the next.
+//! A crew's own definition is kept out of its agents' reach as in a stdio launch
+//! (`launch::crew_out_of_reach`).
 //! Each crew's sessions log into their own folder `<--llm-log>/<name>/`.
 
 use std::path::Path;
@@ -22,8 +24,8 @@ use crate::crew::Crew;
 use crate::error::{HostError, Problems};
 use crate::http::Tokens;
 use crate::launch::{
-    CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_beside, crew_place, finish, path_text,
-    read_crew_from, read_through_vfs, runner_root, select, sources, unprovided,
+    CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_beside, crew_out_of_reach, crew_place, finish,
+    path_text, read_crew_from, read_through_vfs, runner_root, select, sources, unprovided,
 };
 
 /// One endpoint of the daemon.
@@ -281,7 +283,9 @@ fn compose_crew(
         origin: format!("runner (--crew, hosted at {})", loaded.root),
     });
     selected.extend(others);
-    finish(options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()))
+    let launch = finish(options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()))?;
+    crew_out_of_reach(&launch, &loaded.place)?;
+    Ok(launch)
 }
 
 /// Shortest token accepted: a guessable token is no authentication.

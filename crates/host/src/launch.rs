@@ -234,7 +234,39 @@ pub(crate) fn compose_beside(
         });
     }
     selected.extend(hidden.iter().cloned());
-    finish(options, selected, &rules, crew, None)
+    let launch = finish(options, selected, &rules, crew, None)?;
+    if let Some(place) = &crew_place {
+        crew_out_of_reach(&launch, place)?;
+    }
+    Ok(launch)
+}
+
+/// Refuses a launch in which the crew's agents could rewrite the crew's definition, and so
+/// its `mounts:` block, for the next start: its directory in a writable part of another
+/// agent-facing mount (that directory itself, or one holding it), or its file, links
+/// followed, in one. Compared on canonical physical paths (`MountRegistry::writable_elsewhere`).
+///
+/// A writable mount holding the crew directory is refused although, in this launch, the
+/// directory nested in it keeps its own read-only rights: a crew path that runs through the
+/// writable mount (a link in it) can be replaced by a directory an agent writes, and the next
+/// start would read that one.
+pub(crate) fn crew_out_of_reach(launch: &Launch, place: &CrewPlace) -> Result<(), HostError> {
+    let file = format!("/crew/{}", place.file);
+    for (path, what) in [("/crew", "directory"), (file.as_str(), "file")] {
+        // The definition was read a moment ago: a place that no longer resolves is one agents
+        // cannot read either, and the launch's other checks stand.
+        let Ok(Some(found)) = launch.registry().writable_elsewhere(path) else { continue };
+        let at = if what == "directory" { format!("{}/{}", found.path, place.file) } else { found.path };
+        return Err(HostError::CrewWritable {
+            crew: place.file_shown(),
+            root: found.root,
+            physical: found.physical,
+            at,
+            rights: found.rights,
+            what,
+        });
+    }
+    Ok(())
 }
 
 /// The roots `crew` needs that no agent-facing entry of `selected` provides.
@@ -328,16 +360,33 @@ fn mount_ids(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<Moun
 
 /// Refuses a user mount whose root is, or lies under, a root the runner reserves.
 fn reserved(spec: &MountSpec, text: &str) -> Option<HostError> {
-    let first = spec.root().components().next().unwrap_or_default();
+    reserved_root(spec.root()).map(|root| HostError::ReservedRoot {
+        spec: text.to_owned(),
+        suggestion: format!("{root}-files"),
+        root,
+    })
+}
+
+/// The reserved root (one of [`RESERVED_ROOTS`], `/crews-2` for `/crews-N`) that `root` is or
+/// lies under.
+pub(crate) fn reserved_root(root: &MountRoot) -> Option<String> {
+    let first = root.components().next().unwrap_or_default();
     let is_reserved = matches!(first, "crew" | "crews" | "script" | "llm-logs")
         || first
             .strip_prefix("crews-")
             .is_some_and(|number| !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit()));
-    is_reserved.then(|| HostError::ReservedRoot {
-        spec: text.to_owned(),
-        root: format!("/{first}"),
-        suggestion: format!("/{first}-files"),
-    })
+    is_reserved.then(|| format!("/{first}"))
+}
+
+/// What the runner serves at a reserved root, for the refusal of a crew that names it.
+pub(crate) fn reserved_purpose(root: &str) -> &'static str {
+    match root {
+        "/crew" => "where the runner serves the crew's own directory, read-only",
+        "/llm-logs" => "the internal exchange log (`--llm-log`), which agents never see",
+        "/script" => "kept for the runner's own use",
+        // `/crews` and `/crews-<N>`.
+        _ => "where the daemon mounts the hosted crews' directories, each hidden from the other crews",
+    }
 }
 
 /// Makes a relative physical path absolute against `base` (lexically; the registry opens it).
@@ -461,6 +510,14 @@ pub(crate) struct CrewPlace {
     pub(crate) given_directory: bool,
 }
 
+impl CrewPlace {
+    /// The definition's file as the operator would spell it: the path given, or for a
+    /// directory, `crew.yaml` in it.
+    pub(crate) fn file_shown(&self) -> String {
+        if self.given_directory { path_text(&Path::new(&self.shown).join(&self.file)) } else { self.shown.clone() }
+    }
+}
+
 pub(crate) fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostError> {
     let shown = path_text(path);
     let full = absolute(&options.current_dir, path);
@@ -504,11 +561,10 @@ pub(crate) fn read_crew_from(place: &CrewPlace, registry: &MountRegistry, root: 
         HostError::CrewRead { path: place.shown.clone(), reason }
     })?;
     if read.truncated {
-        return Err(
-            HostError::CrewRead { path: place.shown.clone(), reason: "the crew file is too large".to_owned() }.into()
-        );
+        let reason = format!("the crew file is larger than {} bytes, the most it may be", registry.limits().read_bytes);
+        return Err(HostError::CrewRead { path: place.shown.clone(), reason }.into());
     }
-    Crew::parse(&place.shown, &virtual_path, &read.content)
+    Crew::parse(&place.file_shown(), &virtual_path, &read.content)
 }
 
 /// Applies the selection rules (module docs) to the settings entries; with `only`, to the
@@ -814,6 +870,66 @@ mod tests {
         assert_eq!(crew.mounts()[0].root.as_str(), "/workspace");
         let read = launch.registry().agent().read_text("/crew/crew.yaml", &vfs::ReadWindow::default()).unwrap();
         assert!(read.content.starts_with("name: x"));
+    }
+
+    /// Every way a writable mount reaches the crew's definition is refused, naming the
+    /// mount, the place and the fix; read-only parts, and writable mounts that cannot reach
+    /// the file, are not.
+    #[test]
+    fn a_crew_definition_its_agents_could_write_is_refused() {
+        let setup = Setup::new();
+        let root = setup.dir.path();
+        std::fs::create_dir_all(root.join("crews/a/out")).unwrap();
+        std::fs::write(root.join("crews/a/crew.yaml"), "name: a\n").unwrap();
+        std::fs::create_dir_all(root.join("crews/b/out")).unwrap();
+        std::fs::write(root.join("crews/b/out/real.yaml"), "name: b\n").unwrap();
+        std::os::unix::fs::symlink("out/real.yaml", root.join("crews/b/crew.yaml")).unwrap();
+        std::fs::write(root.join("team.yaml"), "name: team\n").unwrap();
+        let check = |mounts: &[&str], crew: &str, allow_write: bool| -> String {
+            let mut options = setup.options();
+            options.mounts = mounts.iter().map(|&mount| mount.to_owned()).collect();
+            options.crews = vec![PathBuf::from(crew)];
+            options.allow_write = allow_write;
+            match compose(&options) {
+                Ok(_) => "OK".to_owned(),
+                Err(problems) => problems.to_string().replace(&root.display().to_string(), "[TMP]"),
+            }
+        };
+        let refusal = |file: &str, root: &str, physical: &str, at: &str, rights: &str, what: &str| {
+            format!(
+                "the crew file `{file}` lies inside `{root}` (`[TMP]{physical}`) at `{at}`, which is mounted {rights}; a crew could rewrite its own `mounts:` block for its next start: mount `{root}` read-only, or move the crew {what} out of it"
+            )
+        };
+        // The crew's directory served writable at another root.
+        assert_eq!(
+            check(&["crews/a:/work:rw"], "crews/a", false),
+            refusal("crews/a/crew.yaml", "/work", "/crews/a", "/work/crew.yaml", "rw", "directory")
+        );
+        assert_eq!(check(&["crews/a:/work:ro"], "crews/a", false), "OK");
+        // Inside a writable mount: the directory nested there is read-only in this launch, but a
+        // crew path through the mount could be replaced by one an agent writes.
+        assert_eq!(
+            check(&["./:/work:rw"], "crews/a", false),
+            refusal("crews/a/crew.yaml", "/work", "", "/work/crews/a/crew.yaml", "rw", "directory")
+        );
+        assert_eq!(
+            check(&["crews:/work:rwnd"], "crews/a", false),
+            refusal("crews/a/crew.yaml", "/work", "/crews", "/work/a/crew.yaml", "rwnd", "directory")
+        );
+        assert_eq!(check(&["./:/work:rw;crews:ro"], "crews/a", false), "OK");
+        assert_eq!(check(&["./:/work:rw", "crews:/all-crews:ro"], "crews/a", false), "OK");
+        // A writable mount inside the crew directory reaches the file only through a link.
+        assert_eq!(check(&["crews/a/out:/out:rw"], "crews/a", false), "OK");
+        assert_eq!(
+            check(&["crews/b/out:/out:rw"], "crews/b", false),
+            refusal("crews/b/crew.yaml", "/out", "/crews/b/out", "/out/real.yaml", "rw", "file")
+        );
+        // A single-file crew beside the default workspace made writable.
+        assert_eq!(
+            check(&[], "team.yaml", true),
+            refusal("team.yaml", "/workspace", "", "/workspace/team.yaml", "rw", "directory")
+        );
+        assert_eq!(check(&[], "team.yaml", false), "OK");
     }
 
     #[test]

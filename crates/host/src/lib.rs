@@ -36,6 +36,7 @@ mod hosted;
 mod http;
 mod launch;
 mod logger;
+mod nesting;
 mod pool;
 mod server;
 mod time;

@@ -50,6 +50,7 @@ pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};
 pub use registry::{
     DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo,
+    WritableElsewhere,
 };
 pub use scrub::REDACTED;
 pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights, SubPathRule};

@@ -713,6 +713,22 @@ pub struct Decision {
     pub rule: DecidedBy,
 }
 
+/// A part of an agent-facing mount where agents may write a place that another mount serves
+/// (see [`MountRegistry::writable_elsewhere`]). Operator-facing: it names the physical
+/// directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WritableElsewhere {
+    /// The virtual root of the mount agents may write through.
+    pub root: String,
+    /// Its physical directory as given.
+    pub physical: String,
+    /// The place's virtual path in that mount.
+    pub path: String,
+    /// The rights in force there.
+    pub rights: Rights,
+}
+
 /// What the operator sees of one mount (`vfs mounts`): an expert surface that names the
 /// physical directory. Never show it to an agent.
 #[derive(Debug, Clone)]
@@ -937,6 +953,49 @@ impl MountRegistry {
         Ok(Decision { path, mount: mount.root.as_str().to_owned(), rights, scope, rule })
     }
 
+    /// Operator use: the part of another agent-facing mount where agents may write the place
+    /// that the agent path `path` leads to (links followed), if there is one. A launch uses it
+    /// to keep a place it serves read-only (a crew's definition) out of agents' reach by any
+    /// other root.
+    ///
+    /// The place is compared on canonical physical paths with every other local agent-facing
+    /// mount's directory. Of the mounts that hold it, the innermost decide, as a walk from an
+    /// outer one switches to an inner one's rights (resolution rule 7); each decides with its
+    /// rights, overrides and name rules for a write there. The mount serving `path` is not
+    /// one of them, so a writable mount around it is reported even though it would guard the
+    /// place in this launch: what agents write around it is still there at the next one.
+    ///
+    /// # Errors
+    /// The errors of resolving `path` for an agent (an unknown root, a missing place).
+    pub fn writable_elsewhere(&self, path: &str) -> Result<Option<WritableElsewhere>, Error> {
+        let path = VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))?;
+        let (serving, _) = self.inner.route(Caller::Agent, &path)?;
+        let context = crate::ops::Context::new(&self.inner, Caller::Agent, crate::Budget::unlimited().start("check"));
+        let located = context.locate(&path, Access::Read, true, false)?;
+        let Some(landed) = self.inner.mounts[located.mount].storage.local() else { return Ok(None) };
+        let holders: Vec<(usize, Vec<String>)> = (self.inner.mounts.iter().enumerate())
+            .filter(|(index, mount)| *index != serving && mount.visibility == Visibility::AgentFacing)
+            .filter_map(|(index, mount)| Some((index, mount.storage.local()?.relative_of_place(landed, &located.rel)?)))
+            .collect();
+        let Some(innermost) = holders.iter().map(|(_, rel)| rel.len()).min() else { return Ok(None) };
+        for (index, rel) in holders.iter().filter(|(_, rel)| rel.len() == innermost) {
+            let mount = &self.inner.mounts[*index];
+            let shown =
+                if rel.is_empty() { mount.root.to_string() } else { format!("{}/{}", mount.root, rel.join("/")) };
+            // A name no path can spell is still a place a link could lead a write to.
+            let place = VirtualPath::new(&shown).unwrap_or_else(|_| mount.root_path.clone());
+            if self.inner.authorize(Caller::Agent, *index, rel, Access::Write, &place).is_ok() {
+                return Ok(Some(WritableElsewhere {
+                    root: mount.root.to_string(),
+                    physical: mount.spec.physical().to_owned(),
+                    path: shown,
+                    rights: mount.rights_at(rel).0,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
     /// True when some mount is an object store: its calls wait on the network, which a
     /// server should not do on the thread that reads its requests.
     #[must_use]
@@ -977,8 +1036,45 @@ fn describe(rights: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::check_object_nesting;
-    use crate::spec::MountSpec;
+    use super::{MountRegistry, check_object_nesting};
+    use crate::spec::{MountRoot, MountSpec, Rights};
+
+    /// The place `/place/file` served read-only, with other mounts around it.
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds directories on disk")]
+    fn around(dir: &std::path::Path, others: &[(&str, &str, Rights)]) -> MountRegistry {
+        std::fs::create_dir_all(dir.join("outer/inner/place")).expect("fixture directories");
+        std::fs::write(dir.join("outer/inner/place/file"), "x").expect("fixture file");
+        let spec = |physical: &str, root: &str, rights| {
+            let physical = dir.join(physical).to_string_lossy().into_owned();
+            MountSpec::new(physical, MountRoot::new(root).expect("a root"), rights)
+        };
+        let mut builder = MountRegistry::builder();
+        builder.mount(spec("outer/inner/place", "/place", Rights::ReadOnly));
+        for (physical, root, rights) in others {
+            builder.mount(spec(physical, root, *rights));
+        }
+        builder.build().expect("a registry")
+    }
+
+    #[test]
+    fn a_place_is_writable_elsewhere_where_the_innermost_other_mount_lets_agents_write() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        // The serving mount, nested in a writable one, does not hide it.
+        let registry = around(dir.path(), &[("outer", "/outer", Rights::ReadWrite)]);
+        let found = registry.writable_elsewhere("/place/file").expect("resolves").expect("writable");
+        assert_eq!(
+            (found.root.as_str(), found.path.as_str(), found.rights),
+            ("/outer", "/outer/inner/place/file", Rights::ReadWrite)
+        );
+        let found = registry.writable_elsewhere("/place").expect("resolves").expect("writable");
+        assert_eq!(found.path, "/outer/inner/place");
+        // Another mount between them decides there (resolution rule 7).
+        let registry =
+            around(dir.path(), &[("outer", "/outer", Rights::ReadWrite), ("outer/inner", "/inner", Rights::ReadOnly)]);
+        assert_eq!(registry.writable_elsewhere("/place/file").expect("resolves"), None);
+        let registry = around(dir.path(), &[("outer/inner/place", "/same", Rights::ReadOnly)]);
+        assert_eq!(registry.writable_elsewhere("/place/file").expect("resolves"), None);
+    }
 
     fn nested(first: &str, second: &str) -> bool {
         let specs: Vec<MountSpec> = [first, second].iter().map(|text| text.parse().expect("a mount string")).collect();

@@ -419,6 +419,128 @@ fn crew_refusals_name_the_fix() {
     eqnice!("cannot read crew `nowhere`: no such file or directory\n", run.stdout);
 }
 
+/// A crew that lists a reserved root learns what the runner serves there, and is not told to
+/// mount it (a mount on a reserved root is refused too).
+#[test]
+fn a_crew_cannot_name_a_reserved_root() {
+    let test = TestDir::new();
+    test.file("crews/a/crew.yaml", "mounts: [/workspace, /crew]\n");
+    let run = test.run(&["serve", "--crew", "crews/a"]);
+    eqnice!(
+        "error: invalid crew mount `/crew` in `crews/a/crew.yaml`: `/crew` is where the runner serves the crew's own directory, read-only; a crew cannot name a reserved root in `mounts:`\n\n\
+         hint: drop the entry: every crew sees its own directory at `/crew` without listing it\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    test.file("crews/b/crew.yaml", "mounts: [/llm-logs]\n");
+    let run = test.run(&["check", "--crew", "crews/b", "--llm-log", "logs"]);
+    eqnice!(
+        "invalid crew mount `/llm-logs` in `crews/b/crew.yaml`: `/llm-logs` is the internal exchange log (`--llm-log`), which agents never see; a crew cannot name a reserved root in `mounts:`\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+}
+
+/// A crew whose directory is also served writable could rewrite its own `mounts:` block and be
+/// served, at its next start, a root the operator gave only to others: refused by `check`,
+/// `serve` and the daemon alike; served read-only, it is fine.
+#[test]
+fn a_crew_directory_served_writable_is_refused() {
+    let test = TestDir::new();
+    test.file("crews/a/crew.yaml", "mounts: [/work]\n");
+    let line = "the crew file `crews/a/crew.yaml` lies inside `/work` (`[TMP]/crews/a`) at `/work/crew.yaml`, which is mounted rw; a crew could rewrite its own `mounts:` block for its next start: mount `/work` read-only, or move the crew directory out of it";
+    let run = test.run(&["check", "--mount", "./crews/a:/work:rw", "--crew", "crews/a"]);
+    eqnice!(format!("{line}\n"), test.redact(&run.stdout));
+    assert_eq!(run.code, 2);
+    let run = test.run(&["serve", "--mount", "./crews/a:/work:rw", "--crew", "crews/a"]);
+    eqnice!(format!("error: {line}\n"), test.redact(&run.stderr));
+    assert_eq!(run.code, 2);
+    test.file("tokens", "a 0123456789abcdef0123456789abcdef\n");
+    let daemon = [
+        "check",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        "tokens",
+        "--mount",
+        "./crews/a:/work:rw",
+        "--crew",
+        "crews/a",
+    ];
+    let run = test.run(&daemon);
+    eqnice!(format!("crew `a`: {line}\n"), test.redact(&run.stdout));
+    assert_eq!(run.code, 2);
+    let run = test.run(&["check", "--mount", "./crews/a:/work:ro", "--crew", "crews/a"]);
+    eqnice!("OK\n", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+/// Why a writable mount that holds the crew directory is refused even though the directory,
+/// nested in it, stays read-only in that launch: a crew path that runs through the mount (a
+/// link in it) can be replaced by a directory an agent writes, and the next start reads that.
+#[test]
+fn a_crew_planted_inside_a_writable_mount_is_refused_at_the_next_start() {
+    let test = TestDir::new();
+    test.file("crews/a/crew.yaml", "mounts: [/work]\n");
+    test.dir("secret");
+    test.dir("work");
+    std::os::unix::fs::symlink("../crews/a", test.path().join("work/link")).unwrap();
+    let launch = ["--mount", "./work:/work:rw", "--mount", "./secret:/secret", "--crew", "work/link"];
+    let run = test.run(&[&["check"], &launch[..]].concat());
+    eqnice!("OK\n", run.stdout);
+    let run = test.run(&[&["call", "delete_file", r#"{"path": "/work/link"}"#], &launch[..]].concat());
+    eqnice!("deleted link `/work/link`\n", run.stdout);
+    // The same session goes on writing; each `vfs call` is a launch of its own, and this one
+    // can no longer name the crew it just unlinked.
+    let plant = r#"{"path": "/work/link/crew.yaml", "content": "mounts: [/work, /secret]\n"}"#;
+    let run = test.run(&["call", "write_file", plant, "--mount", "./work:/work:rw"]);
+    assert!(run.stdout.starts_with("created `/work/link/crew.yaml` (25 bytes"), "{}", run.stdout);
+    let run = test.run(&[&["check"], &launch[..]].concat());
+    eqnice!(
+        "the crew file `work/link/crew.yaml` lies inside `/work` (`[TMP]/work`) at `/work/link/crew.yaml`, which is mounted rw; a crew could rewrite its own `mounts:` block for its next start: mount `/work` read-only, or move the crew directory out of it\n",
+        test.redact(&run.stdout)
+    );
+    assert_eq!(run.code, 2);
+}
+
+/// A 240 KB crew file of nested brackets used to keep a core busy for about 90 s before the
+/// YAML parser refused it; the nesting bound refuses it in one pass, before parsing.
+#[test]
+fn a_deeply_nested_crew_file_is_refused_before_parsing() {
+    let test = TestDir::new();
+    test.file("crews/deep/crew.yaml", &format!("name: deep\nmounts: {}", "[".repeat(240_000)));
+    let run = test.run(&["check", "--crew", "crews/deep"]);
+    eqnice!(
+        "invalid crew `crews/deep/crew.yaml`: line 2 nests flow collections (`[…]`, `{…}`) more than 64 deep, the most a crew file may; write that part as indented YAML, or nest it less\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+    let run = test.run(&["serve", "--crew", "crews/deep"]);
+    eqnice!(
+        "error: invalid crew `crews/deep/crew.yaml`: line 2 nests flow collections (`[…]`, `{…}`) more than 64 deep, the most a crew file may; write that part as indented YAML, or nest it less\n",
+        run.stderr
+    );
+    assert_eq!(run.code, 2);
+    // The crew file is read through the VFS with its read cap: a larger file is refused unread.
+    test.file("big.yaml", &format!("mounts: [/workspace]\nnotes: '{}'\n", "x".repeat(300_000)));
+    let run = test.run(&["check", "--crew", "big.yaml"]);
+    eqnice!("cannot read crew `big.yaml`: the crew file is larger than 262144 bytes, the most it may be\n", run.stdout);
+}
+
+/// The settings file is JSON read into a fixed shape: nesting is refused at the first bracket
+/// where a string belongs, and `serde_json` bounds any nesting at 128 levels in linear time.
+#[test]
+fn a_deeply_nested_settings_file_is_refused_at_its_first_bracket() {
+    let test = TestDir::new();
+    test.file("vfs.json", &format!(r#"{{"mounts": {}"#, "[".repeat(240_000)));
+    let run = test.run(&["check", "--settings", "vfs.json"]);
+    eqnice!(
+        "invalid settings file `vfs.json`: invalid type: sequence, expected a string at line 1 column 12\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
+}
+
 #[test]
 fn the_crew_id_selects_among_entries_of_one_root() {
     let test = TestDir::new();

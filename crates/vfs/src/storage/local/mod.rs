@@ -208,7 +208,14 @@ impl LocalRoot {
     /// The canonical path components of `other` below this root: `Some(empty)` for the same
     /// directory, `None` when `other` does not lie inside this root.
     pub(crate) fn relative_of(&self, other: &LocalRoot) -> Option<Vec<String>> {
-        let rest = other.canonical.strip_prefix(&self.canonical).ok()?;
+        self.relative_of_place(other, &[])
+    }
+
+    /// The canonical path components below this root of the place at `rel` (canonical) below
+    /// `other`'s root; `None` when that place does not lie inside this root.
+    pub(crate) fn relative_of_place(&self, other: &LocalRoot, rel: &[String]) -> Option<Vec<String>> {
+        let place: PathBuf = rel.iter().fold(other.canonical.clone(), |place, name| place.join(name));
+        let rest = place.strip_prefix(&self.canonical).ok()?;
         Some(rest.components().map(|component| component.as_os_str().to_string_lossy().into_owned()).collect())
     }
 
