@@ -319,3 +319,39 @@ def test_a_cancelled_call_stops_in_both_protocols(fixture, mode, transport):
             anyio.run(main, f"{server.base}/mcp", server.cpu_seconds)
     else:
         anyio.run(main, None, None)
+
+
+def test_log_messages_go_only_to_requests_that_ask_for_them(fixture):
+    """Under 2026-07-28 a request names the least level it wants in `_meta`; one that names
+    none gets no `notifications/message`. (The handshake protocol keeps `logging/setLevel`,
+    warnings by default.) The server's warning here: the exchange log's directory was removed
+    under the running daemon, so the log file cannot be created."""
+    import shutil
+
+    with daemon(fixture) as server:
+        url = f"{server.base}/mcp"
+        fixture.logs.mkdir(exist_ok=True)
+        shutil.rmtree(fixture.logs)
+
+        async def main(mode, level):
+            messages = []
+
+            async def on_message(params):
+                fixture.record(params)
+                messages.append((params.level, params.logger, params.data))
+
+            options = {"logging_callback": on_message}
+            if level is not None:
+                options["log_level"] = level
+            async with client(fixture, mode, url, **options) as connected:
+                result = await connected.call("read_text_file", {"path": "/src/README.md"})
+                assert text(result).startswith("# Demo")
+                await anyio.sleep(0.2)
+            return messages
+
+        warning = ("warning", "vfs", "cannot create the exchange log file")
+        assert anyio.run(main, "auto", None) == []
+        assert anyio.run(main, "auto", "warning") == [warning]
+        assert anyio.run(main, "auto", "error") == []
+        assert anyio.run(main, "legacy", None) == [warning]
+    fixture.logs.mkdir(exist_ok=True)
