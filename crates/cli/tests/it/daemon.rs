@@ -344,3 +344,40 @@ fn an_idle_session_ends_and_its_client_is_told() {
     let gone = daemon.post("/mcp", Some(TOKEN), &headers, ping);
     assert_eq!(gone.status, 404, "{gone:?}");
 }
+
+/// Out of descriptors, `accept` fails at once, again and again: the daemon pauses and says
+/// so instead of spinning, and serves again once descriptors are free.
+#[test]
+fn out_of_descriptors_the_accept_loop_pauses_and_recovers() {
+    let test = TestDir::new();
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let daemon = Daemon::start_in(&test, &["--max-connections", "1000"], Some(TOKEN), Some((48, kept.clone())));
+    let pid = daemon.pid();
+    let held: Vec<TcpStream> = (0..80).filter_map(|_| TcpStream::connect(daemon.address).ok()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = cpu_seconds(pid) - before;
+    assert!(spent < 0.5, "the accept loop spun: {spent:.2} s of CPU in 2 s");
+    assert!(
+        kept.lock().unwrap().contains("cannot accept a connection; pausing"),
+        "no warning: {}",
+        kept.lock().unwrap()
+    );
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut status = 0;
+    while status != 200 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        status = daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE).status;
+    }
+    assert_eq!(status, 200, "the daemon did not serve again");
+}
+
+/// The process's user and system CPU seconds, from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the daemon's stat");
+    let fields: Vec<&str> = stat.rsplit_once(')').expect("a stat line").1.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}

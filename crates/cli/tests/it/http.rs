@@ -21,9 +21,32 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// Starts `vfs serve --listen 127.0.0.1:0 ARGS` and waits for its start-up line.
     pub(crate) fn start(test: &TestDir, args: &[&str], token: Option<&str>) -> Self {
+        Self::start_in(test, args, token, None)
+    }
+
+    /// [`Daemon::start`], with at most `descriptors` open files (through `prlimit`) when
+    /// given, and its stderr kept in `stderr`.
+    pub(crate) fn start_in(
+        test: &TestDir,
+        args: &[&str],
+        token: Option<&str>,
+        limited: Option<(u32, std::sync::Arc<std::sync::Mutex<String>>)>,
+    ) -> Self {
         let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut command = test.command(&all);
+        let kept = limited.as_ref().map(|(_, kept)| kept.clone());
+        if let Some((descriptors, _)) = &limited {
+            let mut wrapped = std::process::Command::new("prlimit");
+            wrapped
+                .arg(format!("--nofile={descriptors}:{descriptors}"))
+                .arg(command.get_program())
+                .args(command.get_args())
+                .current_dir(test.path())
+                .env_remove("VFS_LOG")
+                .env("NO_COLOR", "1");
+            command = wrapped;
+        }
         command.env_remove("VFS_TOKEN");
         if let Some(token) = token {
             command.env("VFS_TOKEN", token);
@@ -34,7 +57,18 @@ impl Daemon {
         let mut status = String::new();
         stderr.read_line(&mut status).expect("the start-up line");
         // Keep draining stderr so that the daemon never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        std::thread::spawn(move || match kept {
+            Some(kept) => {
+                let mut line = String::new();
+                while stderr.read_line(&mut line).is_ok_and(|read| read > 0) {
+                    kept.lock().unwrap().push_str(&line);
+                    line.clear();
+                }
+            }
+            None => {
+                let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            }
+        });
         let address = status
             .split("at http://")
             .nth(1)
@@ -42,6 +76,11 @@ impl Daemon {
             .and_then(|address| address.parse().ok())
             .unwrap_or_else(|| panic!("no address in the start-up line: {status}"));
         Self { child, address, status }
+    }
+
+    /// The daemon's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// One request on a fresh connection; the whole response, headers lower-cased.
