@@ -56,7 +56,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 CACHE = BENCH / ".cache"
-VENV = CACHE / "venv"
+# The virtual environment: bench/.cache/venv, or the one VFS_BENCH_VENV names (scripts/test
+# passes the test suite's .venv, which has the same `mcp` pin, so CI builds one environment).
+VENV = Path(os.environ.get("VFS_BENCH_VENV") or CACHE / "venv")
 NODE_PREFIX = CACHE / "node"
 CARGO_ROOT = CACHE / "cargo"
 TREES = CACHE / "trees"

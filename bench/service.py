@@ -46,7 +46,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 CACHE = BENCH / ".cache"
-VENV = CACHE / "venv"
+# The virtual environment: bench/.cache/venv, or the one VFS_BENCH_VENV names (scripts/test
+# passes the test suite's .venv, which has the same `mcp` pin, so CI builds one environment).
+VENV = Path(os.environ.get("VFS_BENCH_VENV") or CACHE / "venv")
 CORPORA = CACHE / "corpus"
 PSUTIL_VERSION = "7.2.2"
 TOKEN = "bench-token-0123456789abcdef"
