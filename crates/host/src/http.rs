@@ -324,6 +324,7 @@ struct State {
     endpoints: BTreeMap<Option<String>, StreamableHttpService<VfsServer, LocalSessionManager>>,
     tokens: Tokens,
     sessions: Arc<Sessions>,
+    running: Arc<Running>,
     origins: Vec<String>,
     body_timeout: Duration,
     max_request_bytes: usize,
@@ -392,6 +393,7 @@ impl State {
             endpoints: services,
             tokens: options.tokens.clone(),
             sessions,
+            running: Arc::default(),
             origins,
             body_timeout: options.body_timeout,
             max_request_bytes: options.max_request_bytes,
@@ -561,12 +563,102 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
     if parts.method == Method::GET {
         resume_after(&mut parts.headers);
     }
+    // A request of a session whose id is that of one still running would take over its
+    // answer's route: refused, as over stdio, and the running one answered as usual.
+    let session = parts.headers.get(SESSION_HEADER).and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let mut guard = None;
+    if let (true, Some(session), Some(id)) = (parts.method == Method::POST, session, request_id(&body)) {
+        match Running::start(&state.running, session, id.to_string()) {
+            Some(started) => guard = Some(started),
+            None => {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "error": {
+                            "code": -32600,
+                            "message": "invalid request: a request with this id is still running; give each request an id of its own",
+                        },
+                    }),
+                );
+            }
+        }
+    }
     let ending = parts.method == Method::DELETE;
     let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
     if response.status().is_server_error() {
         return redacted(response).await;
     }
-    if ending { ended(response) } else { response }
+    let response = if ending { ended(response) } else { response };
+    match guard {
+        // The id is free again once the answer has been sent (or the client has gone).
+        Some(guard) => response.map(|body| Guarded { body, _guard: guard }.boxed()),
+        None => response,
+    }
+}
+
+/// The requests of sessions whose answers are still on their way, by session and request id.
+#[derive(Debug, Default)]
+struct Running(Mutex<std::collections::HashSet<(String, String)>>);
+
+/// One running request's place in [`Running`], given back when dropped.
+struct RunningGuard {
+    running: Arc<Running>,
+    key: (String, String),
+}
+
+impl Running {
+    fn start(running: &Arc<Self>, session: String, id: String) -> Option<RunningGuard> {
+        let key = (session, id);
+        let fresh = running.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
+        fresh.then(|| RunningGuard { running: running.clone(), key })
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.running.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.key);
+    }
+}
+
+/// A response body that holds a [`RunningGuard`] until it is sent whole or dropped.
+struct Guarded {
+    body: Body,
+    _guard: RunningGuard,
+}
+
+impl hyper::body::Body for Guarded {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The id of a request (a message with a method and an id), if the body is one.
+fn request_id(body: &[u8]) -> Option<serde_json::Value> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let message = serde_json::from_slice::<Message>(body).ok()?;
+    message.method.and(message.id)
 }
 
 /// The SDK's own answer to a failure inside the server (a session that cannot be made, a

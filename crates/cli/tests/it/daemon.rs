@@ -381,3 +381,43 @@ fn cpu_seconds(pid: u32) -> f64 {
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
 }
+
+/// In a session, a request that reuses the id of one still running is refused (it would take
+/// over the running one's answer), as over stdio; the running one is answered as usual.
+#[test]
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse file is made on disk")]
+fn a_session_request_reusing_a_running_id_is_refused() {
+    let test = TestDir::new();
+    let path = test.file("data/slow.txt", "first\n");
+    let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    file.set_len(1024 * 1024 * 1024).unwrap();
+    drop(file);
+    std::io::Write::write_all(&mut std::fs::OpenOptions::new().append(true).open(&path).unwrap(), b"\nlast\n").unwrap();
+    let daemon = std::sync::Arc::new(Daemon::start(&test, &["--mount", "data:/src"], Some(TOKEN)));
+    let response = daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE);
+    let session = response.header("mcp-session-id").unwrap().to_owned();
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    daemon.post("/mcp", Some(TOKEN), &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let slow = r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/src/slow.txt","offset":3}}}"#;
+    let running = {
+        let (daemon, session) = (daemon.clone(), session.clone());
+        std::thread::spawn(move || {
+            let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+            daemon.post("/mcp", Some(TOKEN), &headers, slow)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let again = r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#;
+    let refused = daemon.post("/mcp", Some(TOKEN), &headers, again);
+    assert_eq!(refused.status, 400, "{refused:?}");
+    eqnice!(
+        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: a request with this id is still running; give each request an id of its own\"},\"id\":10,\"jsonrpc\":\"2.0\"}\n",
+        refused.body
+    );
+    let answer = running.join().unwrap();
+    let message = messages(&answer).into_iter().find(|message| message["id"] == 10).expect("the slow read's answer");
+    assert_eq!(message["result"]["content"][0]["text"], "last\n");
+    // Once answered, the id may be used again.
+    let reused = daemon.post("/mcp", Some(TOKEN), &headers, again);
+    assert_eq!(reused.status, 200, "{reused:?}");
+}
