@@ -22,6 +22,13 @@
 //! shows a hidden file's name or content, a file just written reads back byte for byte, and the
 //! server answered.
 //!
+//! A lane of concurrent calls (`Step::Together`) makes two calls of one session at once, as a
+//! client that does not wait for answers does, and checks the same invariants after both have
+//! answered, with two more that a race between a tree check and its act would break
+//! (`docs/adr/0006-atomic-tree-guards.md`): the files the name rules protect by name
+//! (`plain/.env`, `plain/.git/HEAD`) and the hidden files of the mount string are all still
+//! there, whatever moved them, and no file hidden by `/w`'s own rules is in `/o`, which has none.
+//!
 //! CI runs a fixed number of cases (`VFS_MODEL_CASES`, default 256, of up to 40 steps). A long
 //! campaign: `VFS_MODEL_CASES=20000 cargo test --release -p vfs-host --test model`
 //! (`docs/compliance.md`).
@@ -117,6 +124,9 @@ const FOLDED_PARTS: &[(&str, Option<&str>)] = &[
 /// accent, so it folds as `E` does): nothing may be planted there either.
 const OTHER_NORMALIZATIONS: &[&str] = &["outer/area/caf\u{e9}/", "outer/area/caf\u{c9}/"];
 
+/// The content of the read-only `.git/HEAD`, which the name rules keep wherever it is moved.
+const GIT_HEAD: &str = "ref: refs/heads/model\n";
+
 const CONTENTS: &[&str] = &["pwned\n", "a\nb\n", "", "line one\r\nline two\r\n"];
 
 #[derive(Debug, Clone)]
@@ -134,6 +144,8 @@ enum Step {
     Move(&'static str, &'static str, bool),
     Delete(&'static str, bool),
     Relaunch,
+    /// Two calls at once, in one session.
+    Together(Box<Step>, Box<Step>),
 }
 
 fn path() -> impl Strategy<Value = &'static str> {
@@ -141,6 +153,15 @@ fn path() -> impl Strategy<Value = &'static str> {
 }
 
 fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        12 => call(),
+        1 => Just(Step::Relaunch),
+        3 => (call(), call()).prop_map(|(first, second)| Step::Together(Box::new(first), Box::new(second))),
+    ]
+}
+
+/// One tool call.
+fn call() -> impl Strategy<Value = Step> {
     prop_oneof![
         1 => path().prop_map(Step::Read),
         1 => (path(), path()).prop_map(|(first, second)| Step::ReadMultiple(first, second)),
@@ -155,7 +176,6 @@ fn step() -> impl Strategy<Value = Step> {
         1 => path().prop_map(Step::Info),
         3 => (path(), path(), any::<bool>()).prop_map(|(from, to, overwrite)| Step::Move(from, to, overwrite)),
         3 => (path(), any::<bool>()).prop_map(|(path, recursive)| Step::Delete(path, recursive)),
-        1 => Just(Step::Relaunch),
     ]
 }
 
@@ -181,7 +201,7 @@ impl Step {
                 ("move_file", json!({ "source": from, "destination": to, "overwrite": overwrite }))
             }
             Step::Delete(path, recursive) => ("delete_file", json!({ "path": path, "recursive": recursive })),
-            Step::Relaunch => ("", Value::Null),
+            Step::Relaunch | Step::Together(..) => ("", Value::Null),
         }
     }
 }
@@ -214,6 +234,8 @@ impl World {
             ("outer/area/docs/g.md", "a guide\n"),
             ("outer/area/docs/x.txt", "a draft\n"),
             ("outer/area/cafe\u{301}/menu.txt", HIDDEN),
+            ("outer/plain/.env", HIDDEN),
+            ("outer/plain/.git/HEAD", GIT_HEAD),
         ] {
             let path = root.join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -308,6 +330,23 @@ impl World {
             let found = std::fs::metadata(path).map(|metadata| metadata.ino()).ok();
             prop_assert_eq!(found, Some(*inode), "{} moved after {}", path.display(), after);
         }
+        // What the rules protect by name may move with its directory, but never goes away:
+        // the agent cannot read, write or name a hidden file, nor delete a directory holding
+        // one; and `/o` has no rules, so what `/w`'s own rules hide must never reach it.
+        let (mut hidden, mut heads) = (Vec::new(), 0);
+        for file in files_under(self.dir.path()) {
+            let content = std::fs::read(&file).unwrap_or_default();
+            let key = file.strip_prefix(self.dir.path()).unwrap().to_string_lossy().into_owned();
+            if content == HIDDEN.as_bytes() {
+                hidden.push(key);
+            } else if content == GIT_HEAD.as_bytes() && key.ends_with(".git/HEAD") {
+                heads += 1;
+            }
+        }
+        prop_assert_eq!(hidden.len(), 4, "a hidden file is gone after {}: {:?}", after, hidden);
+        prop_assert_eq!(heads, 1, "`.git/HEAD` is gone after {}", after);
+        let escaped = hidden.iter().filter(|key| key.starts_with("out/") && !key.ends_with("/.env")).count();
+        prop_assert_eq!(escaped, 0, "a file `/w` hides reached `/o` after {}: {:?}", after, hidden);
         Ok(())
     }
 }
@@ -336,10 +375,50 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
             world.check_invariants("a relaunch")?;
             continue;
         }
+        let described = format!("{step:?}");
+        if let Step::Together(first, second) = step {
+            // Both start at once; the invariants are checked once both have answered.
+            let barrier = std::sync::Barrier::new(2);
+            let call = |step: &Step| {
+                let (name, arguments) = step.call();
+                barrier.wait();
+                tools.call(name, arguments.as_object().cloned())
+            };
+            let (one, two) = std::thread::scope(|scope| {
+                let one = scope.spawn(|| call(first));
+                let two = scope.spawn(|| call(second));
+                (one.join().unwrap(), two.join().unwrap())
+            });
+            check_answer(&world, &checker, first, &format!("{first:?} in {described}"), &one)?;
+            check_answer(&world, &checker, second, &format!("{second:?} in {described}"), &two)?;
+            world.check_invariants(&described)?;
+            continue;
+        }
         let (name, arguments) = step.call();
         let output = tools.call(name, arguments.as_object().cloned());
-        let described = format!("{step:?}");
-        let texts: Vec<String> = match &output {
+        check_answer(&world, &checker, step, &described, &output)?;
+        if let (Step::Write(path, content, _), Ok(output)) = (step, &output)
+            && !output.is_error
+        {
+            let read = tools.call("read_text_file", json!({ "path": path }).as_object().cloned()).unwrap();
+            prop_assert_eq!(&read.text, content, "{} did not read back byte for byte", path);
+        }
+        world.check_invariants(&described)?;
+    }
+    Ok(())
+}
+
+/// What no answer may show: a physical path, the internal root's names or content, a hidden
+/// file's name or content.
+fn check_answer(
+    world: &World,
+    checker: &LeakChecker,
+    step: &Step,
+    described: &str,
+    output: &Result<vfs_host::ToolOutput, vfs_host::CallError>,
+) -> Result<(), TestCaseError> {
+    {
+        let texts: Vec<String> = match output {
             Ok(output) => {
                 let mut texts = vec![output.text.clone()];
                 texts.extend(output.structured.as_ref().map(Value::to_string));
@@ -360,7 +439,7 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
             prop_assert!(!text.contains("exchanges-"), "{described} named an exchange log: {text}");
             prop_assert!(!text.contains("secret.jsonl") || described.contains("secret.jsonl"), "{described}: {text}");
             prop_assert!(!text.contains(HIDDEN), "{described} showed hidden content: {text}");
-            for name in ["vault", "token.txt", "notes.secret", "menu.txt"] {
+            for name in ["vault", "token.txt", "notes.secret", "menu.txt", ".env"] {
                 // (The agent may make a `vault` of its own elsewhere; the hidden one is at the root.)
                 let own = name == "vault" && world.dir.path().join("outer/tmp/vault").exists();
                 prop_assert!(
@@ -369,13 +448,6 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
                 );
             }
         }
-        if let (Step::Write(path, content, _), Ok(output)) = (step, &output)
-            && !output.is_error
-        {
-            let read = tools.call("read_text_file", json!({ "path": path }).as_object().cloned()).unwrap();
-            prop_assert_eq!(&read.text, content, "{} did not read back byte for byte", path);
-        }
-        world.check_invariants(&described)?;
     }
     Ok(())
 }
@@ -440,6 +512,21 @@ fn the_known_attacks_fail() {
             Step::Read("/w/tmp/vault/token.txt"),
             Step::Grep("/w"),
             Step::Tree("/w/area"),
+        ],
+        // Race a tree check against its act: delete a tree while a directory holding `.env`
+        // and `.git` moves into it; move a tree to the mount without rules while a hidden
+        // file's directory moves into it.
+        vec![
+            Step::CreateDirectory("/w/tmp"),
+            Step::Together(
+                Box::new(Step::Delete("/w/tmp", true)),
+                Box::new(Step::Move("/w/plain", "/w/tmp/lib", false)),
+            ),
+            Step::Write("/w/tmp/x.txt", "a\n", true),
+            Step::Together(
+                Box::new(Step::Move("/w/tmp", "/o/dir", false)),
+                Box::new(Step::Move("/w/area", "/w/tmp/vault", false)),
+            ),
         ],
         // Take a no-delete file away by moving its directory, or itself.
         vec![

@@ -19,6 +19,10 @@ use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
 use crate::storage::local::LocalRoot;
 use crate::storage::{Backend, Capabilities, MountTable, Nesting};
 
+mod claims;
+
+pub(crate) use claims::{Claim, Place, TreeClaims};
+
 /// Builds a [`MountRegistry`]. Mounts are agent-facing unless added with
 /// [`MountRegistryBuilder::internal`].
 #[derive(Debug, Clone, Default)]
@@ -135,6 +139,7 @@ impl MountRegistryBuilder {
         let agent_table = agent_table(&mounts);
         let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
         let (rules, policies, loosenings) = compile_rules(&self.rules, &mounts)?;
+        let tree_keys = tree_keys(&mounts);
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
@@ -147,9 +152,26 @@ impl MountRegistryBuilder {
                 rules,
                 policies,
                 loosenings,
+                tree_keys,
+                claims: TreeClaims::default(),
             }),
         })
     }
+}
+
+/// The tree key of each mount, by index: the first mount of the same local directory (two
+/// mounts of one directory are one tree to claim), else the mount itself (object mounts of
+/// one bucket never overlap, `check_object_nesting`).
+fn tree_keys(mounts: &[Mount]) -> Vec<usize> {
+    let identities: Vec<Option<(u64, u64)>> =
+        mounts.iter().map(|mount| mount.storage.local().map(LocalRoot::identity)).collect();
+    identities
+        .iter()
+        .enumerate()
+        .map(|(index, identity)| {
+            identity.and_then(|identity| identities.iter().position(|other| *other == Some(identity))).unwrap_or(index)
+        })
+        .collect()
 }
 
 /// Refuses two object mounts of one bucket (`s3://bucket`, or the in-process `memory://name`)
@@ -481,6 +503,10 @@ pub(crate) struct RegistryInner {
     /// The name rules overrides lifted at one place of their mount, for the operator's table
     /// and the prompt.
     pub(crate) loosenings: Vec<Loosening>,
+    /// The tree each mount's places are claimed in, by index (see `tree_keys`).
+    pub(crate) tree_keys: Vec<usize>,
+    /// The places moves and deletes are checking and changing now (ADR 0006).
+    pub(crate) claims: TreeClaims,
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -628,6 +654,11 @@ impl RegistryInner {
         }
         rows.sort();
         rows.join(", ")
+    }
+
+    /// The place a claim on `rel` of mount `mount` covers.
+    pub(crate) fn place(&self, mount: usize, rel: &[String]) -> Place {
+        (self.tree_keys[mount], rel.to_vec())
     }
 
     /// The mount whose root directory has this identity, if any.

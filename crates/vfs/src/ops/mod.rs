@@ -27,7 +27,7 @@ use crate::budget::Deadline;
 use crate::error::Error;
 use crate::mount::Caller;
 use crate::path::VirtualPath;
-use crate::registry::{RegistryInner, TreeChange, View};
+use crate::registry::{Claim, Place, RegistryInner, TreeChange, View};
 use crate::spec::Access;
 use crate::storage::local::MAX_DEPTH;
 use crate::storage::{Backend, Located, Resolve, Stat};
@@ -103,6 +103,38 @@ impl<'r> Context<'r> {
         }
         self.registry.authorize(self.caller, located.mount, &located.rel, access, path)?;
         Ok(located)
+    }
+
+    /// Finds the places a move or delete changes (`find`), claims them (`places` says which:
+    /// see `registry::claims`), then finds them again under the claim, so that every check
+    /// and the act run on places that no other move or delete can change until the claim
+    /// is dropped (ADR 0006). Finding again matters: a move that held the place before this
+    /// call could claim it may have moved a directory on its way. A path that leads elsewhere
+    /// the second time is claimed again, a few times, then refused as changed.
+    pub(crate) fn under_claim<T>(
+        &self,
+        path: &VirtualPath,
+        places: impl Fn(&T) -> Vec<Place>,
+        find: impl Fn() -> Result<T, Error>,
+    ) -> Result<(Claim<'r>, T), Error> {
+        const ATTEMPTS: usize = 4;
+        let mut wanted = places(&find()?);
+        for _ in 0..ATTEMPTS {
+            let claim = self.registry.claims.claim(&wanted, &self.deadline)?;
+            let found = find()?;
+            let now = places(&found);
+            if now == wanted {
+                return Ok((claim, found));
+            }
+            drop(claim);
+            wanted = now;
+        }
+        Err(Error::changed_during_call(path))
+    }
+
+    /// The place a claim on a located place covers.
+    pub(crate) fn place(&self, located: &Located) -> Place {
+        self.registry.place(located.mount, &located.rel)
     }
 
     /// Refuses `change` of the tree at a located place when something inside it is protected

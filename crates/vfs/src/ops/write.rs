@@ -248,8 +248,13 @@ impl Context<'_> {
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
-        let (from, from_stat) = self.move_source(&source, &destination)?;
-        let to = self.move_destination(&destination)?;
+        // Both ends are claimed from the walk below to the rename, so no other move or delete
+        // can bring a protected name into the source, or change the destination, in between.
+        let (_claim, ((from, from_stat), to)) = self.under_claim(
+            &source,
+            |((from, _), to): &((Located, Stat), Located)| vec![self.place(from), self.place(to)],
+            || Ok((self.move_source(&source, &destination)?, self.move_destination(&destination)?)),
+        )?;
         if from_stat.kind == Kind::Directory
             && let Some((effect, class)) = self.protection_lost(&from, &to, &source)?
         {
@@ -351,10 +356,24 @@ impl Context<'_> {
 
     pub(crate) fn delete(&self, input: &str, recursive: bool, guard: DeleteGuard<'_>) -> Result<DeleteOutcome, Error> {
         let path = Self::parse(input)?;
-        let located = self.locate(&path, Access::Delete, false, false)?;
-        if Self::is_root(&located) {
-            return Err(Error::invalid_argument(agent_text!["cannot delete ", code(&path), ": it is a mount root"]));
-        }
+        // The tree is claimed from the walk for protected names to the removal, so no move can
+        // bring one into it in between.
+        let (_claim, located) = self.under_claim(
+            &path,
+            |located: &Located| vec![self.place(located)],
+            || {
+                let located = self.locate(&path, Access::Delete, false, false)?;
+                if Self::is_root(&located) {
+                    // Refused before a claim on the whole mount could wait for anything.
+                    return Err(Error::invalid_argument(agent_text![
+                        "cannot delete ",
+                        code(&path),
+                        ": it is a mount root"
+                    ]));
+                }
+                Ok(located)
+            },
+        )?;
         let store = self.store(located.mount);
         let Some(stat) = store.stat(&located.node, &path)? else {
             return Err(Error::not_found(&path));

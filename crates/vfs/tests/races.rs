@@ -1,0 +1,140 @@
+//! Two calls of one session at once, racing a tree check against the act it guards ("Hold the
+//! line, round 3", class 1; `docs/adr/0006-atomic-tree-guards.md`): a recursive delete while a
+//! directory holding `.env` and `.git` is moved into its tree, and a move of a directory to a
+//! mount without its rules while a hidden file is moved into it. Each round starts both calls
+//! on a barrier, one of them after a small varying delay, and requires the answers that some
+//! order of the two calls gives: both calls succeed where that order lets them, a refusal is
+//! the exact one that order gives, and no protected file is deleted or carried out of its
+//! protection.
+#![expect(clippy::disallowed_methods, reason = "tests build fixtures on disk and look at them")]
+
+mod common;
+
+use std::sync::Barrier;
+use std::time::Duration;
+
+use common::Fixture;
+use vfs::{AgentAccessor, MountRegistry, NameRule};
+
+const ROUNDS: u64 = 200;
+const SECRET: &str = "SECRET-VALUE-31337";
+
+/// A small, reproducible spread of delays: up to `span` microseconds, different every round.
+fn delay(round: u64, span: u64) -> Duration {
+    let mut state = round.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    state ^= state >> 31;
+    state = state.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    state ^= state >> 29;
+    Duration::from_micros(state % span)
+}
+
+/// Runs `first` and `second` at once, `second` after `pause`, and returns both answers.
+fn race<A: Send, B: Send>(
+    pause: Duration,
+    first: impl FnOnce() -> A + Send,
+    second: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    let barrier = Barrier::new(2);
+    std::thread::scope(|scope| {
+        let one = scope.spawn(|| {
+            barrier.wait();
+            first()
+        });
+        let two = scope.spawn(|| {
+            barrier.wait();
+            std::thread::sleep(pause);
+            second()
+        });
+        (one.join().unwrap(), two.join().unwrap())
+    })
+}
+
+/// A tree big enough that its walk takes a while: `count` files in a few directories.
+fn fill(fixture: &Fixture, directory: &str, count: usize) {
+    for index in 0..count {
+        fixture.file(&format!("{directory}/part{}/file{index:03}.txt", index % 4), "data\n");
+    }
+}
+
+fn defaults(fixture: &Fixture) -> (MountRegistry, AgentAccessor) {
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).name_rules(NameRule::defaults()).build().unwrap();
+    let agent = registry.agent();
+    (registry, agent)
+}
+
+#[test]
+fn a_recursive_delete_never_takes_a_protected_directory_moved_into_its_tree() {
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/d", 40);
+        fixture.file("p/carrier/.env", SECRET);
+        fixture.file("p/carrier/.git/HEAD", "ref: refs/heads/main\n");
+        fixture.file("p/carrier/readme.txt", "carried\n");
+        let (_registry, agent) = defaults(&fixture);
+        let (deleted, moved) = race(
+            delay(round, 800),
+            || agent.delete("/p/d", true, None),
+            || agent.move_path("/p/carrier", "/p/d/carrier", false, None),
+        );
+        // The move has nothing against it in either order: before the delete it lands in
+        // the tree, after it it makes `/p/d` again.
+        let moved = moved.unwrap_or_else(|error| panic!("round {round}: the move failed: {error}"));
+        assert_eq!(moved.to_text(), "moved `/p/carrier` to `/p/d/carrier`");
+        match deleted {
+            Ok(outcome) => {
+                assert_eq!(outcome.to_text(), "deleted directory `/p/d`");
+            }
+            Err(error) => {
+                assert_eq!(
+                    error.to_string(),
+                    "cannot delete `/p/d`: it holds environment files inside, which are hidden from you",
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(fixture.read("p/d/carrier/.env"), SECRET, "round {round}: `.env` was deleted");
+        assert_eq!(fixture.read("p/d/carrier/.git/HEAD"), "ref: refs/heads/main\n", "round {round}");
+        assert_eq!(fixture.read("p/d/carrier/readme.txt"), "carried\n", "round {round}");
+    }
+}
+
+#[test]
+fn a_directory_move_never_carries_a_hidden_file_moved_into_it_to_a_mount_without_the_rule() {
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/d", 40);
+        fixture.file("p/carrier/server.key", SECRET);
+        fixture.mkdir("q");
+        let rules = format!("{}:/p:rw;**/*.key:hidden", fixture.path("p").display());
+        let registry = MountRegistry::builder()
+            .mount(rules.parse().unwrap())
+            .mount(fixture.spec("q", "/q", "rw"))
+            .build()
+            .unwrap();
+        let agent = registry.agent();
+        let (directory, carrier) = race(
+            delay(round, 800),
+            || agent.move_path("/p/d", "/q/d", false, None),
+            || agent.move_path("/p/carrier", "/p/d/carrier", false, None),
+        );
+        let carrier = carrier.unwrap_or_else(|error| panic!("round {round}: the carrier's move failed: {error}"));
+        assert_eq!(carrier.to_text(), "moved `/p/carrier` to `/p/d/carrier`");
+        match directory {
+            Ok(outcome) => {
+                assert_eq!(outcome.to_text(), "moved `/p/d` to `/q/d`");
+            }
+            Err(error) => {
+                assert_eq!(
+                    error.to_string(),
+                    "cannot move `/p/d`: it holds names the operator hides inside, which are hidden from you",
+                    "round {round}"
+                );
+            }
+        }
+        assert!(!fixture.path("q/d/carrier").exists(), "round {round}: the hidden file reached `/q`");
+        assert_eq!(fixture.read("p/d/carrier/server.key"), SECRET, "round {round}");
+        let error = agent.read_text("/q/d/carrier/server.key", &vfs::ReadWindow::default()).unwrap_err();
+        assert_eq!(error.kind(), vfs::ErrorKind::NotFound, "round {round}");
+    }
+}
