@@ -142,6 +142,11 @@ struct DaemonArgs {
     /// session [default: a quarter of --max-sessions, at least 4].
     #[arg(long = "max-sessions-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_sessions_per_token: Option<u64>,
+    /// Most requests of one token whose answers are on their way at once (a session's own
+    /// event stream does not count); past it, 503 with Retry-After [default: a quarter of
+    /// --max-connections, at least 4].
+    #[arg(long = "max-requests-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_requests_per_token: Option<u64>,
     /// An MCP session with no request for this long ends (its exchange log file is closed; its
     /// client gets 404 and starts a new session), in seconds.
     #[arg(long = "session-idle", value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=604_800))]
@@ -419,6 +424,10 @@ impl DaemonArgs {
         http.max_sessions_per_token = match self.max_sessions_per_token {
             Some(max) => count(max),
             None => (http.max_sessions / 4).max(4),
+        };
+        http.max_requests_per_token = match self.max_requests_per_token {
+            Some(max) => count(max),
+            None => (http.max_connections / 4).max(4),
         };
         http
     }

@@ -160,6 +160,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// Most sessions alive at once for one token.
     pub max_sessions_per_token: usize,
+    /// Most requests (POST and DELETE) of one token whose answers are on their way at once.
+    pub max_requests_per_token: usize,
     /// A session with no request for this long ends.
     pub session_idle: Duration,
     /// The largest request body accepted.
@@ -183,6 +185,7 @@ impl HttpOptions {
             max_connections: connections,
             max_sessions: connections,
             max_sessions_per_token: (connections / 4).max(4),
+            max_requests_per_token: (connections / 4).max(4),
             session_idle: Duration::from_secs(30 * 60),
             max_request_bytes: 16 * 1024 * 1024,
         }
@@ -325,6 +328,7 @@ struct State {
     tokens: Tokens,
     sessions: Arc<Sessions>,
     running: Arc<Running>,
+    requests: Arc<Requests>,
     origins: Vec<String>,
     body_timeout: Duration,
     max_request_bytes: usize,
@@ -394,6 +398,7 @@ impl State {
             tokens: options.tokens.clone(),
             sessions,
             running: Arc::default(),
+            requests: Arc::new(Requests { counts: Mutex::default(), max: options.max_requests_per_token }),
             origins,
             body_timeout: options.body_timeout,
             max_request_bytes: options.max_request_bytes,
@@ -541,6 +546,16 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
         // An unknown crew answers as a known one without the right token.
         return unauthorized();
     };
+    // A token's requests in flight are bounded, so that one tenant's load cannot take every
+    // connection the daemon serves (a session's own GET stream is bounded by the session caps).
+    let slot = if request.method() == Method::GET {
+        None
+    } else {
+        match Requests::start(&state.requests, principal) {
+            Some(slot) => Some(slot),
+            None => return unavailable("the server has as many requests running as it takes for this token"),
+        }
+    };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal);
     let body = if parts.method == Method::POST {
@@ -591,10 +606,48 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
         return redacted(response).await;
     }
     let response = if ending { ended(response) } else { response };
-    match guard {
-        // The id is free again once the answer has been sent (or the client has gone).
-        Some(guard) => response.map(|body| Guarded { body, _guard: guard }.boxed()),
-        None => response,
+    // The id, and the token's place among its requests, are free again once the answer has
+    // been sent (or the client has gone).
+    if guard.is_none() && slot.is_none() {
+        return response;
+    }
+    response.map(|body| Guarded { body, _held: (guard, slot) }.boxed())
+}
+
+/// Each token's requests whose answers are on their way.
+#[derive(Debug)]
+struct Requests {
+    counts: Mutex<HashMap<Principal, usize>>,
+    max: usize,
+}
+
+/// One request's place among its token's, given back when dropped.
+struct RequestSlot {
+    requests: Arc<Requests>,
+    principal: Principal,
+}
+
+impl Requests {
+    fn start(requests: &Arc<Self>, principal: Principal) -> Option<RequestSlot> {
+        let mut counts = requests.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = counts.entry(principal).or_default();
+        if *count >= requests.max {
+            return None;
+        }
+        *count += 1;
+        Some(RequestSlot { requests: requests.clone(), principal })
+    }
+}
+
+impl Drop for RequestSlot {
+    fn drop(&mut self) {
+        let mut counts = self.requests.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = counts.get_mut(&self.principal) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.remove(&self.principal);
+            }
+        }
     }
 }
 
@@ -622,10 +675,11 @@ impl Drop for RunningGuard {
     }
 }
 
-/// A response body that holds a [`RunningGuard`] until it is sent whole or dropped.
+/// A response body that holds its request's places (its id in its session, its place among
+/// its token's requests) until it is sent whole or dropped.
 struct Guarded {
     body: Body,
-    _guard: RunningGuard,
+    _held: (Option<RunningGuard>, Option<RequestSlot>),
 }
 
 impl hyper::body::Body for Guarded {

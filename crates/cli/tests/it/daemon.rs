@@ -385,14 +385,9 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// In a session, a request that reuses the id of one still running is refused (it would take
 /// over the running one's answer), as over stdio; the running one is answered as usual.
 #[test]
-#[expect(clippy::disallowed_types, reason = "fixture: a sparse file is made on disk")]
 fn a_session_request_reusing_a_running_id_is_refused() {
     let test = TestDir::new();
-    let path = test.file("data/slow.txt", "first\n");
-    let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-    file.set_len(1024 * 1024 * 1024).unwrap();
-    drop(file);
-    std::io::Write::write_all(&mut std::fs::OpenOptions::new().append(true).open(&path).unwrap(), b"\nlast\n").unwrap();
+    slow_file(&test);
     let daemon = std::sync::Arc::new(Daemon::start(&test, &["--mount", "data:/src"], Some(TOKEN)));
     let response = daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE);
     let session = response.header("mcp-session-id").unwrap().to_owned();
@@ -420,4 +415,53 @@ fn a_session_request_reusing_a_running_id_is_refused() {
     // Once answered, the id may be used again.
     let reused = daemon.post("/mcp", Some(TOKEN), &headers, again);
     assert_eq!(reused.status, 200, "{reused:?}");
+}
+
+/// `data/slow.txt`: its last line lies behind a 1 GiB hole, so a read from line 3 runs for a
+/// while.
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse file is made on disk")]
+fn slow_file(test: &TestDir) {
+    let path = test.file("data/slow.txt", "first\n");
+    let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    file.set_len(1024 * 1024 * 1024).unwrap();
+    drop(file);
+    std::io::Write::write_all(&mut std::fs::OpenOptions::new().append(true).open(&path).unwrap(), b"\nlast\n").unwrap();
+}
+
+/// One token's requests in flight are bounded; another token is served meanwhile, and the
+/// first is again once its request is answered.
+#[test]
+fn a_tokens_requests_in_flight_are_bounded_and_others_go_on() {
+    let test = TestDir::new();
+    slow_file(&test);
+    test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
+    let args = ["--mount", "data:/src", "--token-file", "tokens", "--max-requests-per-token", "1"];
+    let daemon = std::sync::Arc::new(Daemon::start(&test, &args, None));
+    let call = |id: u64, path: &str, offset: u64| {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"}}"#;
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read_text_file","arguments":{{"path":"{path}","offset":{offset}}},{meta}}}}}"#
+        )
+    };
+    let headers =
+        [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "read_text_file")];
+    let running = {
+        let (daemon, slow) = (daemon.clone(), call(1, "/src/slow.txt", 3));
+        std::thread::spawn(move || daemon.post("/mcp", Some(TOKEN), &headers, &slow))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = daemon.post("/mcp", Some(TOKEN), &headers, &call(2, "/src/slow.txt", 1));
+    assert_eq!(refused.status, 503, "{refused:?}");
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    eqnice!(
+        "{\"error\":{\"code\":-32000,\"message\":\"unavailable: the server has as many requests running as it takes for this token; try again shortly\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        refused.body
+    );
+    let other = daemon.post("/mcp", Some("second-token-0123456789"), &headers, &call(3, "/src/slow.txt", 1));
+    assert_eq!(other.status, 200, "{other:?}");
+    let answer = running.join().unwrap();
+    let message = messages(&answer).into_iter().find(|message| message["id"] == 1).expect("the slow read's answer");
+    assert_eq!(message["result"]["content"][0]["text"], "last\n");
+    let again = daemon.post("/mcp", Some(TOKEN), &headers, &call(4, "/src/slow.txt", 1));
+    assert_eq!(again.status, 200, "{again:?}");
 }
