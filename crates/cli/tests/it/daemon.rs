@@ -351,7 +351,7 @@ fn an_idle_session_ends_and_its_client_is_told() {
 fn out_of_descriptors_the_accept_loop_pauses_and_recovers() {
     let test = TestDir::new();
     let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let daemon = Daemon::start_in(&test, &["--max-connections", "1000"], Some(TOKEN), Some((48, kept.clone())));
+    let daemon = Daemon::start_in(&test, &["--max-connections", "1000"], Some(TOKEN), Some((48, &kept)));
     let pid = daemon.pid();
     let held: Vec<TcpStream> = (0..80).filter_map(|_| TcpStream::connect(daemon.address).ok()).collect();
     std::thread::sleep(Duration::from_millis(500));

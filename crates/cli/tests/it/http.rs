@@ -30,13 +30,13 @@ impl Daemon {
         test: &TestDir,
         args: &[&str],
         token: Option<&str>,
-        limited: Option<(u32, std::sync::Arc<std::sync::Mutex<String>>)>,
+        limited: Option<(u32, &std::sync::Arc<std::sync::Mutex<String>>)>,
     ) -> Self {
         let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut command = test.command(&all);
-        let kept = limited.as_ref().map(|(_, kept)| kept.clone());
-        if let Some((descriptors, _)) = &limited {
+        let kept = limited.map(|(_, kept)| kept.clone());
+        if let Some((descriptors, _)) = limited {
             let mut wrapped = std::process::Command::new("prlimit");
             wrapped
                 .arg(format!("--nofile={descriptors}:{descriptors}"))
