@@ -129,6 +129,14 @@ impl<'r> Context<'r> {
     }
 }
 
+/// The permission bits of a file whose content an agent's write or edit replaces: those it
+/// had, without the execute bits. A file an agent wrote is never a program git (a hook under
+/// `core.hooksPath`) or anything else runs by its mode alone; a new file gets `0o666` (less
+/// the umask), which has none either.
+pub(crate) fn authored_mode(mode: u32) -> u32 {
+    mode & !0o111
+}
+
 /// Formats seconds since the epoch as RFC 3339 UTC (`2026-11-30T02:13:39Z`), the form every
 /// vfs surface uses for time (modification times, exchange-log stamps).
 #[must_use]

@@ -191,7 +191,7 @@ impl Context<'_> {
                     None if !options.overwrite => return Err(Error::already_exists(&path)),
                     None => PutWhen::Any,
                 };
-                (when, stat.mode)
+                (when, super::authored_mode(stat.mode))
             }
             (None, Some(_)) => return Err(Error::version_mismatch(&path, "none (the file does not exist)")),
             (None, None) => (PutWhen::Absent, 0o666),
