@@ -41,6 +41,11 @@
 //! grants writes where the rule holds (`;.git:rw`) lifts the rule at and below that place, in
 //! that mount only, so an agent can commit there. A hidden name cannot be loosened: an override
 //! that grants writes inside one is refused at launch.
+//!
+//! git also takes a directory under any name for a repository when it holds `HEAD` beside
+//! `objects` and `refs` (or beside `commondir`). Where the default `.git` rule holds, the
+//! operations refuse to make one (`Context::guard_git_directory`); this module only says where
+//! that is ([`NamePolicy::guards_git_directories`]).
 
 use std::borrow::Cow;
 
