@@ -145,6 +145,27 @@ impl Error {
         )
     }
 
+    /// A change that would put `HEAD` beside `objects`, `refs` or `commondir` (`partner`, or the
+    /// other way round) in `directory`: git would take that directory for a repository and run
+    /// what its config names.
+    pub(crate) fn git_directory(path: &VirtualPath, access: Access, partner: &str, directory: &str) -> Self {
+        Self::build(
+            ErrorKind::PermissionDenied,
+            Some(path),
+            agent_text![
+                "cannot ",
+                access.as_str(),
+                " ",
+                code(path),
+                ": beside `",
+                partner,
+                "` it would make `",
+                directory,
+                "` look like a git repository (git metadata)"
+            ],
+        )
+    }
+
     /// A delete or a move (`verb`) of a directory that holds names the rules protect.
     pub(crate) fn holds_protected(verb: &'static str, path: &VirtualPath, class: &str, hidden: bool) -> Self {
         let what = if hidden { " inside, which are hidden from you" } else { " inside, which are read-only" };

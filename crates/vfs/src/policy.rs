@@ -41,6 +41,11 @@
 //! grants writes where the rule holds (`;.git:rw`) lifts the rule at and below that place, in
 //! that mount only, so an agent can commit there. A hidden name cannot be loosened: an override
 //! that grants writes inside one is refused at launch.
+//!
+//! git also takes a directory under any name for a repository when it holds `HEAD` beside
+//! `objects` and `refs` (or beside `commondir`). Where the default `.git` rule holds, the
+//! operations refuse to make one (`Context::guard_git_directory`); this module only says where
+//! that is ([`NamePolicy::guards_git_directories`]).
 
 use std::borrow::Cow;
 
@@ -258,6 +263,9 @@ pub(crate) struct NamePolicy {
     /// The places of this mount (its overrides' paths, as written) where name rules are lifted,
     /// each with the rules' indices in `compiled`.
     loosened: Vec<(Vec<String>, Vec<usize>)>,
+    /// The index of the default `.git` rule, when it is among the rules: it also keeps an agent
+    /// from making a git directory under another name (`Context::guard_git_directory`).
+    git: Option<usize>,
 }
 
 /// A cheap test that most names fail: the last name of each rule as a literal, a prefix or a
@@ -538,7 +546,8 @@ impl NamePolicy {
         let longest = sets.iter().map(|(span, _, _)| *span).max().unwrap_or(0);
         let deep = finish(&deep.0, deep.1)?;
         let anchored = finish(&anchored.0, anchored.1)?;
-        Ok(Self { rules, compiled, sets, deep, anchored, longest, could, loosened: Vec::new() })
+        let git = rules.iter().position(|rule| rule.origin == "default" && rule.glob == ".git" && rule.scope.is_none());
+        Ok(Self { rules, compiled, sets, deep, anchored, longest, could, loosened: Vec::new(), git })
     }
 
     /// Lifts the name rules `rules` (indices into the rules this policy was built from) at and
@@ -576,6 +585,16 @@ impl NamePolicy {
         names.extend(within.split('/'));
         let lifted = self.lifted(&names);
         with_keys(&names, |keys| self.at_end(keys, name, &lifted))
+    }
+
+    /// True when the default `.git` rule holds at the path `rel` (from the mount's root): it is
+    /// among the rules, and no override of the mount string lifts it there (`;.git:rw`). Where
+    /// it holds, an agent may not make a directory look like a git repository under another
+    /// name either.
+    pub(crate) fn guards_git_directories<S: AsRef<str>>(&self, rel: &[S]) -> bool {
+        let Some(git) = self.git else { return false };
+        let names: Vec<&str> = rel.iter().map(AsRef::as_ref).collect();
+        !self.lifted(&names).contains(&git)
     }
 
     /// True when there is no rule.
@@ -935,6 +954,13 @@ mod tests {
         assert_eq!(judge(&below, ".git/objects/ab/cd"), None);
         assert_eq!(judge(&below, ".git/hooks/x").map(|found| found.0), Some(RuleEffect::ReadOnly));
         assert_eq!(judge(&below, ".git").map(|found| found.0), Some(RuleEffect::ReadOnly));
+        // The guard against git directories under other names goes with the `.git` rule.
+        assert!(policy.guards_git_directories(&["evil", "HEAD"]));
+        assert!(!policy.guards_git_directories(&[".git", "HEAD"]));
+        assert!(below.guards_git_directories(&[".git", "HEAD"]));
+        assert!(!below.guards_git_directories(&[".git", "objects", "info"]));
+        let own = NamePolicy::new(vec![NameRule::hide("*.key", "--hide")]).unwrap();
+        assert!(!own.guards_git_directories(&["evil", "HEAD"]));
     }
 
     #[test]

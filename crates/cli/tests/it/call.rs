@@ -226,3 +226,26 @@ fn the_call_timeout_ends_a_long_call_with_a_hint() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("invalid value '0' for '--call-timeout <SECONDS>'"), "{}", run.stderr);
 }
+
+/// The refusal of a look-alike repository reaches the agent as the library words it, through
+/// the tools, and `--no-default-hide` lifts it (`docs/mounts.md`, "What git would run").
+#[test]
+fn an_agent_cannot_complete_a_repository_under_another_name() {
+    let test = TestDir::new();
+    test.dir("proj/x/objects");
+    test.dir("proj/x/refs");
+    let write = |extra: &[&str]| {
+        let arguments = r#"{"path": "/p/x/HEAD", "content": "ref: refs/heads/main\n"}"#;
+        let mut args = vec!["call", "write_file", arguments, "--mount", "./proj:/p:rw"];
+        args.extend(extra);
+        test.run(&args)
+    };
+    let run = write(&[]);
+    eqnice!(
+        "cannot write `/p/x/HEAD`: beside `objects` it would make `/p/x` look like a git repository (git metadata)\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 1);
+    let run = write(&["--no-default-hide"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}

@@ -205,7 +205,7 @@ impl Context<'_> {
             Some(token) if !store.capabilities().locks => PutWhen::Version(token),
             _ => PutWhen::Any,
         };
-        let version = store.put(&located.node, after.as_bytes(), &when, stat.mode, &path)?;
+        let version = store.put(&located.node, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)?;
         Ok(EditOutcome { path, diff, applied: true, replacements, version })
     }
 }

@@ -92,7 +92,8 @@ impl<'r> Context<'r> {
             if rel.len() > MAX_DEPTH {
                 return Err(Error::too_deep(path, MAX_DEPTH));
             }
-            self.registry.authorize(self.caller, mount, rel, Access::Write, path)
+            self.registry.authorize(self.caller, mount, rel, Access::Write, path)?;
+            self.guard_git_directory(mount, rel, Access::Write, path)
         };
         let options = Resolve { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
         let located = self.store(mount).locate(&self.table(), mount, &components, &options, path)?;
@@ -102,6 +103,9 @@ impl<'r> Context<'r> {
             self.registry.check_names(self.caller, located.mount, &located.rel, judged, path)?;
         }
         self.registry.authorize(self.caller, located.mount, &located.rel, access, path)?;
+        if access == Access::Write {
+            self.guard_git_directory(located.mount, &located.rel, access, path)?;
+        }
         Ok(located)
     }
 
@@ -137,6 +141,56 @@ impl<'r> Context<'r> {
         self.registry.place(located.mount, &located.rel)
     }
 
+    /// Refuses `access` (a write, an edit, a new directory, a move's destination) of the entry
+    /// at `rel` of `mount` when it would make its directory look like a git repository: git
+    /// takes a directory for one when it holds `HEAD` and either `objects` and `refs`, or
+    /// `commondir` naming where they are (`is_git_directory` in git's `setup.c`), and then runs
+    /// what that directory's `config` names (`core.fsmonitor` at the next `git status` in or
+    /// below it). So, for an agent, where the default `.git` rule holds: no `HEAD` beside
+    /// `objects`, `refs` or `commondir`, and none of those beside `HEAD`. The entry's own name
+    /// is matched regardless of ASCII case (a case-insensitive disk opens `head` for `HEAD`);
+    /// the names beside it are looked up as git spells them, which such a disk matches in any
+    /// case. A directory that is already a repository under another name is not detected:
+    /// only its `HEAD`, `objects`, `refs` and `commondir` are kept as they are.
+    pub(crate) fn guard_git_directory(
+        &self,
+        mount: usize,
+        rel: &[String],
+        access: Access,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        const BESIDE_HEAD: [&str; 3] = ["objects", "refs", "commondir"];
+        let Some((name, parent)) = rel.split_last() else { return Ok(()) };
+        let partners: &[&str] = if name.eq_ignore_ascii_case("HEAD") {
+            &BESIDE_HEAD
+        } else if BESIDE_HEAD.iter().any(|marker| name.eq_ignore_ascii_case(marker)) {
+            &["HEAD"]
+        } else {
+            return Ok(());
+        };
+        if !self.registry.rules_for(self.caller, mount).is_some_and(|policy| policy.guards_git_directories(rel)) {
+            return Ok(());
+        }
+        let options = Resolve { follow_final: false, create_parents: None };
+        for partner in partners {
+            let mut components: Vec<&str> = parent.iter().map(String::as_str).collect();
+            components.push(partner);
+            let found = match self.store(mount).locate(&self.table(), mount, &components, &options, path) {
+                Ok(located) => self.store(located.mount).stat(&located.node, path)?.is_some(),
+                // No directory there yet (it is being created), or none the agent may see.
+                Err(error) if error.kind() == crate::ErrorKind::NotFound => false,
+                Err(error) => return Err(error),
+            };
+            if found {
+                let root = &self.registry.mounts[mount].root;
+                let directory =
+                    if parent.is_empty() { root.to_string() } else { format!("{root}/{}", parent.join("/")) };
+                return Err(Error::git_directory(path, access, partner, &directory));
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses `change` of the tree at a located place when something inside it is protected
     /// (see `RegistryInner::guard_tree`); `stat` is the place's own, when known.
     pub(crate) fn guard_tree(
@@ -159,6 +213,14 @@ impl<'r> Context<'r> {
     pub(crate) fn is_root(located: &Located) -> bool {
         located.rel.is_empty()
     }
+}
+
+/// The permission bits of a file whose content an agent's write or edit replaces: those it
+/// had, without the execute bits. A file an agent wrote is never a program git (a hook under
+/// `core.hooksPath`) or anything else runs by its mode alone; a new file gets `0o666` (less
+/// the umask), which has none either.
+pub(crate) fn authored_mode(mode: u32) -> u32 {
+    mode & !0o111
 }
 
 /// Formats seconds since the epoch as RFC 3339 UTC (`2026-11-30T02:13:39Z`), the form every

@@ -177,6 +177,8 @@ impl Context<'_> {
         }
         let store = self.store(located.mount);
         let _lock = store.lock(&located.node, &path)?;
+        // Again under the directory's lock, which a `create_directory` beside it takes too.
+        self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
         let existing = store.restat(&located.node, &path)?;
         let (when, mode) = match (existing, &options.expected_version) {
             (Some(stat), expected) => {
@@ -191,7 +193,7 @@ impl Context<'_> {
                     None if !options.overwrite => return Err(Error::already_exists(&path)),
                     None => PutWhen::Any,
                 };
-                (when, stat.mode)
+                (when, super::authored_mode(stat.mode))
             }
             (None, Some(_)) => return Err(Error::version_mismatch(&path, "none (the file does not exist)")),
             (None, None) => (PutWhen::Absent, 0o666),
@@ -232,6 +234,9 @@ impl Context<'_> {
                     return Err(Error::too_deep(&path, MAX_DEPTH));
                 }
                 self.registry.authorize(self.caller, located.mount, &located.rel, Access::Write, &path)?;
+                // Under the directory's lock, which a write beside it takes too.
+                let _lock = store.lock(&located.node, &path)?;
+                self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
                 let created = store.make_directory(&located.node, &path)?;
                 Ok(CreateDirOutcome { path, created })
             }
