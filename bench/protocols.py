@@ -39,31 +39,16 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 CACHE = BENCH / ".cache"
-# The virtual environment: bench/.cache/venv, or the one VFS_BENCH_VENV names (scripts/test
-# passes the test suite's .venv, which has the same `mcp` pin, so CI builds one environment).
-VENV = Path(os.environ.get("VFS_BENCH_VENV") or CACHE / "venv")
 RUST_PEER = CACHE / "cargo" / "bin" / "rust-mcp-filesystem"
 TOKEN = "bench-token-0123456789abcdef"
-PSUTIL_VERSION = "7.2.2"
 
 
 def bootstrap():
-    """Runs inside bench/.cache/venv, which bench/mcp_peers.py also uses (same pins)."""
-    if Path(sys.prefix).resolve() == VENV.resolve():
-        return
-    pin = next(
-        line.strip() for line in (ROOT / "tests" / "requirements.txt").read_text().splitlines() if line.startswith("mcp==")
-    )
-    wanted = [pin, f"psutil=={PSUTIL_VERSION}"]
-    python = VENV / "bin" / "python"
-    stamp = VENV / ".bench-requirements"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    if not stamp.exists() or stamp.read_text().split() != wanted:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *wanted], check=True)
-        stamp.write_text("\n".join(wanted) + "\n")
-    os.execv(str(python), [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
+    """Runs inside the benchmarks' virtual environment (bench/benchenv.py)."""
+    sys.path.insert(0, str(BENCH))
+    from benchenv import bootstrap as enter
 
+    enter(__file__)
 
 def log(message: str):
     print(message, file=sys.stderr, flush=True)

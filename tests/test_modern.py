@@ -196,6 +196,23 @@ def test_progress_arrives_while_a_long_grep_runs_with_true_counts(fixture, mode,
         anyio.run(main, None)
 
 
+def sse_events(stream, enough) -> list[dict]:
+    """The events of an SSE response with a message (`id`, `message`), read until `enough` of
+    them says so or the stream ends."""
+    events, current = [], {}
+    for line in stream.iter_lines():
+        if line.startswith("id:"):
+            current["id"] = line[3:].strip()
+        elif line.startswith("data:") and line[5:].strip():
+            current["message"] = json.loads(line[5:])
+        elif line == "" and "message" in current:
+            events.append(current)
+            current = {}
+            if enough(events):
+                break
+    return events
+
+
 def test_a_resumed_stream_starts_after_the_last_event_it_saw(fixture):
     """Raw HTTP, as the TypeScript SDK resumes after a dropped stream: a long grep with a
     progress token, the stream dropped after two progress events, then a `GET` with
@@ -209,36 +226,13 @@ def test_a_resumed_stream_starts_after_the_last_event_it_saw(fixture):
             session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
             http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
             call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "grep", "arguments": {"pattern": PATTERN, "path": "/src/big"}, "_meta": {"progressToken": "p"}}}
-            seen: list[dict] = []
             with http.stream("POST", url, headers=session, json=call) as stream:
-                lines = stream.iter_lines()
-                current: dict = {}
-                for line in lines:
-                    if line.startswith("id:"):
-                        current["id"] = line[3:].strip()
-                    elif line.startswith("data:") and line[5:].strip():
-                        current["message"] = json.loads(line[5:])
-                    elif line == "" and "message" in current:
-                        seen.append(current)
-                        current = {}
-                        if len(seen) == 2:
-                            break
+                seen = sse_events(stream, lambda events: len(events) == 2)
             assert [event["message"]["method"] for event in seen] == ["notifications/progress"] * 2, seen
             last = seen[-1]["id"]
             index, request = last.split("/")
             with http.stream("GET", url, headers={**session, "Last-Event-ID": last}) as resumed:
-                events = []
-                current = {}
-                for line in resumed.iter_lines():
-                    if line.startswith("id:"):
-                        current["id"] = line[3:].strip()
-                    elif line.startswith("data:") and line[5:].strip():
-                        current["message"] = json.loads(line[5:])
-                    elif line == "" and "message" in current:
-                        events.append(current)
-                        current = {}
-                        if current == {} and events and "result" in events[-1]["message"]:
-                            break
+                events = sse_events(resumed, lambda events: "result" in events[-1]["message"])
             assert events, "the resumed stream carried nothing"
             assert events[0]["id"] == f"{int(index) + 1}/{request}", (last, [event["id"] for event in events])
             assert all(event["id"] != last for event in events)
