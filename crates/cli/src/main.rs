@@ -508,6 +508,6 @@ fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
     // One thread for the protocol; tool calls run on the blocking pool (see `vfs_host::server`).
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(vfs_host::serve_stdio(service)).context("the MCP connection failed")?;
+    runtime.block_on(vfs_host::serve_stdio(server)).context("the MCP connection failed")?;
     Ok(ExitCode::SUCCESS)
 }

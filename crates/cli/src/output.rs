@@ -164,9 +164,19 @@ pub(crate) fn init_logging() {
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{Layer as _, filter::LevelFilter};
 
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VFS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
-    let operator = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_filter(filter);
+    // The default needs no `EnvFilter`: its directive parser compiles a regular expression,
+    // a cost every start of the server paid before it could answer `initialize`.
+    let operator = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false);
     let client = vfs_host::ClientLogLayer.with_filter(LevelFilter::INFO);
-    let _ = tracing_subscriber::registry().with(operator).with(client).try_init();
+    let registry = tracing_subscriber::registry().with(client);
+    if let Ok(directives) = std::env::var("VFS_LOG") {
+        let filter = tracing_subscriber::EnvFilter::try_new(directives)
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
+        let _ = registry.with(operator.with_filter(filter)).try_init();
+    } else {
+        let filter = tracing_subscriber::filter::Targets::new()
+            .with_default(LevelFilter::WARN)
+            .with_target("rmcp::service", LevelFilter::ERROR);
+        let _ = registry.with(operator.with_filter(filter)).try_init();
+    }
 }

@@ -332,7 +332,7 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// interleave with the SDK's messages. What waits for stdout is bounded: at most 256 requests
 /// are read and not yet answered on stdout, and at most 64 parse errors wait to be written;
 /// past that the server stops reading stdin until the client reads its answers.
-pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
+pub async fn serve_stdio(server: VfsServer) -> std::io::Result<()> {
     let (to_server, from_client) = tokio::io::duplex(64 * 1024);
     let (to_client, from_server) = tokio::io::duplex(64 * 1024);
     let (parse_errors, parse_errors_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(MAX_PARSE_ERRORS);
@@ -340,7 +340,7 @@ pub async fn serve_stdio(tools: ToolService) -> std::io::Result<()> {
     let (input, output) = stdio();
     tokio::spawn(pump_input(input, to_server, parse_errors, in_flight.clone()));
     let output = tokio::spawn(pump_output(from_server, parse_errors_rx, output, in_flight));
-    let served = match VfsServer::new(tools).serve((from_client, to_client)).await {
+    let served = match server.serve((from_client, to_client)).await {
         Ok(server) => server.waiting().await.map(|_| ()).map_err(std::io::Error::other),
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
             tracing::info!("the client closed the connection before initializing");
