@@ -3,7 +3,9 @@
 //! It holds the only privileged capability the service mints, narrowed to appending, so the
 //! logger can create and extend its own log file and do nothing else; agents cannot list, read,
 //! write or detect `/llm-logs` (to them it is a root that does not exist). Each line is written
-//! with one `append` call on an `O_APPEND` file, so a killed server leaves only whole lines.
+//! with one `append` call on an `O_APPEND` file, so lines never interleave; a killed server
+//! leaves whole lines but for, at most, its last (the kernel copies a record of more than a page
+//! page by page, and `SIGKILL` can stop it between two).
 //!
 //! The file is created with its first record, never before: a session (or, under the
 //! 2026-07-28 protocol, a principal) that calls no tool leaves no empty file, and a request
