@@ -736,7 +736,7 @@ async fn redacted(response: Response<Body>) -> Response<Body> {
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The request's bearer token (the scheme's name in any case, RFC 7235).
+/// The request's bearer token (the scheme's name is read in any case, as HTTP authentication schemes are).
 fn bearer(headers: &http::HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes();
     let (scheme, token) = value.split_at_checked(7)?;

@@ -45,8 +45,9 @@ pub struct VfsServer {
     http: Option<HttpState>,
     /// Room for the tool calls that may run at once (shared by every session of a daemon).
     pool: Arc<Pool>,
-    /// This server's share of the long calls (stdio: all of them).
-    share: Share,
+    /// The share of the long calls of a server with one owner (stdio: all of them); over HTTP
+    /// each session and each principal has its own.
+    share: Option<Share>,
     /// The least severe level of this session's `notifications/message` (`logging/setLevel`).
     log_threshold: Arc<AtomicU8>,
 }
@@ -67,6 +68,8 @@ struct HttpState {
 #[derive(Debug)]
 struct Session {
     tools: ToolService,
+    /// The session's share of the long calls.
+    share: Share,
     _slot: Option<crate::http::SessionSlot>,
 }
 
@@ -75,18 +78,17 @@ impl VfsServer {
     #[must_use]
     pub fn new(tools: ToolService) -> Self {
         let pool = Pool::for_machine();
-        let share = pool.whole();
+        let share = Some(pool.whole());
         Self { tools, http: None, pool, share, log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)) }
     }
 
     /// A server of an HTTP endpoint, for one session or one request (see [`HttpState`]).
     pub(crate) fn for_endpoint(endpoint: Arc<crate::http::EndpointState>, pool: Arc<Pool>) -> Self {
-        let share = pool.owner_share();
         Self {
             tools: endpoint.template().clone(),
             http: Some(HttpState { endpoint, session: Arc::default() }),
             pool,
-            share,
+            share: None,
             log_threshold: Arc::new(AtomicU8::new(client_log::DEFAULT_THRESHOLD)),
         }
     }
@@ -95,10 +97,10 @@ impl VfsServer {
     /// (HTTP, handshake protocol), or its principal's (HTTP, 2026-07-28); and the shares of
     /// the long calls its owner and its endpoint hold.
     fn tools_for(&self, context: &RequestContext<RoleServer>) -> Result<(ToolService, Vec<Share>), ErrorData> {
-        let Some(http) = &self.http else { return Ok((self.tools.clone(), vec![self.share.clone()])) };
+        let Some(http) = &self.http else { return Ok((self.tools.clone(), self.share.iter().cloned().collect())) };
         let endpoint = http.endpoint.share().clone();
         if let Some(session) = http.session.get() {
-            return Ok((session.tools.clone(), vec![self.share.clone(), endpoint]));
+            return Ok((session.tools.clone(), vec![session.share.clone(), endpoint]));
         }
         let principal = request_extension::<crate::http::Principal>(context);
         let Some(principal) = principal else {
@@ -161,7 +163,7 @@ impl ServerHandler for VfsServer {
                 ErrorData::internal_error("the server cannot open a session now; try again", None)
             })?;
             let slot = request_extension::<crate::http::SessionSlot>(&context).cloned();
-            let _ = http.session.set(Session { tools, _slot: slot });
+            let _ = http.session.set(Session { tools, share: self.pool.owner_share(), _slot: slot });
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)

@@ -144,7 +144,7 @@ impl<'r> Context<'r> {
     /// Refuses `access` (a write, an edit, a new directory, a move's destination) of the entry
     /// at `rel` of `mount` when it would make its directory look like a git repository: git
     /// takes a directory for one when it holds `HEAD` and either `objects` and `refs`, or
-    /// `commondir` naming where they are (`is_git_directory` in git's `setup.c`), and then runs
+    /// `commondir` naming where they are (what the tests in `crates/vfs/tests/git.rs` show git doing), and then runs
     /// what that directory's `config` names (`core.fsmonitor` at the next `git status` in or
     /// below it). So, for an agent, where the default `.git` rule holds: no `HEAD` beside
     /// `objects`, `refs` or `commondir`, and none of those beside `HEAD`. The entry's own name
