@@ -147,11 +147,15 @@ def make_tree(root, files: int = 600, lines: int = 2500) -> None:
     line = " ".join(words[index % len(words)] for index in range(11)) + "\n"
     block = line * lines
     for index in range(files):
-        extra = "zeta épée épée épée épée zeta needle\n" if index == files - 1 else ""
+        extra = "zeta épée épée épée épée zeta needle abc1\n" if index == files - 1 else ""
         (root / f"f{index:04}.txt").write_text(block + extra)
 
 
-PATTERN = r"\bzeta\w*\s+épée\s+épée\s+épée\s+épée\s+zeta\s+needle\b"
+# No literal for a search to jump to, and a Unicode word boundary over text with non-ASCII
+# letters: the regex crate's fast engines give up on it, so the grep takes seconds on any
+# machine (a literal-led pattern over repeated lines took 0.3 s on a quiet one, too short to
+# see a second progress report).
+PATTERN = r"(?i)\b\w{3}[0-9]"
 
 
 @MODES
@@ -174,7 +178,7 @@ def test_progress_arrives_while_a_long_grep_runs_with_true_counts(fixture, mode,
             answered = time.monotonic() - started
             fixture.record(result)
             assert not result.is_error, text(result)
-            assert text(result) == "/src/big/f0599.txt:2501:zeta épée épée épée épée zeta needle\n"
+            assert text(result) == "/src/big/f0599.txt:2501:zeta épée épée épée épée zeta needle abc1\n"
         assert reports, "no progress notification arrived"
         first_at, first_done, first_message = reports[0]
         assert first_message == "0 files searched, 0 matches", reports[0]

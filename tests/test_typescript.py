@@ -34,7 +34,7 @@ def test_the_typescript_sdk_reads_edits_and_cancels_cleanly(fixture, tmp_path):
     fixture.record(done.stdout)
     assert seen["read"] == "one\n"
     assert seen["edit"] == {"isError": False, "text": "edited `/output/notes.txt` (1 replacement)"}
-    assert seen["grep"] == "/src/big/f0299.txt:2501:zeta épée épée épée épée zeta needle\n"
+    assert seen["grep"] == "/src/big/f0299.txt:2501:zeta épée épée épée épée zeta needle abc1\n"
     assert seen["progress"][0] == [0, "0 files searched, 0 matches"]
     assert [done for done, _ in seen["progress"]] == sorted({done for done, _ in seen["progress"]})
     assert seen["cancelled"] == "aborted"

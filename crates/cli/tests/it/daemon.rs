@@ -276,11 +276,8 @@ fn a_slow_or_large_request_is_cut_off_while_others_are_served() {
 fn past_a_cap_the_answer_is_503_and_the_daemon_goes_on() {
     let test = TestDir::new();
     test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
-    let daemon = Daemon::start(
-        &test,
-        &["--token-file", "tokens", "--max-connections", "2", "--max-sessions", "3", "--max-sessions-per-token", "2"],
-        None,
-    );
+    let daemon =
+        Daemon::start(&test, &["--token-file", "tokens", "--max-sessions", "3", "--max-sessions-per-token", "2"], None);
     // Sessions: two for one token, then 503; another token still gets one; a session ended
     // gives its place back.
     let open = |token: &str| daemon.post("/mcp", Some(token), &[], INITIALIZE);
@@ -312,11 +309,27 @@ fn past_a_cap_the_answer_is_503_and_the_daemon_goes_on() {
     }
     assert_eq!(reopened, 200, "the ended session's place is given back");
 
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
+/// Past `--max-connections`, a connection gets one 503 and is closed; once one is let go, the
+/// daemon serves again.
+#[test]
+fn past_the_connection_cap_the_answer_is_503_and_the_daemon_goes_on() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(&test, &["--max-connections", "2"], Some(TOKEN));
     // Connections: two held open, the third gets 503 and is closed; once one is let go,
     // the daemon serves again.
     // (The daemon accepts the held ones in its own time: on a loaded machine the first
     // requests may still find room, so it is asked until the cap answers.)
-    let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(daemon.address).unwrap()).collect();
+    // Each held connection sends the start of a request, so it is one the daemon is serving.
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = TcpStream::connect(daemon.address).unwrap();
+            stream.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
+            stream
+        })
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut busy = daemon.request("GET", "/mcp", &[], "");
     while busy.status != 503 && Instant::now() < deadline {
