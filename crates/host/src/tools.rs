@@ -707,6 +707,17 @@ impl ToolService {
         }
     }
 
+    /// The refusal of a recursive delete of `directory` that holds `file`, unread.
+    fn unread_inside(&self, directory: &vfs::VirtualPath, file: &vfs::VirtualPath, why: session::Unread) -> ToolOutput {
+        ToolOutput {
+            text: self.registry.render(&session::refusal_inside(directory, file, why)),
+            structured: None,
+            media: None,
+            is_error: true,
+            notes: Vec::new(),
+        }
+    }
+
     /// The registry.
     #[must_use]
     pub fn registry(&self) -> &MountRegistry {
@@ -1121,29 +1132,30 @@ fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
 
 fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: DeleteFileArgs = parse(arguments)?;
-    // Read before delete: a delete loses what the file held, as an overwrite does, so a file
-    // the session has not seen at its current version is refused (checked by the store under
-    // its lock); a directory or a link is deleted as before.
-    let guard = match (&tools.seen, vfs::VirtualPath::new(&args.path)) {
-        (Some(seen), Ok(path)) if args.expected_version.is_none() => {
-            let version = seen.version(&path);
-            let why = if version.is_some() { session::Unread::Changed } else { session::Unread::Never };
-            Some((path, version, why))
-        }
-        _ => None,
-    };
-    let deleted = match &guard {
-        Some((_, version, _)) => agent.delete_seen(&args.path, args.recursive, version.as_deref()),
+    // Read before delete: a delete loses what a file held, as an overwrite does, so a file the
+    // session has not seen at its current version is refused, and so is a recursive delete of
+    // a directory holding one (checked by the store under its locks); a link or an empty
+    // directory is deleted as before. An `expectedVersion` the agent passes guards instead.
+    let guarded = tools.seen.as_ref().filter(|_| args.expected_version.is_none());
+    let deleted = match guarded {
+        Some(seen) => agent.delete_seen(&args.path, args.recursive, &|path| seen.version(path)),
         None => agent.delete(&args.path, args.recursive, args.expected_version.as_deref()),
     };
-    match (&deleted, guard) {
+    match (&deleted, guarded) {
         (Ok(outcome), _) => {
             if let Some(seen) = &tools.seen {
                 seen.forget(&outcome.path);
             }
         }
-        (Err(error), Some((path, _, why))) if refused_as(error, session::Unread::Changed) => {
-            return Ok(tools.unread(&path, why));
+        (Err(error), Some(seen)) if refused_as(error, session::Unread::Changed) => {
+            if let Some(file) = error.path() {
+                let why = if seen.version(file).is_some() { session::Unread::Changed } else { session::Unread::Never };
+                let asked = vfs::VirtualPath::new(&args.path).ok();
+                return Ok(match asked {
+                    Some(directory) if directory != *file => tools.unread_inside(&directory, file, why),
+                    _ => tools.unread(file, why),
+                });
+            }
         }
         _ => {}
     }

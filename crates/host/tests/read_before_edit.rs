@@ -351,3 +351,52 @@ fn a_delete_loses_only_a_file_the_session_has_seen() {
         ("`/w/none.txt` does not exist".to_owned(), true)
     );
 }
+
+/// The same side door through a directory: a recursive delete of a directory loses every file
+/// in it, so each must have been seen at its current version; the refusal names the first that
+/// was not, and nothing is deleted.
+#[test]
+fn a_recursive_delete_loses_only_files_the_session_has_seen() {
+    let (dir, tools) = a_file_and_a_directory();
+    let root = dir.path().join("w");
+    std::fs::create_dir_all(root.join("d/inner")).unwrap();
+    std::fs::write(root.join("d/one.txt"), "one\n").unwrap();
+    std::fs::write(root.join("d/inner/two.txt"), "two\n").unwrap();
+    let call = |name: &str, arguments: Value| {
+        let output = tools.call(name, arguments.as_object().cloned()).unwrap();
+        (output.text, output.is_error)
+    };
+    let delete = || call("delete_file", json!({ "path": "/w/d", "recursive": true }));
+    let refused = |file: &str, why: &str| {
+        (
+            format!(
+                "cannot delete `/w/d`: it holds `{file}`, {why}; a delete removes only files this session has seen at their current version, so read it whole first, or delete it by itself with the `expectedVersion` that `get_file_info` reports"
+            ),
+            true,
+        )
+    };
+    assert!(!call("read_text_file", json!({ "path": "/w/d/one.txt" })).1);
+    assert_eq!(delete(), refused("/w/d/inner/two.txt", "which you have not read in this session"));
+    assert!(!call("read_text_file", json!({ "path": "/w/d/inner/two.txt" })).1);
+    std::fs::write(root.join("d/one.txt"), "changed behind\n").unwrap();
+    assert_eq!(delete(), refused("/w/d/one.txt", "which changed since you read it"));
+    assert_eq!(std::fs::read_to_string(root.join("d/one.txt")).unwrap(), "changed behind\n");
+    assert_eq!(std::fs::read_to_string(root.join("d/inner/two.txt")).unwrap(), "two\n");
+    assert!(!call("read_text_file", json!({ "path": "/w/d/one.txt" })).1);
+    // What the session wrote itself it has seen; empty directories and links need no read.
+    assert!(!call("write_file", json!({ "path": "/w/d/mine.txt", "content": "mine\n" })).1);
+    std::fs::create_dir(root.join("d/empty")).unwrap();
+    std::os::unix::fs::symlink("one.txt", root.join("d/link")).unwrap();
+    assert_eq!(delete(), ("deleted directory `/w/d`".to_owned(), false));
+    assert!(!root.join("d").exists());
+    // Nothing of the tree is remembered: a file made again at the same path is new.
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("d/one.txt"), "one\n").unwrap();
+    assert_eq!(
+        call("write_file", json!({ "path": "/w/d/one.txt", "content": "x\n", "overwrite": true })),
+        (
+            "read `/w/d/one.txt` first (you have not read it in this session); read it whole, or pass the `expectedVersion` that `get_file_info` reports".to_owned(),
+            true
+        )
+    );
+}

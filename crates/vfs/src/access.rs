@@ -14,6 +14,7 @@ use crate::ops::{
     GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, SizedListing, SortBy, TextRead, Tree,
     WriteOptions, WriteOutcome,
 };
+use crate::path::VirtualPath;
 use crate::registry::{MountInfo, MountRegistry};
 
 impl MountRegistry {
@@ -177,11 +178,19 @@ impl AgentAccessor {
         })
     }
 
-    /// Deletes as [`AgentAccessor::delete`], for a caller that may delete only a file it has
-    /// seen: a file at the place must be at version `seen`, checked under the store's lock
-    /// (`None`, never seen: any file there is refused as a version mismatch); a directory or a
-    /// link is deleted as by `delete`.
-    pub fn delete_seen(&self, path: &str, recursive: bool, seen: Option<&str>) -> Result<DeleteOutcome, Error> {
+    /// Deletes as [`AgentAccessor::delete`], for a caller that may delete only files it has
+    /// seen: `seen` gives the version the caller saw at a virtual path (`None`: never seen).
+    /// A file at the place must be at that version, checked under the store's lock; with
+    /// `recursive`, so must every regular file in the directory, checked before anything is
+    /// removed and again as each file is. A refusal is a
+    /// [`VersionMismatch`](crate::ErrorKind::VersionMismatch) whose [`Error::path`] names the
+    /// file. A link, or an empty directory, is deleted as by `delete`.
+    pub fn delete_seen(
+        &self,
+        path: &str,
+        recursive: bool,
+        seen: &dyn Fn(&VirtualPath) -> Option<String>,
+    ) -> Result<DeleteOutcome, Error> {
         self.run("delete_file", path, |context| context.delete(path, recursive, crate::ops::DeleteGuard::Seen(seen)))
     }
 }

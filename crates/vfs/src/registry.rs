@@ -21,7 +21,7 @@ use crate::storage::{Backend, Capabilities, MountTable, Nesting};
 
 mod claims;
 
-pub(crate) use claims::{Claim, Place, TreeClaims};
+pub(crate) use claims::{CLAIMS, Claim, Place};
 
 /// Builds a [`MountRegistry`]. Mounts are agent-facing unless added with
 /// [`MountRegistryBuilder::internal`].
@@ -139,7 +139,7 @@ impl MountRegistryBuilder {
         let agent_table = agent_table(&mounts);
         let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
         let (rules, policies, loosenings) = compile_rules(&self.rules, &mounts)?;
-        let tree_keys = tree_keys(&mounts);
+        let tree_bases = mounts.iter().map(|mount| mount.storage.tree_base()).collect();
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
                 mounts,
@@ -152,26 +152,10 @@ impl MountRegistryBuilder {
                 rules,
                 policies,
                 loosenings,
-                tree_keys,
-                claims: TreeClaims::default(),
+                tree_bases,
             }),
         })
     }
-}
-
-/// The tree key of each mount, by index: the first mount of the same local directory (two
-/// mounts of one directory are one tree to claim), else the mount itself (object mounts of
-/// one bucket never overlap, `check_object_nesting`).
-fn tree_keys(mounts: &[Mount]) -> Vec<usize> {
-    let identities: Vec<Option<(u64, u64)>> =
-        mounts.iter().map(|mount| mount.storage.local().map(LocalRoot::identity)).collect();
-    identities
-        .iter()
-        .enumerate()
-        .map(|(index, identity)| {
-            identity.and_then(|identity| identities.iter().position(|other| *other == Some(identity))).unwrap_or(index)
-        })
-        .collect()
 }
 
 /// Refuses two object mounts of one bucket (`s3://bucket`, or the in-process `memory://name`)
@@ -503,10 +487,8 @@ pub(crate) struct RegistryInner {
     /// The name rules overrides lifted at one place of their mount, for the operator's table
     /// and the prompt.
     pub(crate) loosenings: Vec<Loosening>,
-    /// The tree each mount's places are claimed in, by index (see `tree_keys`).
-    pub(crate) tree_keys: Vec<usize>,
-    /// The places moves and deletes are checking and changing now (ADR 0006).
-    pub(crate) claims: TreeClaims,
+    /// Where each mount's tree lies, by index, for claims (`Backend::tree_base`).
+    pub(crate) tree_bases: Vec<Vec<String>>,
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -658,7 +640,7 @@ impl RegistryInner {
 
     /// The place a claim on `rel` of mount `mount` covers.
     pub(crate) fn place(&self, mount: usize, rel: &[String]) -> Place {
-        (self.tree_keys[mount], rel.to_vec())
+        self.tree_bases[mount].iter().chain(rel).cloned().collect()
     }
 
     /// The mount whose root directory has this identity, if any.

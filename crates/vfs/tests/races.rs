@@ -138,3 +138,133 @@ fn a_directory_move_never_carries_a_hidden_file_moved_into_it_to_a_mount_without
         assert_eq!(error.kind(), vfs::ErrorKind::NotFound, "round {round}");
     }
 }
+
+/// Read before delete against a write beside it: a recursive delete of a tree whose every file
+/// the caller has seen, while another call creates a new file in it. Some order of the two
+/// calls must explain the answers: the write first, and the delete is refused on the new,
+/// unseen file (which stays, with the whole tree); the delete first, and the write finds no
+/// directory. Exactly one of the two succeeds each round, and a file that was written is
+/// never deleted unseen.
+#[test]
+fn a_recursive_delete_never_takes_a_file_written_into_its_tree_meanwhile() {
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/d", 40);
+        let (_registry, agent) = defaults(&fixture);
+        let mut seen = std::collections::HashMap::new();
+        for index in 0..40 {
+            let path = format!("/p/d/part{}/file{index:03}.txt", index % 4);
+            let version = agent.info(&path).unwrap().version.unwrap();
+            seen.insert(path, version);
+        }
+        let seen_at = |path: &vfs::VirtualPath| seen.get(path.as_str()).cloned();
+        let (deleted, written) = race(
+            delay(round, 800),
+            || agent.delete_seen("/p/d", true, &seen_at),
+            || agent.write("/p/d/part3/new.txt", "theirs\n", &vfs::WriteOptions::default()),
+        );
+        match (deleted, written) {
+            (Ok(deleted), Err(error)) => {
+                assert_eq!(deleted.to_text(), "deleted directory `/p/d`", "round {round}");
+                // Found gone, or (the directory was found, then removed) changed meanwhile.
+                assert!(
+                    matches!(error.kind(), vfs::ErrorKind::NotFound | vfs::ErrorKind::Changed),
+                    "round {round}: {error}"
+                );
+                assert!(!fixture.path("p/d").exists(), "round {round}");
+            }
+            (Err(error), Ok(written)) => {
+                assert!(written.created, "round {round}");
+                assert_eq!(error.kind(), vfs::ErrorKind::VersionMismatch, "round {round}: {error}");
+                assert_eq!(error.path().map(vfs::VirtualPath::as_str), Some("/p/d/part3/new.txt"), "round {round}");
+                assert_eq!(fixture.read("p/d/part3/new.txt"), "theirs\n", "round {round}: the new file was lost");
+            }
+            (deleted, written) => panic!("round {round}: no order gives these answers: {deleted:?} and {written:?}"),
+        }
+    }
+}
+
+/// The git look-alike guard against a move beside a write: `HEAD` written into a directory
+/// while an `objects` directory is moved into it. Each checks for the other under the
+/// directory's lock, so exactly one succeeds each round and the other gets the refusal that
+/// order gives; never both, which would leave a directory git takes for a repository.
+#[test]
+fn a_write_and_a_move_never_make_a_git_look_alike_together() {
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fixture.file("p/r/readme.txt", "plain\n");
+        fill(&fixture, "p/objects", 8);
+        let (_registry, agent) = defaults(&fixture);
+        let (written, moved) = race(
+            delay(round, 400),
+            || agent.write("/p/r/HEAD", "ref: refs/heads/main\n", &vfs::WriteOptions::default()),
+            || agent.move_path("/p/objects", "/p/r/objects", false, None),
+        );
+        match (written, moved) {
+            (Ok(written), Err(error)) => {
+                assert!(written.created, "round {round}");
+                assert_eq!(
+                    error.to_string(),
+                    "cannot write `/p/r/objects`: beside `HEAD` it would make `/p/r` look like a git repository (git metadata)",
+                    "round {round}"
+                );
+                assert!(fixture.path("p/objects/part0").is_dir(), "round {round}");
+            }
+            (Err(error), Ok(moved)) => {
+                assert_eq!(moved.to_text(), "moved `/p/objects` to `/p/r/objects`", "round {round}");
+                assert_eq!(
+                    error.to_string(),
+                    "cannot write `/p/r/HEAD`: beside `objects` it would make `/p/r` look like a git repository (git metadata)",
+                    "round {round}"
+                );
+                assert!(!fixture.path("p/r/HEAD").exists(), "round {round}");
+            }
+            (written, moved) => panic!("round {round}: no order gives these answers: {written:?} and {moved:?}"),
+        }
+    }
+}
+
+/// Claims are the process's, not a registry's: the same race as the first test, with the move
+/// made by another registry (a second crew of the daemon) that mounts the directory's parent
+/// at another root.
+#[test]
+fn a_recursive_delete_never_takes_a_protected_directory_another_registry_moves_in() {
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/w/d", 40);
+        fixture.file("p/w/carrier/.env", SECRET);
+        fixture.file("p/w/carrier/readme.txt", "carried\n");
+        let (_first, agent) = {
+            let registry = MountRegistry::builder()
+                .mount(fixture.spec("p", "/p", "rw"))
+                .name_rules(NameRule::defaults())
+                .build()
+                .unwrap();
+            let agent = registry.agent();
+            (registry, agent)
+        };
+        let second = MountRegistry::builder()
+            .mount(fixture.spec("p/w", "/w", "rw"))
+            .name_rules(NameRule::defaults())
+            .build()
+            .unwrap();
+        let other = second.agent();
+        let (deleted, moved) = race(
+            delay(round, 800),
+            || agent.delete("/p/w/d", true, None),
+            || other.move_path("/w/carrier", "/w/d/carrier", false, None),
+        );
+        let moved = moved.unwrap_or_else(|error| panic!("round {round}: the move failed: {error}"));
+        assert_eq!(moved.to_text(), "moved `/w/carrier` to `/w/d/carrier`");
+        match deleted {
+            Ok(outcome) => assert_eq!(outcome.to_text(), "deleted directory `/p/w/d`"),
+            Err(error) => assert_eq!(
+                error.to_string(),
+                "cannot delete `/p/w/d`: it holds environment files inside, which are hidden from you",
+                "round {round}"
+            ),
+        }
+        assert_eq!(fixture.read("p/w/d/carrier/.env"), SECRET, "round {round}: `.env` was deleted");
+        assert_eq!(fixture.read("p/w/d/carrier/readme.txt"), "carried\n", "round {round}");
+    }
+}

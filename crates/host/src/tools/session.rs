@@ -78,3 +78,17 @@ pub(super) fn refusal(path: &VirtualPath, why: Unread) -> vfs::AgentText {
     });
     text
 }
+
+/// The refusal of a recursive delete: the directory holds a file the session has not seen at
+/// its version.
+pub(super) fn refusal_inside(directory: &VirtualPath, file: &VirtualPath, why: Unread) -> vfs::AgentText {
+    let mut text = vfs::AgentText::new();
+    text.composed("cannot delete ").code(directory).composed(": it holds ").code(file).composed(match why {
+        Unread::Never => ", which you have not read in this session",
+        Unread::Changed => ", which changed since you read it",
+    });
+    text.composed(
+        "; a delete removes only files this session has seen at their current version, so read it whole first, or delete it by itself with the `expectedVersion` that `get_file_info` reports",
+    );
+    text
+}

@@ -417,6 +417,42 @@ impl Context<'_> {
         self.first_protection(located, path, usize::MAX, "delete", &|_, _| Flow::Stop)
     }
 
+    /// Refuses a recursive delete of the directory at `located` when a regular file in it is
+    /// not at the version `seen` gives for its path: never seen, or changed since. The answer
+    /// is a version mismatch naming the first such file. The walk is the store's own (hidden
+    /// names included: the delete removes them too).
+    pub(crate) fn first_unseen(
+        &self,
+        located: &Located,
+        path: &VirtualPath,
+        seen: &dyn Fn(&VirtualPath) -> Option<String>,
+    ) -> Result<(), Error> {
+        let store = self.store(located.mount);
+        let mut refused = None;
+        let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
+            if entry.kind != Kind::File {
+                return Flow::Continue;
+            }
+            let current = match (seen(entry.path), store.version(entry.node, entry.path)) {
+                (Some(seen), Ok(Some(current))) if seen == current => return Flow::Continue,
+                (_, Ok(current)) => current.unwrap_or_default(),
+                (_, Err(error)) => {
+                    refused = Some(error);
+                    return Flow::Stop;
+                }
+            };
+            refused = Some(Error::version_mismatch(entry.path, &current));
+            Flow::Stop
+        })?;
+        if let Some(error) = refused {
+            return Err(error);
+        }
+        if !walked.completed {
+            return Err(Error::too_many_to_check("delete", path, self.listing_bound()));
+        }
+        Ok(())
+    }
+
     /// The first name, as deep as `max_depth` inside the directory at `located`, that a rule
     /// protects and that `lost` (told the entry and the rule's effect) stops at, for a `verb`
     /// of the whole directory. A walk the store's listing bound cut (object stores list whole

@@ -15,7 +15,7 @@ use crate::path::VirtualPath;
 use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::local::{MAX_DEPTH, OpenFile};
-use crate::storage::{Backend, Kind, Located, Node, PutWhen, Stat};
+use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Stat};
 use crate::text::{AgentText, agent_text, code};
 
 /// Options of `write_file`.
@@ -267,7 +267,11 @@ impl Context<'_> {
             return Err(Error::holds_protected("move", &source, &class, hidden));
         }
         let (from_store, to_store) = (self.store(from.mount), self.store(to.mount));
-        let _lock = from_store.lock(&from.node, &source)?;
+        let _locks = crate::storage::lock_pair((from_store, &from.node, &source), (to_store, &to.node, &destination))?;
+        // Again under the destination directory's lock, which a write beside it takes too: a
+        // `HEAD` written there meanwhile would make an `objects` directory moved in a git
+        // repository's look-alike.
+        self.guard_git_directory(to.mount, &to.rel, Access::Write, &destination)?;
         if let Some(expected) = expected_version {
             from_store.check_version(&from.node, expected, &source)?;
         }
@@ -282,9 +286,7 @@ impl Context<'_> {
                     "; delete it first"
                 ]));
             }
-            // Checked under the source's lock, just before the rename: the destination's
-            // own directory is not locked, so a writer outside this registry could still
-            // change it in between.
+            // Checked under both directories' locks, just before the rename.
             if let Some(version) = replacing {
                 to_store.check_version(&to.node, version, &destination)?;
             }
@@ -307,7 +309,7 @@ impl Context<'_> {
         }
         let when = if overwrite { PutWhen::Any } else { PutWhen::Absent };
         self.copy_file(&from, &source, &to, &destination, &when)?;
-        from_store.remove(&from.node, Kind::File, false, &|_| false, &source)?;
+        from_store.remove(&from.node, Kind::File, &Removal::single(), &source)?;
         Ok(MoveOutcome { source, destination, copied: true })
     }
 
@@ -390,19 +392,34 @@ impl Context<'_> {
         {
             return Err(Error::holds_protected("delete", &path, &class, effect == crate::policy::RuleEffect::Hidden));
         }
+        let seen = match guard {
+            DeleteGuard::Seen(seen) => Some(seen),
+            DeleteGuard::Expected(_) => None,
+        };
+        // Read before delete, for a tree: every file in it must be one the caller has seen at
+        // its version. Looked at before anything is removed, so the usual refusal loses
+        // nothing; judged again for each file as it is removed (`Removal::seen`), so a file
+        // written into the tree in between is refused there.
+        if let Some(seen) = seen
+            && recursive
+            && stat.kind == Kind::Directory
+        {
+            self.first_unseen(&located, &path, seen)?;
+        }
         let _lock = store.lock(&located.node, &path)?;
         match guard {
             DeleteGuard::Expected(Some(expected)) => store.check_version(&located.node, expected, &path)?,
             // A file seen at no version has none to match: "" is no version token.
             DeleteGuard::Seen(seen) if stat.kind == Kind::File => {
-                store.check_version(&located.node, seen.unwrap_or(""), &path)?;
+                store.check_version(&located.node, seen(&path).as_deref().unwrap_or(""), &path)?;
             }
             // A directory or link, unguarded; if a file took its place since the look above,
             // the removal of a directory or link fails on it, and nothing unseen is lost.
             DeleteGuard::Expected(None) | DeleteGuard::Seen(_) => {}
         }
         let registry = self.registry;
-        store.remove(&located.node, stat.kind, recursive, &|identity| registry.holds_mount(identity), &path)?;
+        let removal = Removal { recursive, holds_mount: &|identity| registry.holds_mount(identity), seen };
+        store.remove(&located.node, stat.kind, &removal, &path)?;
         let kind = match stat.kind {
             Kind::Directory => "directory",
             Kind::Symlink => "link",
@@ -422,11 +439,12 @@ impl Context<'_> {
     }
 }
 /// What a delete checks of a file under the store's lock.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) enum DeleteGuard<'a> {
     /// The agent's own `expectedVersion`, if it gave one.
     Expected(Option<&'a str>),
-    /// Read before edit: a file must be at the version its session saw (`None`: never seen,
-    /// so no file may be deleted); a directory or a link is not checked.
-    Seen(Option<&'a str>),
+    /// Read before edit: a file must be at the version its session saw at its path (`None`:
+    /// never seen, so it may not be deleted); so must every file of a directory deleted with
+    /// `recursive`. A link, and an empty directory, are not checked.
+    Seen(&'a crate::storage::SeenVersion<'a>),
 }

@@ -1,5 +1,5 @@
 //! Claims on trees, so that a check of what lies inside a tree and the act it guards happen as
-//! one step for every other move and delete of the registry (ADR 0006).
+//! one step for every other move and delete of the process (ADR 0006).
 //!
 //! A recursive delete walks its tree for protected names, then removes the tree; a move of a
 //! directory walks it for protections that would not hold at the destination, then renames
@@ -9,6 +9,10 @@
 //! every place it changes (a delete its tree, a move its source and its destination) before
 //! it checks them, and holds the claims until it has acted; a claim that overlaps one held
 //! (the same place, one inside the other) waits until that one is released.
+//!
+//! Places are physical (a store's tree base, then the canonical path inside it) and the table
+//! is the process's own, not a registry's: two mounts of one directory, in one registry or in
+//! the registries of two crews a daemon serves, are one tree. Another process is not excluded.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -19,22 +23,23 @@ use crate::error::Error;
 /// How often a waiting claim looks at its call's cancel flag.
 const POLL: Duration = Duration::from_millis(50);
 
-/// A place a claim covers: the tree key of its mount (see `RegistryInner::tree_keys`) and the
-/// canonical path inside it, with everything below.
-pub(crate) type Place = (usize, Vec<String>);
+/// A place a claim covers, with everything below: its store's tree base
+/// (`Backend::tree_base`), then the canonical path inside it. Never shown to anyone.
+pub(crate) type Place = Vec<String>;
 
 /// The claims held now.
-#[derive(Default)]
 pub(crate) struct TreeClaims {
     held: Mutex<Held>,
     released: Condvar,
 }
 
-#[derive(Default)]
 struct Held {
     next: u64,
     claims: Vec<(u64, Place)>,
 }
+
+/// The process's claims: every registry's moves and deletes claim here.
+pub(crate) static CLAIMS: TreeClaims = TreeClaims::new();
 
 /// Held while a move or delete checks and changes its places; dropping it releases them.
 pub(crate) struct Claim<'c> {
@@ -54,10 +59,14 @@ impl Drop for Claim<'_> {
 /// True when one place lies at or inside the other. Segments are compared regardless of ASCII
 /// case, as the name rules are (resolution rule 13): on a case-insensitive disk `D/x` is `d/x`.
 fn overlaps(left: &Place, right: &Place) -> bool {
-    left.0 == right.0 && left.1.iter().zip(&right.1).all(|(left, right)| left.eq_ignore_ascii_case(right))
+    left.iter().zip(right).all(|(left, right)| left.eq_ignore_ascii_case(right))
 }
 
 impl TreeClaims {
+    pub(crate) const fn new() -> Self {
+        Self { held: Mutex::new(Held { next: 0, claims: Vec::new() }), released: Condvar::new() }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Held> {
         // A panic while the list was held cannot leave it half changed (each change is one
         // `push` or `retain`), so a poisoned list is still the truth.
@@ -90,7 +99,9 @@ mod tests {
     use super::*;
 
     fn place(key: usize, rel: &str) -> Place {
-        (key, rel.split('/').filter(|segment| !segment.is_empty()).map(str::to_owned).collect())
+        std::iter::once(format!("tree{key}"))
+            .chain(rel.split('/').filter(|segment| !segment.is_empty()).map(str::to_owned))
+            .collect()
     }
 
     #[test]
@@ -105,7 +116,7 @@ mod tests {
 
     #[test]
     fn an_overlapping_claim_waits_for_the_release() {
-        let claims = TreeClaims::default();
+        let claims = TreeClaims::new();
         let first = claims.claim(&[place(0, "a")], &Deadline::never()).unwrap();
         // Another tree, and a sibling, are not held up.
         drop(claims.claim(&[place(1, "a"), place(0, "b")], &Deadline::never()).unwrap());

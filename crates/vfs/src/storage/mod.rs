@@ -225,6 +225,31 @@ pub(crate) enum Lock {
     None,
 }
 
+/// Locks the directories of a move's two places, a shared directory once, in one order for
+/// every caller (by directory identity), so that two moves in opposite directions never each
+/// hold one lock and wait for the other.
+pub(crate) fn lock_pair(
+    (first, first_node, first_path): (&Backend, &Node, &VirtualPath),
+    (second, second_node, second_path): (&Backend, &Node, &VirtualPath),
+) -> Result<(Lock, Option<Lock>), Error> {
+    let identity = |node: &Node| match node {
+        Node::Local(node) => local::directory_identity(node),
+        #[cfg(feature = "s3")]
+        Node::Object(_) => None,
+    };
+    match (identity(first_node), identity(second_node)) {
+        (Some(one), Some(other)) if one == other => Ok((first.lock(first_node, first_path)?, None)),
+        (Some(one), Some(other)) if other < one => {
+            let later = second.lock(second_node, second_path)?;
+            Ok((first.lock(first_node, first_path)?, Some(later)))
+        }
+        _ => {
+            let earlier = first.lock(first_node, first_path)?;
+            Ok((earlier, Some(second.lock(second_node, second_path)?)))
+        }
+    }
+}
+
 /// One entry a walk visits.
 pub(crate) struct Visit<'a> {
     pub(crate) path: &'a VirtualPath,
@@ -235,6 +260,31 @@ pub(crate) struct Visit<'a> {
     pub(crate) depth: usize,
     /// The entry itself, to open it or read what it holds.
     pub(crate) node: &'a Node,
+}
+
+/// The version a caller saw at a virtual path, if it saw the file there (read before delete).
+pub(crate) type SeenVersion<'a> = dyn Fn(&VirtualPath) -> Option<String> + 'a;
+
+/// What a removal may remove.
+pub(crate) struct Removal<'a> {
+    /// A non-empty directory is removed with everything in it.
+    pub(crate) recursive: bool,
+    /// True for a directory that is a nested mount's root: a recursive removal stops there,
+    /// refused.
+    pub(crate) holds_mount: &'a dyn Fn((u64, u64)) -> bool,
+    /// Read before delete, for the files of a recursive removal: the version the caller saw
+    /// at each file's path (`None`: never seen). Each regular file is checked just before it
+    /// is removed (a local store under its directory's lock, which every write takes), and
+    /// the first that is not at the version seen ends the removal with a version mismatch
+    /// naming it. `None` here: files are removed unchecked.
+    pub(crate) seen: Option<&'a SeenVersion<'a>>,
+}
+
+impl Removal<'_> {
+    /// Removes one entry, never a tree, and nothing but what is named.
+    pub(crate) fn single() -> Removal<'static> {
+        Removal { recursive: false, holds_mount: &|_| false, seen: None }
+    }
 }
 
 /// What a visitor tells the walk.
@@ -336,16 +386,9 @@ pub(crate) trait Store {
     /// Creates a directory; `false` when it already existed.
     fn make_directory(&self, node: &Self::Node, path: &VirtualPath) -> Result<bool, Error>;
 
-    /// Removes a file or a link (never its target), an empty directory, or with `recursive` a
-    /// whole tree, stopping at a directory for which `holds_mount` is true.
-    fn remove(
-        &self,
-        node: &Self::Node,
-        kind: Kind,
-        recursive: bool,
-        holds_mount: &dyn Fn((u64, u64)) -> bool,
-        path: &VirtualPath,
-    ) -> Result<(), Error>;
+    /// Removes a file or a link (never its target), an empty directory, or with
+    /// `removal.recursive` a whole tree, as [`Removal`] says.
+    fn remove(&self, node: &Self::Node, kind: Kind, removal: &Removal<'_>, path: &VirtualPath) -> Result<(), Error>;
 
     /// Holds a lock for a read-modify-write of the place's directory.
     fn lock(&self, node: &Self::Node, path: &VirtualPath) -> Result<Lock, Error>;
@@ -408,6 +451,18 @@ impl Backend {
             Backend::Local(store) => store.capabilities(),
             #[cfg(feature = "s3")]
             Backend::Object(store) => store.capabilities(),
+        }
+    }
+
+    /// Where this store's tree lies among every store of the process, as path segments: a
+    /// local root's canonical directory, an object mount's scheme, bucket and prefix. Claims
+    /// (`registry::claims`) compare places by it, so two mounts of one tree, in one registry
+    /// or in two (two crews of a daemon), exclude each other's moves and deletes. Never shown.
+    pub(crate) fn tree_base(&self) -> Vec<String> {
+        match self {
+            Backend::Local(root) => root.tree_base(),
+            #[cfg(feature = "s3")]
+            Backend::Object(root) => root.tree_base(),
         }
     }
 
@@ -570,17 +625,16 @@ impl Backend {
         with_node!(self, node, path, |store, node| store.make_directory(node, path))
     }
 
-    /// Removes a file or a link (never its target), an empty directory, or with `recursive` a
-    /// whole tree, stopping at a directory for which `holds_mount` is true.
+    /// Removes a file or a link (never its target), an empty directory, or with
+    /// `removal.recursive` a whole tree, as [`Removal`] says.
     pub(crate) fn remove(
         &self,
         node: &Node,
         kind: Kind,
-        recursive: bool,
-        holds_mount: &dyn Fn((u64, u64)) -> bool,
+        removal: &Removal<'_>,
         path: &VirtualPath,
     ) -> Result<(), Error> {
-        with_node!(self, node, path, |store, node| store.remove(node, kind, recursive, holds_mount, path))
+        with_node!(self, node, path, |store, node| store.remove(node, kind, removal, path))
     }
 
     /// Holds a lock for a read-modify-write of the place's directory.

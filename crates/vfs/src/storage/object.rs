@@ -117,6 +117,11 @@ fn config_error(spec: &MountSpec, reason: impl Into<String>) -> ConfigError {
 }
 
 impl ObjectRoot {
+    /// `scheme://bucket`, then the prefix's segments.
+    pub(crate) fn tree_base(&self) -> Vec<String> {
+        std::iter::once(self.bucket.clone()).chain(self.prefix.iter().cloned()).collect()
+    }
+
     /// Builds the store client for `s3://bucket[/prefix]` (credentials, region and endpoint
     /// from the standard `AWS_*` variables) or `memory://name`, and checks that it answers.
     pub(crate) fn open(spec: &MountSpec) -> Result<Self, ConfigError> {
@@ -678,8 +683,7 @@ impl crate::storage::Store for ObjectRoot {
         &self,
         node: &Node,
         kind: Kind,
-        recursive: bool,
-        _holds_mount: &dyn Fn((u64, u64)) -> bool,
+        removal: &crate::storage::Removal<'_>,
         path: &VirtualPath,
     ) -> Result<(), Error> {
         if node.rel.is_empty() {
@@ -689,14 +693,23 @@ impl crate::storage::Store for ObjectRoot {
             return self.delete_object(&node.rel).map_err(|error| store_error(path, error));
         }
         // A directory is a prefix with objects below it: never empty.
-        if !recursive {
+        if !removal.recursive {
             return Err(Error::not_empty(path));
         }
         loop {
             let (objects, more) = self.list_all(&node.rel, 1000).map_err(|error| store_error(path, error))?;
-            for (parts, _) in &objects {
+            for (parts, info) in &objects {
                 let mut rel = node.rel.clone();
                 rel.extend(parts.iter().cloned());
+                // Read before delete, judged on the listing's version: object stores have no
+                // lock, so a write between the listing and this delete is not seen.
+                if let Some(seen) = removal.seen {
+                    let object_path = parts.iter().fold(path.clone(), |path, part| path.join_trusted(part));
+                    let current = info.token().unwrap_or_default();
+                    if seen(&object_path).as_deref() != Some(current.as_str()) {
+                        return Err(Error::version_mismatch(&object_path, &current));
+                    }
+                }
                 self.delete_object(&rel).map_err(|error| store_error(path, error))?;
             }
             if !more || objects.is_empty() {

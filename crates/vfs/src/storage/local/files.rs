@@ -203,7 +203,11 @@ pub(super) fn write_atomic(
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(mode & 0o777),
     )
-    .map_err(|errno| Error::io(path, io_error(errno)))?;
+    .map_err(|errno| match errno {
+        // The directory held open was removed since it was found (a delete beside this call).
+        Errno::NOENT => Error::changed_during_call(path),
+        errno => Error::io(path, io_error(errno)),
+    })?;
     let mut file = File::from(fd);
     let written = (|| -> io::Result<u64> {
         let written = io::copy(source, &mut file)?;
@@ -343,6 +347,7 @@ pub(super) fn remove_tree(
     name: &str,
     path: &VirtualPath,
     holds_mount: &dyn Fn((u64, u64)) -> bool,
+    check: &dyn Fn(&OwnedFd, &str, &VirtualPath) -> Result<(), Error>,
     depth: usize,
 ) -> Result<(), Error> {
     if depth > MAX_DEPTH {
@@ -352,11 +357,16 @@ pub(super) fn remove_tree(
     if holds_mount(identity(&stat)) {
         return Err(Error::pinned(path, "delete", None));
     }
+    // Every write takes its directory's lock: under it, what `check` judged of a file is what
+    // is removed, and no file is created between the last removal and the directory's own
+    // (a write that waited for the lock then finds its directory gone).
+    let _lock = lock_directory(&child, path)?;
     for entry in read_directory(&child, path)? {
         let entry_path = path.join_trusted(&entry.name);
         if entry.kind == Kind::Directory {
-            remove_tree(&child, &entry.name, &entry_path, holds_mount, depth + 1)?;
+            remove_tree(&child, &entry.name, &entry_path, holds_mount, check, depth + 1)?;
         } else {
+            check(&child, &entry.name, &entry_path)?;
             remove_file(&child, &entry.name, &entry_path)?;
         }
     }

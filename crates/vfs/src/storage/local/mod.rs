@@ -163,6 +163,11 @@ fn fstat(fd: &OwnedFd, path: &VirtualPath) -> Result<Stat, Error> {
 }
 
 /// The identity of a stat the local store made (it always has one).
+/// The identity of the directory a place lies in, as its lock is taken on it.
+pub(crate) fn directory_identity(node: &Node) -> Option<(u64, u64)> {
+    rustix::fs::fstat(&*node.parent).ok().map(|raw| identity(&stat_of(&raw)))
+}
+
 fn identity(stat: &Stat) -> (u64, u64) {
     stat.identity.unwrap_or_default()
 }
@@ -203,6 +208,13 @@ impl LocalRoot {
             sync,
             versions: VersionCache::default(),
         })
+    }
+
+    /// The canonical directory's components, after a marker no object store's base has.
+    pub(crate) fn tree_base(&self) -> Vec<String> {
+        std::iter::once("file:".to_owned())
+            .chain(self.canonical.components().map(|component| component.as_os_str().to_string_lossy().into_owned()))
+            .collect()
     }
 
     /// The canonical path components of `other` below this root: `Some(empty)` for the same
@@ -394,14 +406,7 @@ impl super::Store for LocalRoot {
         files::make_directory(&node.parent, name, path)
     }
 
-    fn remove(
-        &self,
-        node: &Node,
-        kind: Kind,
-        recursive: bool,
-        holds_mount: &dyn Fn((u64, u64)) -> bool,
-        path: &VirtualPath,
-    ) -> Result<(), Error> {
+    fn remove(&self, node: &Node, kind: Kind, removal: &super::Removal<'_>, path: &VirtualPath) -> Result<(), Error> {
         let Some(name) = &node.name else {
             return Err(Error::invalid_argument(agent_text![
                 "cannot delete ",
@@ -410,7 +415,26 @@ impl super::Store for LocalRoot {
             ]));
         };
         match kind {
-            Kind::Directory if recursive => files::remove_tree(&node.parent, name, path, holds_mount, 0),
+            Kind::Directory if removal.recursive => {
+                // Read before delete: a file is removed only at the version the caller saw,
+                // judged under its directory's lock (held by `remove_tree`).
+                let check = |directory: &OwnedFd, name: &str, path: &VirtualPath| -> Result<(), Error> {
+                    let Some(seen) = removal.seen else { return Ok(()) };
+                    let Some(stat) = files::stat_child(directory, name) else { return Ok(()) };
+                    if stat.kind != Kind::File {
+                        return Ok(());
+                    }
+                    let (mut file, stat) = files::open_file_in(directory, name, stat, path)?;
+                    let current =
+                        version_of_file(&self.versions, &mut file, &stat).map_err(|error| Error::io(path, error))?;
+                    if seen(path).as_deref() == Some(current.as_str()) {
+                        Ok(())
+                    } else {
+                        Err(Error::version_mismatch(path, &current))
+                    }
+                };
+                files::remove_tree(&node.parent, name, path, removal.holds_mount, &check, 0)
+            }
             Kind::Directory => files::remove_directory(&node.parent, name, path),
             Kind::File | Kind::Symlink | Kind::Special => files::remove_file(&node.parent, name, path),
         }
