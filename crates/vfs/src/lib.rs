@@ -68,6 +68,7 @@ pub fn raise_open_file_limit() -> u64 {
 mod access;
 mod budget;
 mod error;
+mod gate;
 mod mount;
 mod ops;
 mod path;

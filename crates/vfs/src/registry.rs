@@ -984,7 +984,7 @@ impl MountRegistry {
         let path = VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))?;
         let (serving, _) = self.inner.route(Caller::Agent, &path)?;
         let context = crate::ops::Context::new(&self.inner, Caller::Agent, crate::Budget::unlimited().start("check"));
-        let located = context.locate(&path, Access::Read, true, false)?;
+        let located = context.locate::<crate::gate::Read>(&path, true, false)?;
         let Some(landed) = self.inner.mounts[located.mount].storage.local() else { return Ok(None) };
         let holders: Vec<(usize, Vec<String>)> = (self.inner.mounts.iter().enumerate())
             .filter(|(index, mount)| *index != serving && mount.visibility == Visibility::AgentFacing)

@@ -7,9 +7,9 @@
 use super::Context;
 use crate::budget::Deadline;
 use crate::error::Error;
+use crate::gate;
 use crate::path::VirtualPath;
-use crate::spec::Access;
-use crate::storage::{Kind, PutWhen};
+use crate::storage::{Kind, Located, PutWhen};
 use crate::text::{AgentText, agent_text, code, passed};
 
 /// One replacement.
@@ -171,9 +171,18 @@ impl Context<'_> {
                 )],
             ));
         }
-        let access = if options.dry_run { Access::Read } else { Access::Write };
-        let located = self.locate(&path, access, false, false)?;
-        if Self::is_root(&located) {
+        // A dry run changes nothing and needs only the read right; only an edit's place can be
+        // written to.
+        let place = if options.dry_run {
+            Err(self.locate::<gate::Read>(&path, false, false)?)
+        } else {
+            Ok(self.locate::<gate::Write>(&path, false, false)?)
+        };
+        let located: &Located = match &place {
+            Ok(place) => place,
+            Err(place) => place,
+        };
+        if Self::is_root(located) {
             return Err(Error::not_a_file(&path));
         }
         let store = self.store(located.mount);
@@ -196,16 +205,16 @@ impl Context<'_> {
         let bounds = Bounds { cap, deadline: &self.deadline };
         let (after, replacements) = apply(&path, &before, edits, options.replace_all, &bounds)?;
         let diff = unified_diff(&path, &before, &after, self.registry.limits.read_bytes, &self.deadline);
-        if options.dry_run {
+        let Ok(place) = &place else {
             return Ok(EditOutcome { path, diff, applied: false, replacements, version: token });
-        }
+        };
         // Under a directory lock nobody wrote since the read; without one, the put is
         // conditional on the version read.
         let when = match token {
             Some(token) if !store.capabilities().locks => PutWhen::Version(token),
             _ => PutWhen::Any,
         };
-        let version = store.put(&located.node, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)?;
+        let version = store.put(place, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)?;
         Ok(EditOutcome { path, diff, applied: true, replacements, version })
     }
 }

@@ -13,9 +13,9 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::Context;
 use crate::error::Error;
+use crate::gate;
 use crate::path::VirtualPath;
 use crate::policy::RuleEffect;
-use crate::spec::Access;
 use crate::storage::local::descriptor_budget;
 use crate::storage::{Backend, Flow, Kind, Located, Node, Walked};
 use crate::text::AgentText;
@@ -452,10 +452,10 @@ impl Context<'_> {
             }
             return roots
                 .into_iter()
-                .map(|root| self.locate(&root, Access::Read, true, false).map(|located| (root, located)))
+                .map(|root| self.locate::<gate::Read>(&root, true, false).map(|located| (root, located.into_located())))
                 .collect();
         }
-        let located = self.locate(start, Access::Read, true, false)?;
+        let located = self.locate::<gate::Read>(start, true, false)?.into_located();
         match self.store(located.mount).stat(&located.node, start)?.map(|stat| stat.kind) {
             Some(Kind::File) => {
                 batch.push(Job { path: start.clone(), mount: located.mount, node: located.node });

@@ -29,7 +29,6 @@ use crate::mount::Caller;
 use crate::path::VirtualPath;
 use crate::registry::{Claim, Place, RegistryInner, TreeChange, View};
 use crate::spec::Access;
-use crate::storage::local::MAX_DEPTH;
 use crate::storage::{Backend, Located, Resolve, Stat};
 
 /// One request's view: the registry, who is asking, and the call's clock.
@@ -57,56 +56,6 @@ impl<'r> Context<'r> {
     /// The store of mount `mount`.
     pub(crate) fn store(&self, mount: usize) -> &'r Backend {
         &self.registry.mounts[mount].storage
-    }
-
-    /// Routes and locates `path`, then checks `access` on where the store landed. With
-    /// `create_parents`, missing directories on the way are created (local stores; object
-    /// stores have none to create) after the rights there are checked.
-    pub(crate) fn locate(
-        &self,
-        path: &VirtualPath,
-        access: Access,
-        follow_final: bool,
-        create_parents: bool,
-    ) -> Result<Located, Error> {
-        let (mount, components) = self.registry.route(self.caller, path)?;
-        // The name rules first, on the path as written: a hidden name answers as a missing
-        // one before resolution can tell what is there (the canonical path is judged below).
-        // Without `create_parents` the place must exist (a read, an edit, a delete, a move's
-        // source), so a hidden one is missing whatever the access; creating one is refused
-        // as such by `authorize`.
-        let judged = if create_parents { access } else { Access::Read };
-        if !create_parents {
-            self.registry.check_names(self.caller, mount, &components, judged, path)?;
-        }
-        if create_parents {
-            if components.len() > MAX_DEPTH + 1 {
-                return Err(Error::too_deep(path, MAX_DEPTH));
-            }
-            // The lexical rights first, so that a refused write creates no parent directory;
-            // the rights where resolution lands are checked again below.
-            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
-            self.registry.authorize(self.caller, mount, &rel, access, path)?;
-        }
-        let gate = |mount: usize, rel: &[String]| {
-            if rel.len() > MAX_DEPTH {
-                return Err(Error::too_deep(path, MAX_DEPTH));
-            }
-            self.registry.authorize(self.caller, mount, rel, Access::Write, path)?;
-            self.guard_git_directory(mount, rel, Access::Write, path)
-        };
-        let options = Resolve { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
-        let located = self.store(mount).locate(&self.table(), mount, &components, &options, path)?;
-        if judged != access {
-            // A hidden place that must exist is missing, before `authorize` judges the names
-            // again for `access` (a read-only name refuses a change).
-            self.registry.check_names(self.caller, located.mount, &located.rel, judged, path)?;
-        }
-        self.registry.authorize(self.caller, located.mount, &located.rel, access, path)?;
-        if access == Access::Write {
-            self.guard_git_directory(located.mount, &located.rel, access, path)?;
-        }
-        Ok(located)
     }
 
     /// Finds the places a move or delete changes (`find`), claims them (`places` says which:

@@ -11,6 +11,7 @@ use base64::Engine as _;
 use super::{Context, rfc3339};
 use crate::budget::Deadline;
 use crate::error::Error;
+use crate::gate;
 use crate::path::VirtualPath;
 use crate::spec::Access;
 use crate::storage::Kind;
@@ -174,7 +175,7 @@ impl Context<'_> {
                 version_of_bytes(content.as_bytes())
             });
         }
-        let located = self.locate(&path, Access::Read, true, false)?;
+        let located = self.locate::<gate::Read>(&path, true, false)?;
         // A window from the first line needs at most `cap + 1` bytes (the extra byte tells
         // "exactly at the cap" from "more follows"): a store that can fetch them with the open
         // saves a request.
@@ -224,7 +225,7 @@ impl Context<'_> {
 
     pub(crate) fn read_media(&self, input: &str) -> Result<MediaRead, Error> {
         let path = Self::parse(input)?;
-        let located = self.locate(&path, Access::Read, true, false)?;
+        let located = self.locate::<gate::Read>(&path, true, false)?;
         let cap = self.registry.limits.media_bytes;
         let (bytes, _, _) = self.store(located.mount).read_all(&located.node, cap, &path)?;
         Ok(MediaRead {
@@ -253,7 +254,7 @@ impl Context<'_> {
             Some(Err(error)) if error.kind() != crate::ErrorKind::NotAFile => return Err(error),
             _ => {}
         }
-        let located = self.locate(&path, Access::Read, true, false)?;
+        let located = self.locate::<gate::Read>(&path, true, false)?;
         let store = self.store(located.mount);
         let Some(stat) = store.stat(&located.node, &path)? else {
             return Err(Error::not_found(&path));

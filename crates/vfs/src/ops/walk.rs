@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use super::Context;
 use crate::error::Error;
+use crate::gate;
 use crate::mount::Visibility;
 use crate::path::VirtualPath;
 use crate::policy::{NamePolicy, RuleEffect};
-use crate::spec::Access;
 use crate::storage::{Flow, Kind, Located, Visit, WalkFrom, Walked};
 use crate::text::{AgentText, agent_text, name};
 
@@ -326,7 +326,7 @@ impl Context<'_> {
         max_depth: usize,
         visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
     ) -> Result<Walked, Error> {
-        let located = self.locate(path, Access::Read, true, false)?;
+        let located = self.locate::<gate::Read>(path, true, false)?;
         self.walk_located(&located, path, max_depth, visit)
     }
 
@@ -522,7 +522,7 @@ impl Context<'_> {
             self.deadline.check()?;
             let size = if entry.kind == EntryKind::File {
                 let child = listing.path.join_trusted(&entry.name);
-                self.locate(&child, Access::Read, false, false)
+                self.locate::<gate::Read>(&child, false, false)
                     .ok()
                     .and_then(|located| self.store(located.mount).stat(&located.node, &child).ok().flatten())
                     .map(|stat| stat.size)
@@ -552,7 +552,7 @@ impl Context<'_> {
         let limit = self.registry.limits.entries;
         let virtual_names = self.virtual_children(&path);
         let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
-        match self.locate(&path, Access::Read, true, false) {
+        match self.locate::<gate::Read>(&path, true, false) {
             Ok(located) => {
                 let store = self.store(located.mount);
                 let rules = self.registry.rules_for(self.caller, located.mount);

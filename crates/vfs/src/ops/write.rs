@@ -11,10 +11,11 @@ use std::io::Write as _;
 
 use super::Context;
 use crate::error::Error;
+use crate::gate::{self, Place};
 use crate::path::VirtualPath;
 use crate::registry::TreeChange;
 use crate::spec::Access;
-use crate::storage::local::{MAX_DEPTH, OpenFile};
+use crate::storage::local::OpenFile;
 use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Stat};
 use crate::text::{AgentText, agent_text, code};
 
@@ -171,7 +172,7 @@ impl Context<'_> {
             let message = format!("the content has {} bytes, more than the {cap}-byte write cap", content.len());
             return Err(Error::too_large(Some(&path), agent_text![message]));
         }
-        let located = self.locate(&path, Access::Write, false, true)?;
+        let located = self.locate::<gate::Write>(&path, false, true)?;
         if Self::is_root(&located) {
             return Err(Error::not_a_file(&path));
         }
@@ -198,7 +199,7 @@ impl Context<'_> {
             (None, Some(_)) => return Err(Error::version_mismatch(&path, "none (the file does not exist)")),
             (None, None) => (PutWhen::Absent, 0o666),
         };
-        let version = store.put(&located.node, content, &when, mode, &path)?;
+        let version = store.put(&located, content, &when, mode, &path)?;
         Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
     }
 
@@ -221,7 +222,7 @@ impl Context<'_> {
             let (mount, components) = self.registry.route(self.caller, &path)?;
             self.registry.check_names(self.caller, mount, &components, Access::Write, &path)?;
         }
-        let located = self.locate(&path, Access::Read, true, true)?;
+        let located = self.locate::<gate::Read>(&path, true, true)?;
         if Self::is_root(&located) {
             return Ok(CreateDirOutcome { path, created: false });
         }
@@ -230,14 +231,11 @@ impl Context<'_> {
             Some(stat) if stat.kind == Kind::Directory => Ok(CreateDirOutcome { path, created: false }),
             Some(_) => Err(Error::not_a_directory(&path)),
             None => {
-                if located.rel.len() > MAX_DEPTH {
-                    return Err(Error::too_deep(&path, MAX_DEPTH));
-                }
-                self.registry.authorize(self.caller, located.mount, &located.rel, Access::Write, &path)?;
+                let located = self.authorize_write(located, &path)?;
                 // Under the directory's lock, which a write beside it takes too.
                 let _lock = store.lock(&located.node, &path)?;
                 self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
-                let created = store.make_directory(&located.node, &path)?;
+                let created = store.make_directory(&located, &path)?;
                 Ok(CreateDirOutcome { path, created })
             }
         }
@@ -257,7 +255,9 @@ impl Context<'_> {
         // can bring a protected name into the source, or change the destination, in between.
         let (_claim, ((from, from_stat), to)) = self.under_claim(
             &source,
-            |((from, _), to): &((Located, Stat), Located)| vec![self.place(from), self.place(to)],
+            |((from, _), to): &((Place<gate::Delete>, Stat), Place<gate::Write>)| {
+                vec![self.place(from), self.place(to)]
+            },
             || Ok((self.move_source(&source, &destination)?, self.move_destination(&destination)?)),
         )?;
         if from_stat.kind == Kind::Directory
@@ -291,9 +291,7 @@ impl Context<'_> {
                 to_store.check_version(&to.node, version, &destination)?;
             }
         }
-        if let Some(renamed) =
-            crate::storage::rename(from_store, &from.node, to_store, &to.node, overwrite, &destination)
-        {
+        if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
             renamed?;
             let copied = !from_store.capabilities().atomic_rename;
             return Ok(MoveOutcome { source, destination, copied });
@@ -309,14 +307,18 @@ impl Context<'_> {
         }
         let when = if overwrite { PutWhen::Any } else { PutWhen::Absent };
         self.copy_file(&from, &source, &to, &destination, &when)?;
-        from_store.remove(&from.node, Kind::File, &Removal::single(), &source)?;
+        from_store.remove(&from, Kind::File, &Removal::single(), &source)?;
         Ok(MoveOutcome { source, destination, copied: true })
     }
 
     /// The source of a move: located with delete rights, not a mount root or a special file,
     /// nothing protected inside it, and not an ancestor of the destination.
-    fn move_source(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<(Located, Stat), Error> {
-        let from = self.locate(source, Access::Delete, false, false)?;
+    fn move_source(
+        &self,
+        source: &VirtualPath,
+        destination: &VirtualPath,
+    ) -> Result<(Place<gate::Delete>, Stat), Error> {
+        let from = self.locate::<gate::Delete>(source, false, false)?;
         if Self::is_root(&from) {
             return Err(Error::invalid_argument(agent_text!["cannot move ", code(source), ": it is a mount root"]));
         }
@@ -335,11 +337,11 @@ impl Context<'_> {
 
     /// The destination of a move: nothing protected at or below it (checked lexically first,
     /// so that a refused move creates no parent directory), located with write rights.
-    fn move_destination(&self, destination: &VirtualPath) -> Result<Located, Error> {
+    fn move_destination(&self, destination: &VirtualPath) -> Result<Place<gate::Write>, Error> {
         let (routed, components) = self.registry.route(self.caller, destination)?;
         let components: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
         self.registry.guard_tree(self.caller, routed, &components, None, TreeChange::MoveTo, destination)?;
-        let to = self.locate(destination, Access::Write, false, true)?;
+        let to = self.locate::<gate::Write>(destination, false, true)?;
         if Self::is_root(&to) {
             return Err(Error::already_exists(destination));
         }
@@ -352,13 +354,13 @@ impl Context<'_> {
         &self,
         from: &Located,
         source: &VirtualPath,
-        to: &Located,
+        to: &Place<gate::Write>,
         destination: &VirtualPath,
         when: &PutWhen,
     ) -> Result<(), Error> {
         let (source_store, target_store) = (self.store(from.mount), self.store(to.mount));
         let cap = self.registry.limits.write_bytes;
-        crate::storage::copy_file(source_store, &from.node, source, target_store, &to.node, destination, when, cap)
+        crate::storage::copy_file(source_store, &from.node, source, target_store, to, destination, when, cap)
     }
 
     pub(crate) fn delete(&self, input: &str, recursive: bool, guard: DeleteGuard<'_>) -> Result<DeleteOutcome, Error> {
@@ -367,9 +369,9 @@ impl Context<'_> {
         // bring one into it in between.
         let (_claim, located) = self.under_claim(
             &path,
-            |located: &Located| vec![self.place(located)],
+            |located: &Place<gate::Delete>| vec![self.place(located)],
             || {
-                let located = self.locate(&path, Access::Delete, false, false)?;
+                let located = self.locate::<gate::Delete>(&path, false, false)?;
                 if Self::is_root(&located) {
                     // Refused before a claim on the whole mount could wait for anything.
                     return Err(Error::invalid_argument(agent_text![
@@ -419,7 +421,7 @@ impl Context<'_> {
         }
         let registry = self.registry;
         let removal = Removal { recursive, holds_mount: &|identity| registry.holds_mount(identity), seen };
-        store.remove(&located.node, stat.kind, &removal, &path)?;
+        store.remove(&located, stat.kind, &removal, &path)?;
         let kind = match stat.kind {
             Kind::Directory => "directory",
             Kind::Symlink => "link",
@@ -430,11 +432,11 @@ impl Context<'_> {
 
     pub(crate) fn open_append(&self, input: &str) -> Result<AppendFile, Error> {
         let path = Self::parse(input)?;
-        let located = self.locate(&path, Access::Write, false, true)?;
+        let located = self.locate::<gate::Write>(&path, false, true)?;
         if Self::is_root(&located) {
             return Err(Error::not_a_file(&path));
         }
-        let file = self.store(located.mount).open_append(&located.node, &path)?;
+        let file = self.store(located.mount).open_append(&located, &path)?;
         Ok(AppendFile { file })
     }
 }

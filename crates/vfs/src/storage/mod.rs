@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use crate::budget::Deadline;
 use crate::error::Error;
+use crate::gate::{Delete, Place, Write};
 use crate::mount::ConfigError;
 use crate::path::VirtualPath;
 use crate::spec::MountSpec;
@@ -611,30 +612,30 @@ impl Backend {
     /// `mode` gives the permission bits of a new file. Returns the new version token.
     pub(crate) fn put(
         &self,
-        node: &Node,
+        place: &Place<Write>,
         bytes: &[u8],
         when: &PutWhen,
         mode: u32,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
-        with_node!(self, node, path, |store, node| store.put(node, bytes, when, mode, path))
+        with_node!(self, &place.node, path, |store, node| store.put(node, bytes, when, mode, path))
     }
 
     /// Creates a directory; `false` when it already existed.
-    pub(crate) fn make_directory(&self, node: &Node, path: &VirtualPath) -> Result<bool, Error> {
-        with_node!(self, node, path, |store, node| store.make_directory(node, path))
+    pub(crate) fn make_directory(&self, place: &Place<Write>, path: &VirtualPath) -> Result<bool, Error> {
+        with_node!(self, &place.node, path, |store, node| store.make_directory(node, path))
     }
 
     /// Removes a file or a link (never its target), an empty directory, or with
     /// `removal.recursive` a whole tree, as [`Removal`] says.
     pub(crate) fn remove(
         &self,
-        node: &Node,
+        place: &Place<Delete>,
         kind: Kind,
         removal: &Removal<'_>,
         path: &VirtualPath,
     ) -> Result<(), Error> {
-        with_node!(self, node, path, |store, node| store.remove(node, kind, removal, path))
+        with_node!(self, &place.node, path, |store, node| store.remove(node, kind, removal, path))
     }
 
     /// Holds a lock for a read-modify-write of the place's directory.
@@ -643,8 +644,8 @@ impl Backend {
     }
 
     /// Opens (creating if needed) a file for appending, never through a link.
-    pub(crate) fn open_append(&self, node: &Node, path: &VirtualPath) -> Result<local::OpenFile, Error> {
-        with_node!(self, node, path, |store, node| store.open_append(node, path))
+    pub(crate) fn open_append(&self, place: &Place<Write>, path: &VirtualPath) -> Result<local::OpenFile, Error> {
+        with_node!(self, &place.node, path, |store, node| store.open_append(node, path))
     }
 }
 
@@ -657,14 +658,14 @@ pub(crate) fn copy_file(
     from: &Node,
     source_path: &VirtualPath,
     target: &Backend,
-    to: &Node,
+    to: &Place<Write>,
     target_path: &VirtualPath,
     when: &PutWhen,
     cap: u64,
 ) -> Result<(), Error> {
     #[cfg(not(feature = "s3"))]
     let _ = cap;
-    match (source, from, target, to) {
+    match (source, from, target, &to.node) {
         (Backend::Local(_), Node::Local(from), Backend::Local(target), Node::Local(to)) => {
             let (mut file, stat) = local::open_local(from, source_path)?;
             let replace = !matches!(when, PutWhen::Absent);
@@ -683,13 +684,13 @@ pub(crate) fn copy_file(
 /// they are not, and the operation copies, then deletes.
 pub(crate) fn rename(
     source: &Backend,
-    from: &Node,
+    from: &Place<Delete>,
     target: &Backend,
-    to: &Node,
+    to: &Place<Write>,
     replace: bool,
     path: &VirtualPath,
 ) -> Option<Result<(), Error>> {
-    match (source, from, target, to) {
+    match (source, &from.node, target, &to.node) {
         (Backend::Local(_), Node::Local(from), Backend::Local(_), Node::Local(to)) => {
             local::rename(from, to, replace, path)
         }

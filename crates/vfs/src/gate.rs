@@ -1,0 +1,153 @@
+//! The gate: the one code that turns a virtual path into a place an operation may act on, typed
+//! by what was authorized there.
+//!
+//! Every operation used to call routing, the name rules, resolution and the rights check in the
+//! right order, and the store's mutating primitives accepted any place resolution returned:
+//! nothing but care kept a write from landing where only a read had been checked. Here
+//! [`Place`] carries its need as a type ([`Read`], [`Write`], [`Delete`]); only this module
+//! builds one, after every check that need asks for, and each mutator of the storage seam
+//! (`put`, `make_directory`, `open_append`, `remove`, `rename`, the target of `copy_file`)
+//! takes a place of the need it serves. An operation that located for reading and then writes
+//! does not compile. A second front end (the FUSE view of the sandbox issue) gets the rules by
+//! asking the gate for places, not by replaying them.
+//!
+//! What a place does not carry: the tree guards of moves and deletes (`guard_tree`, the walks
+//! for protected names), which run on the place under a claim (`registry::claims`), and the
+//! checks that must be made again under a directory lock (the git look-alike guard), which
+//! the operations repeat where they hold the lock.
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+
+use crate::error::Error;
+use crate::ops::Context;
+use crate::path::VirtualPath;
+use crate::spec::Access;
+use crate::storage::local::MAX_DEPTH;
+use crate::storage::{Located, Resolve};
+
+/// What a place was authorized for. Sealed: the three needs below are all there are.
+pub(crate) trait Need: sealed::Sealed {
+    /// The access the rights and name rules are asked for.
+    const ACCESS: Access;
+}
+
+mod sealed {
+    pub(crate) trait Sealed {}
+    impl Sealed for super::Read {}
+    impl Sealed for super::Write {}
+    impl Sealed for super::Delete {}
+}
+
+/// Reading content, metadata or listings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Read {}
+
+/// Creating or replacing a file, making a directory, appending; the destination of a move.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Write {}
+
+/// Removing a file or a tree; the source of a move.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Delete {}
+
+impl Need for Read {
+    const ACCESS: Access = Access::Read;
+}
+
+impl Need for Write {
+    const ACCESS: Access = Access::Write;
+}
+
+impl Need for Delete {
+    const ACCESS: Access = Access::Delete;
+}
+
+/// A located place on which `N` was authorized for the caller that located it. Built only by
+/// [`Context::locate`] and [`Context::authorize_write`]; it reads as the [`Located`] it holds.
+#[derive(Debug, Clone)]
+pub(crate) struct Place<N: Need> {
+    located: Located,
+    need: PhantomData<N>,
+}
+
+impl<N: Need> Place<N> {
+    /// The place without its authorization: what reads keep (a [`Located`] reaches no mutator).
+    pub(crate) fn into_located(self) -> Located {
+        self.located
+    }
+}
+
+impl<N: Need> Deref for Place<N> {
+    type Target = Located;
+
+    fn deref(&self) -> &Located {
+        &self.located
+    }
+}
+
+impl Context<'_> {
+    /// Routes and locates `path`, then checks `N` on where the store landed, and returns the
+    /// place typed by it. With `create_parents`, missing directories on the way are created
+    /// (local stores; object stores have none to create) after the rights there are checked.
+    pub(crate) fn locate<N: Need>(
+        &self,
+        path: &VirtualPath,
+        follow_final: bool,
+        create_parents: bool,
+    ) -> Result<Place<N>, Error> {
+        let access = N::ACCESS;
+        let (mount, components) = self.registry.route(self.caller, path)?;
+        // The name rules first, on the path as written: a hidden name answers as a missing
+        // one before resolution can tell what is there (the canonical path is judged below).
+        // Without `create_parents` the place must exist (a read, an edit, a delete, a move's
+        // source), so a hidden one is missing whatever the access; creating one is refused
+        // as such by `authorize`.
+        let judged = if create_parents { access } else { Access::Read };
+        if !create_parents {
+            self.registry.check_names(self.caller, mount, &components, judged, path)?;
+        }
+        if create_parents {
+            if components.len() > MAX_DEPTH + 1 {
+                return Err(Error::too_deep(path, MAX_DEPTH));
+            }
+            // The lexical rights first, so that a refused write creates no parent directory;
+            // the rights where resolution lands are checked again below.
+            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+            self.registry.authorize(self.caller, mount, &rel, access, path)?;
+        }
+        let gate = |mount: usize, rel: &[String]| {
+            if rel.len() > MAX_DEPTH {
+                return Err(Error::too_deep(path, MAX_DEPTH));
+            }
+            self.registry.authorize(self.caller, mount, rel, Access::Write, path)?;
+            self.guard_git_directory(mount, rel, Access::Write, path)
+        };
+        let options = Resolve { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
+        let located = self.store(mount).locate(&self.table(), mount, &components, &options, path)?;
+        if judged != access {
+            // A hidden place that must exist is missing, before `authorize` judges the names
+            // again for `access` (a read-only name refuses a change).
+            self.registry.check_names(self.caller, located.mount, &located.rel, judged, path)?;
+        }
+        self.registry.authorize(self.caller, located.mount, &located.rel, access, path)?;
+        if access == Access::Write {
+            self.guard_git_directory(located.mount, &located.rel, access, path)?;
+        }
+        Ok(Place { located, need: PhantomData })
+    }
+
+    /// The same place, authorized for writing as well: the rights and the name rules at its
+    /// canonical path, its depth, and the git look-alike guard. For `create_directory`, which
+    /// locates for reading (an existing directory is an answer that needs no write right) and
+    /// needs the write only when it has to make the directory.
+    pub(crate) fn authorize_write(&self, place: Place<Read>, path: &VirtualPath) -> Result<Place<Write>, Error> {
+        let located = place.located;
+        if located.rel.len() > MAX_DEPTH {
+            return Err(Error::too_deep(path, MAX_DEPTH));
+        }
+        self.registry.authorize(self.caller, located.mount, &located.rel, Access::Write, path)?;
+        self.guard_git_directory(located.mount, &located.rel, Access::Write, path)?;
+        Ok(Place { located, need: PhantomData })
+    }
+}
