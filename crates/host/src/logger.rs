@@ -66,6 +66,8 @@ impl Drop for ExchangeLogger {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Exchange<'a> {
     pub(crate) time: String,
+    /// The call's id, the same the change feed gives each change the call made.
+    pub(crate) call: &'a str,
     pub(crate) tool: &'a str,
     pub(crate) arguments: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,6 +119,7 @@ impl ExchangeLogger {
     pub(crate) fn record(&self, exchange: &Exchange<'_>) {
         let bounded = Exchange {
             time: exchange.time.clone(),
+            call: exchange.call,
             tool: exchange.tool,
             arguments: &bounded(exchange.arguments),
             result: exchange.result.as_ref().map(bounded),

@@ -769,7 +769,9 @@ impl ToolService {
         let started = SystemTime::now();
         let clock = Instant::now();
         let arguments = Value::Object(arguments.unwrap_or_default());
-        let agent = self.agent.with_budget(budget.with_time(self.registry.limits().call_time));
+        // One id for the call: on its exchange-log line and on every change it makes.
+        let call = vfs::CallId::new();
+        let agent = self.agent.with_budget(budget.with_time(self.registry.limits().call_time).with_call(call.clone()));
         // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
         // as given: nothing in it is the server's own.
         let outcome = guarded(name, || self.dispatch(name, &arguments, &agent));
@@ -784,7 +786,15 @@ impl ToolService {
                     (None, Some(json!({ "code": code, "message": error.to_string() })))
                 }
             };
-            logger.record(&Exchange { time, tool: name, arguments: &arguments, result, error, duration_ms });
+            logger.record(&Exchange {
+                time,
+                call: call.as_str(),
+                tool: name,
+                arguments: &arguments,
+                result,
+                error,
+                duration_ms,
+            });
         }
         outcome
     }

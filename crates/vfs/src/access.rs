@@ -7,6 +7,7 @@
 //! named root, and that reaches nothing else. Neither type can be turned into the other.
 
 use crate::budget::{Budget, Deadline};
+use crate::changes::CallId;
 use crate::error::Error;
 use crate::mount::Caller;
 use crate::ops::{
@@ -69,8 +70,9 @@ impl AgentAccessor {
         path: &str,
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let context = Context::new(&self.registry.inner, Caller::Agent, self.budget.start(operation));
-        audited(Caller::Agent, operation, path, || {
+        let context =
+            Context::new(&self.registry.inner, Caller::Agent, self.budget.start(operation), self.budget.call());
+        audited(Caller::Agent, operation, path, &context.call, || {
             let result = work(&context);
             context.deadline.close();
             result
@@ -223,8 +225,8 @@ impl PrivilegedAccessor {
         path: &str,
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let context = Context::new(&self.registry.inner, self.caller(), Deadline::never());
-        audited(self.caller(), operation, path, || work(&context))
+        let context = Context::new(&self.registry.inner, self.caller(), Deadline::never(), CallId::new());
+        audited(self.caller(), operation, path, &context.call, || work(&context))
     }
 
     /// The root this accessor reaches.
@@ -340,6 +342,7 @@ fn audited<T: Audited>(
     caller: Caller,
     operation: &'static str,
     path: &str,
+    call: &CallId,
     run: impl FnOnce() -> Result<T, Error>,
 ) -> Result<T, Error> {
     let result = run();
@@ -347,12 +350,21 @@ fn audited<T: Audited>(
         Caller::Agent => "agent",
         Caller::Privileged(_) => "privileged",
     };
+    let call = call.as_str();
     match &result {
         Ok(value) => {
-            tracing::debug!(target: "vfs::audit", operation, path, bytes = value.bytes(), caller, outcome = "ok");
+            tracing::debug!(target: "vfs::audit", call, operation, path, bytes = value.bytes(), caller, outcome = "ok");
         }
         Err(error) => {
-            tracing::debug!(target: "vfs::audit", operation, path, bytes = 0u64, caller, outcome = ?error.kind());
+            tracing::debug!(
+                target: "vfs::audit",
+                call,
+                operation,
+                path,
+                bytes = 0u64,
+                caller,
+                outcome = ?error.kind()
+            );
         }
     }
     result

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::changes::CallId;
 use crate::error::Error;
 
 /// How far a long call got: a count that grows, the total when it is known, and a line that
@@ -43,6 +44,7 @@ pub struct Budget {
     time: Option<Duration>,
     cancel: Option<Arc<AtomicBool>>,
     progress: Option<ProgressSink>,
+    call: Option<CallId>,
 }
 
 impl std::fmt::Debug for Budget {
@@ -52,6 +54,7 @@ impl std::fmt::Debug for Budget {
             .field("time", &self.time)
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.is_some())
+            .field("call", &self.call)
             .finish()
     }
 }
@@ -86,10 +89,23 @@ impl Budget {
         self
     }
 
+    /// Files the changes of the calls made with this budget under `call` (the id the host
+    /// writes on the call's exchange-log line); without one, each call gets a fresh id.
+    #[must_use]
+    pub fn with_call(mut self, call: CallId) -> Self {
+        self.call = Some(call);
+        self
+    }
+
     /// The time limit, if any.
     #[must_use]
     pub fn time(&self) -> Option<Duration> {
         self.time
+    }
+
+    /// The id of the next call made with this budget.
+    pub(crate) fn call(&self) -> CallId {
+        self.call.clone().unwrap_or_default()
     }
 
     /// The clock for one call of `operation`, started now.

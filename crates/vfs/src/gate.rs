@@ -19,6 +19,7 @@
 use std::marker::PhantomData;
 use std::ops::Deref;
 
+use crate::changes::{Before, ChangeKind};
 use crate::error::Error;
 use crate::ops::Context;
 use crate::path::VirtualPath;
@@ -123,7 +124,17 @@ impl Context<'_> {
             self.registry.authorize(self.caller, mount, rel, Access::Write, path)?;
             self.guard_git_directory(mount, rel, Access::Write, path)
         };
-        let options = Resolve { follow_final, create_parents: if create_parents { Some(&gate) } else { None } };
+        // A directory made on the way is a change of its own (`crate::changes`).
+        let made = |mount: usize, rel: &[String]| {
+            let root = self.registry.mounts[mount].root_path.clone();
+            let directory = rel.iter().fold(root, |directory, name| directory.join_trusted(name));
+            self.changed(ChangeKind::MakeDirectory, &directory, None, &Before::Absent, None);
+        };
+        let options = Resolve {
+            follow_final,
+            create_parents: if create_parents { Some(&gate) } else { None },
+            made: if create_parents { Some(&made) } else { None },
+        };
         let located = self.store(mount).locate(&self.table(), mount, &components, &options, path)?;
         if judged != access {
             // A hidden place that must exist is missing, before `authorize` judges the names

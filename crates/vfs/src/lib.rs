@@ -39,6 +39,7 @@
 
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor};
 pub use budget::{Budget, Progress, ProgressSink};
+pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver};
 pub use error::{Error, ErrorKind};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
@@ -67,6 +68,7 @@ pub fn raise_open_file_limit() -> u64 {
 
 mod access;
 mod budget;
+mod changes;
 mod error;
 mod gate;
 mod mount;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::changes::ChangeObserver;
 use crate::error::Error;
 use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
@@ -31,6 +32,7 @@ pub struct MountRegistryBuilder {
     limits: Limits,
     skip_sync: bool,
     rules: Vec<NameRule>,
+    observers: Vec<Arc<dyn ChangeObserver>>,
 }
 
 impl MountRegistryBuilder {
@@ -70,6 +72,14 @@ impl MountRegistryBuilder {
     /// without rules shows agents everything its mounts hold.
     pub fn name_rules(&mut self, rules: impl IntoIterator<Item = NameRule>) -> &mut Self {
         self.rules.extend(rules);
+        self
+    }
+
+    /// Adds an observer of the change feed: told of every change the registry's operations
+    /// commit, under the change's lock (see [`ChangeObserver`] and `docs/architecture.md`).
+    /// Every registry's first observer is the operator-log audit (`vfs::audit`).
+    pub fn observe(&mut self, observer: Arc<dyn ChangeObserver>) -> &mut Self {
+        self.observers.push(observer);
         self
     }
 
@@ -153,6 +163,9 @@ impl MountRegistryBuilder {
                 policies,
                 loosenings,
                 tree_bases,
+                observers: std::iter::once(Arc::new(crate::changes::Audit) as Arc<dyn ChangeObserver>)
+                    .chain(self.observers.iter().cloned())
+                    .collect(),
             }),
         })
     }
@@ -489,6 +502,8 @@ pub(crate) struct RegistryInner {
     pub(crate) loosenings: Vec<Loosening>,
     /// Where each mount's tree lies, by index, for claims (`Backend::tree_base`).
     pub(crate) tree_bases: Vec<Vec<String>>,
+    /// Who is told of each committed change (`crate::changes`), the audit first.
+    pub(crate) observers: Vec<Arc<dyn ChangeObserver>>,
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -983,7 +998,8 @@ impl MountRegistry {
     pub fn writable_elsewhere(&self, path: &str) -> Result<Option<WritableElsewhere>, Error> {
         let path = VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))?;
         let (serving, _) = self.inner.route(Caller::Agent, &path)?;
-        let context = crate::ops::Context::new(&self.inner, Caller::Agent, crate::Budget::unlimited().start("check"));
+        let deadline = crate::Budget::unlimited().start("check");
+        let context = crate::ops::Context::new(&self.inner, Caller::Agent, deadline, crate::CallId::new());
         let located = context.locate::<crate::gate::Read>(&path, true, false)?;
         let Some(landed) = self.inner.mounts[located.mount].storage.local() else { return Ok(None) };
         let holders: Vec<(usize, Vec<String>)> = (self.inner.mounts.iter().enumerate())

@@ -6,6 +6,7 @@
 
 use super::Context;
 use crate::budget::Deadline;
+use crate::changes::{Before, ChangeKind};
 use crate::error::Error;
 use crate::gate;
 use crate::path::VirtualPath;
@@ -210,11 +211,13 @@ impl Context<'_> {
         };
         // Under a directory lock nobody wrote since the read; without one, the put is
         // conditional on the version read.
-        let when = match token {
-            Some(token) if !store.capabilities().locks => PutWhen::Version(token),
+        let when = match &token {
+            Some(token) if !store.capabilities().locks => PutWhen::Version(token.clone()),
             _ => PutWhen::Any,
         };
+        let was = Before::File { size: stat.size, version: token };
         let version = store.put(place, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)?;
+        self.changed(ChangeKind::Edit, &path, None, &was, version.as_deref());
         Ok(EditOutcome { path, diff, applied: true, replacements, version })
     }
 }

@@ -24,6 +24,7 @@ pub(crate) use write::DeleteGuard;
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteOptions, WriteOutcome};
 
 use crate::budget::Deadline;
+use crate::changes::{Before, CallId, Change, ChangeKind};
 use crate::error::Error;
 use crate::mount::Caller;
 use crate::path::VirtualPath;
@@ -31,16 +32,34 @@ use crate::registry::{Claim, Place, RegistryInner, TreeChange, View};
 use crate::spec::Access;
 use crate::storage::{Backend, Located, Resolve, Stat};
 
-/// One request's view: the registry, who is asking, and the call's clock.
+/// One request's view: the registry, who is asking, the call's clock, and its id.
 pub(crate) struct Context<'r> {
     pub(crate) registry: &'r RegistryInner,
     pub(crate) caller: Caller,
     pub(crate) deadline: Deadline,
+    pub(crate) call: CallId,
 }
 
 impl<'r> Context<'r> {
-    pub(crate) fn new(registry: &'r RegistryInner, caller: Caller, deadline: Deadline) -> Self {
-        Self { registry, caller, deadline }
+    pub(crate) fn new(registry: &'r RegistryInner, caller: Caller, deadline: Deadline, call: CallId) -> Self {
+        Self { registry, caller, deadline, call }
+    }
+
+    /// Tells the registry's observers of a change this call committed (`crate::changes`); the
+    /// caller still holds the change's lock.
+    pub(crate) fn changed(
+        &self,
+        kind: ChangeKind,
+        path: &VirtualPath,
+        to: Option<&VirtualPath>,
+        before: &Before,
+        version: Option<&str>,
+    ) {
+        let change =
+            Change { call: &self.call, by_agent: self.caller == Caller::Agent, kind, path, to, before, version };
+        for observer in &self.registry.observers {
+            observer.changed(&change);
+        }
     }
 
     /// Parses agent input into a virtual path.
@@ -120,7 +139,7 @@ impl<'r> Context<'r> {
         if !self.registry.rules_for(self.caller, mount).is_some_and(|policy| policy.guards_git_directories(rel)) {
             return Ok(());
         }
-        let options = Resolve { follow_final: false, create_parents: None };
+        let options = Resolve { follow_final: false, create_parents: None, made: None };
         for partner in partners {
             let mut components: Vec<&str> = parent.iter().map(String::as_str).collect();
             components.push(partner);

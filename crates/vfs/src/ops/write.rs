@@ -10,6 +10,7 @@
 use std::io::Write as _;
 
 use super::Context;
+use crate::changes::{Before, ChangeKind};
 use crate::error::Error;
 use crate::gate::{self, Place};
 use crate::path::VirtualPath;
@@ -181,6 +182,10 @@ impl Context<'_> {
         // Again under the directory's lock, which a `create_directory` beside it takes too.
         self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
         let existing = store.restat(&located.node, &path)?;
+        let before = match existing {
+            Some(stat) => Before::File { size: stat.size, version: options.expected_version.clone() },
+            None => Before::Absent,
+        };
         let (when, mode) = match (existing, &options.expected_version) {
             (Some(stat), expected) => {
                 match stat.kind {
@@ -200,6 +205,7 @@ impl Context<'_> {
             (None, None) => (PutWhen::Absent, 0o666),
         };
         let version = store.put(&located, content, &when, mode, &path)?;
+        self.changed(ChangeKind::Write, &path, None, &before, version.as_deref());
         Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
     }
 
@@ -236,6 +242,9 @@ impl Context<'_> {
                 let _lock = store.lock(&located.node, &path)?;
                 self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
                 let created = store.make_directory(&located, &path)?;
+                if created {
+                    self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None);
+                }
                 Ok(CreateDirOutcome { path, created })
             }
         }
@@ -275,7 +284,12 @@ impl Context<'_> {
         if let Some(expected) = expected_version {
             from_store.check_version(&from.node, expected, &source)?;
         }
-        if let Some(existing) = to_store.restat(&to.node, &destination)? {
+        let existing = to_store.restat(&to.node, &destination)?;
+        let before = match existing {
+            Some(stat) => Before::File { size: stat.size, version: replacing.map(str::to_owned) },
+            None => Before::Absent,
+        };
+        if let Some(existing) = existing {
             if !overwrite {
                 return Err(Error::already_exists(&destination));
             }
@@ -293,6 +307,7 @@ impl Context<'_> {
         }
         if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
             renamed?;
+            self.changed(ChangeKind::Move, &source, Some(&destination), &before, None);
             let copied = !from_store.capabilities().atomic_rename;
             return Ok(MoveOutcome { source, destination, copied });
         }
@@ -308,6 +323,7 @@ impl Context<'_> {
         let when = if overwrite { PutWhen::Any } else { PutWhen::Absent };
         self.copy_file(&from, &source, &to, &destination, &when)?;
         from_store.remove(&from, Kind::File, &Removal::single(), &source)?;
+        self.changed(ChangeKind::Move, &source, Some(&destination), &before, None);
         Ok(MoveOutcome { source, destination, copied: true })
     }
 
@@ -409,19 +425,30 @@ impl Context<'_> {
             self.first_unseen(&located, &path, seen)?;
         }
         let _lock = store.lock(&located.node, &path)?;
-        match guard {
-            DeleteGuard::Expected(Some(expected)) => store.check_version(&located.node, expected, &path)?,
+        let checked = match guard {
+            DeleteGuard::Expected(Some(expected)) => {
+                store.check_version(&located.node, expected, &path)?;
+                Some(expected.to_owned())
+            }
             // A file seen at no version has none to match: "" is no version token.
             DeleteGuard::Seen(seen) if stat.kind == Kind::File => {
-                store.check_version(&located.node, seen(&path).as_deref().unwrap_or(""), &path)?;
+                let seen = seen(&path);
+                store.check_version(&located.node, seen.as_deref().unwrap_or(""), &path)?;
+                seen
             }
             // A directory or link, unguarded; if a file took its place since the look above,
             // the removal of a directory or link fails on it, and nothing unseen is lost.
-            DeleteGuard::Expected(None) | DeleteGuard::Seen(_) => {}
-        }
+            DeleteGuard::Expected(None) | DeleteGuard::Seen(_) => None,
+        };
         let registry = self.registry;
         let removal = Removal { recursive, holds_mount: &|identity| registry.holds_mount(identity), seen };
         store.remove(&located, stat.kind, &removal, &path)?;
+        let before = match stat.kind {
+            Kind::Directory => Before::Directory,
+            Kind::Symlink => Before::Link,
+            Kind::File | Kind::Special => Before::File { size: stat.size, version: checked },
+        };
+        self.changed(ChangeKind::Remove, &path, None, &before, None);
         let kind = match stat.kind {
             Kind::Directory => "directory",
             Kind::Symlink => "link",

@@ -160,7 +160,13 @@ pub(crate) struct Resolve<'a> {
     pub(crate) follow_final: bool,
     /// Create missing intermediate directories, after asking this gate.
     pub(crate) create_parents: Option<&'a CreateGate<'a>>,
+    /// Told of each directory resolution made (the effective mount and the directory's
+    /// canonical path in it), once it exists: the change feed's record of it.
+    pub(crate) made: Option<&'a Made<'a>>,
 }
+
+/// Told of a directory resolution made on the way (see `Resolve::made`).
+pub(crate) type Made<'a> = dyn Fn(usize, &[String]) + 'a;
 
 /// When a put may replace what is there.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -371,7 +371,12 @@ pub(super) fn remove_tree(
         }
     }
     drop(child);
-    remove_directory(directory, name, path)
+    remove_directory(directory, name, path).map_err(|error| match error.kind() {
+        // Emptied above, so something was made in it meanwhile (a write that created its
+        // directory again): not the agent's "pass `recursive`".
+        crate::ErrorKind::DirectoryNotEmpty => Error::changed_during_call(path),
+        _ => error,
+    })
 }
 
 /// Opens (creating if needed) a file for appending, never through a link.

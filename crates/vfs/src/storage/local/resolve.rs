@@ -218,7 +218,12 @@ impl Walker<'_> {
         wanted.push(name.clone());
         gate(self.mount, &wanted)?;
         match rustix::fs::mkdirat(&*self.current, name.as_str(), Mode::from_raw_mode(0o777)) {
-            Ok(()) | Err(Errno::EXIST) => {}
+            Ok(()) => {
+                if let Some(made) = self.options.made {
+                    made(self.mount, &wanted);
+                }
+            }
+            Err(Errno::EXIST) => {}
             Err(errno) => return Err(Error::io(self.path, io_error(errno))),
         }
         self.pending.push_front(name);

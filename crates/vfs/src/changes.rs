@@ -1,0 +1,186 @@
+//! The change feed: one [`Change`] for every change an operation commits, handed to the
+//! observers the registry was built with, while the change is still held under its lock.
+//!
+//! What changed used to be known only to the operation that made it, and to the audit line of
+//! its call. Three consumers need it as it happens: the operator's audit, a FUSE view whose
+//! kernel caches must be told (the sandbox issue), and a journal that keeps the before image of
+//! every change so it can be undone (the journal issue). Each would otherwise have to be called
+//! by hand from every operation. Here the operations emit, and consumers observe.
+//!
+//! The contract an observer can rely on:
+//! - **One change per committed change**: a write, an edit, a directory made (also one made on
+//!   the way to a write, `create_parents`), a move (within or across mounts; one change for the
+//!   whole move, after the source is gone), a delete (one change for a whole tree). A call
+//!   that fails changes nothing and emits nothing; a recursive delete that stops part way emits
+//!   nothing either, though part of the tree is gone (see `docs/tools.md`). Appends (the
+//!   exchange log's own records) are not changes.
+//! - **Under the change's lock**: on a local store, the directory `flock` the operation holds
+//!   for the change (both directories' for a move) is still held when the observers run, so
+//!   no other writer's change to that entry can come between the change and its observation.
+//!   Object stores have no locks: the change is emitted right after its request. Directories
+//!   made on the way to a write are emitted as each is made (no lock is held there).
+//! - **The call it belongs to**: [`CallId`], the same id the host writes on the call's
+//!   exchange-log line and the per-call audit event carries.
+//!
+//! Observers run on the calling thread while a lock is held: they must be quick, must not
+//! block on another call, and must never call the registry (that could wait for the lock they
+//! are holding up). A panicking observer is the observer's bug; the change has been made.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::path::VirtualPath;
+
+/// The id of one call: opaque, unique within the process and sortable in the order calls
+/// started (milliseconds since the epoch, then a process-wide counter).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CallId(String);
+
+impl CallId {
+    /// A fresh id.
+    #[must_use]
+    pub fn new() -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
+        Self(format!("{millis:013}-{:08x}", COUNTER.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// The id as text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for CallId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+/// What kind of change was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// A file's content was written whole (created or replaced).
+    Write,
+    /// A file's content was edited in place (its text replaced).
+    Edit,
+    /// A directory was made.
+    MakeDirectory,
+    /// A file, a link or a directory (with everything in it) was removed.
+    Remove,
+    /// A file, a link or a directory was moved from [`Change::path`] to [`Change::to`].
+    Move,
+}
+
+impl ChangeKind {
+    /// A short name for logs: `write`, `edit`, `make_directory`, `remove`, `move`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Write => "write",
+            ChangeKind::Edit => "edit",
+            ChangeKind::MakeDirectory => "make_directory",
+            ChangeKind::Remove => "remove",
+            ChangeKind::Move => "move",
+        }
+    }
+}
+
+/// What was at the changed place before the change (for a move, at its destination: what the
+/// move replaced).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Before {
+    /// Nothing.
+    Absent,
+    /// A regular file.
+    File {
+        /// Its size in bytes.
+        size: u64,
+        /// Its version, when the operation knew it (it checked or read it); `None` when the
+        /// operation replaced or removed the file without looking.
+        version: Option<String>,
+    },
+    /// A directory (for a removal: with everything in it).
+    Directory,
+    /// A symbolic link.
+    Link,
+}
+
+/// One committed change, as its observers see it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Change<'a> {
+    /// The call that made it.
+    pub call: &'a CallId,
+    /// True when an agent's call made it; false for infrastructure (a privileged accessor).
+    pub by_agent: bool,
+    /// What was done.
+    pub kind: ChangeKind,
+    /// The changed place (a move's source), as the virtual path the call named or made.
+    pub path: &'a VirtualPath,
+    /// A move's destination.
+    pub to: Option<&'a VirtualPath>,
+    /// What was there before.
+    pub before: &'a Before,
+    /// The file's version after the change, when the store reports one.
+    pub version: Option<&'a str>,
+}
+
+/// Told of every change the registry's operations commit (see the module's contract).
+pub trait ChangeObserver: Send + Sync + fmt::Debug {
+    /// One change, just committed; the operation still holds its lock.
+    fn changed(&self, change: &Change<'_>);
+}
+
+/// The first observer of every registry: one operator-log event per change, at debug level,
+/// under the audit target (`RUST_LOG=vfs::audit=debug`), with the call's id.
+#[derive(Debug, Default)]
+pub(crate) struct Audit;
+
+impl ChangeObserver for Audit {
+    fn changed(&self, change: &Change<'_>) {
+        let to = change.to.map(VirtualPath::as_str);
+        let before = match change.before {
+            Before::Absent => "absent",
+            Before::File { .. } => "file",
+            Before::Directory => "directory",
+            Before::Link => "link",
+        };
+        tracing::debug!(
+            target: "vfs::audit",
+            call = change.call.as_str(),
+            change = change.kind.as_str(),
+            path = change.path.as_str(),
+            to,
+            before,
+            version = change.version,
+            agent = change.by_agent,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_ids_are_unique_and_sort_in_the_order_they_were_made() {
+        let ids: Vec<CallId> = (0..1000).map(|_| CallId::new()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(sorted, ids);
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+        assert_eq!(ids[0].as_str().len(), "0000000000000-00000000".len());
+    }
+}

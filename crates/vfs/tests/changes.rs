@@ -1,0 +1,176 @@
+//! The change feed (`crate::changes`): one change for every committed change, with what was
+//! there before, the version after and the call's id, told while the change's directory lock
+//! is still held; nothing for a call that changed nothing.
+#![expect(clippy::disallowed_types, reason = "the observer opens the fixture's directories to try their locks")]
+
+mod common;
+
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex};
+
+use common::Fixture;
+use vfs::{Before, Budget, CallId, Change, ChangeKind, ChangeObserver, Edit, EditOptions, MountRegistry, WriteOptions};
+
+/// One observed change, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    call: String,
+    agent: bool,
+    kind: ChangeKind,
+    path: String,
+    to: Option<String>,
+    before: Before,
+    version: Option<String>,
+    /// Whether the directory of the changed place was locked (another `flock` on it failed)
+    /// while the observer ran; `None` when that directory no longer exists.
+    locked: Option<bool>,
+}
+
+/// Records every change, and tries the changed place's directory lock while it is told.
+#[derive(Debug)]
+struct Recorder {
+    /// The physical directory mounted at `/p`, to find the changed place's directory.
+    base: std::path::PathBuf,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<Seen> {
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+
+    /// Whether the directory holding `path` (or, for a move, `to`) is locked by someone else.
+    fn locked(&self, path: &str) -> Option<bool> {
+        let relative = path.strip_prefix("/p/")?;
+        let parent = self.base.join(relative).parent()?.to_path_buf();
+        let directory = std::fs::File::open(parent).ok()?;
+        let attempt = rustix::fs::flock(directory.as_fd(), rustix::fs::FlockOperation::NonBlockingLockExclusive);
+        Some(attempt.is_err())
+    }
+}
+
+impl ChangeObserver for Recorder {
+    fn changed(&self, change: &Change<'_>) {
+        let locked = self.locked(change.to.unwrap_or(change.path).as_str());
+        self.seen.lock().unwrap().push(Seen {
+            call: change.call.to_string(),
+            agent: change.by_agent,
+            kind: change.kind,
+            path: change.path.to_string(),
+            to: change.to.map(ToString::to_string),
+            before: change.before.clone(),
+            version: change.version.map(str::to_owned),
+            locked,
+        });
+    }
+}
+
+fn seen(kind: ChangeKind, path: &str, before: Before, version: Option<&str>, locked: Option<bool>) -> Seen {
+    Seen {
+        call: String::new(),
+        agent: true,
+        kind,
+        path: path.to_owned(),
+        to: None,
+        before,
+        version: version.map(str::to_owned),
+        locked,
+    }
+}
+
+/// The changes without their call ids (compared on their own below).
+fn without_calls(changes: &[Seen]) -> Vec<Seen> {
+    changes.iter().cloned().map(|change| Seen { call: String::new(), ..change }).collect()
+}
+
+#[test]
+fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its_lock() {
+    let fixture = Fixture::new();
+    fixture.file("p/keep.txt", "keep\n");
+    let recorder = Arc::new(Recorder { base: fixture.path("p"), seen: Mutex::new(Vec::new()) });
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(recorder.clone()).build().unwrap();
+    let agent = registry.agent();
+
+    // A write that makes two directories on the way: each is a change, then the file.
+    let written = agent.write("/p/a/b/new.txt", "one\n", &WriteOptions::default()).unwrap();
+    let first = written.version.clone().unwrap();
+    let changes = recorder.take();
+    assert_eq!(
+        without_calls(&changes),
+        vec![
+            seen(ChangeKind::MakeDirectory, "/p/a", Before::Absent, None, Some(false)),
+            seen(ChangeKind::MakeDirectory, "/p/a/b", Before::Absent, None, Some(false)),
+            seen(ChangeKind::Write, "/p/a/b/new.txt", Before::Absent, Some(&first), Some(true)),
+        ]
+    );
+    assert!(changes.iter().all(|change| change.call == changes[0].call), "{changes:?}");
+
+    // A guarded overwrite knows the version it replaced; an edit knows the one it read.
+    let options = WriteOptions { overwrite: true, expected_version: Some(first.clone()) };
+    let second = agent.write("/p/a/b/new.txt", "two\n", &options).unwrap().version.unwrap();
+    let edit = Edit { old_text: "two".to_owned(), new_text: "three".to_owned() };
+    let third = agent.edit("/p/a/b/new.txt", &[edit], &EditOptions::default()).unwrap().version.unwrap();
+    let changes = recorder.take();
+    assert_eq!(
+        without_calls(&changes),
+        vec![
+            seen(
+                ChangeKind::Write,
+                "/p/a/b/new.txt",
+                Before::File { size: 4, version: Some(first) },
+                Some(&second),
+                Some(true)
+            ),
+            seen(
+                ChangeKind::Edit,
+                "/p/a/b/new.txt",
+                Before::File { size: 4, version: Some(second) },
+                Some(&third),
+                Some(true)
+            ),
+        ]
+    );
+    assert_ne!(changes[0].call, changes[1].call, "two calls, two ids");
+
+    // A directory made, and one that was already there (no change).
+    agent.create_directory("/p/d").unwrap();
+    agent.create_directory("/p/d").unwrap();
+    // A move, told once with both ends, under the destination's lock too.
+    agent.move_path("/p/a/b/new.txt", "/p/d/moved.txt", false, None).unwrap();
+    // A recursive delete is one change for the tree.
+    agent.delete("/p/a", true, None).unwrap();
+    assert_eq!(
+        without_calls(&recorder.take()),
+        vec![
+            seen(ChangeKind::MakeDirectory, "/p/d", Before::Absent, None, Some(true)),
+            Seen {
+                to: Some("/p/d/moved.txt".to_owned()),
+                ..seen(ChangeKind::Move, "/p/a/b/new.txt", Before::Absent, None, Some(true))
+            },
+            seen(ChangeKind::Remove, "/p/a", Before::Directory, None, Some(true)),
+        ]
+    );
+
+    // Calls that change nothing tell nothing: refused, failed, read.
+    agent.write("/p/keep.txt", "x\n", &WriteOptions::default()).unwrap_err();
+    agent.delete("/p/none.txt", false, None).unwrap_err();
+    agent.read_text("/p/keep.txt", &vfs::ReadWindow::default()).unwrap();
+    assert_eq!(recorder.take(), Vec::new());
+    assert_eq!(fixture.read("p/d/moved.txt"), "three\n");
+}
+
+#[test]
+fn a_change_carries_the_call_id_its_budget_was_given() {
+    let fixture = Fixture::new();
+    fixture.mkdir("p");
+    let recorder = Arc::new(Recorder { base: fixture.path("p"), seen: Mutex::new(Vec::new()) });
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(recorder.clone()).build().unwrap();
+    let call = CallId::new();
+    let agent = registry.agent().with_budget(Budget::unlimited().with_call(call.clone()));
+    agent.write("/p/one.txt", "1\n", &WriteOptions::default()).unwrap();
+    agent.delete("/p/one.txt", false, None).unwrap();
+    let calls: Vec<String> = recorder.take().into_iter().map(|change| change.call).collect();
+    assert_eq!(calls, vec![call.to_string(), call.to_string()]);
+}
