@@ -12,8 +12,8 @@ use crate::error::Error;
 use crate::mount::Caller;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
-    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, SizedListing, SortBy, TextRead, Tree,
-    WriteOptions, WriteOutcome,
+    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, Precondition, ReadWindow, SizedListing, SortBy, StageFrom,
+    TextRead, Tree, WriteOptions, WriteOutcome,
 };
 use crate::path::VirtualPath;
 use crate::registry::{MountInfo, MountRegistry};
@@ -110,6 +110,17 @@ impl AgentAccessor {
         self.run("edit_file", path, |context| context.edit(path, edits, options))
     }
 
+    /// Begins a staged write of a file: its next content, built at offsets and committed
+    /// whole ([`StagedWrite::commit`]) or dropped, so a reader sees the old content or the new,
+    /// never part of a write. The place is authorized for writing now (and its parents are
+    /// made, as a write makes them); at most the registry's write cap in bytes. For a front
+    /// end that writes files piece by piece (a file system view).
+    pub fn stage(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
+        let call = self.budget.call();
+        let (path, place, staged) = self.run("write_file", path, |context| context.stage(path, from))?;
+        Ok(StagedWrite { registry: self.registry.clone(), call, path, place, staged })
+    }
+
     /// Creates a directory and its parents; succeeds if it exists.
     pub fn create_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
         self.run("create_directory", path, |context| context.create_directory(path))
@@ -194,6 +205,66 @@ impl AgentAccessor {
         seen: &dyn Fn(&VirtualPath) -> Option<String>,
     ) -> Result<DeleteOutcome, Error> {
         self.run("delete_file", path, |context| context.delete(path, recursive, crate::ops::DeleteGuard::Seen(seen)))
+    }
+}
+
+/// A file's next content being built by an agent's front end (see [`AgentAccessor::stage`]).
+/// Dropped without a commit, it leaves the file as it was and nothing behind.
+pub struct StagedWrite {
+    registry: MountRegistry,
+    call: CallId,
+    path: VirtualPath,
+    place: crate::gate::Place<crate::gate::Write>,
+    staged: crate::storage::Staged,
+}
+
+impl std::fmt::Debug for StagedWrite {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StagedWrite")
+            .field("path", &self.path)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StagedWrite {
+    /// The file this stage will write.
+    #[must_use]
+    pub fn path(&self) -> &VirtualPath {
+        &self.path
+    }
+
+    /// The staged content's length.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.staged.len()
+    }
+
+    /// True when nothing is staged.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes `bytes` at `offset`; a gap past the end reads as zeros.
+    pub fn write_at(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Error> {
+        self.staged.write_at(offset, bytes, &self.path)
+    }
+
+    /// Cuts the content to `len` bytes, or extends it with zeros.
+    pub fn set_len(&mut self, len: u64) -> Result<(), Error> {
+        self.staged.set_len(len, &self.path)
+    }
+
+    /// Puts the staged content in the file at once, when `precondition` holds then (checked
+    /// under the directory's lock), and tells the change feed.
+    pub fn commit(self, precondition: &Precondition) -> Result<WriteOutcome, Error> {
+        let StagedWrite { registry, call, path, place, staged } = self;
+        let context = Context::new(&registry.inner, Caller::Agent, Deadline::never(), call.clone());
+        audited(Caller::Agent, "write_file", path.as_str(), &call, || {
+            context.commit_staged(&path, &place, staged, precondition)
+        })
     }
 }
 
@@ -334,6 +405,7 @@ impl Audited for FileInfo {}
 impl Audited for MoveOutcome {}
 impl Audited for DeleteOutcome {}
 impl Audited for crate::ops::AppendFile {}
+impl Audited for (VirtualPath, crate::gate::Place<crate::gate::Write>, crate::storage::Staged) {}
 
 /// The one audit wrapper: runs an operation and records one `vfs::audit` event for it, success
 /// or failure, with the operation, the virtual path as given, the bytes it carried and who

@@ -37,15 +37,16 @@
 //! ```
 #![deny(missing_docs)]
 
-pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor};
+pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, StagedWrite};
 pub use budget::{Budget, Progress, ProgressSink};
 pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver};
 pub use error::{Error, ErrorKind};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
-    GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, ReadWindow, SizedEntry,
-    SizedListing, SortBy, TextRead, Tree, TreeNode, WriteOptions, WriteOutcome, rfc3339,
+    GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, Precondition,
+    ReadWindow, SizedEntry, SizedListing, SortBy, StageFrom, TextRead, Tree, TreeNode, WriteOptions, WriteOutcome,
+    rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};

@@ -21,7 +21,9 @@ pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
 pub(crate) use write::DeleteGuard;
-pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, WriteOptions, WriteOutcome};
+pub use write::{
+    AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOptions, WriteOutcome,
+};
 
 use crate::budget::Deadline;
 use crate::changes::{Before, CallId, Change, ChangeKind};

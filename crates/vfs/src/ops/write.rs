@@ -17,7 +17,7 @@ use crate::path::VirtualPath;
 use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::local::OpenFile;
-use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Stat};
+use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Staged, Start, Stat};
 use crate::text::{AgentText, agent_text, code};
 
 /// Options of `write_file`.
@@ -165,6 +165,26 @@ impl AppendFile {
     }
 }
 
+/// What must be at a place for a staged write to be committed there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    /// Nothing: the commit creates the file, and fails if one appeared meanwhile.
+    Absent,
+    /// Anything (a file or nothing): the commit creates or replaces it.
+    Any,
+    /// A file at exactly this version (as `get_file_info` or a read reported it).
+    Version(String),
+}
+
+/// What a staged write starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageFrom {
+    /// An empty file.
+    Empty,
+    /// The file's current content (empty when there is none).
+    Current,
+}
+
 impl Context<'_> {
     pub(crate) fn write(&self, input: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
         let path = Self::parse(input)?;
@@ -207,6 +227,81 @@ impl Context<'_> {
         let version = store.put(&located, content, &when, mode, &path)?;
         self.changed(ChangeKind::Write, &path, None, &before, version.as_deref());
         Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
+    }
+
+    /// Begins a staged write of the file at `input` (created with its parents if needed, as
+    /// a write would): located and authorized for writing now, written at offsets by the
+    /// caller, committed by [`Context::commit_staged`].
+    pub(crate) fn stage(
+        &self,
+        input: &str,
+        from: StageFrom,
+    ) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
+        let path = Self::parse(input)?;
+        let place = self.locate::<gate::Write>(&path, false, true)?;
+        if Self::is_root(&place) {
+            return Err(Error::not_a_file(&path));
+        }
+        let store = self.store(place.mount);
+        let mode = match store.restat(&place.node, &path)? {
+            Some(stat) => match stat.kind {
+                Kind::File => super::authored_mode(stat.mode),
+                Kind::Symlink => return Err(Error::symlink(&path)),
+                Kind::Directory => return Err(Error::not_a_file(&path)),
+                Kind::Special => return Err(Error::unsupported(&path)),
+            },
+            None => 0o666,
+        };
+        let start = match from {
+            StageFrom::Empty => Start::Empty,
+            StageFrom::Current => Start::Current,
+        };
+        let staged = store.stage(&place, start, mode, self.registry.limits.write_bytes, &path)?;
+        Ok((path, place, staged))
+    }
+
+    /// Commits a staged write when `precondition` holds, under the directory's lock (the
+    /// checks a write makes, again: the git look-alike guard, what is at the place), and tells
+    /// the change feed.
+    pub(crate) fn commit_staged(
+        &self,
+        path: &VirtualPath,
+        place: &Place<gate::Write>,
+        staged: Staged,
+        precondition: &Precondition,
+    ) -> Result<WriteOutcome, Error> {
+        let store = self.store(place.mount);
+        let _lock = store.lock(&place.node, path)?;
+        self.guard_git_directory(place.mount, &place.rel, Access::Write, path)?;
+        let existing = store.restat(&place.node, path)?;
+        if let Some(stat) = existing {
+            match stat.kind {
+                Kind::File => {}
+                Kind::Symlink => return Err(Error::symlink(path)),
+                Kind::Directory => return Err(Error::not_a_file(path)),
+                Kind::Special => return Err(Error::unsupported(path)),
+            }
+        }
+        let when = match (precondition, existing) {
+            (Precondition::Absent, Some(_)) => return Err(Error::already_exists(path)),
+            (Precondition::Absent | Precondition::Any, None) => PutWhen::Absent,
+            (Precondition::Any, Some(_)) => PutWhen::Any,
+            (Precondition::Version(expected), Some(_)) => Self::guarded(store, &place.node, expected, path)?,
+            (Precondition::Version(_), None) => {
+                return Err(Error::version_mismatch(path, "none (the file does not exist)"));
+            }
+        };
+        let before = match (existing, precondition) {
+            (Some(stat), Precondition::Version(expected)) => {
+                Before::File { size: stat.size, version: Some(expected.clone()) }
+            }
+            (Some(stat), _) => Before::File { size: stat.size, version: None },
+            (None, _) => Before::Absent,
+        };
+        let bytes = staged.len();
+        let version = store.commit(place, staged, &when, path)?;
+        self.changed(ChangeKind::Write, path, None, &before, version.as_deref());
+        Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
     }
 
     /// The put for a write guarded by `expected`: a store with directory locks checks the

@@ -269,6 +269,47 @@ pub(crate) struct Visit<'a> {
     pub(crate) node: &'a Node,
 }
 
+pub(crate) use local::Start;
+
+/// A staged write: a file's next content being built, at offsets, until it is committed in
+/// its place at once or dropped (see [`Store::stage`]). Locally a temporary file beside the
+/// target; in object storage a buffer, put whole (with the precondition) at the commit.
+#[derive(Debug)]
+pub(crate) enum Staged {
+    Local(local::Staged),
+    #[cfg(feature = "s3")]
+    Object(object::Staged),
+}
+
+impl Staged {
+    /// The staged content's length.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Staged::Local(staged) => staged.len(),
+            #[cfg(feature = "s3")]
+            Staged::Object(staged) => staged.len(),
+        }
+    }
+
+    /// Writes `bytes` at `offset` (a gap past the end reads as zeros).
+    pub(crate) fn write_at(&mut self, offset: u64, bytes: &[u8], path: &VirtualPath) -> Result<(), Error> {
+        match self {
+            Staged::Local(staged) => staged.write_at(offset, bytes, path),
+            #[cfg(feature = "s3")]
+            Staged::Object(staged) => staged.write_at(offset, bytes, path),
+        }
+    }
+
+    /// Cuts or extends (with zeros) the content to `len` bytes.
+    pub(crate) fn set_len(&mut self, len: u64, path: &VirtualPath) -> Result<(), Error> {
+        match self {
+            Staged::Local(staged) => staged.set_len(len, path),
+            #[cfg(feature = "s3")]
+            Staged::Object(staged) => staged.set_len(len, path),
+        }
+    }
+}
+
 /// The version a caller saw at a virtual path, if it saw the file there (read before delete).
 pub(crate) type SeenVersion<'a> = dyn Fn(&VirtualPath) -> Option<String> + 'a;
 
@@ -387,6 +428,22 @@ pub(crate) trait Store {
         bytes: &[u8],
         when: &PutWhen,
         mode: u32,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error>;
+
+    /// Begins a staged write of the place: its next content, built from empty or from what
+    /// it holds now, at most `cap` bytes, with the permission bits of `mode` for a new file.
+    /// Nothing changes at the place until [`Store::commit`]; a stage dropped uncommitted leaves
+    /// nothing behind.
+    fn stage(&self, node: &Self::Node, start: Start, mode: u32, cap: u64, path: &VirtualPath) -> Result<Staged, Error>;
+
+    /// Puts a stage begun on `node` in its place, atomically, when `when` allows; returns the
+    /// new version token.
+    fn commit(
+        &self,
+        node: &Self::Node,
+        staged: Staged,
+        when: &PutWhen,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error>;
 
@@ -625,6 +682,29 @@ impl Backend {
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         with_node!(self, &place.node, path, |store, node| store.put(node, bytes, when, mode, path))
+    }
+
+    /// Begins a staged write of the place (see [`Store::stage`]).
+    pub(crate) fn stage(
+        &self,
+        place: &Place<Write>,
+        start: Start,
+        mode: u32,
+        cap: u64,
+        path: &VirtualPath,
+    ) -> Result<Staged, Error> {
+        with_node!(self, &place.node, path, |store, node| store.stage(node, start, mode, cap, path))
+    }
+
+    /// Commits a stage begun on the place (see [`Store::commit`]).
+    pub(crate) fn commit(
+        &self,
+        place: &Place<Write>,
+        staged: Staged,
+        when: &PutWhen,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error> {
+        with_node!(self, &place.node, path, |store, node| store.commit(node, staged, when, path))
     }
 
     /// Creates a directory; `false` when it already existed.

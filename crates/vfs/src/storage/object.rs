@@ -674,6 +674,39 @@ impl crate::storage::Store for ObjectRoot {
         }
     }
 
+    /// A buffer: object stores take whole objects, so the commit is one conditional put.
+    fn stage(
+        &self,
+        node: &Node,
+        start: crate::storage::Start,
+        _mode: u32,
+        cap: u64,
+        path: &VirtualPath,
+    ) -> Result<crate::storage::Staged, Error> {
+        if node.rel.is_empty() {
+            return Err(Error::not_a_file(path));
+        }
+        let bytes = match start {
+            crate::storage::Start::Empty => Vec::new(),
+            crate::storage::Start::Current => match self.info(node, path)? {
+                Some(_) => self.read_all(node, cap, path)?.0,
+                None => Vec::new(),
+            },
+        };
+        Ok(crate::storage::Staged::Object(Staged { bytes, cap }))
+    }
+
+    fn commit(
+        &self,
+        node: &Node,
+        staged: crate::storage::Staged,
+        when: &PutWhen,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error> {
+        let crate::storage::Staged::Object(staged) = staged else { return Err(Error::changed_during_call(path)) };
+        self.put(node, &staged.bytes, when, 0, path)
+    }
+
     /// Directories are prefixes: nothing is written until a file is.
     fn make_directory(&self, _node: &Node, _path: &VirtualPath) -> Result<bool, Error> {
         Ok(true)
@@ -727,6 +760,47 @@ impl crate::storage::Store for ObjectRoot {
             code(path),
             " is in object storage, where this operation is not available"
         ]))
+    }
+}
+
+/// A staged write of an object: its next content, in memory, bounded by the cap.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    bytes: Vec<u8>,
+    cap: u64,
+}
+
+impl Staged {
+    pub(crate) fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn too_large(&self, size: u64, path: &VirtualPath) -> Error {
+        Error::too_large(
+            Some(path),
+            agent_text![format!("the file would have {size} bytes, more than the {}-byte cap", self.cap)],
+        )
+    }
+
+    pub(crate) fn write_at(&mut self, offset: u64, bytes: &[u8], path: &VirtualPath) -> Result<(), Error> {
+        let end = offset.saturating_add(bytes.len() as u64);
+        if end > self.cap {
+            return Err(self.too_large(end, path));
+        }
+        let (start, end) = (offset as usize, end as usize);
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
+        self.bytes[start..end].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    pub(crate) fn set_len(&mut self, len: u64, path: &VirtualPath) -> Result<(), Error> {
+        if len > self.cap {
+            return Err(self.too_large(len, path));
+        }
+        self.bytes.resize(len as usize, 0);
+        Ok(())
     }
 }
 

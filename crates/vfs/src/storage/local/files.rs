@@ -5,7 +5,6 @@
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
@@ -171,7 +170,7 @@ pub(super) fn lock_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<
     Ok(DirectoryLock { _fd: fd })
 }
 
-fn temporary_name() -> String {
+pub(super) fn temporary_name() -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -181,72 +180,9 @@ fn temporary_name() -> String {
     format!("{TEMPORARY_PREFIX}{:016x}", hasher.finish())
 }
 
-/// Writes `source` to `name` in `directory` atomically: a temporary file in the same directory,
-/// `fsync`, then `rename` (or, without `replace`, a no-replace rename: atomic create-if-absent). The target is never
-/// opened for writing, so a symbolic link or hard link at `name` is replaced, not written
-/// through. On any failure the temporary file is removed and the previous content stays.
-/// Only the permission bits of `mode` are used: setuid, setgid and sticky bits are never
-/// carried onto a file an agent wrote.
-pub(super) fn write_atomic(
-    directory: &OwnedFd,
-    name: &str,
-    source: &mut dyn Read,
-    replace: bool,
-    mode: u32,
-    sync: bool,
-    path: &VirtualPath,
-) -> Result<u64, Error> {
-    let temporary = temporary_name();
-    let fd = rustix::fs::openat(
-        directory,
-        temporary.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode & 0o777),
-    )
-    .map_err(|errno| match errno {
-        // The directory held open was removed since it was found (a delete beside this call).
-        Errno::NOENT => Error::changed_during_call(path),
-        errno => Error::io(path, io_error(errno)),
-    })?;
-    let mut file = File::from(fd);
-    let written = (|| -> io::Result<u64> {
-        let written = io::copy(source, &mut file)?;
-        file.flush()?;
-        if sync {
-            file.sync_all()?;
-        }
-        Ok(written)
-    })();
-    drop(file);
-    let written = match written {
-        Ok(written) => written,
-        Err(error) => {
-            let _ = rustix::fs::unlinkat(directory, temporary.as_str(), AtFlags::empty());
-            return Err(Error::io(path, error));
-        }
-    };
-    let renamed = if replace {
-        rustix::fs::renameat(directory, temporary.as_str(), directory, name)
-    } else {
-        rename_no_replace(directory, &temporary, directory, name)
-    };
-    if let Err(errno) = renamed {
-        let _ = rustix::fs::unlinkat(directory, temporary.as_str(), AtFlags::empty());
-        return Err(match errno {
-            Errno::EXIST => Error::already_exists(path),
-            Errno::ISDIR => Error::not_a_file(path),
-            errno => Error::io(path, io_error(errno)),
-        });
-    }
-    if sync {
-        let _ = rustix::fs::fsync(directory);
-    }
-    Ok(written)
-}
-
 /// `renameat2(RENAME_NOREPLACE)`, falling back to `linkat` + `unlinkat` where the file system
 /// does not support it (both refuse an existing destination atomically).
-fn rename_no_replace(from_dir: &OwnedFd, from: &str, to_dir: &OwnedFd, to: &str) -> rustix::io::Result<()> {
+pub(super) fn rename_no_replace(from_dir: &OwnedFd, from: &str, to_dir: &OwnedFd, to: &str) -> rustix::io::Result<()> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         match rustix::fs::renameat_with(from_dir, from, to_dir, to, rustix::fs::RenameFlags::NOREPLACE) {
@@ -396,51 +332,4 @@ pub(super) fn open_append(directory: &OwnedFd, name: &str, path: &VirtualPath) -
         return Err(Error::unsupported(path));
     }
     Ok(OpenFile(File::from(fd)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Yields some bytes, then fails: a write interrupted midway.
-    struct FailingReader {
-        sent: bool,
-    }
-
-    impl Read for FailingReader {
-        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-            if self.sent {
-                return Err(io::Error::other("the source failed"));
-            }
-            self.sent = true;
-            let chunk = b"half of the new content";
-            buffer[..chunk.len()].copy_from_slice(chunk);
-            Ok(chunk.len())
-        }
-    }
-
-    #[test]
-    fn a_write_that_fails_midway_keeps_the_old_content() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("file.txt"), "old content").unwrap();
-        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
-        let path = VirtualPath::new("/x/file.txt").unwrap();
-        let error = write_atomic(&handle, "file.txt", &mut FailingReader { sent: false }, true, 0o644, true, &path)
-            .unwrap_err();
-        assert_eq!(error.to_string(), "`/x/file.txt`: the host reported: other error");
-        assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old content");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("file.txt")], "the temporary file is removed");
-    }
-
-    #[test]
-    fn create_if_absent_refuses_an_existing_name() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("file.txt"), "old").unwrap();
-        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
-        let path = VirtualPath::new("/x/file.txt").unwrap();
-        let error = write_atomic(&handle, "file.txt", &mut &b"new"[..], false, 0o644, true, &path).unwrap_err();
-        assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
-        assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
-    }
 }

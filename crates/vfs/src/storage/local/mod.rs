@@ -20,6 +20,7 @@
 
 mod files;
 mod resolve;
+mod staged;
 mod version;
 mod walk;
 
@@ -34,6 +35,7 @@ use rustix::io::Errno;
 
 pub(crate) use files::{DirectoryLock, open_node as open_local, rename};
 pub(crate) use resolve::{open_direct, resolve};
+pub(crate) use staged::{Staged, Start};
 pub(crate) use version::version_of_bytes;
 use version::{VersionCache, version_of_file};
 
@@ -283,8 +285,27 @@ impl LocalRoot {
         mode: u32,
         path: &VirtualPath,
     ) -> Result<u64, Error> {
-        let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
-        files::write_atomic(&node.parent, name, source, replace, mode, self.sync, path)
+        let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.sync, path)?;
+        staged.write_from(source, path)?;
+        let written = staged.len();
+        staged.commit(replace, path)?;
+        Ok(written)
+    }
+}
+
+impl LocalRoot {
+    /// Commits a stage of `node` when `when` allows: a version guard is checked first (the
+    /// caller holds the directory's lock), a create refuses a name that exists.
+    fn commit_staged(&self, node: &Node, staged: Staged, when: &PutWhen, path: &VirtualPath) -> Result<File, Error> {
+        let replace = match when {
+            PutWhen::Absent => false,
+            PutWhen::Any => true,
+            PutWhen::Version(expected) => {
+                super::Store::check_version(self, node, expected, path)?;
+                true
+            }
+        };
+        staged.commit(replace, path)
     }
 }
 
@@ -388,17 +409,45 @@ impl super::Store for LocalRoot {
         mode: u32,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
-        let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
-        let replace = match when {
-            PutWhen::Absent => false,
-            PutWhen::Any => true,
-            PutWhen::Version(expected) => {
-                self.check_version(node, expected, path)?;
-                true
-            }
-        };
-        files::write_atomic(&node.parent, name, &mut &bytes[..], replace, mode, self.sync, path)?;
+        // A whole-file write is a stage written at offset 0 and committed.
+        let mut staged = Staged::begin(node, Start::Empty, mode, bytes.len() as u64, self.sync, path)?;
+        staged.write_at(0, bytes, path)?;
+        self.commit_staged(node, staged, when, path)?;
         Ok(version_of_bytes(bytes))
+    }
+
+    fn stage(
+        &self,
+        node: &Node,
+        start: Start,
+        mode: u32,
+        cap: u64,
+        path: &VirtualPath,
+    ) -> Result<super::Staged, Error> {
+        Staged::begin(node, start, mode, cap, self.sync, path).map(super::Staged::Local)
+    }
+
+    fn commit(
+        &self,
+        node: &Node,
+        staged: super::Staged,
+        when: &PutWhen,
+        path: &VirtualPath,
+    ) -> Result<Option<String>, Error> {
+        #[cfg_attr(
+            not(feature = "s3"),
+            expect(clippy::infallible_destructuring_match, reason = "without object storage a stage is local")
+        )]
+        let staged = match staged {
+            super::Staged::Local(staged) => staged,
+            // A stage of another store: resolution never hands one here (a bug).
+            #[cfg(feature = "s3")]
+            super::Staged::Object(_) => return Err(Error::changed_during_call(path)),
+        };
+        let mut file = OpenFile(self.commit_staged(node, staged, when, path)?);
+        let stat =
+            rustix::fs::fstat(&file.0).map(|raw| stat_of(&raw)).map_err(|errno| Error::io(path, io_error(errno)))?;
+        version_of_file(&self.versions, &mut file, &stat).map(Some).map_err(|error| Error::io(path, error))
     }
 
     fn make_directory(&self, node: &Node, path: &VirtualPath) -> Result<bool, Error> {
