@@ -19,6 +19,15 @@ client.onerror = (error) => errors.push(String(error?.message ?? error));
 await client.connect(transport);
 const seen = { protocol: transport.protocolVersion ?? null };
 
+// Every progress notification the server sends, as it arrives and before the SDK sees it: the
+// SDK drops a report for a call it has given up on, so only the wire can say what came late.
+const wire = [];
+const deliver = transport.onmessage;
+transport.onmessage = (message, ...rest) => {
+  if (message.method === 'notifications/progress') wire.push(message.params);
+  deliver?.(message, ...rest);
+};
+
 const text = (result) => result.content[0].text;
 const call = (name, args, options) => client.callTool({ name, arguments: args }, undefined, options);
 
@@ -35,18 +44,22 @@ seen.progress = progress.map((report) => [report.progress, report.message]);
 // Cancelled after its first report: nothing more arrives for it, so the SDK reports no
 // progress for an unknown token.
 const controller = new AbortController();
-let reports = 0;
+let cancelledToken = null;
+let wireAtCancel = 0;
 const cancelled = call('grep', grep, {
   signal: controller.signal,
   timeout: 120000,
   onprogress: () => {
-    reports += 1;
+    // The report being handled is the last one on the wire.
+    cancelledToken = wire.at(-1).progressToken;
+    wireAtCancel = wire.length;
     controller.abort('no longer needed');
   },
 });
 seen.cancelled = await cancelled.then(() => 'answered', (error) => (controller.signal.aborted ? 'aborted' : String(error)));
 await new Promise((resolve) => setTimeout(resolve, 1500));
-seen.reportsOfTheCancelledCall = reports;
+seen.progressOfTheCancelledCall = wire.filter((report) => report.progressToken === cancelledToken).length;
+seen.progressAfterTheCancel = wire.slice(wireAtCancel).filter((report) => report.progressToken === cancelledToken).length;
 seen.errors = errors;
 await client.close();
 process.stdout.write(`${JSON.stringify(seen)}\n`);

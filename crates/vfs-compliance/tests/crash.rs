@@ -35,9 +35,15 @@ fn crash_writer() {
     }
 }
 
+/// What one round left: the letter each file holds, and the names a listing shows.
+struct Round {
+    letters: Vec<u8>,
+    names: Vec<String>,
+}
+
 /// Kills the writer `ROUNDS` times; after each kill, checks every file is whole and returns
-/// the names a listing shows.
-fn crash_rounds() -> Vec<Vec<String>> {
+/// what each round left.
+fn crash_rounds() -> Vec<Round> {
     let layout = Layout::new();
     layout.mkdir("out");
     let directory = layout.path("out").to_string_lossy().into_owned();
@@ -47,7 +53,7 @@ fn crash_rounds() -> Vec<Vec<String>> {
         agent.write(&format!("/output/f{index}"), &"z".repeat(SIZE), &options).unwrap();
     }
     let executable = std::env::current_exe().unwrap();
-    let mut listings = Vec::new();
+    let mut rounds = Vec::new();
     for round in 0..ROUNDS {
         let mut child = Command::new(&executable)
             .args(["--exact", "crash_writer", "--ignored", "--test-threads=1"])
@@ -59,6 +65,7 @@ fn crash_rounds() -> Vec<Vec<String>> {
         std::thread::sleep(Duration::from_millis(150 + 70 * round as u64));
         child.kill().unwrap();
         let _ = child.wait();
+        let mut letters = Vec::new();
         for index in 0..FILES {
             let path = format!("/output/f{index}");
             // The read cap (256 KiB) is the file size: the whole file comes back.
@@ -66,22 +73,34 @@ fn crash_rounds() -> Vec<Vec<String>> {
             assert_eq!(content.len(), SIZE, "{path} after SIGKILL round {round}: {} bytes", content.len());
             let first = content.as_bytes()[0];
             assert!(content.bytes().all(|byte| byte == first), "{path} mixes old and new content");
+            letters.push(first);
         }
         let listing = agent.list("/output").unwrap();
-        listings.push(listing.entries.into_iter().map(|entry| entry.name).collect());
+        rounds.push(Round { letters, names: listing.entries.into_iter().map(|entry| entry.name).collect() });
     }
-    listings
+    rounds
 }
 
 #[test]
 fn sigkill_mid_write_leaves_whole_files() {
-    let listings = crash_rounds();
-    assert_eq!(listings.len(), ROUNDS);
+    let rounds = crash_rounds();
+    // Whole files prove nothing unless the writer was writing: it must have replaced some
+    // file's first content (`z`) with one of its own letters before a kill.
+    let written = rounds.iter().flat_map(|round| &round.letters).filter(|letter| **letter != b'z').count();
+    assert!(
+        written > 0,
+        "the writer never replaced a file: {:?}",
+        rounds.iter().map(|round| &round.letters).collect::<Vec<_>>()
+    );
+    for round in &rounds {
+        assert!(round.letters.iter().all(|letter| b"zabc".contains(letter)), "{:?}", round.letters);
+    }
 }
 
 #[test]
 fn sigkill_mid_write_leaves_no_visible_temporary_file() {
-    for names in crash_rounds() {
-        assert_eq!(names.len(), FILES, "a killed write left a temporary file visible to the agent: {names:?}");
+    let files: Vec<String> = (0..FILES).map(|index| format!("f{index}")).collect();
+    for round in crash_rounds() {
+        assert_eq!(round.names, files, "a killed write left a temporary file visible to the agent");
     }
 }

@@ -418,24 +418,32 @@ fn racing_symlink_swaps_never_escape() {
     };
     let agent = registry.agent();
     let escapes = AtomicUsize::new(0);
+    // Reads, writes, directories and listings that did their job: a race in which every call
+    // failed would say nothing about the calls that get through.
+    let mut successes = [0usize; 4];
     let options = WriteOptions { overwrite: true, expected_version: None };
     for iteration in 0..5_000 {
-        if agent
-            .read_text("/src/dir/file.txt", &ReadWindow::default())
-            .is_ok_and(|read| read.content.contains("SECRET"))
-        {
+        let read = agent.read_text("/src/dir/file.txt", &ReadWindow::default());
+        if read.as_ref().is_ok_and(|read| read.content.contains("SECRET")) {
             escapes.fetch_add(1, Ordering::Relaxed);
         }
-        let _ = agent.write("/output/dir/written.txt", &format!("{iteration}"), &options);
-        let _ = agent.create_directory(&format!("/output/dir/sub{}", iteration % 7));
-        if agent.list("/src/dir").is_ok_and(|listing| listing.to_text().contains("marker-outside")) {
+        successes[0] += usize::from(read.is_ok_and(|read| read.content == "inside\n"));
+        let content = iteration.to_string();
+        let written = agent.write("/output/dir/written.txt", &content, &options);
+        successes[1] += usize::from(written.is_ok_and(|written| written.bytes == content.len() as u64));
+        let made = agent.create_directory(&format!("/output/dir/sub{}", iteration % 7));
+        successes[2] += usize::from(made.is_ok());
+        let listing = agent.list("/src/dir").map(|listing| listing.to_text());
+        if listing.as_ref().is_ok_and(|text| text.contains("marker-outside")) {
             escapes.fetch_add(1, Ordering::Relaxed);
         }
+        successes[3] += usize::from(listing.is_ok_and(|text| text == "[FILE] file.txt\n"));
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
     assert!(swaps > 0);
     assert_eq!(escapes.load(Ordering::Relaxed), 0);
+    assert!(successes.iter().all(|count| *count > 0), "read, write, mkdir, list never got through: {successes:?}");
     let mut leaked: Vec<_> =
         std::fs::read_dir(fixture.path("outside")).unwrap().map(|entry| entry.unwrap().file_name()).collect();
     leaked.sort();
@@ -504,13 +512,16 @@ fn racing_symlink_swaps_never_escape_with_one_mount() {
             swaps
         })
     };
-    let mut escapes = 0usize;
+    let (mut escapes, mut inside) = (0usize, 0usize);
     for _ in 0..5_000 {
-        if read(&registry, "/src/dir/file.txt").is_ok_and(|content| content.contains("SECRET")) {
-            escapes += 1;
+        match read(&registry, "/src/dir/file.txt") {
+            Ok(content) if content.contains("SECRET") => escapes += 1,
+            Ok(content) => inside += usize::from(content == "inside\n"),
+            Err(_) => {}
         }
     }
     stop.store(true, Ordering::Relaxed);
     assert!(swapper.join().unwrap() > 0);
     assert_eq!(escapes, 0);
+    assert!(inside > 0, "no read got through the swaps");
 }
