@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use vfs::{ReadWindow, WriteOptions};
-use vfs_compliance::kit::{AgentText, LocalFactory, SECRET, standard};
+use vfs_compliance::kit::{AgentView, LocalFactory, SECRET, standard};
 
 const TOKENS: &[&str] = &[".", "..", "a", "b", "link", "llm-logs", "src", "output", "", "%2e%2e", "a\\..", "~"];
 
@@ -21,12 +21,12 @@ fuzz_target!(|bytes: &[u8]| {
         );
         let name = step.get(1).map_or("link", |byte| TOKENS[usize::from(*byte) % TOKENS.len()]);
         let text = match operation {
-            0 => agent.read_text(&path, &ReadWindow::default()).agent_text(),
-            1 => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_text(),
-            2 => agent.list(&path).agent_text(),
-            3 => agent.create_directory(&path).agent_text(),
-            4 => agent.delete(&path, true, None).agent_text(),
-            5 => agent.move_path(&path, "/output/moved", true, None).agent_text(),
+            0 => agent.read_text(&path, &ReadWindow::default()).agent_view(),
+            1 => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_view(),
+            2 => agent.list(&path).agent_view(),
+            3 => agent.create_directory(&path).agent_view(),
+            4 => agent.delete(&path, true, None).agent_view(),
+            5 => agent.move_path(&path, "/output/moved", true, None).agent_view(),
             6 => {
                 if !matches!(name, "" | "." | "..") {
                     let _ = std::os::unix::fs::symlink(

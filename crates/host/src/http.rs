@@ -186,7 +186,7 @@ impl HttpOptions {
             max_sessions: connections,
             max_sessions_per_token: (connections / 4).max(4),
             max_requests_per_token: (connections / 4).max(4),
-            session_idle: Duration::from_secs(30 * 60),
+            session_idle: Duration::from_mins(30),
             max_request_bytes: 16 * 1024 * 1024,
         }
     }

@@ -360,7 +360,7 @@ const MAX_IN_FLIGHT: usize = 256;
 /// Most parse errors waiting to be written to stdout.
 const MAX_PARSE_ERRORS: usize = 64;
 /// Longest the server waits, once stdin ends, for the calls it read to be answered.
-const DRAIN: std::time::Duration = std::time::Duration::from_secs(120);
+const DRAIN: std::time::Duration = std::time::Duration::from_mins(2);
 
 /// The requests read and not yet answered, by id, bounded: a client that sends requests and
 /// never reads the answers makes the server stop reading, not grow.

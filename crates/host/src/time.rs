@@ -27,6 +27,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[expect(clippy::duration_suboptimal_units, reason = "Unix timestamps read in seconds, as they are published")]
     fn formats_utc() {
         let time = UNIX_EPOCH + Duration::from_millis(1_796_004_819_042);
         assert_eq!(rfc3339_millis(time), "2026-11-30T02:13:39.042Z");

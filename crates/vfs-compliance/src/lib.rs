@@ -9,6 +9,9 @@
 //!   privileged capability only where allowed, formats no `io::Error` or host path into agent
 //!   text, and still lists the disallowed methods in `clippy.toml`. Run it with
 //!   `cargo run -p vfs-compliance -- check .`.
+//! - [`deps`]: every package the workspaces build is under a license on the allow-list, comes
+//!   from crates.io or a path inside the repository, and is built in one version unless the
+//!   allow-list says why two are accepted. Run it with `cargo run -p vfs-compliance -- deps .`.
 //! - [`leak`]: a piece of agent-bound text names no physical base of any mount in any spelling,
 //!   nor the working directory, nor `$HOME`, nor an internal root. Tests outside Rust run it as
 //!   `vfs-compliance leaks --mount SPEC … < text`.
@@ -20,8 +23,11 @@
 //! - [`fixture`]: temporary directory layouts for the kit and the battery.
 #![deny(missing_docs)]
 
+pub use error::CheckError;
 pub use leak::{Leak, LeakChecker, LeakKind};
 
+pub mod deps;
+mod error;
 pub mod fixture;
 pub mod kit;
 pub mod leak;

@@ -2,6 +2,10 @@
 //! finding per rule violation (`RULE file:line: message` and a `fix:` line) and exits 1 when
 //! there is any, 2 when the check cannot run, 0 when the code is clean.
 //!
+//! `vfs-compliance deps [DIR]`: the dependency policy of the repository at `DIR` (licenses,
+//! sources, duplicate versions), read offline from `cargo metadata`. Prints one line per finding
+//! and exits like `check`.
+//!
 //! `vfs-compliance leaks --mount SPEC … [--internal SPEC …] [--spelling PATH …]`: the leak
 //! checker for tests outside Rust (the end-to-end tests): reads agent-bound text on standard
 //! input and exits 1, naming each leak, when it holds a physical path or an internal root.
@@ -10,10 +14,12 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use vfs_compliance::deps::{self, Policy, WORKSPACES};
 use vfs_compliance::static_check::{self, REASONS, RULES};
 
-const USAGE: &str =
-    "usage: vfs-compliance check [DIR]   (DIR defaults to the current directory)\n       vfs-compliance rules";
+const USAGE: &str = "usage: vfs-compliance check [DIR]   (DIR defaults to the current directory)
+       vfs-compliance deps [DIR]
+       vfs-compliance rules";
 
 fn main() -> ExitCode {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
@@ -22,6 +28,8 @@ fn main() -> ExitCode {
     match arguments.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["check"] => run(&mut out, &mut err, &PathBuf::from(".")),
         ["check", dir] => run(&mut out, &mut err, &PathBuf::from(dir)),
+        ["deps"] => dependencies(&mut out, &mut err, &PathBuf::from(".")),
+        ["deps", dir] => dependencies(&mut out, &mut err, &PathBuf::from(dir)),
         ["rules"] => {
             for rule in RULES {
                 let _ = writeln!(out, "{}: {}\n  fix: {}", rule.id, rule.summary, rule.fix);
@@ -65,6 +73,33 @@ fn run(out: &mut impl std::io::Write, err: &mut impl std::io::Write, dir: &std::
             report.findings.len(),
             report.files
         );
+        ExitCode::FAILURE
+    }
+}
+
+fn dependencies(out: &mut impl std::io::Write, err: &mut impl std::io::Write, dir: &std::path::Path) -> ExitCode {
+    let report = match deps::check_repository(dir, WORKSPACES, &Policy::WORKSPACE) {
+        Ok(report) => report,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error}");
+            if let Some(hint) = error.hint() {
+                let _ = writeln!(err, "\nhint: {hint}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    for note in &report.notes {
+        let _ = writeln!(out, "{note}");
+    }
+    for finding in &report.findings {
+        let _ = writeln!(out, "{finding}");
+    }
+    let checked = format!("{} packages of {} workspaces checked", report.packages, report.workspaces);
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "vfs-compliance deps: OK ({checked}, 0 findings)");
+        ExitCode::SUCCESS
+    } else {
+        let _ = writeln!(out, "vfs-compliance deps: {} finding(s) in {checked}", report.findings.len());
         ExitCode::FAILURE
     }
 }

@@ -14,13 +14,15 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use proc_macro2::{TokenStream, TokenTree};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::{Attribute, Expr, Fields, Item, Lit, Meta, Pat, Token, Type};
+
+pub use crate::error::CheckError;
 
 /// Raw filesystem access outside the storage backend.
 pub const RAW_FS: &str = "raw-fs";
@@ -210,27 +212,6 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
-/// The check could not run (the directory is unreadable).
-#[derive(Debug)]
-pub struct CheckError {
-    /// What could not be read.
-    pub path: PathBuf,
-    /// Why.
-    pub source: std::io::Error,
-}
-
-impl fmt::Display for CheckError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "cannot read `{}`: {}", self.path.display(), self.source)
-    }
-}
-
-impl std::error::Error for CheckError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
 /// Checks every `.rs` file under `root` (skipping `target`, hidden directories and fuzz
 /// artifacts) and `root/clippy.toml`.
 pub fn check_workspace(root: &Path) -> Result<Report, CheckError> {
@@ -240,7 +221,7 @@ pub fn check_workspace(root: &Path) -> Result<Report, CheckError> {
     let mut report = Report { files: files.len(), findings: Vec::new() };
     for relative in &files {
         let path = root.join(relative);
-        let source = std::fs::read_to_string(&path).map_err(|source| CheckError { path, source })?;
+        let source = std::fs::read_to_string(&path).map_err(|source| CheckError::Read { path, source })?;
         report.findings.extend(check_source(relative, &source));
     }
     let clippy = std::fs::read_to_string(root.join("clippy.toml")).ok();
@@ -251,11 +232,11 @@ pub fn check_workspace(root: &Path) -> Result<Report, CheckError> {
 
 fn collect_rust_files(root: &Path, directory: &Path, files: &mut Vec<String>) -> Result<(), CheckError> {
     let entries =
-        std::fs::read_dir(directory).map_err(|source| CheckError { path: directory.to_path_buf(), source })?;
+        std::fs::read_dir(directory).map_err(|source| CheckError::Read { path: directory.to_path_buf(), source })?;
     for entry in entries {
-        let entry = entry.map_err(|source| CheckError { path: directory.to_path_buf(), source })?;
+        let entry = entry.map_err(|source| CheckError::Read { path: directory.to_path_buf(), source })?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let kind = entry.file_type().map_err(|source| CheckError { path: entry.path(), source })?;
+        let kind = entry.file_type().map_err(|source| CheckError::Read { path: entry.path(), source })?;
         let path = entry.path();
         let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
         if kind.is_dir() {

@@ -1,4 +1,5 @@
-//! The `vfs-compliance` binary: `leaks` for tests outside Rust, and usage errors.
+//! The `vfs-compliance` binary: `leaks` for tests outside Rust, `deps`' exit codes, and usage
+//! errors.
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -48,4 +49,14 @@ fn usage_errors_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     let rules = Command::new(env!("CARGO_BIN_EXE_vfs-compliance")).arg("rules").output().unwrap();
     assert!(String::from_utf8(rules.stdout).unwrap().contains("raw-fs: raw filesystem access"));
+}
+
+#[test]
+fn deps_that_cannot_run_exits_2_with_a_hint() {
+    let layout = Layout::new();
+    let output = Command::new(env!("CARGO_BIN_EXE_vfs-compliance")).arg("deps").arg(layout.path(".")).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.starts_with("error: `cargo metadata` failed for `Cargo.toml`: "), "{stderr}");
+    assert!(stderr.ends_with("\n\nhint: the check runs offline (`--locked --offline`): fetch the locked dependencies once with `cargo fetch --locked --manifest-path Cargo.toml`, or bring the lock file up to date\n"), "{stderr}");
 }

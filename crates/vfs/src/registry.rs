@@ -86,6 +86,8 @@ impl MountRegistryBuilder {
     /// Whether writes `fsync` the file and its directory before reporting success (default:
     /// yes). Turning it off trades durability across a power loss for speed; atomicity (old or
     /// new content, never a mix) holds either way. Benchmarks use it to show the price of sync.
+    /// A file that cannot be synced fails the write; a directory that cannot be synced (after the
+    /// rename, when the new content is already visible) is a warning in the operator's log.
     pub fn sync_writes(&mut self, sync: bool) -> &mut Self {
         self.skip_sync = !sync;
         self

@@ -180,6 +180,22 @@ pub(super) fn temporary_name() -> String {
     format!("{TEMPORARY_PREFIX}{:016x}", hasher.finish())
 }
 
+/// `fsync`s a directory after one of its entries changed, so that the change survives a crash.
+/// By then the change is made and visible, so a failure cannot undo it, and an error would tell
+/// the caller that a write or a move failed when it did not (and a retry of a create would then
+/// be refused as existing). It is the operator who can act on a disk that cannot sync, so the
+/// failure goes to the operator's log, with the virtual path as the crate's logs carry it.
+pub(super) fn sync_directory(directory: &OwnedFd, path: &VirtualPath) {
+    if let Err(errno) = rustix::fs::fsync(directory) {
+        tracing::warn!(
+            target: "vfs::storage",
+            %path,
+            error = %io_error(errno),
+            "cannot sync a directory after changing it: the change is made, but may not survive a crash"
+        );
+    }
+}
+
 /// `renameat2(RENAME_NOREPLACE)`, falling back to `linkat` + `unlinkat` where the file system
 /// does not support it (both refuse an existing destination atomically).
 pub(super) fn rename_no_replace(from_dir: &OwnedFd, from: &str, to_dir: &OwnedFd, to: &str) -> rustix::io::Result<()> {
@@ -219,8 +235,8 @@ pub(crate) fn rename(from: &Node, to: &Node, replace: bool, path: &VirtualPath) 
     };
     let error = match result {
         Ok(()) => {
-            let _ = rustix::fs::fsync(&*from.parent);
-            let _ = rustix::fs::fsync(&*to.parent);
+            sync_directory(&from.parent, path);
+            sync_directory(&to.parent, path);
             return Some(Ok(()));
         }
         Err(error) => error,
@@ -332,4 +348,58 @@ pub(super) fn open_append(directory: &OwnedFd, name: &str, path: &VirtualPath) -
         return Err(Error::unsupported(path));
     }
     Ok(OpenFile(File::from(fd)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps the `WARN` events it sees, as `LEVEL target field=value …` lines.
+    #[derive(Default, Clone)]
+    struct Warnings(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl tracing::Subscriber for Warnings {
+        fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+            *metadata.level() == tracing::Level::WARN
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Line(String);
+            impl tracing::field::Visit for Line {
+                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                    self.0.push_str(&format!(" {}={value:?}", field.name()));
+                }
+            }
+            let mut line = Line(format!("{} {}", event.metadata().level(), event.metadata().target()));
+            event.record(&mut line);
+            self.0.lock().unwrap().push(line.0);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn a_directory_that_cannot_sync_is_reported_to_the_operator() {
+        // `fsync` on /dev/null fails (EINVAL): a stand-in for a directory on a failing disk.
+        let null = rustix::fs::open("/dev/null", OFlags::RDONLY, Mode::empty()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let handle = rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let path = VirtualPath::new("/x/file.txt").unwrap();
+        let warnings = Warnings::default();
+        tracing::subscriber::with_default(warnings.clone(), || {
+            sync_directory(&handle, &path);
+            sync_directory(&null, &path);
+        });
+        assert_eq!(
+            *warnings.0.lock().unwrap(),
+            [
+                "WARN vfs::storage message=cannot sync a directory after changing it: the change is made, but may not survive a crash path=/x/file.txt error=Invalid argument (os error 22)"
+            ],
+            "one warning, for the descriptor that cannot sync, naming only the virtual path"
+        );
+    }
 }

@@ -191,7 +191,7 @@ impl Staged {
         })?;
         self.committed = true;
         if self.sync {
-            let _ = rustix::fs::fsync(directory);
+            files::sync_directory(directory, path);
         }
         self.file.try_clone().map_err(|error| Error::io(path, error))
     }
