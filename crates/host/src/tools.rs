@@ -1104,16 +1104,15 @@ fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
     // Read before replace: a move onto an existing file replaces it, as an overwrite does.
     // The version the session saw guards the destination; never seen, the move may only
     // create.
+    // The core checks it under the directories' locks, just before the rename, and never
+    // replaces a directory.
     let mut guard = None;
     let moved = match (&tools.seen, vfs::VirtualPath::new(&args.destination)) {
         (Some(seen), Ok(destination)) if args.overwrite => {
-            if let Some(version) = seen.version(&destination) {
-                guard = Some((destination, session::Unread::Changed));
-                agent.move_path_replacing(&args.source, &args.destination, expected, &version)
-            } else {
-                guard = Some((destination, session::Unread::Never));
-                agent.move_path(&args.source, &args.destination, false, expected)
-            }
+            let version = seen.version(&destination);
+            let why = if version.is_some() { session::Unread::Changed } else { session::Unread::Never };
+            guard = Some((destination, why));
+            agent.move_path_replacing(&args.source, &args.destination, expected, version.as_deref())
         }
         _ => agent.move_path(&args.source, &args.destination, args.overwrite, expected),
     };
@@ -1127,13 +1126,7 @@ fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
         // Only the destination's answer: a version mismatch of the source is the agent's own
         // `expectedVersion`, and an existing directory is not replaced anyway.
         (Err(error), Some((path, why))) if refused_as(error, why) && error.path() == Some(&path) => {
-            let directory =
-                why == session::Unread::Never && agent.info(path.as_str()).is_ok_and(|info| info.kind == "directory");
-            if !directory {
-                return Ok(tools.unread(&path, why));
-            }
-            let moved = agent.move_path(&args.source, &args.destination, true, expected);
-            return Ok(tools.finish(moved, vfs::MoveOutcome::agent_text));
+            return Ok(tools.unread(&path, why));
         }
         _ => {}
     }

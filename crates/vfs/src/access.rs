@@ -165,22 +165,25 @@ impl AgentAccessor {
         expected_version: Option<&str>,
     ) -> Result<MoveOutcome, Error> {
         self.run("move_file", source, |context| {
-            context.move_path(source, destination, overwrite, expected_version, None)
+            context.move_path(source, destination, overwrite, expected_version, crate::ops::Replace::AsAsked)
         })
     }
 
     /// Moves a file onto `destination`, replacing what is there only if it is the file at
-    /// version `replacing` (what a session read before it may replace it); a destination that
-    /// is not there is simply created. Any other version there is a version mismatch.
+    /// version `replacing` (what a session read before it may replace it): any other version
+    /// there is a version mismatch, and with `replacing` `None` (the session saw no file there)
+    /// an existing file is refused as already existing. A directory there is never replaced;
+    /// a destination that is not there is simply created. All checked under the directories'
+    /// locks, just before the rename.
     pub fn move_path_replacing(
         &self,
         source: &str,
         destination: &str,
         expected_version: Option<&str>,
-        replacing: &str,
+        replacing: Option<&str>,
     ) -> Result<MoveOutcome, Error> {
         self.run("move_file", source, |context| {
-            context.move_path(source, destination, true, expected_version, Some(replacing))
+            context.move_path(source, destination, true, expected_version, crate::ops::Replace::Seen(replacing))
         })
     }
 

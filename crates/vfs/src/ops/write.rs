@@ -351,7 +351,7 @@ impl Context<'_> {
         destination_input: &str,
         overwrite: bool,
         expected_version: Option<&str>,
-        replacing: Option<&str>,
+        replacing: Replace<'_>,
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
@@ -381,7 +381,13 @@ impl Context<'_> {
         }
         let existing = to_store.restat(&to.node, &destination)?;
         let before = match existing {
-            Some(stat) => Before::File { size: stat.size, version: replacing.map(str::to_owned) },
+            Some(stat) => Before::File {
+                size: stat.size,
+                version: match replacing {
+                    Replace::Seen(version) => version.map(str::to_owned),
+                    Replace::AsAsked => None,
+                },
+            },
             None => Before::Absent,
         };
         if let Some(existing) = existing {
@@ -396,8 +402,10 @@ impl Context<'_> {
                 ]));
             }
             // Checked under both directories' locks, just before the rename.
-            if let Some(version) = replacing {
-                to_store.check_version(&to.node, version, &destination)?;
+            match replacing {
+                Replace::Seen(Some(version)) => to_store.check_version(&to.node, version, &destination)?,
+                Replace::Seen(None) => return Err(Error::already_exists(&destination)),
+                Replace::AsAsked => {}
             }
         }
         if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
@@ -562,6 +570,16 @@ impl Context<'_> {
         Ok(AppendFile { file })
     }
 }
+/// What a move may replace at its destination, besides what `overwrite` allows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Replace<'a> {
+    /// Whatever `overwrite` allows.
+    AsAsked,
+    /// Read before replace: only the file at the version the caller saw there; `None`, it saw
+    /// none, so an existing file is refused as existing (and a directory as a directory).
+    Seen(Option<&'a str>),
+}
+
 /// What a delete checks of a file under the store's lock.
 #[derive(Clone, Copy)]
 pub(crate) enum DeleteGuard<'a> {
