@@ -27,6 +27,8 @@ Examples:
       show the mount table with physical paths (operator view)
   vfs check --settings vfs.json --crew ./crews/review
       validate a launch without serving
+  vfs fuse /mnt/agent --mount ../data:/src:ro --mount ./out:/output:rw
+      the same tree as a file system at /mnt/agent, for a shell (Ctrl-C unmounts it)
   vfs call read_text_file '{\"path\": \"/workspace/README.md\", \"head\": 5}'
       run one tool and print what the agent would see
 
@@ -83,6 +85,18 @@ enum Command {
         launch: LaunchArgs,
         #[command(flatten)]
         daemon: DaemonArgs,
+    },
+    /// Serve the agent's tree as a FUSE file system at MOUNTPOINT, whose root is the agent's
+    /// `/` (`MOUNTPOINT/src`, `MOUNTPOINT/output`), with the same rules as the tools: read-only
+    /// places refuse writes (`EROFS`), hidden names and internal roots are absent, and a file
+    /// written through it is committed whole when it is closed. Runs in the foreground until
+    /// SIGTERM, Ctrl-C or `fusermount3 -u MOUNTPOINT`.
+    #[command(after_help = EXAMPLES)]
+    Fuse {
+        /// An existing directory outside every mount's directory, where the view appears.
+        mountpoint: PathBuf,
+        #[command(flatten)]
+        launch: LaunchArgs,
     },
     /// Run one tool exactly as an agent would, and print what the agent would see.
     #[command(after_help = EXAMPLES)]
@@ -276,6 +290,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check { launch, daemon } => check(launch, &daemon),
         Command::Tools { launch, daemon } => tools(launch, &daemon),
         Command::Call { tool, arguments, launch } => call(&tool, &arguments, launch),
+        Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?),
     }
 }
 
@@ -510,4 +525,43 @@ fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(vfs_host::serve_stdio(server)).context("the MCP connection failed")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `vfs fuse`: the agent's tree as a FUSE file system, until a signal or an unmount.
+fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result<ExitCode> {
+    vfs::raise_open_file_limit();
+    let launch = vfs_host::compose(options)?;
+    let registry = launch.registry();
+    let mounted = vfs_fuse::mount(registry, mountpoint, &vfs_fuse::FuseOptions::default())?;
+    let served: Vec<String> =
+        registry.agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();
+    output::status(&format!(
+        "vfs {}: serving {} through FUSE at {}; stop with SIGTERM, Ctrl-C or `fusermount3 -u {}`",
+        env!("CARGO_PKG_VERSION"),
+        served.join(", "),
+        mountpoint.display(),
+        mountpoint.display(),
+    ));
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot listen for SIGTERM")?;
+        let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .context("cannot listen for SIGINT")?;
+        let mut poll = tokio::time::interval(std::time::Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = terminate.recv() => break,
+                _ = interrupt.recv() => break,
+                _ = poll.tick() => if !mounted.is_mounted() { break },
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    let unmounted_elsewhere = !mounted.is_mounted();
+    match mounted.unmount() {
+        Err(error) if !unmounted_elsewhere => Err(anyhow::anyhow!("cannot unmount {}: {error}", mountpoint.display())),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -211,6 +211,27 @@ impl AgentAccessor {
     }
 }
 
+/// What a file-system view asks (`crates/vfs/src/ops/view.rs`): the same gate as the tools,
+/// answers shaped for `getattr`, `read` and `readdir`.
+impl AgentAccessor {
+    /// The attributes at `path` (no content is read: no version is computed).
+    pub fn attributes(&self, path: &str) -> Result<crate::ops::Attributes, Error> {
+        self.run("view_attributes", path, |context| context.attributes(path))
+    }
+
+    /// At most `len` bytes (and at most [`VIEW_READ_BYTES`](crate::VIEW_READ_BYTES)) of the
+    /// file at `path` from `offset`: fewer at its end, none past it.
+    pub fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        self.run("view_read", path, |context| context.read_at(path, offset, len))
+    }
+
+    /// Every entry of a directory, up to [`VIEW_ENTRIES`](crate::VIEW_ENTRIES) (`/` and a
+    /// virtual parent list the roots below them).
+    pub fn entries(&self, path: &str) -> Result<Listing, Error> {
+        self.run("view_entries", path, |context| context.entries(path))
+    }
+}
+
 /// A file's next content being built by an agent's front end (see [`AgentAccessor::stage`]).
 /// Dropped without a commit, it leaves the file as it was and nothing behind.
 pub struct StagedWrite {
@@ -258,6 +279,12 @@ impl StagedWrite {
     /// Cuts the content to `len` bytes, or extends it with zeros.
     pub fn set_len(&mut self, len: u64) -> Result<(), Error> {
         self.staged.set_len(len, &self.path)
+    }
+
+    /// At most `len` bytes of the staged content from `offset`: what a reader of the file
+    /// through the same open handle sees before the commit.
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        self.staged.read_at(offset, len.min(crate::VIEW_READ_BYTES), &self.path)
     }
 
     /// Puts the staged content in the file at once, when `precondition` holds then (checked
@@ -397,6 +424,13 @@ impl Audited for Vec<FileResult> {
     }
 }
 
+impl Audited for Vec<u8> {
+    fn bytes(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+impl Audited for crate::ops::Attributes {}
 impl Audited for EditOutcome {}
 impl Audited for CreateDirOutcome {}
 impl Audited for Listing {}

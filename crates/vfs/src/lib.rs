@@ -43,10 +43,10 @@ pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver};
 pub use error::{Error, ErrorKind};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
-    AppendFile, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo, FileResult,
-    GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch, Precondition,
-    ReadWindow, SizedEntry, SizedListing, SortBy, StageFrom, TextRead, Tree, TreeNode, WriteOptions, WriteOutcome,
-    rfc3339,
+    AppendFile, Attributes, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo,
+    FileResult, GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch,
+    Precondition, ReadWindow, SizedEntry, SizedListing, SortBy, StageFrom, TextRead, Tree, TreeNode, VIEW_ENTRIES,
+    VIEW_READ_BYTES, WriteOptions, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};

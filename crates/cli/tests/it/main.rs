@@ -15,5 +15,7 @@ mod serve;
 mod http;
 // The daemon as a server people run: HTTP answers, CORS, bounds, caps and timeouts.
 mod daemon;
+// `vfs fuse`: the start-up line, SIGTERM, stale mounts and refused mountpoints.
+mod fuse;
 // Documentation kept in sync with the binary.
 mod docs;

@@ -12,6 +12,7 @@ mod edit;
 mod grep;
 mod pattern;
 mod read;
+mod view;
 mod walk;
 mod write;
 
@@ -19,6 +20,7 @@ pub use edit::{Edit, EditOptions, EditOutcome};
 
 pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
+pub use view::{Attributes, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
 pub use write::{
     AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOptions, WriteOutcome,

@@ -492,7 +492,7 @@ impl Context<'_> {
     }
 
     /// Agent-facing roots strictly below `path`, as the next segment under it.
-    fn virtual_children(&self, path: &VirtualPath) -> Vec<String> {
+    pub(super) fn virtual_children(&self, path: &VirtualPath) -> Vec<String> {
         let mut names: Vec<String> = self
             .registry
             .mounts
@@ -511,7 +511,7 @@ impl Context<'_> {
     }
 
     pub(crate) fn list(&self, input: &str) -> Result<Listing, Error> {
-        self.list_inner(Self::parse(input)?)
+        self.list_bounded(Self::parse(input)?, self.registry.limits.entries)
     }
 
     /// A listing with each file's size, in the order asked for.
@@ -548,8 +548,8 @@ impl Context<'_> {
         })
     }
 
-    fn list_inner(&self, path: VirtualPath) -> Result<Listing, Error> {
-        let limit = self.registry.limits.entries;
+    /// The listing of `path`, at most `limit` entries of it.
+    pub(super) fn list_bounded(&self, path: VirtualPath, limit: usize) -> Result<Listing, Error> {
         let virtual_names = self.virtual_children(&path);
         let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
         match self.locate::<gate::Read>(&path, true, false) {

@@ -308,6 +308,16 @@ impl Staged {
             Staged::Object(staged) => staged.set_len(len, path),
         }
     }
+
+    /// At most `len` bytes of the staged content from `offset`.
+    pub(crate) fn read_at(&self, offset: u64, len: usize, path: &VirtualPath) -> Result<Vec<u8>, Error> {
+        let len = len.min(usize::try_from(self.len().saturating_sub(offset)).unwrap_or(usize::MAX));
+        match self {
+            Staged::Local(staged) => staged.read_at(offset, len, path),
+            #[cfg(feature = "s3")]
+            Staged::Object(staged) => Ok(staged.read_at(offset, len)),
+        }
+    }
 }
 
 /// The version a caller saw at a virtual path, if it saw the file there (read before delete).

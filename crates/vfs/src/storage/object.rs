@@ -802,6 +802,12 @@ impl Staged {
         self.bytes.resize(len as usize, 0);
         Ok(())
     }
+
+    /// `len` bytes from `offset` (the caller keeps them within the content).
+    pub(crate) fn read_at(&self, offset: u64, len: usize) -> Vec<u8> {
+        let start = offset as usize;
+        self.bytes[start..start + len].to_vec()
+    }
 }
 
 /// One level of a listed tree: the objects in it and the levels below, in name order.

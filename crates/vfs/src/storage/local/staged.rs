@@ -151,6 +151,13 @@ impl Staged {
         Ok(())
     }
 
+    /// `len` bytes from `offset` (the caller keeps them within the content).
+    pub(crate) fn read_at(&self, offset: u64, len: usize, path: &VirtualPath) -> Result<Vec<u8>, Error> {
+        let mut bytes = vec![0; len];
+        self.file.read_exact_at(&mut bytes, offset).map_err(|error| Error::io(path, error))?;
+        Ok(bytes)
+    }
+
     /// Appends what `source` yields, within the cap (a copy between stores).
     pub(crate) fn write_from(&mut self, source: &mut dyn io::Read, path: &VirtualPath) -> Result<(), Error> {
         let room = self.cap.saturating_sub(self.len);

@@ -1,0 +1,116 @@
+//! `vfs fuse`: the start-up line, the end on SIGTERM, and the refusals before anything is
+//! mounted (exact text). What the view answers is proved in `crates/fuse/tests/view.rs`.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use crate::util::TestDir;
+
+/// True where the view can be mounted (root and `/dev/fuse`); elsewhere the test says why it
+/// did not run, and fails if `VFS_REQUIRE_FUSE` asks for it.
+fn can_mount() -> bool {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n");
+    let possible = root && std::path::Path::new("/dev/fuse").exists();
+    if !possible {
+        assert!(
+            std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+            "VFS_REQUIRE_FUSE is set, but this is not root with /dev/fuse"
+        );
+        #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+        {
+            eprintln!("SKIPPED: mounting the FUSE view needs root and /dev/fuse here");
+        }
+    }
+    possible
+}
+
+/// Starts `vfs fuse mnt --mount ./src:/src:ro` and returns it with its first stderr line.
+fn start(test: &TestDir) -> (Child, String) {
+    let mut child = test
+        .command(&["fuse", "mnt", "--mount", "./src:/src:ro"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn vfs");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("the start-up line");
+    (child, line)
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill").arg(format!("-{name}")).arg(child.id().to_string()).status().expect("kill");
+    assert!(status.success());
+}
+
+fn mounted(test: &TestDir) -> bool {
+    let mountpoint = test.path().join("mnt").display().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .expect("the mount table")
+        .lines()
+        .any(|line| line.split(' ').nth(4) == Some(mountpoint.as_str()))
+}
+
+#[test]
+fn the_view_serves_until_sigterm_and_unmounts() {
+    if !can_mount() {
+        return;
+    }
+    let test = TestDir::new();
+    test.file("src/a.txt", "hello\n");
+    test.dir("mnt");
+    let (mut child, line) = start(&test);
+    assert_eq!(
+        line,
+        format!(
+            "vfs {}: serving /src (ro) through FUSE at mnt; stop with SIGTERM, Ctrl-C or `fusermount3 -u mnt`\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    assert_eq!(std::fs::read_to_string(test.path().join("mnt/src/a.txt")).expect("read through the view"), "hello\n");
+    assert!(mounted(&test));
+    signal(&child, "TERM");
+    assert_eq!(child.wait().expect("the view ends").code(), Some(0));
+    assert!(!mounted(&test));
+}
+
+#[test]
+fn a_stale_mount_is_named_at_the_next_start() {
+    if !can_mount() {
+        return;
+    }
+    let test = TestDir::new();
+    test.file("src/a.txt", "hello\n");
+    test.dir("mnt");
+    let (mut child, _) = start(&test);
+    signal(&child, "KILL");
+    child.wait().expect("killed");
+    let run = test.run(&["fuse", "mnt", "--mount", "./src:/src:ro"]);
+    // The mount the killed view left is removed before the assertions can fail.
+    let unmounted = Command::new("umount").arg("-l").arg(test.path().join("mnt")).status().expect("umount");
+    assert!(unmounted.success());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "error: `mnt` holds a stale FUSE mount (its server ended without unmounting): unmount it with `fusermount3 -u mnt` (as root: `umount mnt`), then start again\n"
+    );
+}
+
+#[test]
+fn a_mountpoint_that_cannot_take_the_view_is_refused_in_one_line() {
+    let test = TestDir::new();
+    test.file("src/a.txt", "hello\n");
+    test.dir("src/inner");
+    let run = test.run(&["fuse", "src/inner", "--mount", "./src:/src:ro"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: the mountpoint `src/inner` lies inside the directory of the mount `/src`: the view would serve its own files; choose a mountpoint outside every mount\n"
+    );
+    let run = test.run(&["fuse", "missing", "--mount", "./src:/src:ro"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: the mountpoint `missing` is not a directory: create it first (`mkdir -p missing`)\n"
+    );
+}

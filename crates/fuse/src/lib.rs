@@ -1,0 +1,158 @@
+//! The agent's tree as a FUSE file system: `vfs fuse MOUNTPOINT`.
+//!
+//! The second front end over the core, beside the MCP tools. Its root is the agent's `/`; every
+//! answer comes from the same [`vfs::AgentAccessor`] the tools hold, so the rights, sub-path
+//! overrides, name rules, internal roots and tree guards hold for a shell as they do for a
+//! tool, and nothing here restates them (`view.rs`). The kernel is told as little as it needs:
+//! the source and type are `vfs`, inode numbers are synthetic (`inodes.rs`), `statfs` gives the
+//! same neutral figures everywhere, extended attributes are refused, and links are presented as
+//! what they name.
+//!
+//! This crate is the only one that depends on `fuser` (ADR 0008): the core, the host and the
+//! tools build without it.
+
+mod errno;
+mod inodes;
+mod view;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Why the view could not be mounted, in one line for the operator (who may see physical
+/// paths: the mountpoint is theirs).
+#[derive(Debug, thiserror::Error)]
+pub enum FuseError {
+    /// The mountpoint holds a FUSE mount whose server is gone.
+    #[error(
+        "`{0}` holds a stale FUSE mount (its server ended without unmounting): unmount it with `fusermount3 -u {0}` (as root: `umount {0}`), then start again"
+    )]
+    StaleMount(PathBuf),
+    /// The mountpoint is not an existing directory.
+    #[error("the mountpoint `{0}` is not a directory: create it first (`mkdir -p {0}`)")]
+    NotADirectory(PathBuf),
+    /// The mountpoint lies inside a mount's directory: the view would serve itself.
+    #[error(
+        "the mountpoint `{mountpoint}` lies inside the directory of the mount `{root}`: the view would serve its own files; choose a mountpoint outside every mount"
+    )]
+    InsideMount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+        /// The virtual root of the mount that holds it.
+        root: String,
+    },
+    /// This machine cannot mount FUSE file systems.
+    #[error(
+        "this machine cannot mount a FUSE file system ({reason}): install fuse3 (`apt-get install fuse3`) and make `/dev/fuse` available, or run as root"
+    )]
+    Unavailable {
+        /// What was missing.
+        reason: String,
+    },
+    /// The kernel refused the mount.
+    #[error("cannot mount the view at `{mountpoint}`: {source}")]
+    Mount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+        /// What the kernel or `fusermount3` answered.
+        source: io::Error,
+    },
+}
+
+/// How the view is served.
+#[derive(Debug, Clone)]
+pub struct FuseOptions {
+    /// Threads answering the kernel (at least 2: one slow call must not stall every process).
+    pub threads: usize,
+}
+
+impl Default for FuseOptions {
+    fn default() -> Self {
+        FuseOptions { threads: 4 }
+    }
+}
+
+/// A mounted view; dropping it (or [`Mounted::unmount`]) unmounts it.
+pub struct Mounted {
+    session: fuser::BackgroundSession,
+}
+
+impl std::fmt::Debug for Mounted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Mounted").finish_non_exhaustive()
+    }
+}
+
+impl Mounted {
+    /// False once the kernel ended the session (someone ran `fusermount3 -u` or `umount`).
+    #[must_use]
+    pub fn is_mounted(&self) -> bool {
+        !self.session.guard.is_finished()
+    }
+
+    /// Unmounts the view and waits for its threads to end.
+    pub fn unmount(self) -> io::Result<()> {
+        self.session.umount_and_join()
+    }
+}
+
+/// Checks that `mountpoint` can take the view: an existing directory, not a stale mount.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the mountpoint and /dev/fuse are the operator's and the machine's paths, never an agent's"
+)]
+pub fn check_mountpoint(mountpoint: &Path) -> Result<(), FuseError> {
+    match std::fs::metadata(mountpoint) {
+        Ok(metadata) if metadata.is_dir() => {}
+        // A FUSE mount whose server died answers every call with `ENOTCONN`.
+        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::NOTCONN.raw_os_error()) => {
+            return Err(FuseError::StaleMount(mountpoint.to_owned()));
+        }
+        Ok(_) | Err(_) => return Err(FuseError::NotADirectory(mountpoint.to_owned())),
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err(FuseError::Unavailable { reason: "there is no /dev/fuse".to_owned() });
+    }
+    Ok(())
+}
+
+/// Refuses a mountpoint inside a local mount's directory: the view would serve itself, and a
+/// read of it through vfs would wait on vfs.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the operator's mountpoint and physical directories, compared, never served"
+)]
+fn refuse_inside_a_mount(mountpoint: &Path, registry: &vfs::MountRegistry) -> Result<(), FuseError> {
+    let Ok(canonical) = std::fs::canonicalize(mountpoint) else {
+        return Err(FuseError::NotADirectory(mountpoint.to_owned()));
+    };
+    for mount in registry.operator_view() {
+        // An object-storage location is not a directory here and canonicalizes to nothing.
+        if let Ok(physical) = std::fs::canonicalize(&mount.physical)
+            && canonical.starts_with(&physical)
+        {
+            return Err(FuseError::InsideMount { mountpoint: mountpoint.to_owned(), root: mount.root });
+        }
+    }
+    Ok(())
+}
+
+/// Mounts the agent's view of `registry` (what its [`vfs::MountRegistry::agent`] accessor
+/// reaches) at `mountpoint`, and serves it on background threads until the returned
+/// [`Mounted`] is dropped or the file system is unmounted.
+pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOptions) -> Result<Mounted, FuseError> {
+    check_mountpoint(mountpoint)?;
+    refuse_inside_a_mount(mountpoint, registry)?;
+    let accessor = registry.agent();
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        fuser::MountOption::FSName("vfs".to_owned()),
+        fuser::MountOption::Subtype("vfs".to_owned()),
+        fuser::MountOption::NoDev,
+        fuser::MountOption::NoSuid,
+        fuser::MountOption::NoAtime,
+    ];
+    config.n_threads = Some(options.threads.max(2));
+    let session = fuser::spawn_mount(view::View::new(accessor), mountpoint, &config)
+        .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
+    Ok(Mounted { session })
+}

@@ -1,0 +1,665 @@
+//! The FUSE operations, each answered through the agent accessor.
+//!
+//! Nothing here decides what an agent may do: every answer is a call of the accessor the tools
+//! use (routing, visibility, name rules, rights, tree guards, staged writes with their version
+//! check), and what it refuses is turned into an `errno` (`errno.rs`). What is here is the
+//! shape of a file system: inode numbers (`inodes.rs`), open handles, attributes.
+//!
+//! Writes: an open for writing records the version of the file it opened (a precondition);
+//! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at `flush`,
+//! `fsync` or `release`, under that precondition. A reader, through the view or the tools,
+//! sees the old content or the new, never part of a write; a file that changed since the open
+//! (a tool, another process, the disk) is not overwritten: the close fails with `ESTALE`.
+//! A new file is committed empty at `create`, so that it exists for the calls that follow (a
+//! rename of an editor's temporary file), and its content at the close.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig,
+    LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+use vfs::{AgentAccessor, Attributes, EntryKind, Precondition, StageFrom, StagedWrite};
+
+use crate::errno;
+use crate::inodes::{Inodes, ROOT};
+
+/// How long the kernel may keep an entry or attributes: changes made beside the view (by the
+/// tools, on the disk) show within this.
+const TTL: Duration = Duration::from_secs(1);
+
+/// What `statfs` answers: neutral figures, the same on every machine (the host's disk is
+/// nobody's business inside the view).
+const STATFS_BLOCKS: u64 = 1 << 28;
+const BLOCK_SIZE: u32 = 4096;
+
+/// `O_TRUNC` in the flags of an open, as Linux numbers it (`asm-generic/fcntl.h`).
+const O_TRUNC: i32 = 0o1000;
+
+/// The agent's tree as a FUSE file system.
+pub(crate) struct View {
+    accessor: AgentAccessor,
+    inodes: Mutex<Inodes>,
+    handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    next_handle: AtomicU64,
+    owner: (u32, u32),
+}
+
+/// An open file or directory.
+enum Handle {
+    /// Opened for reading only: reads go to the file as it is at each read.
+    Read,
+    /// Opened for writing.
+    Write(Box<Mutex<Writing>>),
+    /// An open directory: its entries as they were at the open, so offsets stay stable.
+    Directory(Vec<(u64, FileType, String)>),
+}
+
+/// A file opened for writing.
+struct Writing {
+    ino: u64,
+    /// The version the file must still have when the staged content is committed.
+    base: Precondition,
+    /// The next content, once something was written (or the open truncated).
+    staged: Option<StagedWrite>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent == "/" { format!("/{name}") } else { format!("{parent}/{name}") }
+}
+
+impl View {
+    pub(crate) fn new(accessor: AgentAccessor) -> Self {
+        let owner = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+        View {
+            accessor,
+            inodes: Mutex::new(Inodes::default()),
+            handles: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+            owner,
+        }
+    }
+
+    fn path(&self, ino: INodeNo) -> Result<String, Errno> {
+        lock(&self.inodes).path(ino.0).ok_or(Errno::ENOENT)
+    }
+
+    /// The path of `name` in the directory `parent`; a name that is not UTF-8 names nothing
+    /// a virtual path can.
+    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        let name = name.to_str().ok_or(Errno::ENOENT)?;
+        Ok(join(&self.path(parent)?, name))
+    }
+
+    fn handle(&self, fh: FileHandle) -> Option<Arc<Handle>> {
+        lock(&self.handles).get(&fh.0).cloned()
+    }
+
+    fn open_handle(&self, handle: Handle) -> FileHandle {
+        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        lock(&self.handles).insert(fh, Arc::new(handle));
+        FileHandle(fh)
+    }
+
+    fn attributes(&self, path: &str) -> Result<Attributes, Errno> {
+        self.accessor.attributes(path).map_err(|error| refused("getattr", path, &error))
+    }
+
+    fn file_attr(&self, ino: u64, attributes: &Attributes) -> FileAttr {
+        let kind = if attributes.kind == EntryKind::Directory { FileType::Directory } else { FileType::RegularFile };
+        let mask = if attributes.writable() { 0o777 } else { 0o555 };
+        FileAttr {
+            ino: INodeNo(ino),
+            size: attributes.size,
+            blocks: attributes.size.div_ceil(512),
+            atime: attributes.modified,
+            mtime: attributes.modified,
+            ctime: attributes.changed,
+            crtime: attributes.modified,
+            kind,
+            perm: (attributes.mode & mask) as u16,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid: self.owner.0,
+            gid: self.owner.1,
+            rdev: 0,
+            blksize: BLOCK_SIZE,
+            flags: 0,
+        }
+    }
+
+    /// The attributes of `ino`, with the size of what an open write of it has staged.
+    fn current_attr(&self, ino: u64) -> Result<FileAttr, Errno> {
+        let path = lock(&self.inodes).path(ino).ok_or(Errno::ENOENT)?;
+        let mut attributes = self.attributes(&path)?;
+        if let Some(size) = self.staged_size(ino) {
+            attributes.size = size;
+            attributes.modified = SystemTime::now();
+        }
+        Ok(self.file_attr(ino, &attributes))
+    }
+
+    fn staged_size(&self, ino: u64) -> Option<u64> {
+        let handles: Vec<Arc<Handle>> = lock(&self.handles).values().cloned().collect();
+        handles.iter().find_map(|handle| match &**handle {
+            Handle::Write(writing) => {
+                let writing = lock(writing);
+                (writing.ino == ino).then(|| writing.staged.as_ref().map(StagedWrite::len)).flatten()
+            }
+            _ => None,
+        })
+    }
+
+    /// Refuses a change at `path` with `EROFS` where the rights there are read-only (so that a
+    /// shell says "Read-only file system", as for a read-only mount); `Ok` where they allow
+    /// writing or the path does not exist yet.
+    fn writable(&self, path: &str) -> Result<(), Errno> {
+        match self.accessor.attributes(path) {
+            Ok(attributes) if !attributes.writable() => Err(Errno::EROFS),
+            _ => Ok(()),
+        }
+    }
+
+    /// The entry made at `path` by a create or mkdir, counted as a kernel lookup.
+    fn entry(&self, path: &str) -> Result<(u64, FileAttr), Errno> {
+        let attributes = self.attributes(path)?;
+        let ino = lock(&self.inodes).number(path, true);
+        Ok((ino, self.file_attr(ino, &attributes)))
+    }
+
+    /// The precondition of an open for writing: the version the file has now.
+    fn base(&self, path: &str) -> Result<Precondition, Errno> {
+        let info = self.accessor.info(path).map_err(|error| refused("open", path, &error))?;
+        Ok(info.version.map_or(Precondition::Any, Precondition::Version))
+    }
+
+    /// Commits what `writing` staged, if anything; the next write stages again from the
+    /// content committed, with its version as the precondition.
+    fn commit(writing: &mut Writing) -> Result<(), Errno> {
+        let Some(staged) = writing.staged.take() else { return Ok(()) };
+        let path = staged.path().as_str().to_owned();
+        let outcome = staged.commit(&writing.base).map_err(|error| refused("write", &path, &error))?;
+        writing.base = outcome.version.map_or(Precondition::Any, Precondition::Version);
+        Ok(())
+    }
+
+    fn stage(&self, writing: &mut Writing, from: StageFrom) -> Result<(), Errno> {
+        if writing.staged.is_none() {
+            let path = lock(&self.inodes).path(writing.ino).ok_or(Errno::ENOENT)?;
+            let staged = self.accessor.stage(&path, from).map_err(|error| refused("write", &path, &error))?;
+            writing.staged = Some(staged);
+        }
+        Ok(())
+    }
+
+    fn writing(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
+        match self.handle(fh) {
+            Some(handle) if matches!(&*handle, Handle::Write(_)) => Ok(handle),
+            _ => Err(Errno::EBADF),
+        }
+    }
+
+    fn truncate(&self, ino: u64, size: u64, fh: Option<FileHandle>) -> Result<(), Errno> {
+        if let Some(handle) = fh.and_then(|fh| self.handle(fh))
+            && let Handle::Write(writing) = &*handle
+        {
+            let mut writing = lock(writing);
+            self.stage(&mut writing, StageFrom::Current)?;
+            let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
+            let path = staged.path().as_str().to_owned();
+            return staged.set_len(size).map_err(|error| refused("truncate", &path, &error));
+        }
+        let path = lock(&self.inodes).path(ino).ok_or(Errno::ENOENT)?;
+        let base = self.base(&path)?;
+        let mut staged = self
+            .accessor
+            .stage(&path, if size == 0 { StageFrom::Empty } else { StageFrom::Current })
+            .map_err(|error| refused("truncate", &path, &error))?;
+        staged.set_len(size).map_err(|error| refused("truncate", &path, &error))?;
+        staged.commit(&base).map_err(|error| refused("truncate", &path, &error))?;
+        Ok(())
+    }
+}
+
+/// Logs a refusal the operator may want to see (not the missing names `ls` and shells probe
+/// for all the time) and turns it into an `errno`. The message names virtual paths only.
+fn refused(operation: &'static str, path: &str, error: &vfs::Error) -> Errno {
+    let errno = errno::of(error);
+    if errno == Errno::ENOENT {
+        tracing::debug!(target: "vfs::fuse", operation, path, reason = %error, "refused");
+    } else {
+        tracing::info!(target: "vfs::fuse", operation, path, reason = %error, "refused");
+    }
+    errno
+}
+
+impl Filesystem for View {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // An open with `O_TRUNC` comes as one open (staged empty, committed at the close), not
+        // as a truncation to nothing followed by an open: a reader never sees the file empty.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let result = self.child(parent, name).and_then(|path| {
+            let attributes = self.attributes(&path)?;
+            let ino = lock(&self.inodes).number(&path, true);
+            Ok(self.file_attr(ino, &attributes))
+        });
+        match result {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        lock(&self.inodes).forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.current_attr(ino.0) {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        // Modes, owners and times are vfs's (an agent's file is never made a program by its
+        // mode): a change of them is accepted and changes nothing, as tools that copy a
+        // file's mode onto its replacement (`sed -i`) expect. The size is content.
+        let result = (|| {
+            let path = self.path(ino)?;
+            self.writable(&path)?;
+            if let Some(size) = size {
+                self.truncate(ino.0, size, fh)?;
+            }
+            self.current_attr(ino.0)
+        })();
+        match result {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, _ino: INodeNo, reply: ReplyData) {
+        // The view presents an in-mount link as what it names: it has no links to read.
+        reply.error(Errno::EINVAL);
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(Errno::EPERM);
+    }
+
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+        let result = self.child(parent, name).and_then(|path| {
+            if self.accessor.attributes(&path).is_ok() {
+                return Err(Errno::EEXIST);
+            }
+            self.writable(&self.path(parent)?)?;
+            self.accessor.create_directory(&path).map_err(|error| refused("mkdir", &path, &error))?;
+            self.entry(&path)
+        });
+        match result {
+            Ok((_, attr)) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.child(parent, name).and_then(|path| {
+            self.writable(&path)?;
+            self.accessor.delete(&path, false, None).map_err(|error| refused("unlink", &path, &error))?;
+            lock(&self.inodes).detach(&path);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.child(parent, name).and_then(|path| {
+            let attributes = self.attributes(&path)?;
+            if attributes.kind != EntryKind::Directory {
+                return Err(Errno::ENOTDIR);
+            }
+            if !attributes.writable() {
+                return Err(Errno::EROFS);
+            }
+            self.accessor.delete(&path, false, None).map_err(|error| refused("rmdir", &path, &error))?;
+            lock(&self.inodes).detach(&path);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn symlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _target: &Path, reply: ReplyEntry) {
+        reply.error(Errno::EPERM);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let result = (|| {
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) || flags.contains(RenameFlags::RENAME_WHITEOUT) {
+                return Err(Errno::EINVAL);
+            }
+            let from = self.child(parent, name)?;
+            let to = self.child(newparent, newname)?;
+            self.writable(&from)?;
+            self.writable(&to)?;
+            self.writable(&self.path(newparent)?)?;
+            let replace = !flags.contains(RenameFlags::RENAME_NOREPLACE);
+            self.accessor.move_path(&from, &to, replace, None).map_err(|error| refused("rename", &from, &error))?;
+            lock(&self.inodes).renamed(&from, &to);
+            Ok(())
+        })();
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn link(&self, _req: &Request, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
+        reply.error(Errno::EPERM);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let result = (|| {
+            let path = self.path(ino)?;
+            let attributes = self.attributes(&path)?;
+            if attributes.kind == EntryKind::Directory {
+                return Err(Errno::EISDIR);
+            }
+            if flags.acc_mode() == OpenAccMode::O_RDONLY {
+                return Ok(self.open_handle(Handle::Read));
+            }
+            if !attributes.writable() {
+                return Err(Errno::EROFS);
+            }
+            let mut writing = Writing { ino: ino.0, base: self.base(&path)?, staged: None };
+            if flags.0 & O_TRUNC != 0 {
+                self.stage(&mut writing, StageFrom::Empty)?;
+            }
+            Ok(self.open_handle(Handle::Write(Box::new(Mutex::new(writing)))))
+        })();
+        match result {
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let result = (|| {
+            if let Some(handle) = self.handle(fh)
+                && let Handle::Write(writing) = &*handle
+            {
+                let writing = lock(writing);
+                if let Some(staged) = &writing.staged {
+                    let path = staged.path().as_str().to_owned();
+                    return staged.read_at(offset, size as usize).map_err(|error| refused("read", &path, &error));
+                }
+            }
+            let path = self.path(ino)?;
+            self.accessor.read_at(&path, offset, size as usize).map_err(|error| refused("read", &path, &error))
+        })();
+        match result {
+            Ok(bytes) => reply.data(&bytes),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let result = self.writing(fh).and_then(|handle| {
+            let Handle::Write(writing) = &*handle else { return Err(Errno::EBADF) };
+            let mut writing = lock(writing);
+            self.stage(&mut writing, StageFrom::Current)?;
+            let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
+            let path = staged.path().as_str().to_owned();
+            staged.write_at(offset, data).map_err(|error| refused("write", &path, &error))?;
+            Ok(data.len() as u32)
+        });
+        match result {
+            Ok(written) => reply.written(written),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let result = match self.handle(fh) {
+            Some(handle) => match &*handle {
+                Handle::Write(writing) => Self::commit(&mut lock(writing)),
+                _ => Ok(()),
+            },
+            None => Err(Errno::EBADF),
+        };
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let handle = lock(&self.handles).remove(&fh.0);
+        let result = match handle.as_deref() {
+            Some(Handle::Write(writing)) => Self::commit(&mut lock(writing)),
+            _ => Ok(()),
+        };
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn fsync(&self, req: &Request, ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        self.flush(req, ino, fh, LockOwner(0), reply);
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let result = (|| {
+            let path = self.path(ino)?;
+            let listing = self.accessor.entries(&path).map_err(|error| refused("readdir", &path, &error))?;
+            let parent = match path.rsplit_once('/') {
+                Some(("", _)) | None => "/".to_owned(),
+                Some((parent, _)) => parent.to_owned(),
+            };
+            let mut inodes = lock(&self.inodes);
+            let mut entries = vec![
+                (ino.0, FileType::Directory, ".".to_owned()),
+                (
+                    if ino.0 == ROOT { ROOT } else { inodes.number(&parent, false) },
+                    FileType::Directory,
+                    "..".to_owned(),
+                ),
+            ];
+            for entry in listing.entries {
+                let kind = match entry.kind {
+                    EntryKind::Directory => FileType::Directory,
+                    // A link shows as what it names (a file, for `readdir`; `lookup` tells),
+                    // and a special file not at all.
+                    EntryKind::File | EntryKind::Link => FileType::RegularFile,
+                    EntryKind::Other => continue,
+                };
+                let child = join(&path, &entry.name);
+                entries.push((inodes.number(&child, false), kind, entry.name));
+            }
+            drop(inodes);
+            Ok(self.open_handle(Handle::Directory(entries)))
+        })();
+        match result {
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let Some(handle) = self.handle(fh) else { return reply.error(Errno::EBADF) };
+        let Handle::Directory(entries) = &*handle else { return reply.error(Errno::EBADF) };
+        for (index, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*ino), index as u64 + 1, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        lock(&self.handles).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        reply.statfs(
+            STATFS_BLOCKS,
+            STATFS_BLOCKS / 2,
+            STATFS_BLOCKS / 2,
+            1 << 20,
+            1 << 19,
+            BLOCK_SIZE,
+            255,
+            BLOCK_SIZE,
+        );
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::EOPNOTSUPP);
+    }
+
+    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: ReplyXattr) {
+        reply.error(Errno::EOPNOTSUPP);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+        reply.error(Errno::EOPNOTSUPP);
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EOPNOTSUPP);
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        let result = self.path(ino).and_then(|path| {
+            let attributes = self.attributes(&path)?;
+            if mask.contains(AccessFlags::W_OK) && !attributes.writable() {
+                return Err(Errno::EROFS);
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let result = self.child(parent, name).and_then(|path| {
+            self.writable(&self.path(parent)?)?;
+            let staged =
+                self.accessor.stage(&path, StageFrom::Empty).map_err(|error| refused("create", &path, &error))?;
+            let outcome = staged.commit(&Precondition::Absent).map_err(|error| refused("create", &path, &error))?;
+            let (ino, attr) = self.entry(&path)?;
+            let base = outcome.version.map_or(Precondition::Any, Precondition::Version);
+            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing { ino, base, staged: None }))));
+            Ok((attr, fh))
+        });
+        match result {
+            Ok((attr, fh)) => reply.created(&TTL, &attr, Generation(0), fh, FopenFlags::empty()),
+            Err(errno) => reply.error(errno),
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The FUSE view driven as a shell drives it: `std::fs` against a real mountpoint.
+//!
+//! Each test mounts its own view of a fresh fixture. On a machine that cannot mount FUSE (no
+//! `/dev/fuse`, no privilege) every test prints why it did not run and returns; with
+//! `VFS_REQUIRE_FUSE=1` (what `scripts/test` sets where `/dev/fuse` exists) it fails instead,
+//! so a suite that should have run them cannot pass without them.
+
+#![expect(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    clippy::print_stderr,
+    reason = "fixture: tests build fixtures on disk, look at them through the view, and say when they cannot run"
+)]
+
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use vfs::{MountRegistry, MountSpec, NameRule};
+
+const EROFS: i32 = 30;
+const EACCES: i32 = 13;
+const EPERM: i32 = 1;
+const ENOTEMPTY: i32 = 39;
+const ESTALE: i32 = 116;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let fixture = Fixture { dir: tempfile::tempdir().unwrap() };
+        fs::create_dir(fixture.physical("mnt")).unwrap();
+        fixture
+    }
+
+    fn physical(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    fn file(&self, relative: &str, content: &[u8]) {
+        let path = self.physical(relative);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+    }
+
+    fn spec(&self, relative: &str, rest: &str) -> MountSpec {
+        fs::create_dir_all(self.physical(relative)).unwrap();
+        format!("{}:{rest}", self.physical(relative).display()).parse().unwrap()
+    }
+}
+
+/// A mounted view and the fixture under it; the view is unmounted first when dropped.
+struct Mounted {
+    view: Option<vfs_fuse::Mounted>,
+    fixture: Fixture,
+}
+
+impl Mounted {
+    fn at(&self, virtual_path: &str) -> PathBuf {
+        self.fixture.physical("mnt").join(virtual_path.trim_start_matches('/'))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(view) = self.view.take() {
+            view.unmount().unwrap();
+        }
+    }
+}
+
+/// Mounts the view of the registry `build` makes from the fixture, or says why not.
+fn mount(build: impl FnOnce(&Fixture) -> MountRegistry) -> Option<Mounted> {
+    let fixture = Fixture::new();
+    let registry = build(&fixture);
+    match vfs_fuse::mount(&registry, &fixture.physical("mnt"), &vfs_fuse::FuseOptions::default()) {
+        Ok(view) => Some(Mounted { view: Some(view), fixture }),
+        Err(error) => {
+            assert!(
+                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+                "VFS_REQUIRE_FUSE is set, but the view cannot be mounted: {error}"
+            );
+            eprintln!("SKIPPED: this machine cannot mount the FUSE view: {error}");
+            None
+        }
+    }
+}
+
+/// `/src` read-only with a hidden `.env`, `/w` read-write with a read-only `docs`, `/keep`
+/// without deletes, and the internal `/llm-logs`.
+fn standard(fixture: &Fixture) -> MountRegistry {
+    fixture.file("src/a.txt", b"hello\n");
+    fixture.file("src/.env", b"SECRET=1\n");
+    fixture.file("src/sub/b.bin", &(0..=255u8).collect::<Vec<u8>>());
+    fixture.file("w/docs/guide.md", b"# guide\n");
+    fixture.file("keep/k.txt", b"kept\n");
+    fixture.file("logs/old.jsonl", b"{}\n");
+    MountRegistry::builder()
+        .mount(fixture.spec("src", "/src:ro"))
+        .mount(fixture.spec("w", "/w:rw;docs:ro"))
+        .mount(fixture.spec("keep", "/keep:rwnd"))
+        .internal(fixture.spec("logs", "/llm-logs:rw"))
+        .name_rules(NameRule::defaults())
+        .build()
+        .unwrap()
+}
+
+fn names(directory: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(directory).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
+}
+
+fn errno(result: std::io::Result<impl std::fmt::Debug>) -> i32 {
+    result.expect_err("the call should have been refused").raw_os_error().unwrap()
+}
+
+#[test]
+fn the_root_lists_the_agent_facing_mounts_and_hidden_names_are_absent() {
+    let Some(view) = mount(standard) else { return };
+    assert_eq!(names(&view.at("/")), ["keep", "src", "w"]);
+    assert_eq!(names(&view.at("/src")), ["a.txt", "sub"]);
+    assert_eq!(fs::metadata(view.at("/src/.env")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::read(view.at("/src/.env")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::metadata(view.at("/llm-logs")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::read_dir(view.at("/llm-logs/")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::metadata(view.at("/nowhere")).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn contents_pass_byte_for_byte_and_reads_at_offsets_see_the_file() {
+    let Some(view) = mount(standard) else { return };
+    assert_eq!(fs::read(view.at("/src/a.txt")).unwrap(), b"hello\n");
+    assert_eq!(fs::read(view.at("/src/sub/b.bin")).unwrap(), (0..=255u8).collect::<Vec<u8>>());
+    let mut file = fs::File::open(view.at("/src/sub/b.bin")).unwrap();
+    file.seek(SeekFrom::Start(250)).unwrap();
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).unwrap();
+    assert_eq!(tail, [250, 251, 252, 253, 254, 255]);
+    let metadata = fs::metadata(view.at("/src/sub/b.bin")).unwrap();
+    assert_eq!(metadata.len(), 256);
+    assert!(metadata.is_file());
+    // Read-only places carry no write bits.
+    assert_eq!(metadata.permissions().mode() & 0o222, 0);
+    assert_ne!(fs::metadata(view.at("/w/x")).map_or(0o200, |m| m.permissions().mode()) & 0o200, 0);
+}
+
+#[test]
+fn writes_where_the_rights_are_read_only_are_erofs() {
+    let Some(view) = mount(standard) else { return };
+    assert_eq!(errno(fs::write(view.at("/src/new.txt"), b"x")), EROFS);
+    assert_eq!(errno(fs::write(view.at("/src/a.txt"), b"x")), EROFS);
+    assert_eq!(errno(OpenOptions::new().append(true).open(view.at("/src/a.txt"))), EROFS);
+    assert_eq!(errno(fs::remove_file(view.at("/src/a.txt"))), EROFS);
+    assert_eq!(errno(fs::create_dir(view.at("/src/d"))), EROFS);
+    assert_eq!(errno(fs::rename(view.at("/src/a.txt"), view.at("/w/a.txt"))), EROFS);
+    // A read-only sub-path of a writable mount.
+    assert_eq!(errno(fs::write(view.at("/w/docs/guide.md"), b"x")), EROFS);
+    assert_eq!(errno(fs::write(view.at("/w/docs/new.md"), b"x")), EROFS);
+    assert_eq!(fs::read(view.fixture.physical("src/a.txt")).unwrap(), b"hello\n");
+    assert_eq!(fs::read(view.fixture.physical("w/docs/guide.md")).unwrap(), b"# guide\n");
+    assert!(!view.fixture.physical("w/docs/new.md").exists());
+    assert!(!view.fixture.physical("src/new.txt").exists());
+}
+
+#[test]
+fn a_write_is_committed_whole_when_the_file_is_closed() {
+    let Some(view) = mount(standard) else { return };
+    fs::write(view.fixture.physical("w/f.txt"), b"old content\n").unwrap();
+    let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/f.txt")).unwrap();
+    file.write_all(b"new ").unwrap();
+    // Neither the disk nor a reader through the view sees part of the write.
+    assert_eq!(fs::read(view.fixture.physical("w/f.txt")).unwrap(), b"old content\n");
+    file.write_all(b"content\n").unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/f.txt")).unwrap(), b"new content\n");
+    assert_eq!(fs::read(view.at("/w/f.txt")).unwrap(), b"new content\n");
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
+    fs::write(view.at("/w/bin/all.bin"), &bytes).unwrap_err();
+    fs::create_dir(view.at("/w/bin")).unwrap();
+    fs::write(view.at("/w/bin/all.bin"), &bytes).unwrap();
+    assert_eq!(fs::read(view.fixture.physical("w/bin/all.bin")).unwrap(), bytes);
+    assert_eq!(fs::read(view.at("/w/bin/all.bin")).unwrap(), bytes);
+}
+
+#[test]
+fn the_save_patterns_of_editors_and_tools_work() {
+    let Some(view) = mount(standard) else { return };
+    fs::write(view.fixture.physical("w/conf.txt"), b"a=1\n").unwrap();
+    // A temporary file renamed over the target (`sed -i`, git, Python's `os.replace`).
+    fs::write(view.at("/w/.conf.txt.tmp"), b"a=2\n").unwrap();
+    fs::rename(view.at("/w/.conf.txt.tmp"), view.at("/w/conf.txt")).unwrap();
+    assert_eq!(fs::read(view.fixture.physical("w/conf.txt")).unwrap(), b"a=2\n");
+    assert!(!view.fixture.physical("w/.conf.txt.tmp").exists());
+    // Appends.
+    let mut log = OpenOptions::new().append(true).open(view.at("/w/conf.txt")).unwrap();
+    log.write_all(b"b=3\n").unwrap();
+    drop(log);
+    assert_eq!(fs::read(view.at("/w/conf.txt")).unwrap(), b"a=2\nb=3\n");
+    // A truncation by size, with no handle (`truncate -s`).
+    OpenOptions::new().write(true).open(view.at("/w/conf.txt")).unwrap().set_len(3).unwrap();
+    assert_eq!(fs::read(view.fixture.physical("w/conf.txt")).unwrap(), b"a=2");
+    // A read-write handle reads back what it wrote before the close.
+    let mut both = OpenOptions::new().read(true).write(true).open(view.at("/w/conf.txt")).unwrap();
+    both.seek(SeekFrom::Start(2)).unwrap();
+    both.write_all(b"9").unwrap();
+    both.seek(SeekFrom::Start(0)).unwrap();
+    let mut seen = String::new();
+    both.read_to_string(&mut seen).unwrap();
+    assert_eq!(seen, "a=9");
+    drop(both);
+    assert_eq!(fs::read(view.fixture.physical("w/conf.txt")).unwrap(), b"a=9");
+    // A mode change is accepted and changes nothing (vfs keeps the modes).
+    fs::set_permissions(view.at("/w/conf.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(fs::metadata(view.fixture.physical("w/conf.txt")).unwrap().permissions().mode() & 0o111, 0);
+}
+
+#[test]
+fn a_file_changed_since_the_open_is_not_overwritten_at_the_close() {
+    let Some(view) = mount(standard) else { return };
+    fs::write(view.fixture.physical("w/race.txt"), b"first\n").unwrap();
+    let mut file = OpenOptions::new().write(true).open(view.at("/w/race.txt")).unwrap();
+    file.write_all(b"mine!\n").unwrap();
+    // Someone else (a tool, another process, the disk) writes the file meanwhile.
+    fs::write(view.fixture.physical("w/race.txt"), b"theirs\n").unwrap();
+    assert_eq!(errno(file.sync_all()), ESTALE);
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/race.txt")).unwrap(), b"theirs\n");
+}
+
+#[test]
+fn moves_and_deletes_keep_the_rules() {
+    let Some(view) = mount(standard) else { return };
+    fs::create_dir_all(view.at("/w/d/e")).unwrap();
+    fs::write(view.at("/w/d/e/x.txt"), b"x").unwrap();
+    assert_eq!(errno(fs::remove_dir(view.at("/w/d"))), ENOTEMPTY);
+    fs::rename(view.at("/w/d"), view.at("/w/moved")).unwrap();
+    assert_eq!(fs::read(view.at("/w/moved/e/x.txt")).unwrap(), b"x");
+    assert_eq!(fs::metadata(view.at("/w/d")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::read(view.fixture.physical("w/moved/e/x.txt")).unwrap(), b"x");
+    // The read-only sub-path cannot be carried out of its protection.
+    assert_eq!(errno(fs::rename(view.at("/w/docs"), view.at("/w/loose"))), EROFS);
+    assert!(view.fixture.physical("w/docs/guide.md").exists());
+    // A hidden name cannot be made.
+    assert_eq!(errno(fs::write(view.at("/w/.env"), b"x")), EACCES);
+    assert!(!view.fixture.physical("w/.env").exists());
+    // `rwnd`: writes yes, deletes no.
+    fs::write(view.at("/keep/new.txt"), b"n").unwrap();
+    assert_eq!(errno(fs::remove_file(view.at("/keep/k.txt"))), EACCES);
+    assert!(view.fixture.physical("keep/k.txt").exists());
+    // Links and nodes are refused.
+    assert_eq!(errno(std::os::unix::fs::symlink("x.txt", view.at("/w/link"))), EPERM);
+    assert_eq!(errno(fs::hard_link(view.at("/w/moved/e/x.txt"), view.at("/w/hard"))), EPERM);
+    fs::remove_file(view.at("/w/moved/e/x.txt")).unwrap();
+    fs::remove_dir(view.at("/w/moved/e")).unwrap();
+    assert_eq!(names(&view.at("/w/moved")), Vec::<String>::new());
+}
+
+#[test]
+fn a_change_on_the_disk_shows_through_the_view() {
+    let Some(view) = mount(standard) else { return };
+    assert_eq!(fs::metadata(view.at("/w/later.txt")).unwrap_err().kind(), ErrorKind::NotFound);
+    fs::write(view.fixture.physical("w/later.txt"), b"made outside\n").unwrap();
+    // No negative entry is kept: the file is there at once.
+    assert_eq!(fs::read(view.at("/w/later.txt")).unwrap(), b"made outside\n");
+    fs::rename(view.fixture.physical("w/later.txt"), view.fixture.physical("w/elsewhere.txt")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(fs::metadata(view.at("/w/later.txt")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::read(view.at("/w/elsewhere.txt")).unwrap(), b"made outside\n");
+}
+
+#[test]
+fn nothing_physical_shows_in_the_mount_table() {
+    let Some(view) = mount(standard) else { return };
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mountpoint = view.fixture.physical("mnt").display().to_string();
+    let line = mountinfo.lines().find(|line| line.contains(&mountpoint)).expect("the view is in the mount table");
+    let fields: Vec<&str> = line.split(" - ").nth(1).unwrap().split(' ').collect();
+    // The type is `fuse` when the kernel is asked directly (as root), `fuse.vfs` through
+    // `fusermount3`; the source is `vfs` either way.
+    assert!(["fuse", "fuse.vfs"].contains(&fields[0]), "{line}");
+    assert_eq!(fields[1], "vfs", "{line}");
+    for physical in ["src", "w", "keep", "logs"] {
+        assert!(!line.contains(&view.fixture.physical(physical).display().to_string()), "{line}");
+    }
+}

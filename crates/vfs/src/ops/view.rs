@@ -1,0 +1,138 @@
+//! What a file-system front end asks that the tools do not: a path's attributes without
+//! hashing its content, bytes at an offset, and every entry of a directory.
+//!
+//! A FUSE view answers `getattr` for every file `ls -l` or `git status` touches, and reads in
+//! pieces of a few hundred kilobytes: `get_file_info` (which hashes the content for its version)
+//! and the line-window reads of the tools fit neither. These are the same operations made
+//! through the gate, with the same routing, name rules and rights, so the view cannot see what
+//! a tool could not.
+
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::time::{Duration, SystemTime};
+
+use super::{Context, EntryKind, Listing};
+use crate::error::Error;
+use crate::gate;
+use crate::path::VirtualPath;
+use crate::storage::Kind;
+
+/// Most entries one directory shows through a view: a directory with more shows the first
+/// ones by name (the tools' listings stop much earlier, at [`Limits::entries`](crate::Limits)).
+pub const VIEW_ENTRIES: usize = 100_000;
+
+/// Most bytes one [`AgentAccessor::read_at`](crate::AgentAccessor::read_at) returns.
+pub const VIEW_READ_BYTES: usize = 4 * 1024 * 1024;
+
+/// A path's attributes as a file-system view presents them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributes {
+    /// A file or a directory (a mount root, and a virtual parent of roots, are directories).
+    pub kind: EntryKind,
+    /// Size in bytes (0 for a directory).
+    pub size: u64,
+    /// Last modification (the epoch for a virtual directory).
+    pub modified: SystemTime,
+    /// Last status change (object stores repeat the modification time).
+    pub changed: SystemTime,
+    /// The permission bits the store holds (`0o555` for a virtual directory); a view takes
+    /// the write bits away where the rights do not allow writing.
+    pub mode: u32,
+    /// The rights at the path: `ro`, `rw` or `rwnd` (`ro` above the mounts).
+    pub rights: &'static str,
+}
+
+impl Attributes {
+    /// True when the rights at the path allow writing (`rw` or `rwnd`).
+    #[must_use]
+    pub fn writable(&self) -> bool {
+        self.rights != "ro"
+    }
+}
+
+fn time((seconds, nanos): (i64, u32)) -> SystemTime {
+    let whole = Duration::from_secs(seconds.unsigned_abs());
+    let base = if seconds >= 0 { SystemTime::UNIX_EPOCH + whole } else { SystemTime::UNIX_EPOCH - whole };
+    base + Duration::from_nanos(u64::from(nanos))
+}
+
+impl Context<'_> {
+    /// The attributes at `input`, following an in-mount link to what it names.
+    pub(crate) fn attributes(&self, input: &str) -> Result<Attributes, Error> {
+        let path = Self::parse(input)?;
+        let located = match self.locate::<gate::Read>(&path, true, false) {
+            Ok(located) => located,
+            // Above the mounts: `/`, or a parent of nested roots that no mount serves.
+            Err(error) if error.kind() == crate::ErrorKind::UnknownRoot && self.is_virtual_directory(&path) => {
+                return Ok(Attributes {
+                    kind: EntryKind::Directory,
+                    size: 0,
+                    modified: SystemTime::UNIX_EPOCH,
+                    changed: SystemTime::UNIX_EPOCH,
+                    mode: 0o555,
+                    rights: "ro",
+                });
+            }
+            Err(error) => return Err(error),
+        };
+        let Some(stat) = self.store(located.mount).stat(&located.node, &path)? else {
+            return Err(Error::not_found(&path));
+        };
+        let (kind, size) = match stat.kind {
+            Kind::File => (EntryKind::File, stat.size),
+            Kind::Directory => (EntryKind::Directory, 0),
+            Kind::Symlink | Kind::Special => return Err(Error::unsupported(&path)),
+        };
+        let mode = match (stat.mode & 0o7777, kind) {
+            // Object stores keep no mode.
+            (0, EntryKind::Directory) => 0o755,
+            (0, _) => 0o644,
+            (mode, _) => mode & 0o777,
+        };
+        Ok(Attributes {
+            kind,
+            size,
+            modified: time(stat.modified),
+            changed: time(stat.changed),
+            mode,
+            rights: self.rights_at(&located),
+        })
+    }
+
+    /// True for `/` and for a virtual parent of nested roots (a path some agent-facing root
+    /// lies strictly below).
+    fn is_virtual_directory(&self, path: &VirtualPath) -> bool {
+        path.components().next().is_none() || !self.virtual_children(path).is_empty()
+    }
+
+    /// At most `len` bytes of the file at `input` from `offset` (fewer at its end).
+    pub(crate) fn read_at(&self, input: &str, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let path = Self::parse(input)?;
+        let located = self.locate::<gate::Read>(&path, true, false)?;
+        let mut opened = self.store(located.mount).open_file(&located.node, None, &path)?;
+        if offset >= opened.size {
+            return Ok(Vec::new());
+        }
+        let len = len.min(VIEW_READ_BYTES).min(usize::try_from(opened.size - offset).unwrap_or(usize::MAX));
+        opened.reader.seek(SeekFrom::Start(offset)).map_err(|error| Error::io(&path, error))?;
+        let mut bytes = Vec::with_capacity(len);
+        opened.reader.take(len as u64).read_to_end(&mut bytes).map_err(|error| Error::io(&path, error))?;
+        Ok(bytes)
+    }
+
+    /// Every entry of the directory at `input` (up to [`VIEW_ENTRIES`]), by name.
+    pub(crate) fn entries(&self, input: &str) -> Result<Listing, Error> {
+        self.list_bounded(Self::parse(input)?, VIEW_ENTRIES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn times_before_the_epoch_count_back_from_it() {
+        assert_eq!(time((1, 5)), SystemTime::UNIX_EPOCH + Duration::new(1, 5));
+        assert_eq!(time((-2, 5)), SystemTime::UNIX_EPOCH - Duration::from_secs(2) + Duration::from_nanos(5));
+    }
+}
