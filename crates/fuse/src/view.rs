@@ -648,7 +648,15 @@ impl Filesystem for View {
         reply: ReplyCreate,
     ) {
         let result = self.child(parent, name).and_then(|path| {
-            self.writable(&self.path(parent)?)?;
+            // The directory must still be there: a stage makes missing parents, as a write
+            // does, and a directory removed beside the view is not brought back by a create.
+            let directory = self.attributes(&self.path(parent)?)?;
+            if directory.kind != EntryKind::Directory {
+                return Err(Errno::ENOTDIR);
+            }
+            if !directory.writable() {
+                return Err(Errno::EROFS);
+            }
             let staged =
                 self.accessor.stage(&path, StageFrom::Empty).map_err(|error| refused("create", &path, &error))?;
             let outcome = staged.commit(&Precondition::Absent).map_err(|error| refused("create", &path, &error))?;

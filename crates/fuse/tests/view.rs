@@ -249,10 +249,19 @@ fn moves_and_deletes_keep_the_rules() {
     // A hidden name cannot be made.
     assert_eq!(errno(fs::write(view.at("/w/.env"), b"x")), EACCES);
     assert!(!view.fixture.physical("w/.env").exists());
-    // `rwnd`: writes yes, deletes no.
+    // `rwnd`: writes yes, deletes no, and a rename takes its source away.
     fs::write(view.at("/keep/new.txt"), b"n").unwrap();
+    fs::write(view.at("/keep/k.txt"), b"rewritten\n").unwrap();
     assert_eq!(errno(fs::remove_file(view.at("/keep/k.txt"))), EACCES);
-    assert!(view.fixture.physical("keep/k.txt").exists());
+    assert_eq!(errno(fs::rename(view.at("/keep/new.txt"), view.at("/keep/k.txt"))), EACCES);
+    assert_eq!(fs::read(view.fixture.physical("keep/k.txt")).unwrap(), b"rewritten\n");
+    assert_eq!(fs::read(view.fixture.physical("keep/new.txt")).unwrap(), b"n");
+    // A directory removed beside the view is not brought back by a create in it.
+    fs::create_dir(view.at("/w/gone")).unwrap();
+    let stale = view.at("/w/gone");
+    fs::remove_dir(view.fixture.physical("w/gone")).unwrap();
+    assert_eq!(fs::write(stale.join("f.txt"), b"x").unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(!view.fixture.physical("w/gone").exists());
     // Links and nodes are refused.
     assert_eq!(errno(std::os::unix::fs::symlink("x.txt", view.at("/w/link"))), EPERM);
     assert_eq!(errno(fs::hard_link(view.at("/w/moved/e/x.txt"), view.at("/w/hard"))), EPERM);
