@@ -28,7 +28,7 @@ fn read(agent: &vfs::AgentAccessor, path: &str) -> String {
 /// The same sequence on any store mounted at `/w` (read-write).
 fn exercise(registry: &MountRegistry, changes: &Kinds) {
     let agent = registry.agent();
-    agent.write("/w/a.txt", "hello world\n", &vfs::WriteOptions::default()).unwrap();
+    agent.write("/w/a.txt", "hello world\n", &vfs::Precondition::Absent).unwrap();
     let version = agent.info("/w/a.txt").unwrap().version.unwrap();
     changes.0.lock().unwrap().clear();
 
