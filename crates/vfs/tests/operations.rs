@@ -511,6 +511,33 @@ fn temporary_files_are_never_shown() {
     assert_eq!(agent.search_files("/output", "*", &[]).unwrap().to_text(), "/output/real.txt\n");
 }
 
+/// A write cut short by a crash leaves its temporary file (vfs's reserved prefix, never shown):
+/// a recursive delete removes it with the tree, read before delete or not, instead of finding
+/// the directory not empty and answering "changed" however often it is tried. A delete without
+/// `recursive` leaves it, and says the directory is not empty.
+#[test]
+fn a_recursive_delete_removes_stale_temporary_files() {
+    let (fixture, registry) = setup();
+    fixture.file("out/d/a.txt", "a");
+    fixture.file("out/d/.vfs-tmp-0123456789abcdef", "half");
+    fixture.file("out/d/e/.vfs-tmp-fedcba9876543210", "half");
+    fixture.file("out/f/.vfs-tmp-00000000000000aa", "half");
+    let agent = registry.agent();
+    assert_eq!(agent.list("/output/d").unwrap().to_text(), "[FILE] a.txt\n[DIR] e\n");
+    let version = agent.info("/output/d/a.txt").unwrap().version.unwrap();
+    let seen = |path: &vfs::VirtualPath| {
+        if path.as_str() == "/output/d/a.txt" { Precondition::Version(version.clone()) } else { Precondition::Absent }
+    };
+    assert_eq!(agent.delete_seen("/output/d", true, &seen).unwrap().to_text(), "deleted directory `/output/d`");
+    assert!(!fixture.path("out/d").exists());
+    assert_eq!(
+        agent.delete("/output/f", false, &Precondition::Any).unwrap_err().to_string(),
+        "`/output/f` is a directory that is not empty; pass `recursive: true` to delete it with its contents"
+    );
+    assert_eq!(agent.delete("/output/f", true, &Precondition::Any).unwrap().to_text(), "deleted directory `/output/f`");
+    assert!(!fixture.path("out/f").exists());
+}
+
 #[test]
 fn directory_depth_is_bounded_on_creation() {
     let (_fixture, registry) = setup();
