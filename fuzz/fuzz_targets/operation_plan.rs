@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vfs::{ReadWindow, WriteOptions};
+use vfs::{ReadWindow, Precondition};
 use vfs_compliance::kit::{AgentView, LocalFactory, SECRET, standard};
 
 const TOKENS: &[&str] = &[".", "..", "a", "b", "link", "llm-logs", "src", "output", "", "%2e%2e", "a\\..", "~"];
@@ -22,11 +22,11 @@ fuzz_target!(|bytes: &[u8]| {
         let name = step.get(1).map_or("link", |byte| TOKENS[usize::from(*byte) % TOKENS.len()]);
         let text = match operation {
             0 => agent.read_text(&path, &ReadWindow::default()).agent_view(),
-            1 => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_view(),
+            1 => agent.write(&path, "x\n", &Precondition::Any).agent_view(),
             2 => agent.list(&path).agent_view(),
             3 => agent.create_directory(&path).agent_view(),
-            4 => agent.delete(&path, true, None).agent_view(),
-            5 => agent.move_path(&path, "/output/moved", true, None).agent_view(),
+            4 => agent.delete(&path, true, &Precondition::Any).agent_view(),
+            5 => agent.move_path(&path, "/output/moved", &Precondition::Any, &Precondition::Any).agent_view(),
             6 => {
                 if !matches!(name, "" | "." | "..") {
                     let _ = std::os::unix::fs::symlink(

@@ -344,7 +344,7 @@ impl Filesystem for View {
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
             self.writable(&path)?;
-            self.accessor.delete(&path, false, None).map_err(|error| refused("unlink", &path, &error))?;
+            self.accessor.delete(&path, false, &Precondition::Any).map_err(|error| refused("unlink", &path, &error))?;
             lock(&self.inodes).detach(&path);
             Ok(())
         });
@@ -363,7 +363,7 @@ impl Filesystem for View {
             if !attributes.writable() {
                 return Err(Errno::EROFS);
             }
-            self.accessor.delete(&path, false, None).map_err(|error| refused("rmdir", &path, &error))?;
+            self.accessor.delete(&path, false, &Precondition::Any).map_err(|error| refused("rmdir", &path, &error))?;
             lock(&self.inodes).detach(&path);
             Ok(())
         });
@@ -396,8 +396,11 @@ impl Filesystem for View {
             self.writable(&from)?;
             self.writable(&to)?;
             self.writable(&self.path(newparent)?)?;
-            let replace = !flags.contains(RenameFlags::RENAME_NOREPLACE);
-            self.accessor.move_path(&from, &to, replace, None).map_err(|error| refused("rename", &from, &error))?;
+            let at_destination =
+                if flags.contains(RenameFlags::RENAME_NOREPLACE) { Precondition::Absent } else { Precondition::Any };
+            self.accessor
+                .move_path(&from, &to, &Precondition::Any, &at_destination)
+                .map_err(|error| refused("rename", &from, &error))?;
             lock(&self.inodes).renamed(&from, &to);
             Ok(())
         })();

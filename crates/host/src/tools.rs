@@ -689,6 +689,13 @@ impl ToolService {
         self
     }
 
+    /// The session's memory and `path` parsed, when the read-before-edit rule is on and the
+    /// path is valid (an invalid one gets the core's own answer).
+    fn session_path(&self, path: &str) -> Option<(&session::Seen, vfs::VirtualPath)> {
+        let seen = self.seen.as_deref()?;
+        vfs::VirtualPath::new(path).ok().map(|path| (seen, path))
+    }
+
     /// Records a whole read or the session's own write.
     fn saw(&self, path: &vfs::VirtualPath, version: Option<&str>) {
         if let Some(seen) = &self.seen {
@@ -982,38 +989,31 @@ fn run_read_media_file(tools: &ToolService, agent: &AgentAccessor, arguments: &V
 
 fn run_write_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: WriteFileArgs = parse(arguments)?;
-    let mut options = vfs::WriteOptions { overwrite: args.overwrite, expected_version: args.expected_version };
-    // Read before overwrite: the version the session saw guards the write; never seen, the
-    // write may only create.
-    let mut guard = None;
-    if let (Some(seen), Ok(path)) = (&tools.seen, vfs::VirtualPath::new(&args.path))
-        && options.overwrite
-        && options.expected_version.is_none()
+    let mut precondition = match (args.expected_version, args.overwrite) {
+        (Some(version), _) => vfs::Precondition::Version(version),
+        (None, true) => vfs::Precondition::Any,
+        (None, false) => vfs::Precondition::Absent,
+    };
+    // Read before overwrite: an overwrite replaces only the version the session saw; never
+    // seen, the write may only create. The core checks it under the directory's lock.
+    let mut guarded = None;
+    if precondition == vfs::Precondition::Any
+        && let Some((seen, path)) = tools.session_path(&args.path)
     {
-        if let Some(version) = seen.version(&path) {
-            options.expected_version = Some(version);
-            guard = Some((path, session::Unread::Changed));
-        } else {
-            options.overwrite = false;
-            guard = Some((path, session::Unread::Never));
-        }
+        precondition = seen.precondition(&path);
+        guarded = Some(path);
     }
-    let written = agent.write(&args.path, &args.content, &options);
-    match (&written, guard) {
+    let written = agent.write(&args.path, &args.content, &precondition);
+    match (&written, &guarded) {
         (Ok(outcome), _) => tools.saw(&outcome.path, outcome.version.as_deref()),
-        (Err(error), Some((path, why))) if refused_as(error, why) => return Ok(tools.unread(&path, why)),
-        _ => {}
+        (Err(error), Some(path)) => {
+            if let Some(why) = session::Unread::of(error, path) {
+                return Ok(tools.unread(path, why));
+            }
+        }
+        (Err(_), None) => {}
     }
     Ok(tools.finish(written, vfs::WriteOutcome::agent_text))
-}
-
-/// True when `error` is what the store says for a change the session has not seen: the file
-/// exists (a create-only write) or its version moved on.
-fn refused_as(error: &vfs::Error, why: session::Unread) -> bool {
-    match why {
-        session::Unread::Never => error.kind() == vfs::ErrorKind::AlreadyExists,
-        session::Unread::Changed => error.kind() == vfs::ErrorKind::VersionMismatch,
-    }
 }
 
 fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
@@ -1023,29 +1023,27 @@ fn run_edit_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) 
     let mut options = vfs::EditOptions {
         replace_all: args.replace_all,
         dry_run: args.dry_run,
-        expected_version: args.expected_version,
+        precondition: args.expected_version.map_or(vfs::Precondition::Any, vfs::Precondition::Version),
     };
-    // Read before edit (a dry run changes nothing and needs no read). The version the session
-    // saw guards the edit in the store, under its lock; never seen, the guard is a version no
-    // file has, so whatever file is there when the edit runs is refused as unread, and a
-    // place that is missing or not a file gets the answer it would get anyway.
+    // Read before edit (a dry run changes nothing and needs no read): the version the session
+    // saw guards the edit in the store, under its lock; never seen, the precondition is that
+    // no file be there, so whatever file is there when the edit runs is refused as unread, and
+    // a place that is missing or not a file gets the answer it would get anyway.
     let mut guarded = None;
-    if let (Some(seen), Ok(path)) = (&tools.seen, vfs::VirtualPath::new(&args.path))
-        && !options.dry_run
-        && options.expected_version.is_none()
+    if !options.dry_run
+        && options.precondition == vfs::Precondition::Any
+        && let Some((seen, path)) = tools.session_path(&args.path)
     {
-        let (version, why) = match seen.version(&path) {
-            Some(version) => (version, session::Unread::Changed),
-            None => (String::new(), session::Unread::Never),
-        };
-        options.expected_version = Some(version);
-        guarded = Some((path, why));
+        options.precondition = seen.precondition(&path);
+        guarded = Some(path);
     }
     let edited = agent.edit(&args.path, &edits, &options);
-    match (&edited, guarded) {
+    match (&edited, &guarded) {
         (Ok(outcome), _) if outcome.applied => tools.saw(&outcome.path, outcome.version.as_deref()),
-        (Err(error), Some((path, why))) if refused_as(error, session::Unread::Changed) => {
-            return Ok(tools.unread(&path, why));
+        (Err(error), Some(path)) => {
+            if let Some(why) = session::Unread::of(error, path) {
+                return Ok(tools.unread(path, why));
+            }
         }
         _ => {}
     }
@@ -1100,49 +1098,52 @@ fn run_get_file_info(tools: &ToolService, agent: &AgentAccessor, arguments: &Val
 
 fn run_move_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: MoveFileArgs = parse(arguments)?;
-    let expected = args.expected_version.as_deref();
-    // Read before replace: a move onto an existing file replaces it, as an overwrite does.
-    // The version the session saw guards the destination; never seen, the move may only
-    // create.
-    // The core checks it under the directories' locks, just before the rename, and never
-    // replaces a directory.
-    let mut guard = None;
-    let moved = match (&tools.seen, vfs::VirtualPath::new(&args.destination)) {
-        (Some(seen), Ok(destination)) if args.overwrite => {
-            let version = seen.version(&destination);
-            let why = if version.is_some() { session::Unread::Changed } else { session::Unread::Never };
-            guard = Some((destination, why));
-            agent.move_path_replacing(&args.source, &args.destination, expected, version.as_deref())
-        }
-        _ => agent.move_path(&args.source, &args.destination, args.overwrite, expected),
-    };
-    match (&moved, guard) {
+    let at_source = args.expected_version.map_or(vfs::Precondition::Any, vfs::Precondition::Version);
+    let mut at_destination = if args.overwrite { vfs::Precondition::Any } else { vfs::Precondition::Absent };
+    // Read before replace: a move onto an existing file replaces it, as an overwrite does, so
+    // it replaces only the version the session saw there; never seen, the move may only
+    // create. The core checks it under the directories' locks, just before the rename, and
+    // never replaces a directory.
+    let mut guarded = None;
+    if args.overwrite
+        && let Some((seen, destination)) = tools.session_path(&args.destination)
+    {
+        at_destination = seen.precondition(&destination);
+        guarded = Some(destination);
+    }
+    let moved = agent.move_path(&args.source, &args.destination, &at_source, &at_destination);
+    match (&moved, &guarded) {
         (Ok(outcome), _) => {
             if let Some(seen) = &tools.seen {
                 seen.forget(&outcome.destination);
                 seen.moved(&outcome.source, &outcome.destination);
             }
         }
-        // Only the destination's answer: a version mismatch of the source is the agent's own
-        // `expectedVersion`, and an existing directory is not replaced anyway.
-        (Err(error), Some((path, why))) if refused_as(error, why) && error.path() == Some(&path) => {
-            return Ok(tools.unread(&path, why));
+        // Only the destination's refusal: the source's is the agent's own `expectedVersion`.
+        (Err(error), Some(destination)) => {
+            if let Some(why) = session::Unread::of(error, destination) {
+                return Ok(tools.unread(destination, why));
+            }
         }
-        _ => {}
+        (Err(_), None) => {}
     }
     Ok(tools.finish(moved, vfs::MoveOutcome::agent_text))
 }
 
 fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
     let args: DeleteFileArgs = parse(arguments)?;
-    // Read before delete: a delete loses what a file held, as an overwrite does, so a file the
-    // session has not seen at its current version is refused, and so is a recursive delete of
-    // a directory holding one (checked by the store under its locks); a link or an empty
-    // directory is deleted as before. An `expectedVersion` the agent passes guards instead.
+    // Read before delete: a delete loses what a file held, as an overwrite does, so a file
+    // goes only at the version the session saw (never seen: only if no file is there), and a
+    // recursive delete only when every file of the tree does (checked by the store under its
+    // locks); a link or an empty directory is deleted as before. An `expectedVersion` the
+    // agent passes guards instead.
     let guarded = tools.seen.as_ref().filter(|_| args.expected_version.is_none());
-    let deleted = match guarded {
-        Some(seen) => agent.delete_seen(&args.path, args.recursive, &|path| seen.version(path)),
-        None => agent.delete(&args.path, args.recursive, args.expected_version.as_deref()),
+    let deleted = match (guarded, args.expected_version) {
+        (Some(seen), _) => agent.delete_seen(&args.path, args.recursive, &|path| seen.precondition(path)),
+        (None, expected) => {
+            let precondition = expected.map_or(vfs::Precondition::Any, vfs::Precondition::Version);
+            agent.delete(&args.path, args.recursive, &precondition)
+        }
     };
     match (&deleted, guarded) {
         (Ok(outcome), _) => {
@@ -1150,9 +1151,12 @@ fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value
                 seen.forget(&outcome.path);
             }
         }
-        (Err(error), Some(seen)) if refused_as(error, session::Unread::Changed) => {
-            if let Some(file) = error.path() {
-                let why = if seen.version(file).is_some() { session::Unread::Changed } else { session::Unread::Never };
+        // The refusal of a precondition the session passed names the file it was for: the
+        // one asked for, or a file in the directory.
+        (Err(error), Some(_)) => {
+            if let Some(file) = error.path()
+                && let Some(why) = session::Unread::of(error, file)
+            {
                 let asked = vfs::VirtualPath::new(&args.path).ok();
                 return Ok(match asked {
                     Some(directory) if directory != *file => tools.unread_inside(&directory, file, why),
@@ -1160,7 +1164,7 @@ fn run_delete_file(tools: &ToolService, agent: &AgentAccessor, arguments: &Value
                 });
             }
         }
-        _ => {}
+        (Err(_), None) => {}
     }
     Ok(tools.finish(deleted, vfs::DeleteOutcome::agent_text))
 }

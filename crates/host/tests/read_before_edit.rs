@@ -282,6 +282,8 @@ fn a_move_replaces_only_a_file_the_session_has_seen() {
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "changed behind\n");
     // A directory is not replaced whatever was read, and says so.
     assert_eq!(call("move_file", onto("/w/d")), ("cannot replace directory `/w/d`; delete it first".to_owned(), true));
+    // Nor a mount root: no read could let it be replaced, so the answer is not "read it first".
+    assert_eq!(call("move_file", onto("/w")), ("cannot move onto `/w`: it is a mount root".to_owned(), true));
     assert!(!call("read_text_file", json!({ "path": "/w/a.txt" })).1);
     assert!(!call("move_file", onto("/w/a.txt")).1);
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "mine\n");

@@ -19,7 +19,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use vfs::{
     AgentAccessor, Capabilities, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, Error, ErrorKind,
     FileInfo, GrepRequest, GrepResult, Limits, Listing, MediaRead, MountRegistry, MountSpec, MoveOutcome, NameSearch,
-    ReadWindow, Rights, SpecPart, TextRead, Tree, VirtualPath, Visibility, WriteOptions, WriteOutcome,
+    Precondition, ReadWindow, Rights, SpecPart, TextRead, Tree, VirtualPath, Visibility, WriteOutcome,
 };
 
 use crate::fixture::Layout;
@@ -417,8 +417,8 @@ fn content(agent: &AgentAccessor, path: &str) -> Option<String> {
     read(agent, path).ok().map(|read| read.content)
 }
 
-fn overwrite() -> WriteOptions {
-    WriteOptions { overwrite: true, expected_version: None }
+fn overwrite() -> Precondition {
+    Precondition::Any
 }
 
 fn grammar_accepts(_factory: &dyn Factory) -> Outcome {
@@ -581,27 +581,31 @@ fn rights(factory: &dyn Factory) -> Outcome {
         "write on ro",
     )?;
     expect_denial(
-        agent.delete("/ro/a.txt", false, None),
+        agent.delete("/ro/a.txt", false, &Precondition::Any),
         ErrorKind::PermissionDenied,
         "cannot delete `/ro/a.txt`: `/ro` is mounted ro; mounts that grant delete: `/mixed` (rw), `/rw` (rw)",
         "delete on ro",
     )?;
     expect_kind(agent.create_directory("/ro/new"), ErrorKind::PermissionDenied, "mkdir on ro")?;
-    expect_kind(agent.move_path("/ro/a.txt", "/rw/b.txt", false, None), ErrorKind::PermissionDenied, "move from ro")?;
+    expect_kind(
+        agent.move_path("/ro/a.txt", "/rw/b.txt", &Precondition::Any, &Precondition::Absent),
+        ErrorKind::PermissionDenied,
+        "move from ro",
+    )?;
     expect_kind(
         agent.edit("/ro/a.txt", &[Edit { old_text: "a".into(), new_text: "b".into() }], &EditOptions::default()),
         ErrorKind::PermissionDenied,
         "edit on ro",
     )?;
     expect_denial(
-        agent.delete("/rwnd/a.txt", false, None),
+        agent.delete("/rwnd/a.txt", false, &Precondition::Any),
         ErrorKind::PermissionDenied,
         "cannot delete `/rwnd/a.txt`: `/rwnd` is mounted rwnd; mounts that grant delete: `/mixed` (rw), `/rw` (rw)",
         "delete on rwnd",
     )?;
     world.show(&agent.write("/rwnd/a.txt", "b\n", &overwrite()))?;
-    world.show(&agent.write("/rw/new.txt", "n\n", &WriteOptions::default()))?;
-    world.show(&agent.delete("/rw/new.txt", false, None))?;
+    world.show(&agent.write("/rw/new.txt", "n\n", &Precondition::Absent))?;
+    world.show(&agent.delete("/rw/new.txt", false, &Precondition::Any))?;
     for spelling in ["/mixed/vendor/v.txt", "/mixed/./vendor/v.txt", "/mixed/x/../vendor/v.txt"] {
         expect_denial(
             agent.write(spelling, "x", &overwrite()),
@@ -638,9 +642,9 @@ fn every_answer(agent: &AgentAccessor, root: &str) -> Vec<String> {
         agent.write(&file, "x", &overwrite()).agent_view(),
         agent.edit(&file, &edit, &EditOptions::default()).agent_view(),
         agent.create_directory(&format!("{root}/new")).agent_view(),
-        agent.delete(&file, false, None).agent_view(),
-        agent.move_path(&file, "/output/stolen", false, None).agent_view(),
-        agent.move_path("/output/x", &format!("{root}/x"), false, None).agent_view(),
+        agent.delete(&file, false, &Precondition::Any).agent_view(),
+        agent.move_path(&file, "/output/stolen", &Precondition::Any, &Precondition::Absent).agent_view(),
+        agent.move_path("/output/x", &format!("{root}/x"), &Precondition::Any, &Precondition::Absent).agent_view(),
     ]
 }
 
@@ -760,7 +764,7 @@ fn symlink_policy(factory: &dyn Factory) -> Outcome {
         "`/output/link` is a symbolic link; vfs does not write or delete through links, so address the file it points to",
         "write through a link",
     )?;
-    world.show(&agent.delete("/output/link", false, None))?;
+    world.show(&agent.delete("/output/link", false, &Precondition::Any))?;
     ensure_eq(layout.snapshot("outside"), before, "outside after link writes")?;
     Ok(())
 }
@@ -837,7 +841,7 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
         "write into internal",
     )?;
     expect_denial(
-        agent.delete("/work/logs", true, None),
+        agent.delete("/work/logs", true, &Precondition::Any),
         ErrorKind::PermissionDenied,
         "cannot delete `/work/logs`: `/work/logs` is mounted ro; mounts that grant delete: `/work` (rw)",
         "delete internal",
@@ -851,7 +855,11 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
             path,
         )?;
     }
-    expect_kind(agent.delete("/work/vendor", true, None), ErrorKind::PermissionDenied, "delete the nested ro mount")?;
+    expect_kind(
+        agent.delete("/work/vendor", true, &Precondition::Any),
+        ErrorKind::PermissionDenied,
+        "delete the nested ro mount",
+    )?;
     ensure_eq(content(&agent, "/vendor/lib.rs").as_deref(), Some("lib\n"), "ro content")?;
     let internal = world.internal_view("/llm-logs")?;
     ensure_eq(internal, vec![("secret.jsonl".to_owned(), "{}\n".to_owned())], "internal content")?;
@@ -864,10 +872,10 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
     let world = standard(factory)?;
     let agent = world.agent();
     let layout = &world.layout;
-    let created = agent.write("/output/dir/a.txt", "one\n", &WriteOptions::default());
+    let created = agent.write("/output/dir/a.txt", "one\n", &Precondition::Absent);
     ensure(world.show(&created)?.starts_with("created `/output/dir/a.txt` (4 bytes"), || "created text".into())?;
     expect_denial(
-        agent.write("/output/dir/a.txt", "two\n", &WriteOptions::default()),
+        agent.write("/output/dir/a.txt", "two\n", &Precondition::Absent),
         ErrorKind::AlreadyExists,
         "`/output/dir/a.txt` already exists; pass `overwrite: true` to replace it",
         "no overwrite by default",
@@ -881,7 +889,7 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
         world.show(&agent.write("/output/hard", "replaced\n", &overwrite()))?;
         ensure_eq(layout.read("outside/secret.txt"), Some(format!("{SECRET}\n")), "hard link target")?;
     } else {
-        world.show(&agent.write("/output/hard", "replaced\n", &WriteOptions::default()))?;
+        world.show(&agent.write("/output/hard", "replaced\n", &Precondition::Absent))?;
     }
     let edit = [Edit { old_text: "replaced".into(), new_text: "edited".into() }];
     let edited = agent.edit("/output/hard", &edit, &EditOptions::default());
@@ -894,9 +902,13 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
     let listing = world.show(&agent.list("/output/dir"))?;
     ensure_eq(listing.as_str(), "[FILE] a.txt\n", "no temporary files")?;
     // Moves: refuse an existing destination unless asked.
-    world.show(&agent.write("/output/b.txt", "b\n", &WriteOptions::default()))?;
-    expect_kind(agent.move_path("/output/b.txt", "/output/dir/a.txt", false, None), ErrorKind::AlreadyExists, "move")?;
-    world.show(&agent.move_path("/output/b.txt", "/output/dir/a.txt", true, None))?;
+    world.show(&agent.write("/output/b.txt", "b\n", &Precondition::Absent))?;
+    expect_kind(
+        agent.move_path("/output/b.txt", "/output/dir/a.txt", &Precondition::Any, &Precondition::Absent),
+        ErrorKind::AlreadyExists,
+        "move",
+    )?;
+    world.show(&agent.move_path("/output/b.txt", "/output/dir/a.txt", &Precondition::Any, &Precondition::Any))?;
     ensure_eq(content(&agent, "/output/dir/a.txt").as_deref(), Some("b\n"), "moved over")?;
     world.on_disk(factory, "out/dir/a.txt", "b\n")?;
     expect_kind(read(&agent, "/output/b.txt"), ErrorKind::NotFound, "the moved file's old name")?;
@@ -906,11 +918,11 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
 fn version_guards(factory: &dyn Factory) -> Outcome {
     let world = standard(factory)?;
     let agent = world.agent();
-    let written = agent.write("/output/v.txt", "1\n", &WriteOptions::default()).map_err(|error| error.to_string())?;
+    let written = agent.write("/output/v.txt", "1\n", &Precondition::Absent).map_err(|error| error.to_string())?;
     let version = written.version.clone().ok_or("a written file has a version")?;
     let info = agent.info("/output/v.txt").map_err(|error| error.to_string())?;
     ensure_eq(info.version.as_deref(), Some(version.as_str()), "info reports the write's version")?;
-    let guarded = WriteOptions { overwrite: false, expected_version: Some(version.clone()) };
+    let guarded = Precondition::Version(version.clone());
     let second = agent.write("/output/v.txt", "2\n", &guarded).map_err(|error| error.to_string())?;
     let stale = agent.write("/output/v.txt", "3\n", &guarded);
     let current = second.version.clone().unwrap_or_default();
@@ -921,7 +933,7 @@ fn version_guards(factory: &dyn Factory) -> Outcome {
         "stale write",
     )?;
     let edit = [Edit { old_text: "2".into(), new_text: "4".into() }];
-    let stale_edit = EditOptions { expected_version: Some(version), ..EditOptions::default() };
+    let stale_edit = EditOptions { precondition: Precondition::Version(version), ..EditOptions::default() };
     expect_kind(agent.edit("/output/v.txt", &edit, &stale_edit), ErrorKind::VersionMismatch, "stale edit")?;
     ensure_eq(content(&agent, "/output/v.txt").as_deref(), Some("2\n"), "content after stale attempts")?;
     world.on_disk(factory, "out/v.txt", "2\n")?;

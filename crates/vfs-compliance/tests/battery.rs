@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use vfs::{AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, ReadWindow, WriteOptions};
+use vfs::{AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, Precondition, ReadWindow};
 use vfs_compliance::fixture::Layout;
 use vfs_compliance::kit::{AgentView, LocalFactory, Plan, PlannedMount, SECRET, World, standard};
 
@@ -31,8 +31,8 @@ const OPERATIONS: &[&str] = &[
     "move_file (destination)",
 ];
 
-fn overwrite() -> WriteOptions {
-    WriteOptions { overwrite: true, expected_version: None }
+fn overwrite() -> Precondition {
+    Precondition::Any
 }
 
 /// Runs `operation` on `path` and returns what the agent would read.
@@ -55,9 +55,13 @@ fn run(agent: &AgentAccessor, operation: &str, path: &str) -> String {
         "write_file" => agent.write(path, "pwned\n", &overwrite()).agent_view(),
         "edit_file" => agent.edit(path, &edit, &EditOptions::default()).agent_view(),
         "create_directory" => agent.create_directory(path).agent_view(),
-        "delete_file" => agent.delete(path, true, None).agent_view(),
-        "move_file (source)" => agent.move_path(path, "/output/moved", true, None).agent_view(),
-        "move_file (destination)" => agent.move_path("/output/victim", path, true, None).agent_view(),
+        "delete_file" => agent.delete(path, true, &Precondition::Any).agent_view(),
+        "move_file (source)" => {
+            agent.move_path(path, "/output/moved", &Precondition::Any, &Precondition::Any).agent_view()
+        }
+        "move_file (destination)" => {
+            agent.move_path("/output/victim", path, &Precondition::Any, &Precondition::Any).agent_view()
+        }
         other => panic!("unknown operation {other}"),
     }
 }
@@ -352,7 +356,11 @@ fn links_into_a_nested_read_only_mount_stay_read_only() {
             ("edit_file", agent.edit(path, &edit, &EditOptions::default()).agent_view(), &read_only),
             ("create_directory", agent.create_directory(path).agent_view(), &directory),
             // The source is in the writable mount, so only the destination's rights can refuse.
-            ("move_file (destination)", agent.move_path("/work/victim", path, true, None).agent_view(), &read_only),
+            (
+                "move_file (destination)",
+                agent.move_path("/work/victim", path, &Precondition::Any, &Precondition::Any).agent_view(),
+                &read_only,
+            ),
         ];
         for (operation, text, expected) in answers {
             check(&world, &outside, &format!("{operation} {path}"), &text);
@@ -543,7 +551,9 @@ fn racing_calls(agent: &AgentAccessor, iteration: usize) -> Vec<(bool, String)> 
             agent.write("/output/dir/written.txt", &written, &overwrite()).agent_view(),
             agent.edit("/output/swap.txt", &edit, &EditOptions::default()).agent_view(),
             agent.create_directory(&format!("/output/dir/sub{}", iteration % 5)).agent_view(),
-            agent.move_path("/output/dir/written.txt", "/output/dir/renamed.txt", true, None).agent_view(),
+            agent
+                .move_path("/output/dir/written.txt", "/output/dir/renamed.txt", &Precondition::Any, &Precondition::Any)
+                .agent_view(),
         ];
         let done = [
             texts[0].starts_with("created `/output/dir/written.txt` (")
@@ -563,8 +573,8 @@ fn concurrent_guarded_edits_lose_no_update() {
     const THREADS: usize = 8;
     const INCREMENTS: usize = 25;
     let world = Arc::new(hostile_world());
-    world.agent().write("/output/counter.txt", "0\n", &WriteOptions::default()).unwrap();
-    world.agent().write("/output/written.txt", "0\n", &WriteOptions::default()).unwrap();
+    world.agent().write("/output/counter.txt", "0\n", &Precondition::Absent).unwrap();
+    world.agent().write("/output/written.txt", "0\n", &Precondition::Absent).unwrap();
     let workers: Vec<_> = (0..THREADS)
         .map(|worker| {
             let world = world.clone();
@@ -582,10 +592,11 @@ fn concurrent_guarded_edits_lose_no_update() {
                         let next = format!("{}\n", value + 1);
                         let result = if by_edit {
                             let edit = [Edit { old_text: read.content.clone(), new_text: next }];
-                            let options = EditOptions { expected_version: Some(version), ..EditOptions::default() };
+                            let options =
+                                EditOptions { precondition: Precondition::Version(version), ..EditOptions::default() };
                             agent.edit(path, &edit, &options).map(|_| ())
                         } else {
-                            let options = WriteOptions { overwrite: true, expected_version: Some(version) };
+                            let options = Precondition::Version(version);
                             agent.write(path, &next, &options).map(|_| ())
                         };
                         match result {

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use vfs::{MountRegistry, MountSpec, Visibility, WriteOptions};
+use vfs::{MountRegistry, MountSpec, Precondition, Visibility};
 use vfs_compliance::fixture::Layout;
 use vfs_compliance::kit::{self, Factory, Plan};
 
@@ -34,7 +34,7 @@ fn upload(directory: &Path, url: &str) -> Result<(), String> {
     let registry = MountRegistry::builder().mount(spec).build().map_err(|error| error.to_string())?;
     let agent = registry.agent();
     // Planned directories may nest (the nesting scenario), so an object may come twice.
-    let overwrite = WriteOptions { overwrite: true, expected_version: None };
+    let overwrite = Precondition::Any;
     let mut pending = vec![(directory.to_path_buf(), String::from("/upload"))];
     while let Some((physical, virtual_path)) = pending.pop() {
         for entry in std::fs::read_dir(&physical).map_err(|error| error.to_string())? {

@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use vfs::{MountRegistry, ReadWindow, WriteOptions};
+use vfs::{MountRegistry, Precondition, ReadWindow};
 use vfs_compliance::fixture::Layout;
 
 const FILES: usize = 8;
@@ -25,7 +25,7 @@ fn registry(directory: &str) -> MountRegistry {
 fn crash_writer() {
     let Ok(directory) = std::env::var("VFS_CRASH_WRITER") else { return };
     let agent = registry(&directory).agent();
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     for round in 0usize.. {
         let letter = ["a", "b", "c"][round % 3];
         let content = letter.repeat(SIZE);
@@ -48,7 +48,7 @@ fn crash_rounds() -> Vec<Round> {
     layout.mkdir("out");
     let directory = layout.path("out").to_string_lossy().into_owned();
     let agent = registry(&directory).agent();
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     for index in 0..FILES {
         agent.write(&format!("/output/f{index}"), &"z".repeat(SIZE), &options).unwrap();
     }

@@ -1,7 +1,7 @@
 //! Property tests for the path and mount grammars, and for confinement under random plans.
 
 use proptest::prelude::*;
-use vfs::{MountSpec, ParsePathError, ReadWindow, VirtualPath, WriteOptions};
+use vfs::{MountSpec, ParsePathError, Precondition, ReadWindow, VirtualPath};
 use vfs_compliance::kit::{AgentView, LocalFactory, SECRET, standard};
 
 /// The reference model of `docs/design.md`, resolution rules 1 and 2, written as rewrites of
@@ -217,11 +217,11 @@ proptest! {
             let path = format!("/output/{}", tokens.join("/"));
             let text = match operation {
                 "read" => agent.read_text(&path, &ReadWindow::default()).agent_view(),
-                "write" => agent.write(&path, "x\n", &WriteOptions { overwrite: true, expected_version: None }).agent_view(),
+                "write" => agent.write(&path, "x\n", &Precondition::Any).agent_view(),
                 "list" => agent.list(&path).agent_view(),
                 "mkdir" => agent.create_directory(&path).agent_view(),
-                "delete" => agent.delete(&path, true, None).agent_view(),
-                "move" => agent.move_path(&path, "/output/moved", true, None).agent_view(),
+                "delete" => agent.delete(&path, true, &Precondition::Any).agent_view(),
+                "move" => agent.move_path(&path, "/output/moved", &Precondition::Any, &Precondition::Any).agent_view(),
                 "link-out" => {
                     let name = tokens.last().copied().unwrap_or("link");
                     if !matches!(name, "." | "..") {

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use vfs::{Access, MountRegistry, MountSpec, NameRule, ReadWindow, WriteOptions};
+use vfs::{Access, MountRegistry, MountSpec, NameRule, Precondition, ReadWindow};
 
 fn spec(path: &std::path::Path, root: &str, rights: &str) -> MountSpec {
     format!("{}:{root}:{rights}", path.display()).parse().unwrap()
@@ -90,7 +90,7 @@ fn write(c: &mut Criterion) {
         .unwrap();
     let content = "y".repeat(4096);
     let raw = dir.path().join("raw.txt");
-    let overwrite = WriteOptions { overwrite: true, expected_version: None };
+    let overwrite = Precondition::Any;
     let mut group = c.benchmark_group("write 4 KiB");
     group.bench_function("std::fs::write", |b| b.iter(|| std::fs::write(black_box(&raw), &content).unwrap()));
     group.bench_function("std::fs::write + fsync", |b| {

@@ -13,7 +13,7 @@ use crate::mount::Caller;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
     GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, Precondition, ReadWindow, SizedListing, SortBy, StageFrom,
-    TextRead, Tree, WriteOptions, WriteOutcome,
+    TextRead, Tree, WriteOutcome,
 };
 use crate::path::VirtualPath;
 use crate::registry::{MountInfo, MountRegistry};
@@ -100,9 +100,11 @@ impl AgentAccessor {
         self.run("read_media_file", path, |context| context.read_media(path))
     }
 
-    /// Writes a file atomically.
-    pub fn write(&self, path: &str, content: &str, options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        self.run("write_file", path, |context| context.write(path, content.as_bytes(), options))
+    /// Writes a file atomically, when `precondition` holds at its place (checked under the
+    /// directory's lock): [`Precondition::Absent`] creates only, [`Precondition::Any`] creates
+    /// or replaces, [`Precondition::Version`] replaces only that version.
+    pub fn write(&self, path: &str, content: &str, precondition: &Precondition) -> Result<WriteOutcome, Error> {
+        self.run("write_file", path, |context| context.write(path, content.as_bytes(), precondition))
     }
 
     /// Applies exact-text edits to a file atomically and returns a unified diff.
@@ -156,56 +158,45 @@ impl AgentAccessor {
         self.run("get_file_info", path, |context| context.info(path))
     }
 
-    /// Moves or renames a file or directory.
+    /// Moves or renames a file or directory, when `at_source` holds of the source
+    /// ([`Precondition::Any`], or the version it must be at) and `at_destination` of the
+    /// destination: [`Precondition::Absent`] (nothing may be there), [`Precondition::Any`] (a
+    /// file there is replaced), or [`Precondition::Version`] (only the file at that version is
+    /// replaced; a read-before-edit session passes the version it saw there). A directory at
+    /// the destination is never replaced. Both are checked under the directories' locks, just
+    /// before the rename.
     pub fn move_path(
         &self,
         source: &str,
         destination: &str,
-        overwrite: bool,
-        expected_version: Option<&str>,
+        at_source: &Precondition,
+        at_destination: &Precondition,
     ) -> Result<MoveOutcome, Error> {
-        self.run("move_file", source, |context| {
-            context.move_path(source, destination, overwrite, expected_version, crate::ops::Replace::AsAsked)
-        })
+        self.run("move_file", source, |context| context.move_path(source, destination, at_source, at_destination))
     }
 
-    /// Moves a file onto `destination`, replacing what is there only if it is the file at
-    /// version `replacing` (what a session read before it may replace it): any other version
-    /// there is a version mismatch, and with `replacing` `None` (the session saw no file there)
-    /// an existing file is refused as already existing. A directory there is never replaced;
-    /// a destination that is not there is simply created. All checked under the directories'
-    /// locks, just before the rename.
-    pub fn move_path_replacing(
-        &self,
-        source: &str,
-        destination: &str,
-        expected_version: Option<&str>,
-        replacing: Option<&str>,
-    ) -> Result<MoveOutcome, Error> {
-        self.run("move_file", source, |context| {
-            context.move_path(source, destination, true, expected_version, crate::ops::Replace::Seen(replacing))
-        })
-    }
-
-    /// Deletes a file, a link, or (with `recursive`) a directory tree.
-    pub fn delete(&self, path: &str, recursive: bool, expected_version: Option<&str>) -> Result<DeleteOutcome, Error> {
+    /// Deletes a file, a link, or (with `recursive`) a directory tree, when `precondition`
+    /// holds of what is there (checked under the store's lock; [`Precondition::Version`]
+    /// for a file's version).
+    pub fn delete(&self, path: &str, recursive: bool, precondition: &Precondition) -> Result<DeleteOutcome, Error> {
         self.run("delete_file", path, |context| {
-            context.delete(path, recursive, crate::ops::DeleteGuard::Expected(expected_version))
+            context.delete(path, recursive, crate::ops::DeleteGuard::Expected(precondition))
         })
     }
 
     /// Deletes as [`AgentAccessor::delete`], for a caller that may delete only files it has
-    /// seen: `seen` gives the version the caller saw at a virtual path (`None`: never seen).
-    /// A file at the place must be at that version, checked under the store's lock; with
-    /// `recursive`, so must every regular file in the directory, checked before anything is
-    /// removed and again as each file is. A refusal is a
-    /// [`VersionMismatch`](crate::ErrorKind::VersionMismatch) whose [`Error::path`] names the
-    /// file. A link, or an empty directory, is deleted as by `delete`.
+    /// seen: `seen` gives the precondition of a file at a virtual path (the version the caller
+    /// saw there, or [`Precondition::Absent`] where it saw none). A file at the place must meet
+    /// it, checked under the store's lock; with `recursive`, so must every regular file in the
+    /// directory, checked before anything is removed and again as each file is. A refusal is
+    /// an error whose [`Error::unmet`] says which precondition did not hold and whose
+    /// [`Error::path`] names the file. A link, or an empty directory, is deleted as by
+    /// `delete`.
     pub fn delete_seen(
         &self,
         path: &str,
         recursive: bool,
-        seen: &dyn Fn(&VirtualPath) -> Option<String>,
+        seen: &dyn Fn(&VirtualPath) -> Precondition,
     ) -> Result<DeleteOutcome, Error> {
         self.run("delete_file", path, |context| context.delete(path, recursive, crate::ops::DeleteGuard::Seen(seen)))
     }
@@ -344,12 +335,13 @@ impl PrivilegedAccessor {
         self.run("read_text_file", path, |context| context.read_text(path, window))
     }
 
-    /// Writes a file under the root atomically.
+    /// Writes a file under the root atomically, when `precondition` holds at its place (as
+    /// [`AgentAccessor::write`]).
     ///
     /// # Privilege
     /// Reaches the internal root.
-    pub fn write(&self, path: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
-        self.run("write_file", path, |context| context.write(path, content, options))
+    pub fn write(&self, path: &str, content: &[u8], precondition: &Precondition) -> Result<WriteOutcome, Error> {
+        self.run("write_file", path, |context| context.write(path, content, precondition))
     }
 
     /// Lists a directory under the root.

@@ -24,7 +24,8 @@ pub enum ErrorKind {
     UnknownRoot,
     /// The path does not exist inside its mount.
     NotFound,
-    /// The destination exists and `overwrite` was not given.
+    /// Something is at a place where the change required nothing (`overwrite` not given, or
+    /// [`Precondition::Absent`](crate::Precondition::Absent)).
     AlreadyExists,
     /// The mount's rights do not grant the access.
     PermissionDenied,
@@ -40,7 +41,8 @@ pub enum ErrorKind {
     SymlinkLoop,
     /// The operation refuses to act through a symbolic link.
     Symlink,
-    /// `expectedVersion` did not match the file's current version.
+    /// The file is not at the version the change required (`expectedVersion`, or
+    /// [`Precondition::Version`](crate::Precondition::Version)): it is at another, or gone.
     VersionMismatch,
     /// An edit's `oldText` matched no place, or more than one.
     EditMismatch,
@@ -61,12 +63,29 @@ pub enum ErrorKind {
     Cancelled,
 }
 
+/// Which precondition of a change did not hold at the error's path ([`Error::unmet`]).
+///
+/// A caller that set a precondition itself (a host passing the version its session saw) tells
+/// by this, not by the kind or the text, that the refusal is its precondition's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Unmet {
+    /// Nothing was to be there ([`Precondition::Absent`](crate::Precondition::Absent)), and
+    /// something is.
+    Absent,
+    /// A file at a version was to be there
+    /// ([`Precondition::Version`](crate::Precondition::Version)), and it is at another
+    /// version, or there is none.
+    Version,
+}
+
 #[derive(Debug)]
 struct Inner {
     kind: ErrorKind,
     path: Option<VirtualPath>,
     message: AgentText,
     source: Option<std::io::Error>,
+    unmet: Option<Unmet>,
 }
 
 /// An agent-safe error: a kind, the virtual path concerned, and a message naming only virtual
@@ -76,7 +95,12 @@ pub struct Error(Arc<Inner>);
 
 impl Error {
     fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText) -> Self {
-        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None }))
+        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None, unmet: None }))
+    }
+
+    /// A refusal because `unmet` did not hold at `path`.
+    fn build_unmet(kind: ErrorKind, path: &VirtualPath, message: AgentText, unmet: Unmet) -> Self {
+        Self(Arc::new(Inner { kind, path: Some(path.clone()), message, source: None, unmet: Some(unmet) }))
     }
 
     /// The kind, to match on.
@@ -89,6 +113,15 @@ impl Error {
     #[must_use]
     pub fn path(&self) -> Option<&VirtualPath> {
         self.0.path.as_ref()
+    }
+
+    /// The precondition of the change that did not hold at [`Error::path`], when that is why
+    /// the change was refused (every [`AlreadyExists`](ErrorKind::AlreadyExists) and
+    /// [`VersionMismatch`](ErrorKind::VersionMismatch) is such a refusal); `None` for every
+    /// other error.
+    #[must_use]
+    pub fn unmet(&self) -> Option<Unmet> {
+        self.0.unmet
     }
 
     /// The message as the pieces it was built from: the server's wording, and the agent's
@@ -119,11 +152,24 @@ impl Error {
         Self::build(ErrorKind::NotFound, Some(path), agent_text![code(path), " does not exist"])
     }
 
+    /// A write or move whose precondition was that nothing be there ([`Unmet::Absent`]).
     pub(crate) fn already_exists(path: &VirtualPath) -> Self {
-        Self::build(
+        Self::build_unmet(
             ErrorKind::AlreadyExists,
-            Some(path),
+            path,
             agent_text![code(path), " already exists; pass `overwrite: true` to replace it"],
+            Unmet::Absent,
+        )
+    }
+
+    /// An edit or a delete whose precondition was that nothing be there ([`Unmet::Absent`]):
+    /// no `overwrite` could change that, so the text offers none.
+    pub(crate) fn exists(path: &VirtualPath) -> Self {
+        Self::build_unmet(
+            ErrorKind::AlreadyExists,
+            path,
+            agent_text![code(path), " exists; the change required that nothing be there"],
+            Unmet::Absent,
         )
     }
 
@@ -308,16 +354,18 @@ impl Error {
         )
     }
 
+    /// A change whose precondition was a version the file is not at ([`Unmet::Version`]).
     pub(crate) fn version_mismatch(path: &VirtualPath, current: &str) -> Self {
-        Self::build(
+        Self::build_unmet(
             ErrorKind::VersionMismatch,
-            Some(path),
+            path,
             agent_text![
                 code(path),
                 " changed since you read it: its version is now `",
                 current,
                 "`; read it again and retry"
             ],
+            Unmet::Version,
         )
     }
 
@@ -392,6 +440,7 @@ impl Error {
             path: Some(path.clone()),
             message: agent_text![code(path), ": ", description],
             source: Some(error),
+            unmet: None,
         }))
     }
 

@@ -17,7 +17,7 @@
 //! # Example
 //!
 //! ```
-//! use vfs::{MountRegistry, ReadWindow};
+//! use vfs::{MountRegistry, Precondition, ReadWindow};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("hello.txt"), "hi\n").unwrap();
@@ -28,7 +28,7 @@
 //! let read = agent.read_text("/src/hello.txt", &ReadWindow::default())?;
 //! assert_eq!(read.content, "hi\n");
 //!
-//! let denied = agent.write("/src/new.txt", "x", &Default::default()).unwrap_err();
+//! let denied = agent.write("/src/new.txt", "x", &Precondition::Absent).unwrap_err();
 //! assert_eq!(
 //!     denied.to_string(),
 //!     "cannot write `/src/new.txt`: `/src` is mounted ro, and no mount grants write"
@@ -40,13 +40,13 @@
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, StagedWrite};
 pub use budget::{Budget, Progress, ProgressSink};
 pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver};
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, Unmet};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, Attributes, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo,
     FileResult, GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch,
     Precondition, ReadWindow, SizedEntry, SizedListing, SortBy, StageFrom, TextRead, Tree, TreeNode, VIEW_ENTRIES,
-    VIEW_READ_BYTES, WriteOptions, WriteOutcome, rfc3339,
+    VIEW_READ_BYTES, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};

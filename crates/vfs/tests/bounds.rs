@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::Fixture;
-use vfs::{Budget, Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, ReadWindow};
+use vfs::{Budget, Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, Precondition, ReadWindow};
 
 fn registry(fixture: &Fixture) -> MountRegistry {
     MountRegistry::builder().mount(fixture.spec("data", "/data", "rw")).build().unwrap()
@@ -23,7 +23,7 @@ fn an_edit_that_would_grow_past_the_cap_is_refused_and_writes_nothing() {
     let registry = registry(&fixture);
     let edits = vec![Edit { old_text: "a".into(), new_text: "aa".into() }; 26];
     for dry_run in [true, false] {
-        let options = EditOptions { replace_all: true, dry_run, expected_version: None };
+        let options = EditOptions { replace_all: true, dry_run, precondition: Precondition::Any };
         let error = registry.agent().edit("/data/a.txt", &edits, &options).unwrap_err();
         assert_eq!(
             error.to_string(),

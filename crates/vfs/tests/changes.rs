@@ -9,7 +9,7 @@ use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
 use common::Fixture;
-use vfs::{Before, Budget, CallId, Change, ChangeKind, ChangeObserver, Edit, EditOptions, MountRegistry, WriteOptions};
+use vfs::{Before, Budget, CallId, Change, ChangeKind, ChangeObserver, Edit, EditOptions, MountRegistry, Precondition};
 
 /// One observed change, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +93,7 @@ fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its
     let agent = registry.agent();
 
     // A write that makes two directories on the way: each is a change, then the file.
-    let written = agent.write("/p/a/b/new.txt", "one\n", &WriteOptions::default()).unwrap();
+    let written = agent.write("/p/a/b/new.txt", "one\n", &Precondition::Absent).unwrap();
     let first = written.version.clone().unwrap();
     let changes = recorder.take();
     assert_eq!(
@@ -107,7 +107,7 @@ fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its
     assert!(changes.iter().all(|change| change.call == changes[0].call), "{changes:?}");
 
     // A guarded overwrite knows the version it replaced; an edit knows the one it read.
-    let options = WriteOptions { overwrite: true, expected_version: Some(first.clone()) };
+    let options = Precondition::Version(first.clone());
     let second = agent.write("/p/a/b/new.txt", "two\n", &options).unwrap().version.unwrap();
     let edit = Edit { old_text: "two".to_owned(), new_text: "three".to_owned() };
     let third = agent.edit("/p/a/b/new.txt", &[edit], &EditOptions::default()).unwrap().version.unwrap();
@@ -137,9 +137,9 @@ fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its
     agent.create_directory("/p/d").unwrap();
     agent.create_directory("/p/d").unwrap();
     // A move, told once with both ends, under the destination's lock too.
-    agent.move_path("/p/a/b/new.txt", "/p/d/moved.txt", false, None).unwrap();
+    agent.move_path("/p/a/b/new.txt", "/p/d/moved.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     // A recursive delete is one change for the tree.
-    agent.delete("/p/a", true, None).unwrap();
+    agent.delete("/p/a", true, &Precondition::Any).unwrap();
     assert_eq!(
         without_calls(&recorder.take()),
         vec![
@@ -153,8 +153,8 @@ fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its
     );
 
     // Calls that change nothing tell nothing: refused, failed, read.
-    agent.write("/p/keep.txt", "x\n", &WriteOptions::default()).unwrap_err();
-    agent.delete("/p/none.txt", false, None).unwrap_err();
+    agent.write("/p/keep.txt", "x\n", &Precondition::Absent).unwrap_err();
+    agent.delete("/p/none.txt", false, &Precondition::Any).unwrap_err();
     agent.read_text("/p/keep.txt", &vfs::ReadWindow::default()).unwrap();
     assert_eq!(recorder.take(), Vec::new());
     assert_eq!(fixture.read("p/d/moved.txt"), "three\n");
@@ -169,8 +169,8 @@ fn a_change_carries_the_call_id_its_budget_was_given() {
         MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(recorder.clone()).build().unwrap();
     let call = CallId::new();
     let agent = registry.agent().with_budget(Budget::unlimited().with_call(call.clone()));
-    agent.write("/p/one.txt", "1\n", &WriteOptions::default()).unwrap();
-    agent.delete("/p/one.txt", false, None).unwrap();
+    agent.write("/p/one.txt", "1\n", &Precondition::Absent).unwrap();
+    agent.delete("/p/one.txt", false, &Precondition::Any).unwrap();
     let calls: Vec<String> = recorder.take().into_iter().map(|change| change.call).collect();
     assert_eq!(calls, vec![call.to_string(), call.to_string()]);
 }

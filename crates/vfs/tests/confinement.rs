@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::{Fixture, assert_no_leak};
-use vfs::{ErrorKind, MountRegistry, ReadWindow, WriteOptions};
+use vfs::{ErrorKind, MountRegistry, Precondition, ReadWindow};
 
 fn read(registry: &MountRegistry, path: &str) -> Result<String, vfs::Error> {
     registry.agent().read_text(path, &ReadWindow::default()).map(|read| read.content)
@@ -50,7 +50,7 @@ fn internal_root_is_byte_identical_to_an_unknown_root() {
     assert_eq!(unknown.kind(), ErrorKind::UnknownRoot);
     let internal_dir = registry.agent().list("/llm-logs").unwrap_err();
     assert_eq!(internal_dir.to_string(), registry.agent().list("/nope").unwrap_err().to_string());
-    let write = registry.agent().write("/llm-logs/x", "x", &WriteOptions::default()).unwrap_err();
+    let write = registry.agent().write("/llm-logs/x", "x", &Precondition::Absent).unwrap_err();
     assert_eq!(write.to_string(), UNKNOWN);
     assert_no_leak(&fixture, &registry, &internal.to_string());
 }
@@ -159,7 +159,7 @@ fn writes_never_go_through_links() {
     let (fixture, registry) = standard();
     fixture.symlink(fixture.path("outside/secret.txt"), "out/link");
     let agent = registry.agent();
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     let error = agent.write("/output/link", "pwned", &options).unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -171,7 +171,7 @@ fn writes_never_go_through_links() {
     assert_eq!(agent.write("/output/dir/new.txt", "x", &options).unwrap_err().kind(), ErrorKind::Escape);
     assert!(!fixture.path("outside/new.txt").exists());
     // Deleting a link removes the link, never the target.
-    agent.delete("/output/link", false, None).unwrap();
+    agent.delete("/output/link", false, &Precondition::Any).unwrap();
     assert_eq!(fixture.read("outside/secret.txt"), "top secret\n");
 }
 
@@ -179,7 +179,7 @@ fn writes_never_go_through_links() {
 fn hard_links_are_replaced_not_written_through() {
     let (fixture, registry) = standard();
     std::fs::hard_link(fixture.path("outside/secret.txt"), fixture.path("out/hard")).unwrap();
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     registry.agent().write("/output/hard", "replaced\n", &options).unwrap();
     assert_eq!(fixture.read("out/hard"), "replaced\n");
     assert_eq!(fixture.read("outside/secret.txt"), "top secret\n");
@@ -204,7 +204,7 @@ fn fifos_sockets_and_devices_are_refused_at_once() {
     fixture.symlink("/dev/zero", "data/zero");
     assert_eq!(read(&registry, "/src/zero").unwrap_err().kind(), ErrorKind::Escape);
     // A writer on a FIFO would block; the no-overwrite rule and the kind check come first.
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     std::fs::create_dir_all(fixture.path("out")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -245,13 +245,13 @@ fn internal_directory_nested_in_a_mount_is_absent() {
     assert_eq!(agent.search_files("/work", "*.jsonl", &[]).unwrap().matches.len(), 0);
     let grep = agent.grep(&vfs::GrepRequest { pattern: "\\{".into(), ..Default::default() }).unwrap();
     assert_eq!(grep.matches, 0);
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     assert_eq!(
         agent.write("/work/logs/x.txt", "x", &options).unwrap_err().to_string(),
         "cannot write `/work/logs/x.txt`: `/work/logs` is mounted ro; mounts that grant write: `/work` (rw)"
     );
     assert_eq!(
-        agent.delete("/work/logs", true, None).unwrap_err().to_string(),
+        agent.delete("/work/logs", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/work/logs`: `/work/logs` is mounted ro; mounts that grant delete: `/work` (rw)"
     );
     assert_eq!(fixture.read("work/logs/secret.jsonl"), "{}\n");
@@ -268,7 +268,7 @@ fn read_only_mount_nested_in_a_writable_one_stays_read_only() {
         .build()
         .unwrap();
     let agent = registry.agent();
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     for (path, canonical) in [
         ("/work/vendor/lib.rs", "/work/vendor/lib.rs"),
         ("/work/alias/lib.rs", "/work/alias/lib.rs"),
@@ -281,7 +281,10 @@ fn read_only_mount_nested_in_a_writable_one_stays_read_only() {
             format!("cannot write `{canonical}`: `/vendor` is mounted ro; mounts that grant write: `/work` (rw)")
         );
     }
-    assert_eq!(agent.delete("/work/vendor/lib.rs", false, None).unwrap_err().kind(), ErrorKind::PermissionDenied);
+    assert_eq!(
+        agent.delete("/work/vendor/lib.rs", false, &Precondition::Any).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
     assert_eq!(fixture.read("work/vendor/lib.rs"), "lib\n");
     agent.write("/work/new.txt", "ok", &options).unwrap();
 }
@@ -293,7 +296,7 @@ fn sub_path_overrides_hold_however_the_path_is_spelled() {
     fixture.mkdir("work/a");
     let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
     let registry = MountRegistry::builder().mount(spec).build().unwrap();
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     for path in ["/work/vendor/x", "/work/./vendor/x", "/work/a/../vendor/x", "/work//vendor/x"] {
         let error = registry.agent().write(path, "pwned", &options).unwrap_err();
         assert_eq!(
@@ -421,7 +424,7 @@ fn racing_symlink_swaps_never_escape() {
     // Reads, writes, directories and listings that did their job: a race in which every call
     // failed would say nothing about the calls that get through.
     let mut successes = [0usize; 4];
-    let options = WriteOptions { overwrite: true, expected_version: None };
+    let options = Precondition::Any;
     for iteration in 0..5_000 {
         let read = agent.read_text("/src/dir/file.txt", &ReadWindow::default());
         if read.as_ref().is_ok_and(|read| read.content.contains("SECRET")) {

@@ -13,9 +13,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::Fixture;
-use vfs::{AgentAccessor, Edit, EditOptions, MountRegistry, MountSpec, NameRule, WriteOptions};
+use vfs::{AgentAccessor, Edit, EditOptions, MountRegistry, MountSpec, NameRule, Precondition};
 
-const OVERWRITE: WriteOptions = WriteOptions { overwrite: true, expected_version: None };
+const OVERWRITE: Precondition = Precondition::Any;
 
 /// `config` of a planted repository: its work tree is the directory itself (`core.worktree` is
 /// relative to the git directory), so `git status` there reads its `core.fsmonitor` and runs it.
@@ -110,12 +110,17 @@ fn plant_repositories(agent: &AgentAccessor) {
     );
     agent.create_directory("/p/stage/refs").unwrap();
     assert_eq!(
-        refused(agent.move_path("/p/stage/refs", "/p/first-head/refs", false, None)),
+        refused(agent.move_path("/p/stage/refs", "/p/first-head/refs", &Precondition::Any, &Precondition::Absent)),
         beside("/p/first-head/refs", "HEAD", "/p/first-head")
     );
     agent.create_directory("/p/stage/objects").unwrap();
     assert_eq!(
-        refused(agent.move_path("/p/stage/objects", "/p/first-head/objects", false, None)),
+        refused(agent.move_path(
+            "/p/stage/objects",
+            "/p/first-head/objects",
+            &Precondition::Any,
+            &Precondition::Absent
+        )),
         beside("/p/first-head/objects", "HEAD", "/p/first-head")
     );
     // `HEAD` and `commondir` naming a directory that holds `objects`, `refs` and the config.

@@ -6,7 +6,7 @@
 mod common;
 
 use common::Fixture;
-use vfs::{ConfigError, Edit, EditOptions, MountRegistry, MountSpec, ReadWindow, WriteOptions};
+use vfs::{ConfigError, Edit, EditOptions, MountRegistry, MountSpec, Precondition, ReadWindow};
 
 fn spec(text: &str) -> MountSpec {
     text.parse().unwrap()
@@ -24,7 +24,7 @@ fn overrides() -> (Fixture, MountRegistry) {
     (fixture, registry)
 }
 
-const OVERWRITE: WriteOptions = WriteOptions { overwrite: true, expected_version: None };
+const OVERWRITE: Precondition = Precondition::Any;
 
 #[test]
 fn a_read_only_sub_path_cannot_be_moved_away_edited_and_moved_back() {
@@ -35,20 +35,23 @@ fn a_read_only_sub_path_cannot_be_moved_away_edited_and_moved_back() {
         "cannot write `/ov/dir/vendor/lib.txt`: `/ov/dir/vendor` is mounted ro; mounts that grant write: `/ov` (rw)"
     );
     assert_eq!(
-        agent.move_path("/ov/dir", "/ov/tmp", false, None).unwrap_err().to_string(),
+        agent.move_path("/ov/dir", "/ov/tmp", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot move `/ov/dir`: `/ov/dir/vendor` inside it is mounted ro, which does not grant delete"
     );
     assert_eq!(
-        agent.move_path("/ov/./stage/../dir", "/ov/tmp", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/ov/./stage/../dir", "/ov/tmp", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot move `/ov/dir`: `/ov/dir/vendor` inside it is mounted ro, which does not grant delete"
     );
     assert_eq!(
-        agent.delete("/ov/dir", true, None).unwrap_err().to_string(),
+        agent.delete("/ov/dir", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/ov/dir`: `/ov/dir/vendor` inside it is mounted ro, which does not grant delete"
     );
     assert_eq!(fixture.read("ov/dir/vendor/lib.txt"), "library\n");
     // What is not protected moves as before.
-    agent.move_path("/ov/dir/own.txt", "/ov/own.txt", false, None).unwrap();
+    agent.move_path("/ov/dir/own.txt", "/ov/own.txt", &Precondition::Any, &Precondition::Absent).unwrap();
 }
 
 #[test]
@@ -67,7 +70,7 @@ fn a_protection_holds_in_any_case_and_a_grant_only_as_written() {
     assert!(!fixture.path("ov/dir/VENDOR").exists() && !fixture.path("ov/DIR").exists());
     fixture.file("ov/DIR/vendor/x.txt", "x\n");
     assert_eq!(
-        agent.move_path("/ov/DIR", "/ov/elsewhere", false, None).unwrap_err().to_string(),
+        agent.move_path("/ov/DIR", "/ov/elsewhere", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot move `/ov/DIR`: `/ov/dir/vendor` inside it is mounted ro, which does not grant delete"
     );
     // A sub-path that grants more grants it only to the name as written.
@@ -89,11 +92,14 @@ fn a_staged_directory_cannot_be_moved_onto_a_read_only_sub_path() {
     let agent = registry.agent();
     // `later/vendor` does not exist yet: the rule is on the path, not on what is there now.
     assert_eq!(
-        agent.move_path("/ov/stage", "/ov/later", false, None).unwrap_err().to_string(),
+        agent.move_path("/ov/stage", "/ov/later", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot move to `/ov/later`: `/ov/later/vendor` inside it is mounted ro, which does not grant write"
     );
     assert_eq!(
-        agent.move_path("/ov/stage/vendor", "/ov/later/vendor", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/ov/stage/vendor", "/ov/later/vendor", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot write `/ov/later/vendor`: `/ov/later/vendor` is mounted ro; mounts that grant write: `/ov` (rw)"
     );
     assert!(!fixture.path("ov/later").exists(), "a refused move creates no parent directory");
@@ -104,10 +110,10 @@ fn a_staged_directory_cannot_be_moved_onto_a_read_only_sub_path() {
 fn a_no_delete_sub_path_cannot_be_moved_or_deleted_with_its_parent() {
     let (fixture, registry) = overrides();
     let agent = registry.agent();
-    agent.write("/ov/dir/keep/new.txt", "created\n", &WriteOptions::default()).unwrap();
+    agent.write("/ov/dir/keep/new.txt", "created\n", &Precondition::Absent).unwrap();
     for (result, verb) in [
-        (agent.move_path("/ov/dir", "/ov/elsewhere", false, None).map(|_| ()), "move"),
-        (agent.delete("/ov/dir", true, None).map(|_| ()), "delete"),
+        (agent.move_path("/ov/dir", "/ov/elsewhere", &Precondition::Any, &Precondition::Absent).map(|_| ()), "move"),
+        (agent.delete("/ov/dir", true, &Precondition::Any).map(|_| ()), "delete"),
     ] {
         // `dir/vendor` (ro) comes first in the mount string; drop it to see `dir/keep` refuse.
         assert_eq!(
@@ -119,15 +125,15 @@ fn a_no_delete_sub_path_cannot_be_moved_or_deleted_with_its_parent() {
     let registry = MountRegistry::builder().mount(spec(&text)).build().unwrap();
     let agent = registry.agent();
     assert_eq!(
-        agent.delete("/ov/dir", true, None).unwrap_err().to_string(),
+        agent.delete("/ov/dir", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/ov/dir`: `/ov/dir/keep` inside it is mounted rwnd, which does not grant delete"
     );
     assert_eq!(
-        agent.move_path("/ov/dir", "/ov/x", false, None).unwrap_err().to_string(),
+        agent.move_path("/ov/dir", "/ov/x", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot move `/ov/dir`: `/ov/dir/keep` inside it is mounted rwnd, which does not grant delete"
     );
     // Creating below a no-delete part is what it grants: a move onto it is allowed.
-    agent.move_path("/ov/stage", "/ov/dir/keep/stage", false, None).unwrap();
+    agent.move_path("/ov/stage", "/ov/dir/keep/stage", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(fixture.read("ov/dir/keep/kept.txt"), "kept\n");
     assert_eq!(fixture.read("ov/dir/keep/new.txt"), "created\n");
 }
@@ -155,12 +161,15 @@ fn directories_that_hold_a_nested_mount_stay_in_place_across_launches() {
     let agent = registry.agent();
     let pinned = "`/w/p`: it holds the mount `/r`, whose place stays as the launch found it";
     assert_eq!(
-        agent.move_path("/w/p", "/w/moved", false, None).unwrap_err().to_string(),
+        agent.move_path("/w/p", "/w/moved", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         format!("cannot move {pinned}")
     );
-    assert_eq!(agent.delete("/w/p", true, None).unwrap_err().to_string(), format!("cannot delete {pinned}"));
     assert_eq!(
-        agent.move_path("/w/p/ro", "/w/q", false, None).unwrap_err().to_string(),
+        agent.delete("/w/p", true, &Precondition::Any).unwrap_err().to_string(),
+        format!("cannot delete {pinned}")
+    );
+    assert_eq!(
+        agent.move_path("/w/p/ro", "/w/q", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot delete `/w/p/ro`: `/r` is mounted ro; mounts that grant delete: `/w` (rw)"
     );
     assert_eq!(
@@ -168,7 +177,7 @@ fn directories_that_hold_a_nested_mount_stay_in_place_across_launches() {
         "cannot write `/w/p/ro/data.txt`: `/r` is mounted ro; mounts that grant write: `/w` (rw)"
     );
     // What lies beside the nested mount still moves.
-    agent.move_path("/w/p/sibling.txt", "/w/sibling.txt", false, None).unwrap();
+    agent.move_path("/w/p/sibling.txt", "/w/sibling.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     drop(registry);
     // The next launch finds `/r` where it was, with its own content.
     let registry = build_nested(&fixture);
@@ -294,16 +303,20 @@ fn an_internal_root_under_a_read_only_part_answers_as_a_missing_name() {
                 .map(|read| read.to_text()),
             agent.list(&format!("/w/sub/{name}")).map(|listing| listing.to_text()),
             agent.info(&format!("/w/sub/{name}")).map(|info| info.to_text()),
-            agent.write(&format!("/w/sub/{name}"), "x", &WriteOptions::default()).map(|outcome| outcome.to_text()),
+            agent.write(&format!("/w/sub/{name}"), "x", &Precondition::Absent).map(|outcome| outcome.to_text()),
             agent.write(&format!("/w/sub/{name}/x.txt"), "x", &OVERWRITE).map(|outcome| outcome.to_text()),
             agent.write(&format!("/w/rw/to-{name}/x.txt"), "x", &OVERWRITE).map(|outcome| outcome.to_text()),
             agent.edit(&format!("/w/sub/{name}/exchanges.jsonl"), &edit, &EditOptions::default()).map(|o| o.to_text()),
             agent.create_directory(&format!("/w/sub/{name}")).map(|outcome| outcome.to_text()),
             agent.create_directory(&format!("/w/sub/{name}/deeper")).map(|outcome| outcome.to_text()),
-            agent.delete(&format!("/w/sub/{name}"), true, None).map(|outcome| outcome.to_text()),
-            agent.delete("/w/sub", false, None).map(|outcome| outcome.to_text()),
-            agent.move_path(&format!("/w/sub/{name}"), "/w/rw/moved", false, None).map(|outcome| outcome.to_text()),
-            agent.move_path("/w/rw/x.txt", &format!("/w/sub/{name}"), false, None).map(|outcome| outcome.to_text()),
+            agent.delete(&format!("/w/sub/{name}"), true, &Precondition::Any).map(|outcome| outcome.to_text()),
+            agent.delete("/w/sub", false, &Precondition::Any).map(|outcome| outcome.to_text()),
+            agent
+                .move_path(&format!("/w/sub/{name}"), "/w/rw/moved", &Precondition::Any, &Precondition::Absent)
+                .map(|outcome| outcome.to_text()),
+            agent
+                .move_path("/w/rw/x.txt", &format!("/w/sub/{name}"), &Precondition::Any, &Precondition::Absent)
+                .map(|outcome| outcome.to_text()),
             agent.tree(&format!("/w/sub/{name}"), None, &[]).map(|tree| tree.to_text()),
             agent.search_files(&format!("/w/sub/{name}"), "*", &[]).map(|found| found.to_text()),
         ];
@@ -332,22 +345,35 @@ fn overrides_protect_their_sub_paths_on_object_storage_too() {
     let agent = registry.agent();
     // Seed through a second registry without the override, as an operator would upload.
     let seeding = MountRegistry::builder().mount(spec(&format!("{bucket}:/ov:rw"))).build().unwrap();
-    seeding.agent().write("/ov/dir/vendor/lib.txt", "library\n", &WriteOptions::default()).unwrap();
-    seeding.agent().write("/ov/stage/vendor/lib.txt", "planted\n", &WriteOptions::default()).unwrap();
+    seeding.agent().write("/ov/dir/vendor/lib.txt", "library\n", &Precondition::Absent).unwrap();
+    seeding.agent().write("/ov/stage/vendor/lib.txt", "planted\n", &Precondition::Absent).unwrap();
     assert_eq!(
-        agent.delete("/ov/dir", true, None).unwrap_err().to_string(),
+        agent.delete("/ov/dir", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/ov/dir`: `/ov/dir/vendor` inside it is mounted ro, which does not grant delete"
     );
     assert_eq!(
-        agent.move_path("/ov/stage/vendor/lib.txt", "/ov/later", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/ov/stage/vendor/lib.txt", "/ov/later", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot move to `/ov/later`: `/ov/later/vendor` inside it is mounted ro, which does not grant write"
     );
     let read = agent.read_text("/ov/dir/vendor/lib.txt", &ReadWindow::default()).unwrap();
     assert_eq!(read.content, "library\n");
     // A move onto itself keeps the object.
-    agent.move_path("/ov/stage/vendor/lib.txt", "/ov/stage/vendor/lib.txt", true, None).unwrap();
+    agent
+        .move_path("/ov/stage/vendor/lib.txt", "/ov/stage/vendor/lib.txt", &Precondition::Any, &Precondition::Any)
+        .unwrap();
     assert_eq!(
-        agent.move_path("/ov/stage/vendor/lib.txt", "/ov/stage/vendor/lib.txt", false, None).unwrap_err().to_string(),
+        agent
+            .move_path(
+                "/ov/stage/vendor/lib.txt",
+                "/ov/stage/vendor/lib.txt",
+                &Precondition::Any,
+                &Precondition::Absent
+            )
+            .unwrap_err()
+            .to_string(),
         "`/ov/stage/vendor/lib.txt` already exists; pass `overwrite: true` to replace it"
     );
     let read = agent.read_text("/ov/stage/vendor/lib.txt", &ReadWindow::default()).unwrap();
@@ -361,7 +387,7 @@ fn overrides_protect_their_sub_paths_on_object_storage_too() {
 fn a_bucket_named_like_a_root_does_not_garble_paths() {
     let registry = MountRegistry::builder().mount(spec("memory://data:/data:rw")).build().unwrap();
     let agent = registry.agent();
-    let written = agent.write("/data/data/x.txt", "data\n", &WriteOptions::default()).unwrap();
+    let written = agent.write("/data/data/x.txt", "data\n", &Precondition::Absent).unwrap();
     let version = written.version.clone().unwrap();
     assert_eq!(
         registry.render(&written.agent_text()),

@@ -8,11 +8,11 @@ mod common;
 
 use common::Fixture;
 use vfs::{
-    AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, MountSpec, NameRule, ReadWindow,
-    WriteOptions,
+    AgentAccessor, Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, MountSpec, NameRule, Precondition,
+    ReadWindow,
 };
 
-const OVERWRITE: WriteOptions = WriteOptions { overwrite: true, expected_version: None };
+const OVERWRITE: Precondition = Precondition::Any;
 const SECRET: &str = "SECRET-VALUE-31337";
 
 fn registry(text: &str) -> MountRegistry {
@@ -71,8 +71,8 @@ fn every_tool_finds_nothing(agent: &AgentAccessor, hidden: &[(&str, &str)]) {
             agent.list(spelled).map(|_| ()),
             agent.tree(spelled, None, &[]).map(|_| ()),
             agent.edit(spelled, &edit, &EditOptions::default()).map(|_| ()),
-            agent.delete(spelled, true, None).map(|_| ()),
-            agent.move_path(spelled, "/p/moved", true, None).map(|_| ()),
+            agent.delete(spelled, true, &Precondition::Any).map(|_| ()),
+            agent.move_path(spelled, "/p/moved", &Precondition::Any, &Precondition::Any).map(|_| ()),
         ];
         for (index, answer) in answers.into_iter().enumerate() {
             let error = answer.unwrap_err();
@@ -98,11 +98,17 @@ fn creating_a_hidden_name_is_refused(agent: &AgentAccessor) {
     }
     // A rename into a hidden name, and a move into a hidden directory.
     assert_eq!(
-        agent.move_path("/p/src/lib.rs", "/p/src/lib.pem", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/p/src/lib.rs", "/p/src/lib.pem", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot create `/p/src/lib.pem`: names like this are hidden (private keys)"
     );
     assert_eq!(
-        agent.move_path("/p/src/lib.rs", "/p/.ssh/lib.rs", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/p/src/lib.rs", "/p/.ssh/lib.rs", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot create `/p/.ssh/lib.rs`: names like this are hidden (credentials)"
     );
     assert_eq!(agent.read_text("/p/src/lib.rs", &ReadWindow::default()).unwrap().content, "pub fn f() {}\n");
@@ -153,42 +159,45 @@ fn git_is_read_only(agent: &AgentAccessor) {
         format!("cannot write `/p/.git/hooks/pre-commit`: {refused}")
     );
     assert_eq!(
-        agent.delete("/p/.git", true, None).unwrap_err().to_string(),
+        agent.delete("/p/.git", true, &Precondition::Any).unwrap_err().to_string(),
         format!("cannot delete `/p/.git`: {refused}")
     );
     assert_eq!(
-        agent.move_path("/p/.git", "/p/git", false, None).unwrap_err().to_string(),
+        agent.move_path("/p/.git", "/p/git", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         format!("cannot delete `/p/.git`: {refused}")
     );
     assert_eq!(
-        agent.move_path("/p/src/lib.rs", "/p/.git/hooks/pre-push", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/p/src/lib.rs", "/p/.git/hooks/pre-push", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         format!("cannot write `/p/.git/hooks/pre-push`: {refused}")
     );
 }
 
 fn deletes_and_moves_keep_them(agent: &AgentAccessor, moves_directories: bool) {
     assert_eq!(
-        agent.delete("/p/keys", true, None).unwrap_err().to_string(),
+        agent.delete("/p/keys", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/keys`: it holds private keys inside, which are hidden from you"
     );
     assert_eq!(
-        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        agent.delete("/p/app", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/app`: it holds environment files inside, which are hidden from you"
     );
     if !moves_directories {
         // (Object storage moves files one by one.)
-        agent.delete("/p/src", true, None).unwrap();
+        agent.delete("/p/src", true, &Precondition::Any).unwrap();
         return;
     }
     // A directory that holds hidden names moves with them, and they stay hidden.
-    agent.move_path("/p/keys", "/p/moved-keys", false, None).unwrap();
+    agent.move_path("/p/keys", "/p/moved-keys", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(
         agent.read_text("/p/moved-keys/server.key", &ReadWindow::default()).unwrap_err().kind(),
         ErrorKind::NotFound
     );
     assert_eq!(agent.list("/p/moved-keys").unwrap().entries.len(), 1);
     // What holds nothing protected deletes as before.
-    agent.delete("/p/src", true, None).unwrap();
+    agent.delete("/p/src", true, &Precondition::Any).unwrap();
 }
 
 fn run_all(agent: &AgentAccessor, moves_directories: bool) {
@@ -253,7 +262,7 @@ type Seed = fn(&dyn Fn(&str, &str));
 fn seed_object_store(location: &str, seed: Seed) -> MountRegistry {
     let seeding = MountRegistry::builder().mount(format!("{location}:/p:rw").parse().unwrap()).build().unwrap();
     seed(&|relative, content| {
-        seeding.agent().write(&format!("/p/{relative}"), content, &WriteOptions::default()).unwrap();
+        seeding.agent().write(&format!("/p/{relative}"), content, &Precondition::Absent).unwrap();
     });
     seeding
 }
@@ -359,25 +368,28 @@ fn places_stay_protected(agent: &AgentAccessor) {
         read_only("write", "/p/docs/new.md")
     );
     assert_eq!(
-        agent.delete("/p/docs/guide.md", false, None).unwrap_err().to_string(),
+        agent.delete("/p/docs/guide.md", false, &Precondition::Any).unwrap_err().to_string(),
         read_only("delete", "/p/docs/guide.md")
     );
     assert_eq!(
-        agent.move_path("/p/docs/notes.txt", "/p/docs/notes.md", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/p/docs/notes.txt", "/p/docs/notes.md", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         read_only("write", "/p/docs/notes.md")
     );
     agent.write("/p/docs/notes.txt", "changed\n", &OVERWRITE).unwrap();
     // A protection that holds by place does not travel with a move of its directory.
     assert_eq!(
-        agent.move_path("/p/docs", "/p/manual", false, None).unwrap_err().to_string(),
+        agent.move_path("/p/docs", "/p/manual", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot move `/p/docs`: it holds paths the operator keeps read-only inside, which are read-only"
     );
     assert_eq!(
-        agent.move_path("/p/logs", "/p/old-logs", false, None).unwrap_err().to_string(),
+        agent.move_path("/p/logs", "/p/old-logs", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
         "cannot move `/p/logs`: it holds names the operator hides inside, which are hidden from you"
     );
     assert_eq!(
-        agent.delete("/p/docs", true, None).unwrap_err().to_string(),
+        agent.delete("/p/docs", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/docs`: it holds paths the operator keeps read-only inside, which are read-only"
     );
 }
@@ -416,7 +428,7 @@ fn mount_string_rules_hold_on_a_local_tree() {
     std::fs::remove_file(fixture.path("p/src/key-link")).unwrap();
     places_stay_protected(&agent);
     // A rule that holds wherever a name goes lets its directory move, and still holds there.
-    agent.move_path("/p/a", "/p/z", false, None).unwrap();
+    agent.move_path("/p/a", "/p/z", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(
         agent.read_text("/p/z/b/deep.key", &ReadWindow::default()).unwrap_err().to_string(),
         missing("/p/z/b/deep.key")
@@ -490,11 +502,14 @@ fn a_rule_spanning_a_directory_name_does_not_move_out_of_it() {
     let registry = registry(&format!("{}:/p:rw", fixture.path("p").display()));
     let agent = registry.agent();
     assert_eq!(
-        agent.move_path("/p/u/.docker", "/p/u/docker", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/p/u/.docker", "/p/u/docker", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot move `/p/u/.docker`: it holds credentials inside, which are hidden from you"
     );
     // Moving the directory above keeps `.docker/config.json` together, and hidden.
-    agent.move_path("/p/u", "/p/v", false, None).unwrap();
+    agent.move_path("/p/u", "/p/v", &Precondition::Any, &Precondition::Absent).unwrap();
     let path = "/p/v/.docker/config.json";
     assert_eq!(agent.read_text(path, &ReadWindow::default()).unwrap_err().to_string(), missing(path));
     assert_eq!(fixture.read("p/v/.docker/config.json"), SECRET);
@@ -543,7 +558,7 @@ fn a_delete_too_large_to_check_is_refused_on_object_storage() {
     let mut limits = vfs::Limits::default();
     limits.entries = 2;
     let seed = |relative: &str| {
-        seeding.agent().write(&format!("/p/{relative}"), SECRET, &WriteOptions::default()).unwrap();
+        seeding.agent().write(&format!("/p/{relative}"), SECRET, &Precondition::Absent).unwrap();
     };
     // `-` sorts before `.`: a walk cut after 16 objects never reaches `.env`.
     for index in 0..20 {
@@ -561,7 +576,7 @@ fn a_delete_too_large_to_check_is_refused_on_object_storage() {
         .unwrap();
     let agent = registry.agent();
     assert_eq!(
-        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        agent.delete("/p/app", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/app`: it holds more than 16 entries, too many to check for protected names; \
          delete what it holds in smaller parts first"
     );
@@ -569,20 +584,20 @@ fn a_delete_too_large_to_check_is_refused_on_object_storage() {
     // Deleting part of it is allowed, and then the whole can be checked (and is refused for
     // what it holds).
     for index in 0..10 {
-        agent.delete(&format!("/p/app/-{index:02}"), false, None).unwrap();
+        agent.delete(&format!("/p/app/-{index:02}"), false, &Precondition::Any).unwrap();
     }
     assert_eq!(
-        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        agent.delete("/p/app", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/app`: it holds environment files inside, which are hidden from you"
     );
     // A tree past the bound is refused whatever it holds; without rules there is nothing to
     // check, and the bound does not stand in the way.
     assert_eq!(
-        agent.delete("/p/small", true, None).unwrap_err().to_string(),
+        agent.delete("/p/small", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/small`: it holds more than 16 entries, too many to check for protected names; \
          delete what it holds in smaller parts first"
     );
-    seeding.agent().delete("/p/small", true, None).unwrap();
+    seeding.agent().delete("/p/small", true, &Precondition::Any).unwrap();
 }
 
 // `**` in globs: a name rule (`--hide`, settings `hide`) spans any number of names with it, a
@@ -681,19 +696,19 @@ fn double_stars_hold(agent: &AgentAccessor, moves_directories: bool) {
     );
     agent.write("/p/docs/sub/c.txt", "changed\n", &OVERWRITE).unwrap();
     assert_eq!(
-        agent.delete("/p/app", true, None).unwrap_err().to_string(),
+        agent.delete("/p/app", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/app`: it holds names the operator hides inside, which are hidden from you"
     );
     if moves_directories {
         // A `b` below an `a` is protected by the names above it: carrying it out is refused.
         for from in ["/p/a", "/p/a/m"] {
             assert_eq!(
-                agent.move_path(from, "/p/z", false, None).unwrap_err().to_string(),
+                agent.move_path(from, "/p/z", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
                 format!("cannot move `{from}`: it holds names the operator hides inside, which are hidden from you")
             );
         }
         // Within `a`, the rule still holds where it goes.
-        agent.move_path("/p/a/m", "/p/a/k", false, None).unwrap();
+        agent.move_path("/p/a/m", "/p/a/k", &Precondition::Any, &Precondition::Absent).unwrap();
         assert_eq!(
             agent.read_text("/p/a/k/n/b", &ReadWindow::default()).unwrap_err().to_string(),
             missing("/p/a/k/n/b")
@@ -819,8 +834,10 @@ fn an_override_loosens_the_git_rule_at_its_place_in_its_mount() {
     let agent = registry.agent();
     agent.write("/p/.git/hooks/pre-commit", "#!/bin/sh\n", &OVERWRITE).unwrap();
     agent.write("/p/.git/config", "[core]\n\tbare = false\n", &OVERWRITE).unwrap();
-    agent.move_path("/p/.git/hooks/pre-commit", "/p/.git/hooks/pre-push", false, None).unwrap();
-    agent.delete("/p/.git/hooks", true, None).unwrap();
+    agent
+        .move_path("/p/.git/hooks/pre-commit", "/p/.git/hooks/pre-push", &Precondition::Any, &Precondition::Absent)
+        .unwrap();
+    agent.delete("/p/.git/hooks", true, &Precondition::Any).unwrap();
     assert_eq!(fixture.read("p/.git/config"), "[core]\n\tbare = false\n");
     // Hidden names inside stay hidden, and other `.git` directories stay read-only: another
     // repository in the mount, the other mount's, and another spelling of the place.
@@ -862,7 +879,7 @@ fn a_loosening_below_the_rule_lifts_it_below_its_place_only() {
     let agent = registry.agent();
     agent.write("/p/.git/objects/ab/cdef", "blob\n", &OVERWRITE).unwrap();
     assert_eq!(
-        agent.delete("/p/.git/objects/ab/cdef", false, None).unwrap_err().to_string(),
+        agent.delete("/p/.git/objects/ab/cdef", false, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/p/.git/objects/ab/cdef`: `/p/.git/objects` is mounted rwnd; mounts that grant delete: `/q` (rw)"
     );
     assert_eq!(

@@ -8,7 +8,7 @@
 mod common;
 
 use common::Fixture;
-use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, MountSpec, ReadWindow, WriteOptions};
+use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, MountSpec, Precondition, ReadWindow};
 
 fn registry_with(data: &str, local: Option<&Fixture>) -> MountRegistry {
     let mut builder = MountRegistry::builder();
@@ -21,11 +21,11 @@ fn registry_with(data: &str, local: Option<&Fixture>) -> MountRegistry {
 
 fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
     let agent = registry.agent();
-    let created = agent.write("/data/notes/a.txt", "one\ntwo\nthree\n", &WriteOptions::default()).unwrap();
+    let created = agent.write("/data/notes/a.txt", "one\ntwo\nthree\n", &Precondition::Absent).unwrap();
     assert!(created.created);
     let version = created.version.clone().expect("an ETag");
     assert_eq!(
-        agent.write("/data/notes/a.txt", "x", &WriteOptions::default()).unwrap_err().to_string(),
+        agent.write("/data/notes/a.txt", "x", &Precondition::Absent).unwrap_err().to_string(),
         "`/data/notes/a.txt` already exists; pass `overwrite: true` to replace it"
     );
     let read = agent.read_text("/data/notes/a.txt", &ReadWindow::default()).unwrap();
@@ -47,9 +47,9 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
         "`/data/none.txt` does not exist"
     );
 
-    let stale = WriteOptions { overwrite: false, expected_version: Some("stale".into()) };
+    let stale = Precondition::Version("stale".into());
     assert_eq!(agent.write("/data/notes/a.txt", "x", &stale).unwrap_err().kind(), ErrorKind::VersionMismatch);
-    let guarded = WriteOptions { overwrite: false, expected_version: Some(version) };
+    let guarded = Precondition::Version(version);
     let replaced = agent.write("/data/notes/a.txt", "one\n2\nthree\n", &guarded).unwrap();
     assert!(!replaced.created);
 
@@ -57,8 +57,8 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
     let edited = agent.edit("/data/notes/a.txt", &[edit], &EditOptions::default()).unwrap();
     assert_eq!(edited.diff, "--- /data/notes/a.txt\n+++ /data/notes/a.txt\n@@ -1,3 +1,3 @@\n one\n-2\n+two\n three\n");
 
-    agent.write("/data/notes/b.md", "hello world\n", &WriteOptions::default()).unwrap();
-    agent.write("/data/top.txt", "top\n", &WriteOptions::default()).unwrap();
+    agent.write("/data/notes/b.md", "hello world\n", &Precondition::Absent).unwrap();
+    agent.write("/data/top.txt", "top\n", &Precondition::Absent).unwrap();
     assert!(agent.create_directory("/data/empty").unwrap().created);
     assert_eq!(agent.list("/data").unwrap().to_text(), "[DIR] notes\n[FILE] top.txt\n");
     assert_eq!(agent.list("/data/notes").unwrap().to_text(), "[FILE] a.txt\n[FILE] b.md\n");
@@ -70,17 +70,26 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
     assert_eq!(grep.to_text(), "/data/notes/b.md:1:hello world\n/data/top.txt:1:top\n");
 
     assert_eq!(
-        agent.move_path("/data/top.txt", "/data/notes/a.txt", false, None).unwrap_err().kind(),
+        agent
+            .move_path("/data/top.txt", "/data/notes/a.txt", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .kind(),
         ErrorKind::AlreadyExists
     );
-    agent.move_path("/data/top.txt", "/data/moved.txt", false, None).unwrap();
+    agent.move_path("/data/top.txt", "/data/moved.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(agent.read_text("/data/moved.txt", &ReadWindow::default()).unwrap().content, "top\n");
     assert_eq!(agent.info("/data/top.txt").unwrap_err().kind(), ErrorKind::NotFound);
 
-    assert_eq!(agent.delete("/data/notes", false, None).unwrap_err().kind(), ErrorKind::DirectoryNotEmpty);
-    assert_eq!(agent.delete("/data/notes", true, None).unwrap().to_text(), "deleted directory `/data/notes`");
+    assert_eq!(
+        agent.delete("/data/notes", false, &Precondition::Any).unwrap_err().kind(),
+        ErrorKind::DirectoryNotEmpty
+    );
+    assert_eq!(
+        agent.delete("/data/notes", true, &Precondition::Any).unwrap().to_text(),
+        "deleted directory `/data/notes`"
+    );
     assert_eq!(agent.list("/data").unwrap().to_text(), "[FILE] moved.txt\n");
-    agent.delete("/data/moved.txt", false, None).unwrap();
+    agent.delete("/data/moved.txt", false, &Precondition::Any).unwrap();
 
     // Nothing physical in any error.
     let error = agent.read_text("/data/x/y", &ReadWindow::default()).unwrap_err().to_string();
@@ -102,10 +111,10 @@ fn moves_across_local_and_object_mounts() {
     fixture.file("src/report.txt", "local\n");
     let registry = registry_with("memory://mixed", Some(&fixture));
     let agent = registry.agent();
-    agent.move_path("/src/report.txt", "/data/report.txt", false, None).unwrap();
+    agent.move_path("/src/report.txt", "/data/report.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     assert!(!fixture.path("src/report.txt").exists());
     assert_eq!(agent.read_text("/data/report.txt", &ReadWindow::default()).unwrap().content, "local\n");
-    agent.move_path("/data/report.txt", "/src/back.txt", false, None).unwrap();
+    agent.move_path("/data/report.txt", "/src/back.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(fixture.read("src/back.txt"), "local\n");
     assert_eq!(agent.info("/data/report.txt").unwrap_err().kind(), ErrorKind::NotFound);
 }
@@ -119,7 +128,7 @@ fn read_only_object_mount_refuses_writes() {
     fixture.mkdir("src");
     assert!(!MountRegistry::builder().mount(fixture.spec("src", "/src", "ro")).build().unwrap().has_object_storage());
     assert_eq!(
-        registry.agent().write("/data/x", "x", &WriteOptions::default()).unwrap_err().to_string(),
+        registry.agent().write("/data/x", "x", &Precondition::Absent).unwrap_err().to_string(),
         "cannot write `/data/x`: `/data` is mounted ro, and no mount grants write"
     );
 }
@@ -191,7 +200,7 @@ fn grep_honours_gitignore_as_a_local_tree_does() {
     let local = MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).build().unwrap();
     let object = registry_with("memory://gitignore", None);
     for (name, content) in layout {
-        object.agent().write(&format!("/data/{name}"), content, &WriteOptions::default()).unwrap();
+        object.agent().write(&format!("/data/{name}"), content, &Precondition::Absent).unwrap();
     }
     let found = |registry: &MountRegistry, path: &str| {
         let request = GrepRequest { pattern: "needle".into(), path: Some(path.into()), ..GrepRequest::default() };
@@ -219,14 +228,14 @@ fn object_reads_keep_their_caps() {
     let spec: MountSpec = "memory://caps:/data:rw".parse().unwrap();
     let registry = MountRegistry::builder().mount(spec).limits(limits).build().unwrap();
     let agent = registry.agent();
-    agent.write("/data/at-cap.png", &"p".repeat(16), &WriteOptions::default()).unwrap();
-    agent.write("/data/over-cap.png", &"p".repeat(17), &WriteOptions::default()).unwrap();
+    agent.write("/data/at-cap.png", &"p".repeat(16), &Precondition::Absent).unwrap();
+    agent.write("/data/over-cap.png", &"p".repeat(17), &Precondition::Absent).unwrap();
     assert_eq!(agent.read_media("/data/at-cap.png").unwrap().size, 16);
     assert_eq!(
         agent.read_media("/data/over-cap.png").unwrap_err().to_string(),
         "`/data/over-cap.png`: the file has 17 bytes, more than the 16-byte cap"
     );
-    agent.write("/data/long.txt", "0123456789\nabcdefghij\nrest\n", &WriteOptions::default()).unwrap();
+    agent.write("/data/long.txt", "0123456789\nabcdefghij\nrest\n", &Precondition::Absent).unwrap();
     let read = agent.read_text("/data/long.txt", &ReadWindow::default()).unwrap();
     assert_eq!((read.content.as_str(), read.truncated, read.version), ("0123456789\nabcde", true, None));
     assert_eq!(
@@ -245,7 +254,7 @@ rest
             false
         )
     );
-    agent.write("/data/exact.txt", &"x".repeat(15), &WriteOptions::default()).unwrap();
+    agent.write("/data/exact.txt", &"x".repeat(15), &Precondition::Absent).unwrap();
     let exact = agent.read_text("/data/exact.txt", &ReadWindow::default()).unwrap();
     assert_eq!((exact.content.len(), exact.truncated, exact.version.is_some()), (15, false, true));
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Fixture, assert_no_leak};
-use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, Limits, MountRegistry, ReadWindow, WriteOptions};
+use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, Limits, MountRegistry, Precondition, ReadWindow};
 
 fn setup() -> (Fixture, MountRegistry) {
     let fixture = Fixture::new();
@@ -140,14 +140,14 @@ fn read_multiple_reports_per_file() {
 fn writes_are_atomic_and_guarded() {
     let (fixture, registry) = setup();
     let agent = registry.agent();
-    let created = agent.write("/output/a/b/new.txt", "hello\n", &WriteOptions::default()).unwrap();
+    let created = agent.write("/output/a/b/new.txt", "hello\n", &Precondition::Absent).unwrap();
     assert!(created.created);
     assert_eq!(fixture.read("out/a/b/new.txt"), "hello\n");
     let version = created.version.clone().unwrap();
     assert_eq!(created.to_text(), format!("created `/output/a/b/new.txt` (6 bytes, version {version})"));
-    let exists = agent.write("/output/a/b/new.txt", "again", &WriteOptions::default()).unwrap_err();
+    let exists = agent.write("/output/a/b/new.txt", "again", &Precondition::Absent).unwrap_err();
     assert_eq!(exists.to_string(), "`/output/a/b/new.txt` already exists; pass `overwrite: true` to replace it");
-    let stale = WriteOptions { overwrite: false, expected_version: Some("0000000000000000".into()) };
+    let stale = Precondition::Version("0000000000000000".into());
     let mismatch = agent.write("/output/a/b/new.txt", "again", &stale).unwrap_err();
     assert_eq!(
         mismatch.to_string(),
@@ -155,12 +155,12 @@ fn writes_are_atomic_and_guarded() {
             "`/output/a/b/new.txt` changed since you read it: its version is now `{version}`; read it again and retry"
         )
     );
-    let guarded = WriteOptions { overwrite: false, expected_version: Some(version.clone()) };
+    let guarded = Precondition::Version(version.clone());
     let replaced = agent.write("/output/a/b/new.txt", "second\n", &guarded).unwrap();
     assert!(!replaced.created);
     assert_eq!(fixture.read("out/a/b/new.txt"), "second\n");
     assert_eq!(agent.info("/output/a/b/new.txt").unwrap().version, replaced.version);
-    let denied = agent.write("/src/x.txt", "x", &WriteOptions::default()).unwrap_err();
+    let denied = agent.write("/src/x.txt", "x", &Precondition::Absent).unwrap_err();
     assert_eq!(
         denied.to_string(),
         "cannot write `/src/x.txt`: `/src` is mounted ro; mounts that grant write: `/keep` (rwnd), `/output` (rw)"
@@ -170,6 +170,91 @@ fn writes_are_atomic_and_guarded() {
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(leftovers, vec!["new.txt".to_owned()], "no temporary file is left behind");
+}
+
+/// One precondition for every change: each refusal is exact, names the place it was for, says
+/// which precondition did not hold (`Error::unmet`), and changes nothing.
+#[test]
+fn every_change_states_its_precondition() {
+    let (fixture, registry) = setup();
+    fixture.file("out/a.txt", "a\n");
+    fixture.file("out/b.txt", "b\n");
+    fixture.mkdir("out/d");
+    let agent = registry.agent();
+    let version = agent.info("/output/a.txt").unwrap().version.unwrap();
+    let refusal =
+        |error: vfs::Error| (error.kind(), error.unmet(), error.path().map(ToString::to_string), error.to_string());
+    let mismatch = |path: &str, now: &str| {
+        (
+            ErrorKind::VersionMismatch,
+            Some(vfs::Unmet::Version),
+            Some(path.to_owned()),
+            format!("`{path}` changed since you read it: its version is now `{now}`; read it again and retry"),
+        )
+    };
+    let exists = |path: &str| {
+        (
+            ErrorKind::AlreadyExists,
+            Some(vfs::Unmet::Absent),
+            Some(path.to_owned()),
+            format!("`{path}` exists; the change required that nothing be there"),
+        )
+    };
+    let stale = Precondition::Version("0000000000000000".into());
+    let edit = [Edit { old_text: "a".into(), new_text: "x".into() }];
+
+    // A write at a version where no file is: the version is "none".
+    assert_eq!(
+        refusal(agent.write("/output/none.txt", "x", &stale).unwrap_err()),
+        mismatch("/output/none.txt", "none (the file does not exist)")
+    );
+    // An edit needs a file: under `Absent` the file there is refused; a missing one is missing.
+    let absent = EditOptions { precondition: Precondition::Absent, ..EditOptions::default() };
+    assert_eq!(refusal(agent.edit("/output/a.txt", &edit, &absent).unwrap_err()), exists("/output/a.txt"));
+    assert_eq!(
+        agent.edit("/output/none.txt", &edit, &absent).unwrap_err().to_string(),
+        "`/output/none.txt` does not exist"
+    );
+    // A delete, likewise; and at a version.
+    assert_eq!(
+        refusal(agent.delete("/output/a.txt", false, &Precondition::Absent).unwrap_err()),
+        exists("/output/a.txt")
+    );
+    assert_eq!(refusal(agent.delete("/output/a.txt", false, &stale).unwrap_err()), mismatch("/output/a.txt", &version));
+    // A move: the source's precondition names the source, the destination's the destination.
+    assert_eq!(
+        refusal(agent.move_path("/output/a.txt", "/output/c.txt", &stale, &Precondition::Absent).unwrap_err()),
+        mismatch("/output/a.txt", &version)
+    );
+    let b_version = agent.info("/output/b.txt").unwrap().version.unwrap();
+    assert_eq!(
+        refusal(agent.move_path("/output/a.txt", "/output/b.txt", &Precondition::Any, &stale).unwrap_err()),
+        mismatch("/output/b.txt", &b_version)
+    );
+    assert_eq!(
+        refusal(agent.move_path("/output/a.txt", "/output/c.txt", &Precondition::Any, &stale).unwrap_err()),
+        mismatch("/output/c.txt", "none (the file does not exist)")
+    );
+    // A directory is never replaced, whatever the precondition; a mount root is no destination.
+    for precondition in [Precondition::Absent, Precondition::Any, stale.clone()] {
+        let error = agent.move_path("/output/a.txt", "/output/d", &Precondition::Any, &precondition).unwrap_err();
+        assert_eq!(
+            (error.unmet(), error.to_string()),
+            (None, "cannot replace directory `/output/d`; delete it first".to_owned()),
+            "{precondition:?}"
+        );
+    }
+    let error = agent.move_path("/output/a.txt", "/keep", &Precondition::Any, &Precondition::Any).unwrap_err();
+    assert_eq!(
+        (error.kind(), error.unmet(), error.to_string()),
+        (ErrorKind::InvalidArgument, None, "cannot move onto `/keep`: it is a mount root".to_owned())
+    );
+    assert_eq!((fixture.read("out/a.txt"), fixture.read("out/b.txt")), ("a\n".to_owned(), "b\n".to_owned()));
+    // The version the caller saw replaces the file at the destination.
+    agent
+        .move_path("/output/a.txt", "/output/b.txt", &Precondition::Version(version), &Precondition::Version(b_version))
+        .unwrap();
+    assert_eq!((fixture.path("out/a.txt").exists(), fixture.read("out/b.txt")), (false, "a\n".to_owned()));
 }
 
 #[test]
@@ -195,7 +280,7 @@ fn edits_need_a_unique_match_and_return_a_diff() {
     assert_eq!(fixture.read("out/code.rs"), "let a = 1;\nlet b = $1;\nlet a2 = 1;\n");
     let all = EditOptions { replace_all: true, ..EditOptions::default() };
     assert_eq!(agent.edit("/output/code.rs", &[edit("= 1;", "= 7;")], &all).unwrap().replacements, 2);
-    let stale = EditOptions { expected_version: Some("nope".into()), ..EditOptions::default() };
+    let stale = EditOptions { precondition: Precondition::Version("nope".into()), ..EditOptions::default() };
     let version = agent.info("/output/code.rs").unwrap().version.unwrap();
     assert_eq!(
         agent.edit("/output/code.rs", &[edit("7", "8")], &stale).unwrap_err().to_string(),
@@ -214,38 +299,45 @@ fn directories_moves_and_deletes() {
     let agent = registry.agent();
     assert!(agent.create_directory("/output/x/y").unwrap().created);
     assert_eq!(agent.create_directory("/output/x/y").unwrap().to_text(), "directory `/output/x/y` already exists");
-    agent.write("/output/x/y/f.txt", "f", &WriteOptions::default()).unwrap();
-    agent.write("/output/g.txt", "g", &WriteOptions::default()).unwrap();
-    let refused = agent.move_path("/output/g.txt", "/output/x/y/f.txt", false, None).unwrap_err();
+    agent.write("/output/x/y/f.txt", "f", &Precondition::Absent).unwrap();
+    agent.write("/output/g.txt", "g", &Precondition::Absent).unwrap();
+    let refused =
+        agent.move_path("/output/g.txt", "/output/x/y/f.txt", &Precondition::Any, &Precondition::Absent).unwrap_err();
     assert_eq!(refused.to_string(), "`/output/x/y/f.txt` already exists; pass `overwrite: true` to replace it");
-    agent.move_path("/output/g.txt", "/output/x/y/f.txt", true, None).unwrap();
+    agent.move_path("/output/g.txt", "/output/x/y/f.txt", &Precondition::Any, &Precondition::Any).unwrap();
     assert_eq!(fixture.read("out/x/y/f.txt"), "g");
-    let moved = agent.move_path("/output/x/y/f.txt", "/keep/f.txt", false, None).unwrap();
+    let moved = agent.move_path("/output/x/y/f.txt", "/keep/f.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(moved.to_text(), "moved `/output/x/y/f.txt` to `/keep/f.txt`");
     assert_eq!(fixture.read("keep/f.txt"), "g");
     // rwnd: write and create, but never delete (a move out deletes the source).
     assert_eq!(
-        agent.delete("/keep/f.txt", false, None).unwrap_err().to_string(),
+        agent.delete("/keep/f.txt", false, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/keep/f.txt`: `/keep` is mounted rwnd; mounts that grant delete: `/output` (rw)"
     );
     assert_eq!(
-        agent.move_path("/keep/f.txt", "/output/f.txt", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/keep/f.txt", "/output/f.txt", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot delete `/keep/f.txt`: `/keep` is mounted rwnd; mounts that grant delete: `/output` (rw)"
     );
     assert_eq!(
-        agent.move_path("/src/notes.md", "/output/n.md", false, None).unwrap_err().to_string(),
+        agent
+            .move_path("/src/notes.md", "/output/n.md", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
         "cannot delete `/src/notes.md`: `/src` is mounted ro; mounts that grant delete: `/output` (rw)"
     );
     assert_eq!((fixture.read("keep/f.txt"), fixture.path("out/f.txt").exists()), ("g".to_owned(), false));
     assert_eq!(
-        agent.delete("/output/x", false, None).unwrap_err().to_string(),
+        agent.delete("/output/x", false, &Precondition::Any).unwrap_err().to_string(),
         "`/output/x` is a directory that is not empty; pass `recursive: true` to delete it with its contents"
     );
     assert!(fixture.path("out/x/y").is_dir(), "the refused delete kept the directory");
-    assert_eq!(agent.delete("/output/x", true, None).unwrap().to_text(), "deleted directory `/output/x`");
+    assert_eq!(agent.delete("/output/x", true, &Precondition::Any).unwrap().to_text(), "deleted directory `/output/x`");
     assert!(!fixture.path("out/x").exists());
     assert_eq!(
-        agent.delete("/output", true, None).unwrap_err().to_string(),
+        agent.delete("/output", true, &Precondition::Any).unwrap_err().to_string(),
         "cannot delete `/output`: it is a mount root"
     );
 }
@@ -342,7 +434,7 @@ fn concurrent_guarded_edits_lose_no_update() {
                 while done < 25 {
                     let read = agent.read_text("/output/counter.txt", &ReadWindow::default()).unwrap();
                     let next = read.content.parse::<u64>().unwrap() + 1;
-                    let options = WriteOptions { overwrite: false, expected_version: read.version.clone() };
+                    let options = Precondition::Version(read.version.clone().unwrap());
                     match agent.write("/output/counter.txt", &next.to_string(), &options) {
                         Ok(_) => done += 1,
                         Err(error) if error.kind() == ErrorKind::VersionMismatch => {}
@@ -417,6 +509,33 @@ fn temporary_files_are_never_shown() {
         "`/output/.vfs-tmp-0123456789abcdef` does not exist"
     );
     assert_eq!(agent.search_files("/output", "*", &[]).unwrap().to_text(), "/output/real.txt\n");
+}
+
+/// A write cut short by a crash leaves its temporary file (vfs's reserved prefix, never shown):
+/// a recursive delete removes it with the tree, read before delete or not, instead of finding
+/// the directory not empty and answering "changed" however often it is tried. A delete without
+/// `recursive` leaves it, and says the directory is not empty.
+#[test]
+fn a_recursive_delete_removes_stale_temporary_files() {
+    let (fixture, registry) = setup();
+    fixture.file("out/d/a.txt", "a");
+    fixture.file("out/d/.vfs-tmp-0123456789abcdef", "half");
+    fixture.file("out/d/e/.vfs-tmp-fedcba9876543210", "half");
+    fixture.file("out/f/.vfs-tmp-00000000000000aa", "half");
+    let agent = registry.agent();
+    assert_eq!(agent.list("/output/d").unwrap().to_text(), "[FILE] a.txt\n[DIR] e\n");
+    let version = agent.info("/output/d/a.txt").unwrap().version.unwrap();
+    let seen = |path: &vfs::VirtualPath| {
+        if path.as_str() == "/output/d/a.txt" { Precondition::Version(version.clone()) } else { Precondition::Absent }
+    };
+    assert_eq!(agent.delete_seen("/output/d", true, &seen).unwrap().to_text(), "deleted directory `/output/d`");
+    assert!(!fixture.path("out/d").exists());
+    assert_eq!(
+        agent.delete("/output/f", false, &Precondition::Any).unwrap_err().to_string(),
+        "`/output/f` is a directory that is not empty; pass `recursive: true` to delete it with its contents"
+    );
+    assert_eq!(agent.delete("/output/f", true, &Precondition::Any).unwrap().to_text(), "deleted directory `/output/f`");
+    assert!(!fixture.path("out/f").exists());
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::sync::Barrier;
 use std::time::Duration;
 
 use common::Fixture;
-use vfs::{AgentAccessor, MountRegistry, NameRule};
+use vfs::{AgentAccessor, MountRegistry, NameRule, Precondition};
 
 const ROUNDS: u64 = 200;
 const SECRET: &str = "SECRET-VALUE-31337";
@@ -74,8 +74,8 @@ fn a_recursive_delete_never_takes_a_protected_directory_moved_into_its_tree() {
         let (_registry, agent) = defaults(&fixture);
         let (deleted, moved) = race(
             delay(round, 800),
-            || agent.delete("/p/d", true, None),
-            || agent.move_path("/p/carrier", "/p/d/carrier", false, None),
+            || agent.delete("/p/d", true, &Precondition::Any),
+            || agent.move_path("/p/carrier", "/p/d/carrier", &Precondition::Any, &Precondition::Absent),
         );
         // The move has nothing against it in either order: before the delete it lands in
         // the tree, after it it makes `/p/d` again.
@@ -115,8 +115,8 @@ fn a_directory_move_never_carries_a_hidden_file_moved_into_it_to_a_mount_without
         let agent = registry.agent();
         let (directory, carrier) = race(
             delay(round, 800),
-            || agent.move_path("/p/d", "/q/d", false, None),
-            || agent.move_path("/p/carrier", "/p/d/carrier", false, None),
+            || agent.move_path("/p/d", "/q/d", &Precondition::Any, &Precondition::Absent),
+            || agent.move_path("/p/carrier", "/p/d/carrier", &Precondition::Any, &Precondition::Absent),
         );
         let carrier = carrier.unwrap_or_else(|error| panic!("round {round}: the carrier's move failed: {error}"));
         assert_eq!(carrier.to_text(), "moved `/p/carrier` to `/p/d/carrier`");
@@ -158,11 +158,13 @@ fn a_recursive_delete_never_takes_a_file_written_into_its_tree_meanwhile() {
             let version = agent.info(&path).unwrap().version.unwrap();
             seen.insert(path, version);
         }
-        let seen_at = |path: &vfs::VirtualPath| seen.get(path.as_str()).cloned();
+        let seen_at = |path: &vfs::VirtualPath| {
+            seen.get(path.as_str()).cloned().map_or(Precondition::Absent, Precondition::Version)
+        };
         let (deleted, written) = race(
             delay(round, 800),
             || agent.delete_seen("/p/d", true, &seen_at),
-            || agent.write("/p/d/part3/new.txt", "theirs\n", &vfs::WriteOptions::default()),
+            || agent.write("/p/d/part3/new.txt", "theirs\n", &vfs::Precondition::Absent),
         );
         match (deleted, written) {
             (Ok(deleted), Err(error)) => {
@@ -176,14 +178,15 @@ fn a_recursive_delete_never_takes_a_file_written_into_its_tree_meanwhile() {
             }
             (Err(error), Ok(written)) => {
                 assert!(written.created, "round {round}");
-                // Refused on the new file; or, the write having made its directory again after
-                // the delete had emptied `/p/d`, the last removal found `/p/d` changed.
-                let refused = (error.kind(), error.path().map(vfs::VirtualPath::as_str));
+                // Refused on the new file, which the caller has not seen (so nothing was to be
+                // there); or, the write having made its directory again after the delete had
+                // emptied `/p/d`, the last removal found `/p/d` changed.
+                let refused = (error.kind(), error.unmet(), error.path().map(vfs::VirtualPath::as_str));
                 assert!(
                     matches!(
                         refused,
-                        (vfs::ErrorKind::VersionMismatch, Some("/p/d/part3/new.txt"))
-                            | (vfs::ErrorKind::Changed, Some("/p/d" | "/p/d/part3"))
+                        (vfs::ErrorKind::AlreadyExists, Some(vfs::Unmet::Absent), Some("/p/d/part3/new.txt"))
+                            | (vfs::ErrorKind::Changed, None, Some("/p/d" | "/p/d/part3"))
                     ),
                     "round {round}: {error}"
                 );
@@ -215,8 +218,8 @@ fn a_write_and_a_move_never_make_a_git_look_alike_together() {
         let (_registry, agent) = defaults(&fixture);
         let (written, moved) = race(
             delay(round, 400),
-            || agent.write("/p/r/HEAD", "ref: refs/heads/main\n", &vfs::WriteOptions::default()),
-            || agent.move_path("/p/objects", "/p/r/objects", false, None),
+            || agent.write("/p/r/HEAD", "ref: refs/heads/main\n", &vfs::Precondition::Absent),
+            || agent.move_path("/p/objects", "/p/r/objects", &Precondition::Any, &Precondition::Absent),
         );
         match (written, moved) {
             (Ok(written), Err(error)) => {
@@ -269,8 +272,8 @@ fn a_recursive_delete_never_takes_a_protected_directory_another_registry_moves_i
         let other = second.agent();
         let (deleted, moved) = race(
             delay(round, 800),
-            || agent.delete("/p/w/d", true, None),
-            || other.move_path("/w/carrier", "/w/d/carrier", false, None),
+            || agent.delete("/p/w/d", true, &Precondition::Any),
+            || other.move_path("/w/carrier", "/w/d/carrier", &Precondition::Any, &Precondition::Absent),
         );
         let moved = moved.unwrap_or_else(|error| panic!("round {round}: the move failed: {error}"));
         assert_eq!(moved.to_text(), "moved `/w/carrier` to `/w/d/carrier`");

@@ -28,7 +28,7 @@ fn read(agent: &vfs::AgentAccessor, path: &str) -> String {
 /// The same sequence on any store mounted at `/w` (read-write).
 fn exercise(registry: &MountRegistry, changes: &Kinds) {
     let agent = registry.agent();
-    agent.write("/w/a.txt", "hello world\n", &vfs::WriteOptions::default()).unwrap();
+    agent.write("/w/a.txt", "hello world\n", &vfs::Precondition::Absent).unwrap();
     let version = agent.info("/w/a.txt").unwrap().version.unwrap();
     changes.0.lock().unwrap().clear();
 
@@ -102,6 +102,26 @@ fn a_staged_write_appears_whole_at_its_commit_on_a_local_mount() {
         .collect();
     names.sort();
     assert_eq!(names, ["a.txt", "b.txt"]);
+}
+
+/// A recursive delete of a tree in which a stage is being built removes the stage's
+/// temporary file with the tree (it cannot tell it from one a crash left behind): the commit
+/// then fails as changed, and creates nothing, not even the directory again.
+#[test]
+fn a_stage_in_a_tree_deleted_meanwhile_commits_nothing() {
+    let fixture = Fixture::new();
+    fixture.file("w/d/a.txt", "a\n");
+    let registry = MountRegistry::builder().mount(fixture.spec("w", "/w", "rw")).build().unwrap();
+    let agent = registry.agent();
+    let mut staged = agent.stage("/w/d/new.txt", StageFrom::Empty).unwrap();
+    staged.write_at(0, b"mine\n").unwrap();
+    assert_eq!(agent.delete("/w/d", true, &Precondition::Any).unwrap().to_text(), "deleted directory `/w/d`");
+    staged.write_at(5, b"more\n").unwrap();
+    assert_eq!(
+        staged.commit(&Precondition::Absent).unwrap_err().to_string(),
+        "`/w/d/new.txt` changed while vfs was working on it; try again"
+    );
+    assert!(!fixture.path("w/d").exists());
 }
 
 #[cfg(feature = "s3")]

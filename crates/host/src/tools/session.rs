@@ -3,10 +3,12 @@
 //! Coding agents taught their users one rule: a file is read before it is changed, so an agent
 //! never replaces what it has not seen. A session (a stdio server process, or one MCP session
 //! of the HTTP daemon) remembers, per canonical virtual path, the version of each file it read
-//! whole or wrote itself. `edit_file`, and `write_file` with `overwrite` on an existing file,
-//! then need that version to still be the file's; an `expectedVersion` the agent passes does
-//! as well. The check itself is the store's version guard, under the directory lock (or a
-//! conditional put), so a change between the agent's read and its edit cannot slip through.
+//! whole or wrote itself. `edit_file`, `write_file` with `overwrite`, `move_file` with
+//! `overwrite` and `delete_file` then pass the core a precondition made of it
+//! ([`Seen::precondition`]): the file at the version the session saw, or nothing where it saw
+//! none. The check itself is the store's, under the directory lock (or a conditional put), so
+//! a change between the agent's read and its edit cannot slip through; the core's refusal of
+//! that precondition ([`vfs::Error::unmet`]) is what the session words as "read it first".
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -28,6 +30,22 @@ pub(super) enum Unread {
     Changed,
 }
 
+impl Unread {
+    /// Why the core refused a change, when `error` is its refusal of the precondition a
+    /// session passed for `path` ([`Seen::precondition`]): nothing was to be there (never seen),
+    /// or the version seen (changed since). Any other error is the core's own answer.
+    pub(super) fn of(error: &vfs::Error, path: &VirtualPath) -> Option<Self> {
+        if error.path() != Some(path) {
+            return None;
+        }
+        match error.unmet()? {
+            vfs::Unmet::Absent => Some(Unread::Never),
+            vfs::Unmet::Version => Some(Unread::Changed),
+            _ => None,
+        }
+    }
+}
+
 impl Seen {
     fn versions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.versions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -43,6 +61,12 @@ impl Seen {
     /// The version the session last saw at `path`.
     pub(super) fn version(&self, path: &VirtualPath) -> Option<String> {
         self.versions().get(path.as_str()).cloned()
+    }
+
+    /// What must be at `path` for this session to change what is there: the file at the
+    /// version the session last saw there, or nothing where it saw none.
+    pub(super) fn precondition(&self, path: &VirtualPath) -> vfs::Precondition {
+        self.version(path).map_or(vfs::Precondition::Absent, vfs::Precondition::Version)
     }
 
     /// A move: what was seen at `from` is now at `to`.

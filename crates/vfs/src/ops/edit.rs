@@ -4,7 +4,7 @@
 //! a place it did not mean; the count is in the error when it does not. Replacement text is
 //! literal (`$1` stays `$1`), a CRLF file keeps CRLF, and the diff names virtual paths only.
 
-use super::Context;
+use super::{Context, Precondition};
 use crate::budget::Deadline;
 use crate::changes::{Before, ChangeKind};
 use crate::error::Error;
@@ -24,14 +24,23 @@ pub struct Edit {
 }
 
 /// Options of `edit_file`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EditOptions {
     /// Replace every occurrence instead of requiring exactly one.
     pub replace_all: bool,
     /// Compute the diff without writing.
     pub dry_run: bool,
-    /// Fail unless the file's current version is this one.
-    pub expected_version: Option<String>,
+    /// What must be at the file when it is read for the edit, under the directory's lock
+    /// (default: [`Precondition::Any`], the file as it is then). An edit needs a file, so
+    /// [`Precondition::Absent`] refuses whatever file is there.
+    pub precondition: Precondition,
+}
+
+impl Default for EditOptions {
+    /// One match required, written, under [`Precondition::Any`].
+    fn default() -> Self {
+        Self { replace_all: false, dry_run: false, precondition: Precondition::Any }
+    }
 }
 
 /// The result of an edit.
@@ -195,11 +204,7 @@ impl Context<'_> {
         }
         let cap = self.registry.limits.write_bytes;
         let (bytes, token, stat) = store.read_all(&located.node, cap, &path)?;
-        if let Some(expected) = &options.expected_version
-            && token.as_deref() != Some(expected.as_str())
-        {
-            return Err(Error::version_mismatch(&path, token.as_deref().unwrap_or_default()));
-        }
+        options.precondition.check_file(&path, token.as_deref())?;
         let before = String::from_utf8(bytes).map_err(|_| {
             Error::invalid_argument(agent_text![code(&path), " is not UTF-8 text; it cannot be edited as text"])
         })?;

@@ -22,10 +22,8 @@ pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
 pub use view::{Attributes, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
-pub use write::{
-    AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOptions, WriteOutcome,
-};
-pub(crate) use write::{DeleteGuard, Replace};
+pub(crate) use write::DeleteGuard;
+pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOutcome};
 
 use crate::budget::Deadline;
 use crate::changes::{Before, CallId, Change, ChangeKind};

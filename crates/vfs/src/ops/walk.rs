@@ -417,15 +417,15 @@ impl Context<'_> {
         self.first_protection(located, path, usize::MAX, "delete", &|_, _| Flow::Stop)
     }
 
-    /// Refuses a recursive delete of the directory at `located` when a regular file in it is
-    /// not at the version `seen` gives for its path: never seen, or changed since. The answer
-    /// is a version mismatch naming the first such file. The walk is the store's own (hidden
+    /// Refuses a recursive delete of the directory at `located` when `judge` refuses a
+    /// regular file in it at its current version (never seen, or changed since): the answer
+    /// is the judge's error, naming the first such file. The walk is the store's own (hidden
     /// names included: the delete removes them too).
     pub(crate) fn first_unseen(
         &self,
         located: &Located,
         path: &VirtualPath,
-        seen: &dyn Fn(&VirtualPath) -> Option<String>,
+        judge: &crate::storage::Judge<'_>,
     ) -> Result<(), Error> {
         let store = self.store(located.mount);
         let mut refused = None;
@@ -433,16 +433,15 @@ impl Context<'_> {
             if entry.kind != Kind::File {
                 return Flow::Continue;
             }
-            let current = match (seen(entry.path), store.version(entry.node, entry.path)) {
-                (Some(seen), Ok(Some(current))) if seen == current => return Flow::Continue,
-                (_, Ok(current)) => current.unwrap_or_default(),
-                (_, Err(error)) => {
+            let judged =
+                store.version(entry.node, entry.path).and_then(|current| judge(entry.path, current.as_deref()));
+            match judged {
+                Ok(()) => Flow::Continue,
+                Err(error) => {
                     refused = Some(error);
-                    return Flow::Stop;
+                    Flow::Stop
                 }
-            };
-            refused = Some(Error::version_mismatch(entry.path, &current));
-            Flow::Stop
+            }
         })?;
         if let Some(error) = refused {
             return Err(error);

@@ -2,10 +2,12 @@
 //!
 //! Every change to a file is a store's atomic put (locally: a temporary file in the same
 //! directory, `fsync`, rename; in object storage: one PUT), so a failure at any point leaves the
-//! previous content, and a link at the target is replaced rather than written through. A
-//! read-modify-write holds the store's lock on the directory where it has one, so an
-//! `expectedVersion` check and the write it guards cannot be interleaved with another writer's,
-//! whether a thread or another process; where it has none, the put itself is conditional.
+//! previous content, and a link at the target is replaced rather than written through. Every
+//! change states what must be at its place for it to go ahead (a [`Precondition`]: nothing,
+//! anything, or a file at exactly one version), and the operation checks it under the store's
+//! lock on the directory where it has one, so a check and the change it guards cannot be
+//! interleaved with another writer's, whether a thread or another process; where it has none,
+//! the put itself is conditional.
 
 use std::io::Write as _;
 
@@ -19,15 +21,6 @@ use crate::spec::Access;
 use crate::storage::local::OpenFile;
 use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Staged, Start, Stat};
 use crate::text::{AgentText, agent_text, code};
-
-/// Options of `write_file`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// Replace an existing file (default: refuse).
-    pub overwrite: bool,
-    /// Fail unless the file's current version is this one (implies `overwrite`).
-    pub expected_version: Option<String>,
-}
 
 /// The result of a write.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -165,15 +158,47 @@ impl AppendFile {
     }
 }
 
-/// What must be at a place for a staged write to be committed there.
+/// What must be at a place for a change to go ahead there: a write (whole, or a staged
+/// write's commit), an edit, a delete, either end of a move. It is checked under the store's
+/// lock on the place's directory (or made the store's conditional put), just before the act,
+/// so a change made between the caller's look and the act is refused, never overwritten. A
+/// refusal is an [`Error`] whose [`Error::unmet`] names the precondition that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Precondition {
-    /// Nothing: the commit creates the file, and fails if one appeared meanwhile.
+    /// Nothing: a write creates the file, and fails if one appeared meanwhile
+    /// ([`AlreadyExists`](crate::ErrorKind::AlreadyExists)). For a change that needs something
+    /// there (an edit, a delete, a move's source) it never holds: the change is refused when
+    /// something is there, and answered as missing otherwise.
     Absent,
-    /// Anything (a file or nothing): the commit creates or replaces it.
+    /// Anything (a file or nothing): a write creates or replaces it.
     Any,
-    /// A file at exactly this version (as `get_file_info` or a read reported it).
+    /// A file at exactly this version (as `get_file_info` or a read reported it); another
+    /// version, or no file, is a [`VersionMismatch`](crate::ErrorKind::VersionMismatch).
     Version(String),
+}
+
+/// What a version mismatch says is there when no file is.
+const NO_FILE: &str = "none (the file does not exist)";
+
+impl Precondition {
+    /// Checks this precondition of a place where a file is, at version `current` (if it has
+    /// one).
+    pub(crate) fn check_file(&self, path: &VirtualPath, current: Option<&str>) -> Result<(), Error> {
+        match self {
+            Precondition::Any => Ok(()),
+            Precondition::Absent => Err(Error::exists(path)),
+            Precondition::Version(expected) if current == Some(expected.as_str()) => Ok(()),
+            Precondition::Version(_) => Err(Error::version_mismatch(path, current.unwrap_or_default())),
+        }
+    }
+
+    /// The version this precondition names, for the change feed's "before".
+    fn version(&self) -> Option<String> {
+        match self {
+            Precondition::Version(version) => Some(version.clone()),
+            Precondition::Absent | Precondition::Any => None,
+        }
+    }
 }
 
 /// What a staged write starts from.
@@ -186,7 +211,12 @@ pub enum StageFrom {
 }
 
 impl Context<'_> {
-    pub(crate) fn write(&self, input: &str, content: &[u8], options: &WriteOptions) -> Result<WriteOutcome, Error> {
+    pub(crate) fn write(
+        &self,
+        input: &str,
+        content: &[u8],
+        precondition: &Precondition,
+    ) -> Result<WriteOutcome, Error> {
         let path = Self::parse(input)?;
         let cap = self.registry.limits.write_bytes;
         if content.len() as u64 > cap {
@@ -202,31 +232,51 @@ impl Context<'_> {
         // Again under the directory's lock, which a `create_directory` beside it takes too.
         self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
         let existing = store.restat(&located.node, &path)?;
-        let before = match existing {
-            Some(stat) => Before::File { size: stat.size, version: options.expected_version.clone() },
-            None => Before::Absent,
-        };
-        let (when, mode) = match (existing, &options.expected_version) {
-            (Some(stat), expected) => {
-                match stat.kind {
-                    Kind::Symlink => return Err(Error::symlink(&path)),
-                    Kind::Directory => return Err(Error::not_a_file(&path)),
-                    Kind::Special => return Err(Error::unsupported(&path)),
-                    Kind::File => {}
-                }
-                let when = match expected {
-                    Some(expected) => Self::guarded(store, &located.node, expected, &path)?,
-                    None if !options.overwrite => return Err(Error::already_exists(&path)),
-                    None => PutWhen::Any,
-                };
-                (when, super::authored_mode(stat.mode))
+        let mode = match existing {
+            Some(stat) => {
+                Self::replaceable(stat.kind, &path)?;
+                super::authored_mode(stat.mode)
             }
-            (None, Some(_)) => return Err(Error::version_mismatch(&path, "none (the file does not exist)")),
-            (None, None) => (PutWhen::Absent, 0o666),
+            None => 0o666,
+        };
+        let when = Self::put_when(store, &located.node, precondition, existing.is_some(), &path)?;
+        let before = match existing {
+            Some(stat) => Before::File { size: stat.size, version: precondition.version() },
+            None => Before::Absent,
         };
         let version = store.put(&located, content, &when, mode, &path)?;
         self.changed(ChangeKind::Write, &path, None, &before, version.as_deref());
         Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
+    }
+
+    /// Refuses to write over what is not a regular file.
+    fn replaceable(kind: Kind, path: &VirtualPath) -> Result<(), Error> {
+        match kind {
+            Kind::File => Ok(()),
+            Kind::Symlink => Err(Error::symlink(path)),
+            Kind::Directory => Err(Error::not_a_file(path)),
+            Kind::Special => Err(Error::unsupported(path)),
+        }
+    }
+
+    /// The put of a write under `precondition` at a place where a file is (`present`) or
+    /// nothing is, once what a store with locks can check now is checked (the caller holds
+    /// the lock): a precondition that does not hold is refused here, before anything is
+    /// written.
+    fn put_when(
+        store: &Backend,
+        node: &Node,
+        precondition: &Precondition,
+        present: bool,
+        path: &VirtualPath,
+    ) -> Result<PutWhen, Error> {
+        match (precondition, present) {
+            (Precondition::Absent, true) => Err(Error::already_exists(path)),
+            (Precondition::Absent | Precondition::Any, false) => Ok(PutWhen::Absent),
+            (Precondition::Any, true) => Ok(PutWhen::Any),
+            (Precondition::Version(expected), true) => Self::guarded(store, node, expected, path),
+            (Precondition::Version(_), false) => Err(Error::version_mismatch(path, NO_FILE)),
+        }
     }
 
     /// Begins a staged write of the file at `input` (created with its parents if needed, as
@@ -244,12 +294,10 @@ impl Context<'_> {
         }
         let store = self.store(place.mount);
         let mode = match store.restat(&place.node, &path)? {
-            Some(stat) => match stat.kind {
-                Kind::File => super::authored_mode(stat.mode),
-                Kind::Symlink => return Err(Error::symlink(&path)),
-                Kind::Directory => return Err(Error::not_a_file(&path)),
-                Kind::Special => return Err(Error::unsupported(&path)),
-            },
+            Some(stat) => {
+                Self::replaceable(stat.kind, &path)?;
+                super::authored_mode(stat.mode)
+            }
             None => 0o666,
         };
         let start = match from {
@@ -275,28 +323,12 @@ impl Context<'_> {
         self.guard_git_directory(place.mount, &place.rel, Access::Write, path)?;
         let existing = store.restat(&place.node, path)?;
         if let Some(stat) = existing {
-            match stat.kind {
-                Kind::File => {}
-                Kind::Symlink => return Err(Error::symlink(path)),
-                Kind::Directory => return Err(Error::not_a_file(path)),
-                Kind::Special => return Err(Error::unsupported(path)),
-            }
+            Self::replaceable(stat.kind, path)?;
         }
-        let when = match (precondition, existing) {
-            (Precondition::Absent, Some(_)) => return Err(Error::already_exists(path)),
-            (Precondition::Absent | Precondition::Any, None) => PutWhen::Absent,
-            (Precondition::Any, Some(_)) => PutWhen::Any,
-            (Precondition::Version(expected), Some(_)) => Self::guarded(store, &place.node, expected, path)?,
-            (Precondition::Version(_), None) => {
-                return Err(Error::version_mismatch(path, "none (the file does not exist)"));
-            }
-        };
-        let before = match (existing, precondition) {
-            (Some(stat), Precondition::Version(expected)) => {
-                Before::File { size: stat.size, version: Some(expected.clone()) }
-            }
-            (Some(stat), _) => Before::File { size: stat.size, version: None },
-            (None, _) => Before::Absent,
+        let when = Self::put_when(store, &place.node, precondition, existing.is_some(), path)?;
+        let before = match existing {
+            Some(stat) => Before::File { size: stat.size, version: precondition.version() },
+            None => Before::Absent,
         };
         let bytes = staged.len();
         let version = store.commit(place, staged, &when, path)?;
@@ -345,13 +377,16 @@ impl Context<'_> {
         }
     }
 
+    /// Moves `source_input` to `destination_input` when `at_source` holds of the source and
+    /// `at_destination` of the destination, both checked under the directories' locks just
+    /// before the rename. A directory at the destination is never replaced, whatever the
+    /// precondition.
     pub(crate) fn move_path(
         &self,
         source_input: &str,
         destination_input: &str,
-        overwrite: bool,
-        expected_version: Option<&str>,
-        replacing: Replace<'_>,
+        at_source: &Precondition,
+        at_destination: &Precondition,
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
@@ -376,38 +411,32 @@ impl Context<'_> {
         // `HEAD` written there meanwhile would make an `objects` directory moved in a git
         // repository's look-alike.
         self.guard_git_directory(to.mount, &to.rel, Access::Write, &destination)?;
-        if let Some(expected) = expected_version {
-            from_store.check_version(&from.node, expected, &source)?;
-        }
+        Self::hold(from_store, &from.node, at_source, &source)?;
         let existing = to_store.restat(&to.node, &destination)?;
+        if existing.is_some_and(|stat| stat.kind == Kind::Directory) {
+            return Err(Error::invalid_argument(agent_text![
+                "cannot replace directory ",
+                code(&destination),
+                "; delete it first"
+            ]));
+        }
+        // Checked under both directories' locks, just before the rename (a store without
+        // locks has no conditional rename: its check is a look just before).
+        let when = match (at_destination, existing) {
+            (Precondition::Absent, Some(_)) => return Err(Error::already_exists(&destination)),
+            (Precondition::Absent, None) => PutWhen::Absent,
+            (Precondition::Any, _) => PutWhen::Any,
+            (Precondition::Version(expected), Some(_)) => {
+                to_store.check_version(&to.node, expected, &destination)?;
+                PutWhen::Any
+            }
+            (Precondition::Version(_), None) => return Err(Error::version_mismatch(&destination, NO_FILE)),
+        };
         let before = match existing {
-            Some(stat) => Before::File {
-                size: stat.size,
-                version: match replacing {
-                    Replace::Seen(version) => version.map(str::to_owned),
-                    Replace::AsAsked => None,
-                },
-            },
+            Some(stat) => Before::File { size: stat.size, version: at_destination.version() },
             None => Before::Absent,
         };
-        if let Some(existing) = existing {
-            if !overwrite {
-                return Err(Error::already_exists(&destination));
-            }
-            if existing.kind == Kind::Directory {
-                return Err(Error::invalid_argument(agent_text![
-                    "cannot replace directory ",
-                    code(&destination),
-                    "; delete it first"
-                ]));
-            }
-            // Checked under both directories' locks, just before the rename.
-            match replacing {
-                Replace::Seen(Some(version)) => to_store.check_version(&to.node, version, &destination)?,
-                Replace::Seen(None) => return Err(Error::already_exists(&destination)),
-                Replace::AsAsked => {}
-            }
-        }
+        let overwrite = when != PutWhen::Absent;
         if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
             renamed?;
             self.changed(ChangeKind::Move, &source, Some(&destination), &before, None);
@@ -423,11 +452,20 @@ impl Context<'_> {
                 " to another file system or store; move its files one by one"
             ]));
         }
-        let when = if overwrite { PutWhen::Any } else { PutWhen::Absent };
         self.copy_file(&from, &source, &to, &destination, &when)?;
         from_store.remove(&from, Kind::File, &Removal::single(), &source)?;
         self.changed(ChangeKind::Move, &source, Some(&destination), &before, None);
         Ok(MoveOutcome { source, destination, copied: true })
+    }
+
+    /// Checks `precondition` of a place where something is (a delete's, a move's source),
+    /// under the lock the caller holds.
+    fn hold(store: &Backend, node: &Node, precondition: &Precondition, path: &VirtualPath) -> Result<(), Error> {
+        match precondition {
+            Precondition::Any => Ok(()),
+            Precondition::Absent => Err(Error::exists(path)),
+            Precondition::Version(expected) => store.check_version(node, expected, path),
+        }
     }
 
     /// The source of a move: located with delete rights, not a mount root or a special file,
@@ -462,7 +500,12 @@ impl Context<'_> {
         self.registry.guard_tree(self.caller, routed, &components, None, TreeChange::MoveTo, destination)?;
         let to = self.locate::<gate::Write>(destination, false, true)?;
         if Self::is_root(&to) {
-            return Err(Error::already_exists(destination));
+            // No precondition could let a mount root be replaced: not an "already exists".
+            return Err(Error::invalid_argument(agent_text![
+                "cannot move onto ",
+                code(destination),
+                ": it is a mount root"
+            ]));
         }
         self.guard_tree(&to, None, TreeChange::MoveTo, destination)?;
         Ok(to)
@@ -519,37 +562,40 @@ impl Context<'_> {
         };
         // Read before delete, for a tree: every file in it must be one the caller has seen at
         // its version. Looked at before anything is removed, so the usual refusal loses
-        // nothing; judged again for each file as it is removed (`Removal::seen`), so a file
+        // nothing; judged again for each file as it is removed (`Removal::judge`), so a file
         // written into the tree in between is refused there.
-        if let Some(seen) = seen
+        let judge =
+            seen.map(|seen| move |file: &VirtualPath, current: Option<&str>| seen(file).check_file(file, current));
+        if let Some(judge) = &judge
             && recursive
             && stat.kind == Kind::Directory
         {
-            self.first_unseen(&located, &path, seen)?;
+            self.first_unseen(&located, &path, judge)?;
         }
         let _lock = store.lock(&located.node, &path)?;
-        let checked = match guard {
-            DeleteGuard::Expected(Some(expected)) => {
-                store.check_version(&located.node, expected, &path)?;
-                Some(expected.to_owned())
-            }
-            // A file seen at no version has none to match: "" is no version token.
-            DeleteGuard::Seen(seen) if stat.kind == Kind::File => {
-                let seen = seen(&path);
-                store.check_version(&located.node, seen.as_deref().unwrap_or(""), &path)?;
-                seen
-            }
+        let precondition = match guard {
+            DeleteGuard::Expected(precondition) => Some(precondition.clone()),
+            DeleteGuard::Seen(seen) if stat.kind == Kind::File => Some(seen(&path)),
             // A directory or link, unguarded; if a file took its place since the look above,
             // the removal of a directory or link fails on it, and nothing unseen is lost.
-            DeleteGuard::Expected(None) | DeleteGuard::Seen(_) => None,
+            DeleteGuard::Seen(_) => None,
         };
+        if let Some(precondition) = &precondition {
+            Self::hold(store, &located.node, precondition, &path)?;
+        }
         let registry = self.registry;
-        let removal = Removal { recursive, holds_mount: &|identity| registry.holds_mount(identity), seen };
+        let removal = Removal {
+            recursive,
+            holds_mount: &|identity| registry.holds_mount(identity),
+            judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
+        };
         store.remove(&located, stat.kind, &removal, &path)?;
         let before = match stat.kind {
             Kind::Directory => Before::Directory,
             Kind::Symlink => Before::Link,
-            Kind::File | Kind::Special => Before::File { size: stat.size, version: checked },
+            Kind::File | Kind::Special => {
+                Before::File { size: stat.size, version: precondition.as_ref().and_then(Precondition::version) }
+            }
         };
         self.changed(ChangeKind::Remove, &path, None, &before, None);
         let kind = match stat.kind {
@@ -570,23 +616,13 @@ impl Context<'_> {
         Ok(AppendFile { file })
     }
 }
-/// What a move may replace at its destination, besides what `overwrite` allows.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Replace<'a> {
-    /// Whatever `overwrite` allows.
-    AsAsked,
-    /// Read before replace: only the file at the version the caller saw there; `None`, it saw
-    /// none, so an existing file is refused as existing (and a directory as a directory).
-    Seen(Option<&'a str>),
-}
-
-/// What a delete checks of a file under the store's lock.
+/// What a delete checks of what it removes, under the store's lock.
 #[derive(Clone, Copy)]
 pub(crate) enum DeleteGuard<'a> {
-    /// The agent's own `expectedVersion`, if it gave one.
-    Expected(Option<&'a str>),
-    /// Read before edit: a file must be at the version its session saw at its path (`None`:
-    /// never seen, so it may not be deleted); so must every file of a directory deleted with
-    /// `recursive`. A link, and an empty directory, are not checked.
-    Seen(&'a crate::storage::SeenVersion<'a>),
+    /// One precondition of the place, whatever is there.
+    Expected(&'a Precondition),
+    /// Read before delete: the precondition of a file at each path (the version a session
+    /// saw there, or `Absent` where it saw none), for the file named and for every file of a
+    /// directory deleted with `recursive`. A link, and an empty directory, are not checked.
+    Seen(&'a dyn Fn(&VirtualPath) -> Precondition),
 }

@@ -320,8 +320,9 @@ impl Staged {
     }
 }
 
-/// The version a caller saw at a virtual path, if it saw the file there (read before delete).
-pub(crate) type SeenVersion<'a> = dyn Fn(&VirtualPath) -> Option<String> + 'a;
+/// The judgement of a file a removal is about to remove: its path and its current version
+/// (if it has one); an error refuses it (read before delete).
+pub(crate) type Judge<'a> = dyn Fn(&VirtualPath, Option<&str>) -> Result<(), Error> + 'a;
 
 /// What a removal may remove.
 pub(crate) struct Removal<'a> {
@@ -330,18 +331,17 @@ pub(crate) struct Removal<'a> {
     /// True for a directory that is a nested mount's root: a recursive removal stops there,
     /// refused.
     pub(crate) holds_mount: &'a dyn Fn((u64, u64)) -> bool,
-    /// Read before delete, for the files of a recursive removal: the version the caller saw
-    /// at each file's path (`None`: never seen). Each regular file is checked just before it
-    /// is removed (a local store under its directory's lock, which every write takes), and
-    /// the first that is not at the version seen ends the removal with a version mismatch
-    /// naming it. `None` here: files are removed unchecked.
-    pub(crate) seen: Option<&'a SeenVersion<'a>>,
+    /// Read before delete, for the files of a recursive removal. Each regular file is judged
+    /// just before it is removed (a local store under its directory's lock, which every write
+    /// takes), and the first refused ends the removal with the judge's error. `None` here:
+    /// files are removed unjudged.
+    pub(crate) judge: Option<&'a Judge<'a>>,
 }
 
 impl Removal<'_> {
     /// Removes one entry, never a tree, and nothing but what is named.
     pub(crate) fn single() -> Removal<'static> {
-        Removal { recursive: false, holds_mount: &|_| false, seen: None }
+        Removal { recursive: false, holds_mount: &|_| false, judge: None }
     }
 }
 

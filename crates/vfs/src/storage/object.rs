@@ -736,12 +736,9 @@ impl crate::storage::Store for ObjectRoot {
                 rel.extend(parts.iter().cloned());
                 // Read before delete, judged on the listing's version: object stores have no
                 // lock, so a write between the listing and this delete is not seen.
-                if let Some(seen) = removal.seen {
+                if let Some(judge) = removal.judge {
                     let object_path = parts.iter().fold(path.clone(), |path, part| path.join_trusted(part));
-                    let current = info.token().unwrap_or_default();
-                    if seen(&object_path).as_deref() != Some(current.as_str()) {
-                        return Err(Error::version_mismatch(&object_path, &current));
-                    }
+                    judge(&object_path, info.token().as_deref())?;
                 }
                 self.delete_object(&rel).map_err(|error| store_error(path, error))?;
             }

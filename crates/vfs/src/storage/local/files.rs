@@ -322,6 +322,7 @@ pub(super) fn remove_tree(
             remove_file(&child, &entry.name, &entry_path)?;
         }
     }
+    remove_temporaries(&child, path)?;
     drop(child);
     remove_directory(directory, name, path).map_err(|error| match error.kind() {
         // Emptied above, so something was made in it meanwhile (a write that created its
@@ -329,6 +330,47 @@ pub(super) fn remove_tree(
         crate::ErrorKind::DirectoryNotEmpty => Error::changed_during_call(path),
         _ => error,
     })
+}
+
+/// Removes the temporary files of staged writes from a directory a recursive removal has
+/// emptied, under its lock, just before the directory itself goes. Listings never show them
+/// (`read_directory`), so a stage cut short by a crash would otherwise keep the directory from
+/// being removed for good (`ENOTEMPTY`, answered as changed, every time).
+///
+/// They are vfs's own, never an agent's data: resolution refuses the reserved prefix
+/// (`TEMPORARY_PREFIX`), so no agent can make or name one. One may belong to a stage still in
+/// flight (a front end's `AgentAccessor::stage`, begun outside the lock); the directory it
+/// would be committed into is being removed, and its commit, which renames the temporary file
+/// in that directory, then finds the file or the directory gone and fails as changed,
+/// creating nothing. A whole-file write stages and commits under this same lock, so none is
+/// in flight here. Only regular files are removed: an entry of another kind that merely
+/// carries the prefix was made by no vfs, and is left (the directory then stays, as before).
+fn remove_temporaries(directory: &OwnedFd, path: &VirtualPath) -> Result<(), Error> {
+    let mut reader = rustix::fs::Dir::read_from(directory).map_err(|errno| Error::io(path, io_error(errno)))?;
+    let mut temporaries = Vec::new();
+    while let Some(entry) = reader.read() {
+        let entry = entry.map_err(|errno| Error::io(path, io_error(errno)))?;
+        let Ok(name) = std::str::from_utf8(entry.file_name().to_bytes()) else { continue };
+        if !name.starts_with(TEMPORARY_PREFIX) {
+            continue;
+        }
+        let regular = match entry.file_type() {
+            FileType::RegularFile => true,
+            FileType::Unknown => stat_child(directory, name).is_some_and(|stat| stat.kind == Kind::File),
+            _ => false,
+        };
+        if regular {
+            temporaries.push(name.to_owned());
+        }
+    }
+    for name in temporaries {
+        match rustix::fs::unlinkat(directory, name.as_str(), AtFlags::empty()) {
+            // Gone already: its stage was dropped meanwhile.
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(errno) => return Err(Error::io(path, io_error(errno))),
+        }
+    }
+    Ok(())
 }
 
 /// Opens (creating if needed) a file for appending, never through a link.

@@ -468,7 +468,7 @@ impl super::Store for LocalRoot {
                 // Read before delete: a file is removed only at the version the caller saw,
                 // judged under its directory's lock (held by `remove_tree`).
                 let check = |directory: &OwnedFd, name: &str, path: &VirtualPath| -> Result<(), Error> {
-                    let Some(seen) = removal.seen else { return Ok(()) };
+                    let Some(judge) = removal.judge else { return Ok(()) };
                     let Some(stat) = files::stat_child(directory, name) else { return Ok(()) };
                     if stat.kind != Kind::File {
                         return Ok(());
@@ -476,11 +476,7 @@ impl super::Store for LocalRoot {
                     let (mut file, stat) = files::open_file_in(directory, name, stat, path)?;
                     let current =
                         version_of_file(&self.versions, &mut file, &stat).map_err(|error| Error::io(path, error))?;
-                    if seen(path).as_deref() == Some(current.as_str()) {
-                        Ok(())
-                    } else {
-                        Err(Error::version_mismatch(path, &current))
-                    }
+                    judge(path, Some(&current))
                 };
                 files::remove_tree(&node.parent, name, path, removal.holds_mount, &check, 0)
             }
