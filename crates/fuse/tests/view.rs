@@ -298,3 +298,36 @@ fn nothing_physical_shows_in_the_mount_table() {
         assert!(!line.contains(&view.fixture.physical(physical).display().to_string()), "{line}");
     }
 }
+
+#[test]
+fn writes_and_renames_at_once_in_one_directory_all_land() {
+    let Some(view) = mount(standard) else { return };
+    fs::create_dir(view.at("/w/p")).unwrap();
+    let directory = view.at("/w/p");
+    std::thread::scope(|scope| {
+        for worker in 0..4 {
+            let directory = directory.clone();
+            scope.spawn(move || {
+                for round in 0..25 {
+                    let content = format!("worker {worker} round {round}\n");
+                    let temporary = directory.join(format!(".{worker}-{round}.tmp"));
+                    fs::write(&temporary, &content).unwrap();
+                    fs::rename(&temporary, directory.join(format!("{worker}-{round}.txt"))).unwrap();
+                }
+            });
+        }
+    });
+    let mut expected: Vec<String> =
+        (0..4).flat_map(|worker| (0..25).map(move |round| format!("{worker}-{round}.txt"))).collect();
+    expected.sort();
+    assert_eq!(names(&directory), expected);
+    for worker in 0..4 {
+        for round in 0..25 {
+            let name = format!("w/p/{worker}-{round}.txt");
+            assert_eq!(
+                fs::read_to_string(view.fixture.physical(&name)).unwrap(),
+                format!("worker {worker} round {round}\n")
+            );
+        }
+    }
+}
