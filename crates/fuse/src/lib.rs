@@ -13,7 +13,10 @@
 
 mod errno;
 mod inodes;
+pub mod sandbox;
 mod view;
+
+pub use sandbox::{Captured, Ending, RunError, RunOutcome, RunRequest, Sandbox, SandboxError, SandboxOptions, Stream};
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -63,11 +66,17 @@ pub enum FuseError {
 pub struct FuseOptions {
     /// Threads answering the kernel (at least 2: one slow call must not stall every process).
     pub threads: usize,
+    /// Lets every user of the machine use the view, not only its owner (`allow_other`; the
+    /// sandbox's commands run as a user of their own). Needs root, or `user_allow_other` in
+    /// `/etc/fuse.conf`.
+    pub allow_other: bool,
+    /// The user and group its files show as owned by (default: vfs's own).
+    pub owner: Option<(u32, u32)>,
 }
 
 impl Default for FuseOptions {
     fn default() -> Self {
-        FuseOptions { threads: 4 }
+        FuseOptions { threads: 4, allow_other: false, owner: None }
     }
 }
 
@@ -152,7 +161,12 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
         fuser::MountOption::NoAtime,
     ];
     config.n_threads = Some(options.threads.max(2));
-    let session = fuser::spawn_mount(view::View::new(accessor), mountpoint, &config)
+    if options.allow_other {
+        config.acl = fuser::SessionACL::All;
+    }
+    let owner =
+        options.owner.unwrap_or_else(|| (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()));
+    let session = fuser::spawn_mount(view::View::new(accessor, owner), mountpoint, &config)
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
     Ok(Mounted { session })
 }

@@ -79,8 +79,7 @@ fn join(parent: &str, name: &str) -> String {
 }
 
 impl View {
-    pub(crate) fn new(accessor: AgentAccessor) -> Self {
-        let owner = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+    pub(crate) fn new(accessor: AgentAccessor, owner: (u32, u32)) -> Self {
         View {
             accessor,
             inodes: Mutex::new(Inodes::default()),

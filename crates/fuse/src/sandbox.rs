@@ -1,0 +1,797 @@
+//! The sandbox of `vfs run` and `run_command`: a command whose only data is the agent's tree.
+//!
+//! A shell given to an agent beside vfs's tools would see the operator's disk, physical paths
+//! and all. Here the command sees the FUSE view instead, bound at the virtual roots: `/src` in
+//! the sandbox *is* the view's `/src`, so every rule of the registry (rights, sub-path
+//! overrides, name rules, internal roots) answers each of its system calls, and nothing
+//! physical is there to be named. The rest of its file system is the system's programs
+//! (`/usr` read-only, a short list of `/etc` files), a fresh `/tmp` and `HOME`, its own
+//! `/proc` and a minimal `/dev`.
+//!
+//! How it is built:
+//! - **One view per sandbox**, mounted when the sandbox starts in a private directory
+//!   (`$TMPDIR/vfs-sandbox-PID-N`, mode 0700) and unmounted when it is dropped. A view left by
+//!   a vfs that was killed is unmounted and removed by the next sandbox that starts.
+//! - **Each command** is `prlimit … bwrap … -- COMMAND`: bubblewrap gives it new user, mount,
+//!   PID, IPC, UTS and network namespaces (no network, not even the host's loopback), and
+//!   `prlimit` its bounds (processes, address space, no core files). The command is the first
+//!   process of its PID namespace's init, so when it ends, or is killed at its time limit or
+//!   on cancellation, every process it started ends with it.
+//! - **As root**, the commands run as a host user of their own (`0x5eed0000` plus the vfs
+//!   process id modulo 65,536), not as root: the kernel does not count root's processes, so a
+//!   process limit would hold nothing, and root's capabilities have no business in the
+//!   sandbox. The view is mounted for that user (`allow_other`) and shows its files as owned
+//!   by it, which inside is the sandbox's user `agent` (uid 1000), so programs that check
+//!   ownership (git) accept a repository under a mount.
+//! - **Setup failures are told apart** from the command's own status by bubblewrap's JSON
+//!   status descriptor: without a `child-pid` report the command never started, and the
+//!   agent is told only that, while the operator's log gets bubblewrap's words (they may name
+//!   the private directory).
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::{FuseError, FuseOptions, Mounted};
+
+/// The sandbox user's home directory, a fresh tmpfs for each command.
+pub const HOME: &str = "/home/agent";
+
+/// The sandbox user's id and group inside its user namespace.
+const AGENT_ID: u32 = 1000;
+
+/// What `PATH` is inside.
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+/// The places of the system the sandbox lays out itself: a virtual root may not be one of
+/// them, lie inside one, or hold one.
+const RESERVED: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/tmp", HOME];
+
+/// The files of `/etc` that programs need and that say nothing about the host beyond its
+/// distribution: name service order, host names of loopback, certificates, the loader's cache,
+/// the time zone, Debian's `alternatives` (the targets of `/usr/bin/awk` and the like).
+const ETC: &[&str] = &[
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/protocols",
+    "/etc/services",
+];
+
+/// A host user's base id for the commands of a vfs running as root.
+const HOST_ID_BASE: u32 = 0x5eed_0000;
+
+/// Why a sandbox could not start (for the operator: it may name the machine's paths).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// A program the sandbox needs is not on `PATH`.
+    #[error("`{program}` was not found on PATH: install {package} (`apt-get install {package}`)")]
+    Missing {
+        /// The program.
+        program: &'static str,
+        /// The Debian package that has it.
+        package: &'static str,
+    },
+    /// A virtual root would cover a place the sandbox needs for the system.
+    #[error(
+        "the mount `{root}` would cover the system's `{reserved}` inside the sandbox: give it another virtual root to run commands"
+    )]
+    ReservedRoot {
+        /// The mount's virtual root.
+        root: String,
+        /// The system place.
+        reserved: &'static str,
+    },
+    /// The view could not be mounted.
+    #[error("the sandbox's view cannot be mounted: {0}")]
+    View(#[from] FuseError),
+    /// The sandbox's private directory could not be made.
+    #[error("cannot make the sandbox's directory `{path}`: {source}")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A trial command did not start: bubblewrap cannot make its namespaces here.
+    #[error(
+        "the sandbox cannot start a command on this machine ({reason}); it needs user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, and `user.max_user_namespaces` above 0)"
+    )]
+    Unusable {
+        /// What bubblewrap said.
+        reason: String,
+    },
+}
+
+/// Why one command did not run. [`RunError::agent_text`] is what an agent may be told.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The working directory is refused by the gate (missing, hidden, not a directory).
+    #[error("{0}")]
+    WorkingDirectory(vfs::Error),
+    /// The working directory is a file.
+    #[error("the working directory `{0}` is not a directory")]
+    NotADirectory(String),
+    /// bubblewrap or `prlimit` could not be started, or bubblewrap could not set the sandbox
+    /// up (the reason may name the sandbox's private directory: for the operator only).
+    #[error("the sandbox could not start the command: {0}")]
+    Setup(String),
+}
+
+impl RunError {
+    /// The refusal in words an agent may read: no physical path, no host detail.
+    #[must_use]
+    pub fn agent_text(&self) -> String {
+        match self {
+            RunError::WorkingDirectory(error) => error.agent_text().to_string(),
+            RunError::NotADirectory(_) => self.to_string(),
+            RunError::Setup(_) => {
+                "the sandbox could not start the command (the reason is in the operator's log); try again".to_owned()
+            }
+        }
+    }
+}
+
+/// How a sandbox's commands are bounded and what their environment holds.
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// At most this many processes at once (all the sandbox's commands together).
+    pub max_processes: u64,
+    /// The address space of each process, in bytes.
+    pub max_memory: u64,
+    /// Variables added to the environment (`PATH`, `HOME`, `LANG` and `TERM` are always set).
+    pub env: Vec<(String, String)>,
+    /// Threads answering the view's kernel requests.
+    pub threads: usize,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions { max_processes: 256, max_memory: 4 << 30, env: Vec::new(), threads: 4 }
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// The working directory, a virtual path.
+    pub cwd: String,
+    /// The longest the command may run.
+    pub timeout: Duration,
+    /// How many bytes of each stream to keep (the tail); the rest is only counted.
+    pub keep: usize,
+}
+
+/// One of a command's output streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal ended it (its status was 128 plus the signal's number).
+    Signalled(i32),
+    /// Its time limit ended it (every process of it was killed).
+    TimedOut,
+    /// Its caller cancelled it (every process of it was killed).
+    Cancelled,
+}
+
+impl Ending {
+    /// The status a shell would report: the exit status, 128 plus a signal, 124 for the time
+    /// limit (as `timeout(1)`), 130 for a cancellation (as an interrupt).
+    #[must_use]
+    pub fn status(self) -> i32 {
+        match self {
+            Ending::Exited(code) => code,
+            Ending::Signalled(signal) => 128 + signal,
+            Ending::TimedOut => 124,
+            Ending::Cancelled => 130,
+        }
+    }
+}
+
+/// What was kept of one stream: its tail, and how many bytes there were in all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// The last bytes, at most the request's `keep`.
+    pub tail: Vec<u8>,
+    /// Every byte the stream carried.
+    pub total: u64,
+}
+
+impl Captured {
+    /// True when bytes were cut from the front.
+    #[must_use]
+    pub fn truncated(&self) -> bool {
+        self.total > self.tail.len() as u64
+    }
+}
+
+/// How a command ended, with its output.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// How it ended.
+    pub ending: Ending,
+    /// How long it ran.
+    pub duration: Duration,
+    /// Its standard output.
+    pub stdout: Captured,
+    /// Its standard error.
+    pub stderr: Captured,
+}
+
+/// A sandbox: the view mounted for it, and what each command is started with.
+pub struct Sandbox {
+    accessor: vfs::AgentAccessor,
+    /// The private directory (`view/` is the view's mountpoint, beside `passwd` and `group`).
+    directory: PathBuf,
+    mounted: Option<Mounted>,
+    roots: Vec<String>,
+    /// The top-level system directories: merged-usr links (name, target) or directories.
+    system: Vec<(&'static str, Option<String>)>,
+    bwrap: PathBuf,
+    prlimit: PathBuf,
+    /// The host user the commands run as, when vfs runs as root.
+    host_user: Option<u32>,
+    options: SandboxOptions,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Sandbox").field("roots", &self.roots).finish_non_exhaustive()
+    }
+}
+
+/// Held from making a descriptor inheritable until the child that needs it has started, so
+/// that no other command of this process inherits it.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// The `N` of the next sandbox directory of this process.
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl Sandbox {
+    /// Mounts the view of `registry` for a sandbox and tries one command in it, so that a
+    /// machine that cannot run it is told now, in one line.
+    pub fn start(registry: &vfs::MountRegistry, options: SandboxOptions) -> Result<Sandbox, SandboxError> {
+        let bwrap = find("bwrap").ok_or(SandboxError::Missing { program: "bwrap", package: "bubblewrap" })?;
+        let prlimit = find("prlimit").ok_or(SandboxError::Missing { program: "prlimit", package: "util-linux" })?;
+        let roots: Vec<String> = registry.agent_mounts().into_iter().map(|mount| mount.root).collect();
+        for root in &roots {
+            if let Some(reserved) = RESERVED.iter().find(|reserved| overlaps(root, reserved)) {
+                return Err(SandboxError::ReservedRoot { root: root.clone(), reserved });
+            }
+        }
+        clear_stale(&std::env::temp_dir());
+        let root = rustix::process::getuid().is_root();
+        let host_user = root.then(|| HOST_ID_BASE + std::process::id() % 65_536);
+        let directory = std::env::temp_dir().join(format!(
+            "vfs-sandbox-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        lay_out(&directory, host_user).map_err(|source| SandboxError::Directory { path: directory.clone(), source })?;
+        let owner = host_user.map_or_else(
+            || (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()),
+            |user| (user, user),
+        );
+        let fuse = FuseOptions { threads: options.threads, allow_other: host_user.is_some(), owner: Some(owner) };
+        let mut sandbox = Sandbox {
+            accessor: registry.agent(),
+            directory: directory.clone(),
+            mounted: None,
+            roots,
+            system: system_layout(),
+            bwrap,
+            prlimit,
+            host_user,
+            options,
+        };
+        // Dropping the sandbox from here on removes the directory (and unmounts the view).
+        sandbox.mounted = Some(crate::mount(registry, &directory.join("view"), &fuse)?);
+        let trial = RunRequest {
+            argv: vec!["/bin/true".to_owned()],
+            cwd: "/".to_owned(),
+            timeout: Duration::from_secs(20),
+            keep: 4096,
+        };
+        match sandbox.run(&trial, &|| false, &mut |_, _| {}) {
+            Ok(outcome) if outcome.ending == Ending::Exited(0) => Ok(sandbox),
+            Ok(outcome) => Err(SandboxError::Unusable {
+                reason: format!(
+                    "`true` ended with status {}: {}",
+                    outcome.ending.status(),
+                    String::from_utf8_lossy(&outcome.stderr.tail).trim()
+                ),
+            }),
+            Err(RunError::Setup(reason)) => Err(SandboxError::Unusable { reason }),
+            Err(error) => Err(SandboxError::Unusable { reason: error.to_string() }),
+        }
+    }
+
+    /// The virtual roots bound in the sandbox.
+    #[must_use]
+    pub fn roots(&self) -> &[String] {
+        &self.roots
+    }
+
+    /// Runs one command, handing its output to `output` as it comes (on the calling thread),
+    /// until it exits, its time limit passes or `cancelled` answers true (checked every few
+    /// milliseconds). When this returns, no process of the command is left.
+    pub fn run(
+        &self,
+        request: &RunRequest,
+        cancelled: &dyn Fn() -> bool,
+        output: &mut dyn FnMut(Stream, &[u8]),
+    ) -> Result<RunOutcome, RunError> {
+        // The gate judges the path as given (its refusal is the agent's answer); the sandbox
+        // changes into its normal spelling.
+        let attributes = self.accessor.attributes(&request.cwd).map_err(RunError::WorkingDirectory)?;
+        let cwd =
+            vfs::VirtualPath::new(&request.cwd).map_or_else(|_| request.cwd.clone(), |path| path.as_str().to_owned());
+        if attributes.kind != vfs::EntryKind::Directory {
+            return Err(RunError::NotADirectory(cwd));
+        }
+        let started = Instant::now();
+        let (mut child, status) = self.spawn(request, &cwd)?;
+        let (sender, receiver) = mpsc::channel::<Event>();
+        let readers = [
+            child.stdout.take().map(|pipe| pump(pipe, Stream::Stdout, sender.clone())),
+            child.stderr.take().map(|pipe| pump(pipe, Stream::Stderr, sender.clone())),
+        ];
+        let status_reader = watch_status(status, sender.clone());
+        drop(sender);
+        let mut stdout = Tail::new(request.keep);
+        let mut stderr = Tail::new(request.keep);
+        let mut open_streams = readers.iter().filter(|reader| reader.is_some()).count();
+        let mut started_report: Option<bool> = if status_reader.is_none() { Some(true) } else { None };
+        let mut ending: Option<Ending> = None;
+        let mut exit: Option<std::process::ExitStatus> = None;
+        let mut exited: Option<Instant> = None;
+        loop {
+            match receiver.recv_timeout(Duration::from_millis(5)) {
+                Ok(Event::Output(stream, bytes)) => {
+                    match stream {
+                        Stream::Stdout => stdout.push(&bytes),
+                        Stream::Stderr => stderr.push(&bytes),
+                    }
+                    output(stream, &bytes);
+                }
+                Ok(Event::Closed) => open_streams -= 1,
+                Ok(Event::Started(started)) => started_report = Some(started),
+                Err(mpsc::RecvTimeoutError::Timeout | mpsc::RecvTimeoutError::Disconnected) => {}
+            }
+            if exit.is_none() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    exit = Some(status);
+                } else if ending.is_none() {
+                    if cancelled() {
+                        ending = Some(Ending::Cancelled);
+                    } else if started.elapsed() >= request.timeout {
+                        ending = Some(Ending::TimedOut);
+                    }
+                    if ending.is_some() {
+                        // bubblewrap's init dies with it (`--die-with-parent`), and with the
+                        // init every process of its PID namespace.
+                        let _ = child.kill();
+                    }
+                }
+            }
+            if let Some(status) = exit {
+                let exited_at = *exited.get_or_insert_with(Instant::now);
+                if started_report.is_none() && open_streams == 0 && exited_at.elapsed() > Duration::from_secs(1) {
+                    // The status descriptor is held open elsewhere (a program another part of
+                    // this process started in the instant it was inheritable): the command
+                    // did run as far as anyone can tell.
+                    started_report = Some(true);
+                }
+                // Every process of the command is gone with the namespace's init: the
+                // streams close, and the status report ends at bubblewrap's exit.
+                if open_streams == 0 && started_report.is_some() {
+                    let ending = ending.unwrap_or_else(|| ending_of(status));
+                    if started_report == Some(false) && !matches!(ending, Ending::TimedOut | Ending::Cancelled) {
+                        let reason = String::from_utf8_lossy(&stderr.bytes()).trim().to_owned();
+                        tracing::warn!(target: "vfs::run", %reason, "the sandbox could not start a command");
+                        return Err(RunError::Setup(reason));
+                    }
+                    return Ok(RunOutcome {
+                        ending,
+                        duration: started.elapsed(),
+                        stdout: stdout.finish(),
+                        stderr: stderr.finish(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Starts `prlimit … bwrap … -- COMMAND`, with the write end of the status pipe inherited.
+    fn spawn(&self, request: &RunRequest, cwd: &str) -> Result<(Child, io::PipeReader), RunError> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let setup = |error: io::Error| RunError::Setup(error.to_string());
+        let (status_reader, status_writer) = io::pipe().map_err(setup)?;
+        let id = AGENT_ID;
+        let passwd = data(&format!(
+            "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nagent:x:{id}:{id}:agent:{HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        ))
+        .map_err(setup)?;
+        let group = data(&format!("root:x:0:\nagent:x:{id}:\nnogroup:x:65534:\n")).map_err(setup)?;
+        let mut command = Command::new(&self.prlimit);
+        let processes = self.process_limit();
+        command
+            .arg(format!("--nproc={processes}"))
+            .arg(format!("--as={}", self.options.max_memory))
+            .arg("--core=0")
+            .arg("--")
+            .arg(&self.bwrap)
+            .args(self.bwrap_arguments(cwd, passwd.as_raw_fd(), group.as_raw_fd()))
+            .arg("--json-status-fd")
+            .arg(status_writer.as_raw_fd().to_string())
+            .arg("--")
+            .args(&request.argv)
+            .env_clear()
+            .env("PATH", PATH)
+            .env("HOME", HOME)
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "dumb")
+            .envs(self.options.env.iter().map(|(name, value)| (name, value)))
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(user) = self.host_user {
+            command.uid(user).gid(user);
+        }
+        let spawning = SPAWNING.lock().unwrap_or_else(PoisonError::into_inner);
+        for inherited in [status_writer.as_fd(), passwd.as_fd(), group.as_fd()] {
+            rustix::io::fcntl_setfd(inherited, rustix::io::FdFlags::empty()).map_err(|errno| setup(errno.into()))?;
+        }
+        let child = command.spawn();
+        drop((status_writer, passwd, group));
+        drop(spawning);
+        Ok((child.map_err(setup)?, status_reader))
+    }
+
+    /// The limit on processes: as root, the commands' own user has no other process; as
+    /// another user, the user's processes outside the sandbox count too, so they are added.
+    fn process_limit(&self) -> u64 {
+        if self.host_user.is_some() {
+            return self.options.max_processes;
+        }
+        self.options.max_processes + processes_of(rustix::process::getuid().as_raw())
+    }
+
+    /// bubblewrap's arguments; `passwd` and `group` are the descriptors `/etc/passwd` and
+    /// `/etc/group` are read from (a file bound from the host would show its physical path
+    /// in the sandbox's `mountinfo`).
+    fn bwrap_arguments(&self, cwd: &str, passwd: i32, group: i32) -> Vec<OsString> {
+        let mut arguments: Vec<OsString> = Vec::new();
+        let mut add = |items: &[&str]| arguments.extend(items.iter().map(OsString::from));
+        add(&["--unshare-all", "--die-with-parent", "--new-session", "--hostname", "vfs"]);
+        let id = AGENT_ID.to_string();
+        add(&["--uid", &id, "--gid", &id]);
+        add(&["--ro-bind", "/usr", "/usr"]);
+        for (top, link) in &self.system {
+            match link {
+                Some(target) => add(&["--symlink", target, top]),
+                None => add(&["--ro-bind", top, top]),
+            }
+        }
+        for file in ETC {
+            add(&["--ro-bind-try", file, file]);
+        }
+        add(&[
+            "--ro-bind-data",
+            &passwd.to_string(),
+            "/etc/passwd",
+            "--ro-bind-data",
+            &group.to_string(),
+            "/etc/group",
+        ]);
+        add(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--tmpfs", HOME]);
+        let view = self.directory.join("view");
+        // Shallow roots first, so a nested root is bound over its parent's binding.
+        let mut roots = self.roots.clone();
+        roots.sort_by_key(|root| root.matches('/').count());
+        for root in &roots {
+            let source = view.join(root.trim_start_matches('/'));
+            arguments.extend(["--bind".into(), source.into_os_string(), root.into()]);
+        }
+        arguments.extend(["--chdir".into(), cwd.into()]);
+        arguments
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(mounted) = self.mounted.take() {
+            let _ = mounted.unmount();
+        }
+        remove(&self.directory);
+    }
+}
+
+/// Reads bubblewrap's JSON status reports and tells whether the command started.
+fn watch_status(status: io::PipeReader, sender: mpsc::Sender<Event>) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("vfs-run-status".to_owned())
+        .spawn(move || {
+            // `{"child-pid": N}` comes once the command is started; the end of the
+            // stream without it means bubblewrap gave up before.
+            // The stream is read to its end: bubblewrap writes its exit code last,
+            // and a closed pipe would end it with SIGPIPE.
+            let mut started = false;
+            for line in BufReader::new(status).lines().map_while(Result::ok) {
+                if !started && line.contains("\"child-pid\"") {
+                    started = true;
+                    let _ = sender.send(Event::Started(true));
+                }
+            }
+            if !started {
+                let _ = sender.send(Event::Started(false));
+            }
+        })
+        .ok()
+}
+
+/// A pipe that holds `content` and nothing more will be written to: bubblewrap reads a file
+/// of the sandbox from it (`--ro-bind-data`). The content is small (well under a pipe's
+/// 64 KiB), so it is written whole before the command starts.
+fn data(content: &str) -> io::Result<io::PipeReader> {
+    use std::io::Write as _;
+    let (reader, mut writer) = io::pipe()?;
+    writer.write_all(content.as_bytes())?;
+    Ok(reader)
+}
+
+/// What the threads watching a command report.
+enum Event {
+    Output(Stream, Vec<u8>),
+    Closed,
+    /// Whether bubblewrap reported the command started.
+    Started(bool),
+}
+
+fn pump(
+    mut pipe: impl Read + Send + 'static,
+    stream: Stream,
+    sender: mpsc::Sender<Event>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => {
+                    if sender.send(Event::Output(stream, buffer[..read].to_vec())).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = sender.send(Event::Closed);
+    })
+}
+
+/// The last `keep` bytes of a stream, and its length.
+struct Tail {
+    keep: usize,
+    bytes: VecDeque<u8>,
+    total: u64,
+}
+
+impl Tail {
+    fn new(keep: usize) -> Self {
+        Tail { keep, bytes: VecDeque::new(), total: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let kept = &bytes[bytes.len().saturating_sub(self.keep)..];
+        self.bytes.extend(kept);
+        let excess = self.bytes.len().saturating_sub(self.keep);
+        self.bytes.drain(..excess);
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        self.bytes.iter().copied().collect()
+    }
+
+    fn finish(self) -> Captured {
+        Captured { tail: self.bytes.into_iter().collect(), total: self.total }
+    }
+}
+
+fn ending_of(status: std::process::ExitStatus) -> Ending {
+    match (status.code(), status.signal()) {
+        // bubblewrap reports a command ended by a signal as 128 plus its number.
+        (Some(code), _) if (129..=128 + 64).contains(&code) => Ending::Signalled(code - 128),
+        (Some(code), _) => Ending::Exited(code),
+        (None, Some(signal)) => Ending::Signalled(signal),
+        (None, None) => Ending::Exited(-1),
+    }
+}
+
+/// The top-level directories of the system beside `/usr`: on a merged-usr system, links
+/// (`/bin -> usr/bin`), laid out as the same links; elsewhere directories, bound read-only.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the machine's own system directories, never an agent's path"
+)]
+fn system_layout() -> Vec<(&'static str, Option<String>)> {
+    ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
+        .into_iter()
+        .filter_map(|top| match std::fs::read_link(top) {
+            Ok(target) => Some((top, Some(target.to_string_lossy().into_owned()))),
+            Err(_) if std::fs::metadata(top).is_ok_and(|metadata| metadata.is_dir()) => Some((top, None)),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// True when one path is the other or lies inside it.
+fn overlaps(root: &str, reserved: &str) -> bool {
+    let inside = |inner: &str, outer: &str| {
+        outer == "/" || inner == outer || inner.strip_prefix(outer).is_some_and(|rest| rest.starts_with('/'))
+    };
+    inside(root, reserved) || inside(reserved, root)
+}
+
+/// `program` on `PATH`.
+fn find(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|directory| directory.join(program)).find(|candidate| is_executable(candidate))
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: a program on the operator's PATH, never an agent's path"
+)]
+fn is_executable(candidate: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(candidate).is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+}
+
+/// How many processes `user` has on the machine.
+#[expect(clippy::disallowed_methods, reason = "operator-input: the machine's process table, never an agent's path")]
+fn processes_of(user: u32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    let count = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_str().is_some_and(|name| name.bytes().all(|byte| byte.is_ascii_digit())))
+        .filter(|entry| entry.metadata().is_ok_and(|metadata| metadata.uid() == user))
+        .count();
+    count as u64
+}
+
+/// Makes the sandbox's private directory: mode 0700, owned by the commands' user, with the
+/// mountpoint of the view.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
+)]
+fn lay_out(directory: &Path, host_user: Option<u32>) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(directory)?;
+    std::fs::create_dir(directory.join("view"))?;
+    if let Some(user) = host_user {
+        let user = Some(rustix::process::Uid::from_raw(user));
+        let group = Some(rustix::process::Gid::from_raw(user.map_or(0, rustix::process::Uid::as_raw)));
+        for path in [directory.to_owned(), directory.join("view")] {
+            rustix::fs::chown(&path, user, group)?;
+        }
+    }
+    Ok(())
+}
+
+/// Unmounts and removes the sandbox directories of vfs processes that are gone.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandboxes' own directories under the operator's TMPDIR, never an agent's path"
+)]
+fn clear_stale(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) =
+            name.to_str().and_then(|name| name.strip_prefix("vfs-sandbox-")).and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if pid.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) || Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let view = entry.path().join("view");
+        // A view whose server is gone answers `ENOTCONN`; detach it, then remove the rest.
+        let _ = Command::new("fusermount3")
+            .args(["-u", "-z"])
+            .arg(&view)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if rustix::process::getuid().is_root() {
+            let _ = Command::new("umount").arg("-l").arg(&view).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        }
+        tracing::info!(target: "vfs::run", directory = %entry.path().display(), "removed the sandbox of a vfs that is gone");
+        remove(&entry.path());
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
+)]
+fn remove(directory: &Path) {
+    // Only what the sandbox made: never follow into a view still mounted.
+    let _ = std::fs::remove_dir(directory.join("view"));
+    let _ = std::fs::remove_dir(directory);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_root_may_not_cover_the_system() {
+        assert!(overlaps("/usr", "/usr"));
+        assert!(overlaps("/usr/local", "/usr"));
+        assert!(overlaps("/home", HOME));
+        assert!(!overlaps("/users", "/usr"));
+        assert!(!overlaps("/src", "/usr"));
+        assert!(!overlaps("/home2", "/home/agent"));
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_bytes_and_counts_them_all() {
+        let mut tail = Tail::new(4);
+        tail.push(b"abc");
+        tail.push(b"defgh");
+        tail.push(b"i");
+        let captured = tail.finish();
+        assert_eq!(captured.tail, b"fghi");
+        assert_eq!(captured.total, 9);
+        assert!(captured.truncated());
+        let mut none = Tail::new(0);
+        none.push(b"abc");
+        assert_eq!(none.finish(), Captured { tail: Vec::new(), total: 3 });
+    }
+
+    #[test]
+    fn statuses_are_the_shells() {
+        assert_eq!(Ending::Exited(3).status(), 3);
+        assert_eq!(Ending::Signalled(9).status(), 137);
+        assert_eq!(Ending::TimedOut.status(), 124);
+        assert_eq!(Ending::Cancelled.status(), 130);
+        assert_eq!(ending_of(std::process::ExitStatus::from_raw(137 << 8)), Ending::Signalled(9));
+        assert_eq!(ending_of(std::process::ExitStatus::from_raw(2 << 8)), Ending::Exited(2));
+    }
+}

@@ -1,0 +1,265 @@
+//! The sandbox run for real: commands under bubblewrap whose only data is the FUSE view.
+//!
+//! On a machine that cannot run it (no `bwrap`, no `/dev/fuse`, no user namespaces) every
+//! test prints why it did not run and returns; with `VFS_REQUIRE_SANDBOX=1` (what
+//! `scripts/test` sets where it can) it fails instead, so a skip cannot pass for a success.
+
+#![expect(
+    clippy::disallowed_methods,
+    clippy::print_stderr,
+    reason = "fixture: tests build fixtures on disk, look at the process table, and say when they cannot run"
+)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use vfs::{MountRegistry, MountSpec, NameRule, Precondition, ReadWindow};
+use vfs_fuse::{Ending, RunError, RunOutcome, RunRequest, Sandbox, SandboxOptions};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    registry: MountRegistry,
+}
+
+impl Fixture {
+    /// `/src` read-only with a hidden `.env`, `/w` read-write with a read-only `docs`, and
+    /// the internal `/llm-logs`.
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |relative: &str, content: &[u8]| {
+            let path = dir.path().join(relative);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, content).unwrap();
+        };
+        file("src/a.txt", b"hello\n");
+        file("src/.env", b"SECRET=1\n");
+        file("w/docs/guide.md", b"# guide\n");
+        file("logs/old.jsonl", b"{}\n");
+        let spec = |relative: &str, rest: &str| -> MountSpec {
+            format!("{}:{rest}", dir.path().join(relative).display()).parse().unwrap()
+        };
+        let registry = MountRegistry::builder()
+            .mount(spec("src", "/src:ro"))
+            .mount(spec("w", "/w:rw;docs:ro"))
+            .internal(spec("logs", "/llm-logs:rw"))
+            .name_rules(NameRule::defaults())
+            .build()
+            .unwrap();
+        Fixture { dir, registry }
+    }
+
+    fn physical(&self) -> PathBuf {
+        self.dir.path().to_owned()
+    }
+}
+
+/// A started sandbox over a fresh fixture, or `None` (with the reason printed).
+fn sandbox(options: SandboxOptions) -> Option<(Fixture, Sandbox)> {
+    let fixture = Fixture::new();
+    match Sandbox::start(&fixture.registry, options) {
+        Ok(sandbox) => Some((fixture, sandbox)),
+        Err(error) => {
+            assert!(
+                std::env::var_os("VFS_REQUIRE_SANDBOX").is_none(),
+                "VFS_REQUIRE_SANDBOX is set, but the sandbox cannot start: {error}"
+            );
+            eprintln!("SKIPPED: this machine cannot run the sandbox: {error}");
+            None
+        }
+    }
+}
+
+fn shell(sandbox: &Sandbox, script: &str, cwd: &str) -> RunOutcome {
+    run(sandbox, script, cwd, Duration::from_secs(30), &|| false).unwrap()
+}
+
+fn run(
+    sandbox: &Sandbox,
+    script: &str,
+    cwd: &str,
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<RunOutcome, RunError> {
+    let request = RunRequest {
+        argv: vec!["/bin/sh".to_owned(), "-c".to_owned(), script.to_owned()],
+        cwd: cwd.to_owned(),
+        timeout,
+        keep: 1 << 20,
+    };
+    sandbox.run(&request, cancelled, &mut |_, _| {})
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// The processes on the machine whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        if let Ok(cmdline) = fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(marker) && !cmdline.contains("sandbox-") {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_roots_are_at_their_virtual_paths_and_nothing_physical_is_there() {
+    let Some((fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let outcome = shell(&sandbox, "cat /src/a.txt; pwd; ls -a /src; ls /; cat /proc/self/mountinfo; df; env", "/w");
+    assert_eq!(outcome.ending, Ending::Exited(0), "{}", text(&outcome.stderr.tail));
+    let stdout = text(&outcome.stdout.tail);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[..5], ["hello", "/w", ".", "..", "a.txt"], "{stdout}");
+    assert!(stdout.contains(" /src rw,") || stdout.contains(" /src ro,"), "{stdout}");
+    assert!(stdout.lines().any(|line| line.contains(" /w ") && line.contains(" - fuse vfs ")), "{stdout}");
+    let physical = fixture.physical().display().to_string();
+    assert!(!stdout.contains(&physical), "a physical path leaked: {stdout}");
+    assert!(!stdout.contains("vfs-sandbox"), "the sandbox's directory leaked: {stdout}");
+    assert!(!stdout.contains("llm-logs"), "{stdout}");
+    assert_eq!(outcome.stderr.tail, b"");
+}
+
+#[test]
+fn the_rules_hold_in_the_shell_and_its_changes_reach_the_tools() {
+    let Some((fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let outcome = shell(
+        &sandbox,
+        "echo x > /src/a.txt; echo docs > /w/docs/new.md; cat /src/.env; ls /llm-logs; printf 'made\\0by shell' > /w/out.bin; echo done",
+        "/w",
+    );
+    assert_eq!(outcome.ending, Ending::Exited(0));
+    assert_eq!(text(&outcome.stdout.tail), "done\n");
+    assert_eq!(
+        text(&outcome.stderr.tail),
+        "/bin/sh: 1: cannot create /src/a.txt: Read-only file system\n\
+         /bin/sh: 1: cannot create /w/docs/new.md: Read-only file system\n\
+         cat: /src/.env: No such file or directory\n\
+         ls: cannot access '/llm-logs': No such file or directory\n"
+    );
+    assert_eq!(fs::read(fixture.physical().join("w/out.bin")).unwrap(), b"made\0by shell");
+    let agent = fixture.registry.agent();
+    agent.write("/w/from-tool.txt", "tool wrote\n", &Precondition::Absent).unwrap();
+    assert_eq!(agent.read_text("/src/a.txt", &ReadWindow::default()).unwrap().content, "hello\n");
+    let outcome = shell(&sandbox, "cat /w/from-tool.txt", "/");
+    assert_eq!(text(&outcome.stdout.tail), "tool wrote\n");
+}
+
+#[test]
+fn the_working_directory_is_judged_by_the_gate() {
+    let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let error = run(&sandbox, "true", "/llm-logs", Duration::from_secs(5), &|| false).unwrap_err();
+    let missing = run(&sandbox, "true", "/nowhere", Duration::from_secs(5), &|| false).unwrap_err();
+    assert_eq!(error.agent_text(), missing.agent_text());
+    assert_eq!(
+        run(&sandbox, "true", "/src/a.txt", Duration::from_secs(5), &|| false).unwrap_err().agent_text(),
+        "the working directory `/src/a.txt` is not a directory"
+    );
+}
+
+#[test]
+fn statuses_and_signals_pass_through() {
+    let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    assert_eq!(shell(&sandbox, "exit 3", "/").ending, Ending::Exited(3));
+    assert_eq!(shell(&sandbox, "kill -9 $$", "/").ending, Ending::Signalled(9));
+}
+
+#[test]
+fn the_time_limit_and_a_cancellation_end_every_process() {
+    let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let started = Instant::now();
+    let outcome = run(
+        &sandbox,
+        "setsid sleep 311 & (sleep 312 &) ; echo started; sleep 313",
+        "/",
+        Duration::from_millis(800),
+        &|| false,
+    )
+    .unwrap();
+    assert_eq!(outcome.ending, Ending::TimedOut);
+    assert_eq!(text(&outcome.stdout.tail), "started\n");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(200));
+    for marker in ["sleep 311", "sleep 312", "sleep 313"] {
+        assert_eq!(processes_with(marker), Vec::<String>::new());
+    }
+    let cancel = AtomicBool::new(false);
+    let canceller = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.store(true, Ordering::SeqCst);
+        });
+        run(&sandbox, "sleep 314 & sleep 315", "/", Duration::from_mins(1), &|| cancel.load(Ordering::SeqCst))
+    });
+    assert_eq!(canceller.unwrap().ending, Ending::Cancelled);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(processes_with("sleep 314"), Vec::<String>::new());
+    assert_eq!(processes_with("sleep 315"), Vec::<String>::new());
+    // The command after a killed one runs as usual.
+    assert_eq!(shell(&sandbox, "echo again", "/").stdout.tail, b"again\n");
+}
+
+#[test]
+fn a_fork_bomb_is_held_and_the_environment_is_exactly_the_sandboxs() {
+    let options = SandboxOptions {
+        max_processes: 30,
+        env: vec![("CI_TOKEN".to_owned(), "given".to_owned())],
+        ..SandboxOptions::default()
+    };
+    let Some((_fixture, sandbox)) = sandbox(options) else { return };
+    let outcome = shell(&sandbox, "for i in $(seq 100); do sleep 316 & done; echo after", "/");
+    // The shell cannot start the 31st process and gives up; its sleeps end with it.
+    assert_eq!(outcome.ending, Ending::Exited(2), "{}", text(&outcome.stderr.tail));
+    assert_eq!(text(&outcome.stdout.tail), "");
+    assert_eq!(text(&outcome.stderr.tail), "/bin/sh: 0: Cannot fork\n");
+    assert_eq!(processes_with("sleep 316"), Vec::<String>::new());
+    assert_eq!(shell(&sandbox, "echo fine", "/").stdout.tail, b"fine\n");
+    let request =
+        RunRequest { argv: vec!["env".to_owned()], cwd: "/w".to_owned(), timeout: Duration::from_secs(10), keep: 4096 };
+    let outcome = sandbox.run(&request, &|| false, &mut |_, _| {}).unwrap();
+    let mut lines: Vec<String> = text(&outcome.stdout.tail).lines().map(str::to_owned).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "CI_TOKEN=given",
+            "HOME=/home/agent",
+            "LANG=C.UTF-8",
+            "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+            "PWD=/w",
+            "TERM=dumb"
+        ]
+    );
+}
+
+#[test]
+fn output_is_streamed_and_capped_to_its_tail() {
+    let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let request = RunRequest {
+        argv: vec!["/bin/sh".to_owned(), "-c".to_owned(), "seq 1 20000; echo end >&2".to_owned()],
+        cwd: "/".to_owned(),
+        timeout: Duration::from_secs(10),
+        keep: 10,
+    };
+    let mut streamed = Vec::new();
+    let outcome = sandbox
+        .run(&request, &|| false, &mut |stream, bytes| {
+            if stream == vfs_fuse::Stream::Stdout {
+                streamed.extend_from_slice(bytes);
+            }
+        })
+        .unwrap();
+    let all: String = (1..=20_000).map(|number: u32| number.to_string() + "\n").collect();
+    assert_eq!(text(&streamed), all);
+    assert_eq!(outcome.stdout.total, all.len() as u64);
+    assert_eq!(text(&outcome.stdout.tail), "999\n20000\n");
+    assert!(outcome.stdout.truncated());
+    assert_eq!(outcome.stderr.tail, b"end\n");
+    assert!(!outcome.stderr.truncated());
+}
