@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -31,6 +32,10 @@ Examples:
       the same tree as a file system at /mnt/agent, for a shell (Ctrl-C unmounts it)
   vfs call read_text_file '{\"path\": \"/workspace/README.md\", \"head\": 5}'
       run one tool and print what the agent would see
+  vfs serve --allow-run --mount .:/w:rw
+      also offer `run_command`: shell commands in a sandbox that sees only the mounts
+  vfs run --mount .:/w:rw -- cargo test
+      run one command in that sandbox, at /w (exit status: the command's)
 
 Exit codes:
   0  success
@@ -57,6 +62,8 @@ enum Command {
         launch: LaunchArgs,
         #[command(flatten)]
         daemon: DaemonArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Show the effective mount table for the operator: physical paths, rights, visibility, origin.
     #[command(after_help = EXAMPLES)]
@@ -76,6 +83,8 @@ enum Command {
         launch: LaunchArgs,
         #[command(flatten)]
         daemon: DaemonArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Print the agent tools with their JSON schemas and annotations (all of them, or with
     /// launch options the ones that launch would list).
@@ -108,7 +117,94 @@ enum Command {
         arguments: String,
         #[command(flatten)]
         launch: LaunchArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
+    /// Run one command in the sandbox of `run_command`: its only files are the launch's
+    /// agent-facing mounts at their virtual paths (through the FUSE view, with the same rules
+    /// as the tools), the system's programs read-only and a fresh `/tmp` and `HOME`; no
+    /// network. Streams its stdout and stderr and exits with its status: 124 when the time
+    /// limit ended it, 128+N for signal N, 125 when the sandbox cannot start (one line says
+    /// why). Needs `bwrap` (bubblewrap) and FUSE.
+    #[command(after_help = EXAMPLES)]
+    Run {
+        #[command(flatten)]
+        launch: LaunchArgs,
+        #[command(flatten)]
+        limits: RunLimits,
+        /// The working directory, a virtual path [default: the first writable mount, else
+        /// the first mount].
+        #[arg(long, value_name = "VIRTUAL_PATH")]
+        cwd: Option<String>,
+        /// The time limit in seconds; every process of the command is killed when it passes
+        /// [default: --run-timeout].
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=604_800))]
+        timeout: Option<u64>,
+        /// The command and its arguments, after `--`, run as given (no shell: add `sh -c`).
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+}
+
+/// `--allow-run` and the sandbox's bounds (`serve`, `check`, `call`).
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Offer the tool `run_command`: shell commands in a sandbox whose only files are the
+    /// agent-facing mounts (see `vfs run`). Where the sandbox cannot start, the tool is not
+    /// listed and one line says why (`vfs check --allow-run` tries it).
+    #[arg(long = "allow-run")]
+    allow_run: bool,
+    #[command(flatten)]
+    limits: RunLimits,
+}
+
+/// The sandbox's bounds and environment.
+#[derive(Debug, Args)]
+struct RunLimits {
+    /// The longest one command may run, in seconds, whatever a call asks.
+    #[arg(id = "run_timeout", long = "run-timeout", value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    timeout: u64,
+    /// Most processes at once, all commands together (a fork bomb stops there).
+    #[arg(id = "run_max_processes", long = "run-max-processes", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_processes: u64,
+    /// The address space of each process, in MiB.
+    #[arg(id = "run_max_memory", long = "run-max-memory", value_name = "MIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(16..=1 << 24))]
+    max_memory: u64,
+    /// Add a variable to the commands' environment: `NAME=VALUE`, or `NAME` for its value in
+    /// vfs's own environment (repeatable). Otherwise they get only `PATH`, `HOME`, `LANG`,
+    /// `TERM` and `PWD`.
+    #[arg(id = "run_env", long = "run-env", value_name = "NAME[=VALUE]")]
+    env: Vec<String>,
+}
+
+impl RunLimits {
+    fn options(&self) -> vfs_host::RunOptions {
+        vfs_host::RunOptions {
+            max_timeout: std::time::Duration::from_secs(self.timeout),
+            max_processes: self.max_processes,
+            max_memory_mib: self.max_memory,
+            env: self.env.clone(),
+        }
+    }
+}
+
+impl RunArgs {
+    /// The launch's sandbox when `--allow-run` was given: `Err` with the reason when it
+    /// cannot start.
+    fn runner(&self, registry: &vfs::MountRegistry) -> Result<Option<Arc<vfs_host::Runner>>, vfs_host::HostError> {
+        if !self.allow_run {
+            return Ok(None);
+        }
+        vfs_host::Runner::start(registry, &self.limits.options()).map(|runner| Some(Arc::new(runner)))
+    }
+
+    /// [`RunArgs::runner`] for a server, which goes on without `run_command` (saying why).
+    fn runner_or_note(&self, registry: &vfs::MountRegistry, endpoint: &str) -> Option<Arc<vfs_host::Runner>> {
+        self.runner(registry).unwrap_or_else(|error| {
+            output::status(&format!("vfs: {endpoint}`run_command` is not offered: {error}"));
+            None
+        })
+    }
 }
 
 /// How `vfs serve` listens over HTTP instead of stdio (`mounts`, `check` and `tools` take them
@@ -278,18 +374,21 @@ impl std::error::Error for Refusal {}
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { launch, daemon } => {
+        Command::Serve { launch, daemon, run } => {
             if let Some(listen) = daemon.listen {
-                serve_http(&launch.into_options()?, &daemon, listen)
+                serve_http(&launch.into_options()?, &daemon, &run, listen)
             } else {
                 daemon.refuse_without_listen()?;
-                serve(&launch.into_options()?)
+                serve(&launch.into_options()?, &run)
             }
         }
         Command::Mounts { prompt, launch, daemon } => mounts(prompt, launch, &daemon),
-        Command::Check { launch, daemon } => check(launch, &daemon),
+        Command::Check { launch, daemon, run } => check(launch, &daemon, &run),
         Command::Tools { launch, daemon } => tools(launch, &daemon),
-        Command::Call { tool, arguments, launch } => call(&tool, &arguments, launch),
+        Command::Call { tool, arguments, launch, run } => call(&tool, &arguments, launch, &run),
+        Command::Run { launch, limits, cwd, timeout, command } => {
+            run_one(&launch.into_options()?, &limits, cwd, timeout, command)
+        }
         Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?),
     }
 }
@@ -322,13 +421,17 @@ fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Resu
 }
 
 /// `vfs check`: `OK`, or every problem one per line.
-fn check(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
+fn check(launch: LaunchArgs, daemon: &DaemonArgs, run: &RunArgs) -> anyhow::Result<ExitCode> {
     let options = launch.into_options()?;
+    // With --allow-run, each endpoint's sandbox is started and tried once.
+    let try_run = |registry: &vfs::MountRegistry| run.runner(registry).map(drop).map_err(|error| Problems(vec![error]));
     let checked = if daemon.listen.is_some() {
-        daemon.plan(&options, true).map(|_| ())
+        daemon
+            .plan(&options, true)
+            .and_then(|hosting| hosting.endpoints.iter().try_for_each(|served| try_run(served.launch().registry())))
     } else {
         daemon.refuse_without_listen()?;
-        vfs_host::compose(&options).map(|_| ())
+        vfs_host::compose(&options).and_then(|launch| try_run(launch.registry()))
     };
     match checked {
         Ok(()) => {
@@ -370,7 +473,7 @@ fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `vfs call`: one tool call, printed as the agent would see it.
-fn call(tool: &str, arguments: &str, launch: LaunchArgs) -> anyhow::Result<ExitCode> {
+fn call(tool: &str, arguments: &str, launch: LaunchArgs, run: &RunArgs) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(arguments).map_err(|error| Refusal {
         message: format!("the arguments are not valid JSON: {error}"),
         hint: Some(r#"pass one JSON object, like '{"path": "/workspace/README.md"}'"#.to_owned()),
@@ -384,7 +487,8 @@ fn call(tool: &str, arguments: &str, launch: LaunchArgs) -> anyhow::Result<ExitC
     };
     let launch = vfs_host::compose(&launch.into_options()?)?;
     let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?;
-    let service = launch.tools(logger);
+    let runner = run.runner(launch.registry()).map_err(|error| Problems(vec![error]))?;
+    let service = launch.tools(logger).with_runner(runner);
     match service.call(tool, Some(arguments)) {
         Ok(result) => {
             output::tool_output(&result);
@@ -463,7 +567,12 @@ fn endpoint_title(served: &vfs_host::Served) -> String {
 }
 
 /// `vfs serve --listen`: the MCP streamable HTTP daemon.
-fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::SocketAddr) -> anyhow::Result<ExitCode> {
+fn serve_http(
+    options: &LaunchOptions,
+    daemon: &DaemonArgs,
+    run: &RunArgs,
+    listen: std::net::SocketAddr,
+) -> anyhow::Result<ExitCode> {
     let descriptors = vfs::raise_open_file_limit();
     let hosting = daemon.plan(options, true)?;
     let mut summary = Vec::new();
@@ -473,9 +582,11 @@ fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::So
         let roots: Vec<String> =
             launch.registry().agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();
         summary.push(format!("{} serves {}", served.path(), roots.join(", ")));
+        // One sandbox per endpoint, shared by its sessions.
+        let runner = run.runner_or_note(launch.registry(), &format!("{}: ", served.path()));
         let sessions: vfs_host::SessionFactory = std::sync::Arc::new(move || {
             let logger = launch.exchange_logger().map_err(|error| std::io::Error::other(error.to_string()))?;
-            Ok(launch.tools(logger))
+            Ok(launch.tools(logger).with_runner(runner.clone()))
         });
         endpoints.push(vfs_host::Endpoint { crew: served.crew_name().map(str::to_owned), sessions });
     }
@@ -502,7 +613,7 @@ fn serve_http(options: &LaunchOptions, daemon: &DaemonArgs, listen: std::net::So
     Ok(ExitCode::SUCCESS)
 }
 
-fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
+fn serve(options: &LaunchOptions, run: &RunArgs) -> anyhow::Result<ExitCode> {
     vfs::raise_open_file_limit();
     let launch = vfs_host::compose(options)?;
     let logger = launch.exchange_logger().map_err(Problems::from)?;
@@ -510,7 +621,8 @@ fn serve(options: &LaunchOptions) -> anyhow::Result<ExitCode> {
         (Some(logger), Some(directory)) => format!("; exchange log {}", directory.join(logger.file_name()).display()),
         _ => String::new(),
     };
-    let service = launch.tools(logger);
+    let runner = run.runner_or_note(launch.registry(), "");
+    let service = launch.tools(logger).with_runner(runner);
     let server = vfs_host::VfsServer::new(service.clone());
     let served: Vec<String> =
         service.registry().agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();
@@ -563,5 +675,83 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
     match mounted.unmount() {
         Err(error) if !unmounted_elsewhere => Err(anyhow::anyhow!("cannot unmount {}: {error}", mountpoint.display())),
         _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The exit status of `vfs run` when the sandbox cannot start (as `env(1)` and `timeout(1)`
+/// use 125 for their own failures).
+const SANDBOX_FAILED: u8 = 125;
+
+/// `vfs run`: one command in the sandbox, its output streamed, its status passed on.
+fn run_one(
+    options: &LaunchOptions,
+    limits: &RunLimits,
+    cwd: Option<String>,
+    timeout: Option<u64>,
+    command: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    use std::io::Write as _;
+    vfs::raise_open_file_limit();
+    let launch = vfs_host::compose(options)?;
+    let runner = match vfs_host::Runner::start(launch.registry(), &limits.options()) {
+        Ok(runner) => runner,
+        Err(error) => {
+            output::error(&error.to_string(), error.hint().as_deref());
+            return Ok(ExitCode::from(SANDBOX_FAILED));
+        }
+    };
+    let timeout = timeout.map_or(runner.max_timeout(), std::time::Duration::from_secs).min(runner.max_timeout());
+    let request = vfs_fuse::RunRequest {
+        argv: command,
+        cwd: cwd.unwrap_or_else(|| runner.default_cwd().to_owned()),
+        timeout,
+        keep: 0,
+    };
+    // SIGINT and SIGTERM end the command (every process of it), as a cancellation.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    let (mut interrupt, mut terminate) = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        anyhow::Ok((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
+    })?;
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr().lock();
+    let outcome =
+        runner.sandbox().run(&request, &|| stop.load(std::sync::atomic::Ordering::Relaxed), &mut |stream, bytes| {
+            let _ = match stream {
+                vfs_fuse::Stream::Stdout => stdout.write_all(bytes).and_then(|()| stdout.flush()),
+                vfs_fuse::Stream::Stderr => stderr.write_all(bytes).and_then(|()| stderr.flush()),
+            };
+        });
+    drop((stdout, stderr));
+    match outcome {
+        Ok(outcome) => {
+            match outcome.ending {
+                vfs_fuse::Ending::TimedOut => output::status(&format!(
+                    "vfs run: the command ran past its time limit ({} s); every process of it was killed",
+                    timeout.as_secs()
+                )),
+                vfs_fuse::Ending::Cancelled => {
+                    output::status("vfs run: stopped; every process of the command was killed");
+                }
+                vfs_fuse::Ending::Exited(_) | vfs_fuse::Ending::Signalled(_) => {}
+            }
+            Ok(ExitCode::from(u8::try_from(outcome.ending.status()).unwrap_or(1)))
+        }
+        Err(error) => {
+            output::error(&error.to_string(), None);
+            Ok(ExitCode::from(SANDBOX_FAILED))
+        }
     }
 }

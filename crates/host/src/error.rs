@@ -256,6 +256,17 @@ pub enum HostError {
         /// What only the daemon does.
         what: &'static str,
     },
+    /// The sandbox of `run_command` and `vfs run` cannot start on this machine.
+    #[error("commands cannot be run: {0}")]
+    Sandbox(#[from] vfs_fuse::SandboxError),
+    /// A `--run-env` value that is not `NAME` or `NAME=VALUE`.
+    #[error("invalid --run-env `{value}`: {reason}")]
+    RunEnv {
+        /// The value given.
+        value: String,
+        /// The rule it breaks.
+        reason: String,
+    },
 }
 
 impl HostError {
@@ -287,6 +298,9 @@ impl HostError {
                 "a token file holds one token per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; make tokens with `openssl rand -hex 32`".to_owned(),
             ),
             HostError::NeedsListen { .. } => Some("add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned()),
+            HostError::RunEnv { .. } => Some(
+                "--run-env takes `NAME` (its value from vfs's own environment) or `NAME=VALUE`, like --run-env CARGO_HOME=/w/.cargo".to_owned(),
+            ),
             HostError::ManyCrews { .. } => Some(
                 "host several crews with the HTTP daemon: add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned(),
             ),
@@ -306,7 +320,11 @@ impl HostError {
             | HostError::IdForOtherRoot { .. }
             | HostError::UnprovidedRoot { .. }
             | HostError::DuplicateId { .. }
-            | HostError::ConflictingSelection { .. } => None,
+            | HostError::ConflictingSelection { .. }
+            | HostError::Sandbox(vfs_fuse::SandboxError::ReservedRoot { .. }) => None,
+            HostError::Sandbox(_) => Some(
+                "the file tools work without it; `vfs check --allow-run` tries the sandbox, and docs/cli.md (`vfs run`) says what it needs".to_owned(),
+            ),
         }
     }
 }

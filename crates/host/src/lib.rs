@@ -27,6 +27,7 @@ pub use http::{Endpoint, HttpOptions, Listener, Principal, SessionFactory, Token
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;
 pub use server::{VfsServer, serve_stdio};
+pub use tools::run::{RunOptions, Runner, check_run_env};
 pub use tools::{CallError, Media, ToolOutput, ToolService, all_tools};
 
 mod client_log;

@@ -20,6 +20,7 @@ use vfs::{AgentAccessor, MountRegistry};
 use crate::logger::{Exchange, ExchangeLogger, stamp};
 
 mod arguments;
+pub(crate) mod run;
 mod session;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -565,6 +566,26 @@ const DEFINITIONS: [Definition; 17] = [
     },
 ];
 
+/// `run_command`, listed only where the launch started a sandbox (`--allow-run`).
+static RUN_COMMAND: Definition = Definition {
+    name: "run_command",
+    title: "Run a shell command",
+    description: "Run a shell command (`/bin/sh -c`) in a sandbox whose only files are your mounts, at the same virtual paths and with the same rights as the file tools, beside the system's programs and a fresh `/tmp` and `HOME`; no network. Answers with the exit status, then the end of stdout and of stderr (at most 256 KiB each). The time limit (default 60 s) and a cancellation kill every process the command started.",
+    effect: Effect::Write { destructive: true, idempotent: false },
+    input: input::<run::RunCommandArgs>,
+    output: output::<run::RunCommandOutput>,
+    run: run_run_command,
+};
+
+static RUN_TOOL: LazyLock<Tool> = LazyLock::new(|| to_tool(&RUN_COMMAND));
+
+fn run_run_command(tools: &ToolService, agent: &AgentAccessor, arguments: &Value) -> Result<ToolOutput, String> {
+    match &tools.runner {
+        Some(runner) => run::run(runner, agent, arguments),
+        None => Err("`run_command` is not offered by this launch".to_owned()),
+    }
+}
+
 fn to_tool(definition: &Definition) -> Tool {
     let annotations = match definition.effect {
         Effect::Read => ToolAnnotations::with_title(definition.title)
@@ -591,7 +612,9 @@ static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| DEFINITIONS.iter().map(to_t
 /// Every tool, write tools included, in the order of `docs/tools.md` (the aliases last).
 #[must_use]
 pub fn all_tools() -> Vec<Tool> {
-    TOOLS.clone()
+    let mut tools = TOOLS.clone();
+    tools.push(RUN_TOOL.clone());
+    tools
 }
 
 /// A tool call the protocol refuses (a JSON-RPC error, not a tool result). Arguments that do
@@ -671,6 +694,8 @@ pub struct ToolService {
     logger: Option<Arc<ExchangeLogger>>,
     /// What this session read or wrote, for read-before-edit; `None` when the rule is off.
     seen: Option<Arc<session::Seen>>,
+    /// The launch's sandbox, when it offers `run_command`.
+    runner: Option<Arc<run::Runner>>,
 }
 
 impl ToolService {
@@ -679,7 +704,14 @@ impl ToolService {
     #[must_use]
     pub fn new(registry: MountRegistry, logger: Option<ExchangeLogger>) -> Self {
         let agent = registry.agent();
-        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()) }
+        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()), runner: None }
+    }
+
+    /// Offers `run_command`, in `runner`'s sandbox (shared by the sessions of a launch).
+    #[must_use]
+    pub fn with_runner(mut self, runner: Option<Arc<run::Runner>>) -> Self {
+        self.runner = runner;
+        self
     }
 
     /// Turns the read-before-edit rule on (the default) or off (`--no-read-before-edit`).
@@ -746,11 +778,15 @@ impl ToolService {
             .zip(TOOLS.iter())
             .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
             .map(|(_, tool)| tool.clone())
+            .chain(self.runner.as_ref().map(|_| RUN_TOOL.clone()))
             .collect()
     }
 
     /// The definition and listed tool of `name`, if this launch offers it.
     fn listed(&self, name: &str) -> Option<(&'static Definition, &'static Tool)> {
+        if name == RUN_COMMAND.name {
+            return self.runner.as_ref().map(|_| (&RUN_COMMAND, &*RUN_TOOL));
+        }
         let writable = self.registry.agent_can_write();
         DEFINITIONS
             .iter()
@@ -785,6 +821,10 @@ impl ToolService {
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {
+                // A command's output is data of the agent's, not a record of the call.
+                Ok(output) if name == RUN_COMMAND.name => {
+                    (Some(run::log_record(output.is_error, &output.text, output.structured.as_ref())), None)
+                }
                 Ok(output) => (Some(output.to_log()), None),
                 Err(error) => {
                     let code = match error {

@@ -62,6 +62,12 @@ impl AgentAccessor {
         Self { registry: self.registry.clone(), budget }
     }
 
+    /// The budget this accessor's calls run under.
+    #[must_use]
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
     /// Runs one operation on a fresh context with its own clock, and audits it. The clock is
     /// closed before the call returns, so its progress sink is never called after that.
     fn run<T: Audited>(

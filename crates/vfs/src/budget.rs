@@ -103,6 +103,21 @@ impl Budget {
         self.time
     }
 
+    /// True once the caller set the cancel flag (for work outside the core, like a command
+    /// of the sandbox, that checks it itself).
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    /// Where the caller wants progress reported, if anywhere (for work outside the core,
+    /// which keeps the sink's rules itself: at most four reports a second, none after the
+    /// call returned or was cancelled).
+    #[must_use]
+    pub fn progress_sink(&self) -> Option<&ProgressSink> {
+        self.progress.as_ref()
+    }
+
     /// The id of the next call made with this budget.
     pub(crate) fn call(&self) -> CallId {
         self.call.clone().unwrap_or_default()

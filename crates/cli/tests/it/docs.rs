@@ -26,7 +26,7 @@ const CLI_MD: &str = include_str!("../../../../docs/cli.md");
 fn docs_cli_md_names_every_option() {
     let test = TestDir::new();
     let mut missing = Vec::new();
-    for command in ["serve", "mounts", "check", "tools", "call", "fuse"] {
+    for command in ["serve", "mounts", "check", "tools", "call", "fuse", "run"] {
         let run = test.run(&[command, "--help"]);
         assert_eq!(run.code, 0, "{command} --help: {}", run.stderr);
         for word in run.stdout.split(|c: char| c.is_whitespace() || c == ',') {

@@ -17,5 +17,7 @@ mod http;
 mod daemon;
 // `vfs fuse`: the start-up line, SIGTERM, stale mounts and refused mountpoints.
 mod fuse;
+// `vfs run` and `run_command`: statuses, time limits, the tool's text, what is listed.
+mod run;
 // Documentation kept in sync with the binary.
 mod docs;

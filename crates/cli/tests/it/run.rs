@@ -1,0 +1,164 @@
+//! `vfs run` and `run_command` through the binary: statuses, the time limit, the tool's text,
+//! what is listed, and the refusals (exact text). What the sandbox holds in is proved in
+//! `crates/fuse/tests/sandbox.rs`.
+
+use std::process::Command;
+
+use crate::eqnice;
+use crate::util::TestDir;
+
+/// True where the sandbox can run (root with `/dev/fuse` and `bwrap`); elsewhere the test
+/// says why it did not run, and fails if `VFS_REQUIRE_SANDBOX` asks for it.
+fn can_run() -> bool {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n");
+    let bwrap =
+        Command::new("sh").args(["-c", "command -v bwrap"]).output().is_ok_and(|output| output.status.success());
+    let possible = root && bwrap && std::path::Path::new("/dev/fuse").exists();
+    if !possible {
+        assert!(
+            std::env::var_os("VFS_REQUIRE_SANDBOX").is_none(),
+            "VFS_REQUIRE_SANDBOX is set, but this is not root with /dev/fuse and bwrap"
+        );
+        #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+        {
+            eprintln!("SKIPPED: the sandbox needs root, /dev/fuse and bwrap here");
+        }
+    }
+    possible
+}
+
+fn fixture() -> TestDir {
+    let test = TestDir::new();
+    test.file("src/a.txt", "hello\n");
+    test.dir("w");
+    test
+}
+
+#[test]
+fn run_passes_the_commands_status_output_and_changes() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    let mounts = ["--mount", "./src:/src:ro", "--mount", "./w:/w:rw"];
+    let script = "cat /src/a.txt; pwd; echo made > out.txt; echo oops >&2; echo x > /src/a.txt; exit 7";
+    let run = test.run(&[&["run"], &mounts[..], &["--", "sh", "-c", script]].concat());
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    eqnice!("hello\n/w\n", run.stdout);
+    eqnice!("oops\nsh: 1: cannot create /src/a.txt: Read-only file system\n", run.stderr);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/out.txt")).unwrap(), "made\n");
+    let cwd = test.run(&[&["run"], &mounts[..], &["--cwd", "/src", "--", "pwd"]].concat());
+    eqnice!("/src\n", cwd.stdout);
+    let signal = test.run(&[&["run"], &mounts[..], &["--", "sh", "-c", "kill -TERM $$"]].concat());
+    assert_eq!(signal.code, 128 + 15);
+}
+
+#[test]
+fn run_ends_every_process_at_its_time_limit() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    let started = std::time::Instant::now();
+    let run = test.run(&[
+        "run",
+        "--mount",
+        "./w:/w:rw",
+        "--timeout",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "sleep 321 & echo up; sleep 322",
+    ]);
+    assert_eq!(run.code, 124);
+    eqnice!("up\n", run.stdout);
+    eqnice!("vfs run: the command ran past its time limit (1 s); every process of it was killed\n", run.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let left = Command::new("pgrep").args(["-f", "sleep 32[12]"]).output().unwrap();
+    eqnice!("", String::from_utf8_lossy(&left.stdout));
+}
+
+#[test]
+fn run_command_answers_with_the_status_then_each_stream() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    let call = |arguments: &str| {
+        test.run(&["call", "run_command", arguments, "--allow-run", "--mount", "./src:/src:ro", "--mount", "./w:/w:rw"])
+    };
+    let run = call(r#"{"command": "ls /src; echo warn >&2; exit 3"}"#);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    eqnice!("exit status 3\nstdout:\na.txt\n\nstderr:\nwarn\n", run.stdout);
+    let run = call(r#"{"command": "head -c 300000 /dev/zero | tr '\\0' x", "cwd": "/src"}"#);
+    let expected = format!(
+        "exit status 0\nstdout (its last 262144 of 300000 bytes; the first 37856 were cut):\n{}\nstderr: (empty)\n",
+        "x".repeat(262_144)
+    );
+    assert!(run.stdout == expected, "{}", &run.stdout[..200.min(run.stdout.len())]);
+    let run = call(r#"{"command": "sleep 5", "timeoutSeconds": 1}"#);
+    eqnice!(
+        "timed out after 1 s: every process of the command was killed (exit status 124)\nstdout: (empty)\nstderr: (empty)\n",
+        run.stdout
+    );
+    let run = call(r#"{"command": "true", "cwd": "/llm-logs"}"#);
+    let missing = call(r#"{"command": "true", "cwd": "/nowhere"}"#);
+    assert_eq!(run.code, 1);
+    eqnice!(missing.stdout.replace("/nowhere", "/llm-logs"), run.stdout);
+    test.assert_no_leak(&run.stdout);
+}
+
+#[test]
+fn run_command_is_listed_only_with_allow_run_and_a_sandbox() {
+    let test = fixture();
+    let names = |run: &crate::util::Run| -> Vec<String> {
+        let tools: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let without = test.run(&["tools", "--mount", "./w:/w:rw"]);
+    assert!(!names(&without).contains(&"run_command".to_owned()));
+    let refused = test.run(&["call", "run_command", r#"{"command": "true"}"#, "--mount", "./w:/w:rw"]);
+    assert_eq!(refused.code, 2);
+    eqnice!(
+        "error: unknown tool `run_command`; list the tools to see which ones this server offers\n\nhint: `vfs tools` lists the tools and their arguments\n",
+        refused.stderr
+    );
+    if !can_run() {
+        return;
+    }
+    let check = test.run(&["check", "--allow-run", "--mount", "./w:/w:rw"]);
+    eqnice!("OK\n", check.stdout);
+    let covered = test.run(&["check", "--allow-run", "--mount", "./w:/usr/local:rw"]);
+    assert_eq!(covered.code, 2);
+    eqnice!(
+        "commands cannot be run: the mount `/usr/local` would cover the system's `/usr` inside the sandbox: give it another virtual root to run commands\n",
+        covered.stdout
+    );
+}
+
+#[test]
+fn run_env_values_are_checked_before_anything_runs() {
+    let test = fixture();
+    let run = test.run(&["run", "--mount", "./w:/w:rw", "--run-env", "PATH=/evil", "--", "true"]);
+    assert_eq!(run.code, 125);
+    eqnice!(
+        "error: invalid --run-env `PATH=/evil`: `PATH` is set by the sandbox itself\n\nhint: --run-env takes `NAME` (its value from vfs's own environment) or `NAME=VALUE`, like --run-env CARGO_HOME=/w/.cargo\n",
+        run.stderr
+    );
+    if !can_run() {
+        return;
+    }
+    let run = test.run(&[
+        "run",
+        "--mount",
+        "./w:/w:rw",
+        "--run-env",
+        "GREETING=hi there",
+        "--",
+        "sh",
+        "-c",
+        "echo $GREETING",
+    ]);
+    eqnice!("hi there\n", run.stdout);
+}
