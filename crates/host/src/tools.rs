@@ -1237,6 +1237,7 @@ pub(crate) fn listed_names(service: &ToolService) -> String {
         .iter()
         .filter(|definition| writable || matches!(definition.effect, Effect::Read))
         .map(|definition| definition.name)
+        .chain(service.runner.as_ref().map(|_| RUN_COMMAND.name))
         .collect::<Vec<_>>()
         .join(", ")
 }

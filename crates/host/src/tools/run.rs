@@ -151,7 +151,8 @@ pub(crate) struct RunCommandOutput {
     /// The exit status (128 plus the signal's number when a signal ended it; 124 when the
     /// time limit did; 130 for a cancellation).
     exit_code: i32,
-    /// The signal that ended the command, if one did.
+    /// The signal that ended the command (absent when none did).
+    #[serde(skip_serializing_if = "Option::is_none")]
     signal: Option<i32>,
     /// True when the time limit ended the command.
     timed_out: bool,
