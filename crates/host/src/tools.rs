@@ -671,6 +671,8 @@ pub struct ToolService {
     logger: Option<Arc<ExchangeLogger>>,
     /// What this session read or wrote, for read-before-edit; `None` when the rule is off.
     seen: Option<Arc<session::Seen>>,
+    /// The journal (`--journal`), and this session's name in it.
+    journal: Option<(Arc<crate::Journal>, Arc<str>)>,
 }
 
 impl ToolService {
@@ -679,7 +681,14 @@ impl ToolService {
     #[must_use]
     pub fn new(registry: MountRegistry, logger: Option<ExchangeLogger>) -> Self {
         let agent = registry.agent();
-        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()) }
+        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()), journal: None }
+    }
+
+    /// Journals this session's changes in `journal` (`--journal`), under a fresh session id.
+    #[must_use]
+    pub fn journal(mut self, journal: Option<Arc<crate::Journal>>) -> Self {
+        self.journal = journal.map(|journal| (journal, Arc::from(format!("s{}", vfs::CallId::new()))));
+        self
     }
 
     /// Turns the read-before-edit rule on (the default) or off (`--no-read-before-edit`).
@@ -781,7 +790,14 @@ impl ToolService {
         let agent = self.agent.with_budget(budget.with_time(self.registry.limits().call_time).with_call(call.clone()));
         // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
         // as given: nothing in it is the server's own.
+        if let Some((journal, session)) = &self.journal {
+            journal.begin(&call, session, None);
+        }
         let outcome = guarded(name, || self.dispatch(name, &arguments, &agent));
+        // The call's entries are durable before it is answered.
+        if let Some((journal, _)) = &self.journal {
+            journal.finish(&call);
+        }
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {

@@ -17,5 +17,7 @@ mod http;
 mod daemon;
 // `vfs fuse`: the start-up line, SIGTERM, stale mounts and refused mountpoints.
 mod fuse;
+// `--journal`, `vfs journal list` and `vfs undo`: every change undone exactly, guarded.
+mod journal;
 // Documentation kept in sync with the binary.
 mod docs;
