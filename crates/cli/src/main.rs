@@ -378,7 +378,7 @@ fn check(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
 /// `--listen`.
 fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     let options = launch.into_options()?;
-    let listed = |launch: &vfs_host::Launch| ToolService::new(launch.registry().clone(), None).listed_tools();
+    let listed = |launch: &vfs_host::Launch| launch.tools(None).listed_tools();
     let tools = if daemon.listen.is_some() {
         let endpoints = daemon.plan(&options, false)?.endpoints;
         let by_endpoint: serde_json::Map<String, serde_json::Value> = endpoints

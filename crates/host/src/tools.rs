@@ -21,6 +21,7 @@ use crate::logger::{Exchange, ExchangeLogger, stamp};
 
 mod arguments;
 mod session;
+mod undo;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ListMountsArgs {}
@@ -408,7 +409,10 @@ fn clean(schema: &mut Value) {
     }
 }
 
-const DEFINITIONS: [Definition; 17] = [
+/// The tools listed only with a journal (`--journal`).
+const JOURNAL_TOOLS: [&str; 2] = ["list_changes", "undo_changes"];
+
+const DEFINITIONS: [Definition; 19] = [
     Definition {
         name: "list_mounts",
         title: "List mounts",
@@ -534,6 +538,24 @@ const DEFINITIONS: [Definition; 17] = [
         input: input::<DeleteFileArgs>,
         output: output::<vfs::DeleteOutcome>,
         run: run_delete_file,
+    },
+    Definition {
+        name: "list_changes",
+        title: "List your changes",
+        description: "List the changes you made in this session, newest first, each with its id, operation, paths, time and whether it can be undone. Listed only when the operator keeps a journal.",
+        effect: Effect::Read,
+        input: input::<undo::ListChangesArgs>,
+        output: output::<undo::ChangesOutput>,
+        run: undo::run_list_changes,
+    },
+    Definition {
+        name: "undo_changes",
+        title: "Undo your changes",
+        description: "Undo your newest changes of this session (`count`, default 1), or back to `changeId`, included. Each path is put back only if it still holds what your change left; otherwise it is reported as a conflict and left as it is. An undo can be undone.",
+        effect: Effect::Write { destructive: true, idempotent: false },
+        input: input::<undo::UndoChangesArgs>,
+        output: output::<undo::UndoOutput>,
+        run: undo::run_undo_changes,
     },
     // The reference filesystem server's names, so that prompts written for it work here.
     Definition {
@@ -754,8 +776,14 @@ impl ToolService {
             .iter()
             .zip(TOOLS.iter())
             .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
+            .filter(|(definition, _)| self.offers_journal(definition))
             .map(|(_, tool)| tool.clone())
             .collect()
+    }
+
+    /// False for a journal tool without a journal, or where no mount grants write.
+    fn offers_journal(&self, definition: &Definition) -> bool {
+        !JOURNAL_TOOLS.contains(&definition.name) || (self.journal.is_some() && self.registry.agent_can_write())
     }
 
     /// The definition and listed tool of `name`, if this launch offers it.
@@ -766,6 +794,7 @@ impl ToolService {
             .zip(TOOLS.iter())
             .find(|(definition, _)| definition.name == name)
             .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
+            .filter(|(definition, _)| self.offers_journal(definition))
     }
 
     /// Runs one tool as an agent would, and records the exchange. Blocking: call it from a

@@ -231,3 +231,131 @@ fn a_journal_inside_a_writable_mount_is_refused_and_undo_needs_one() {
         run.stderr
     );
 }
+
+/// One MCP session over stdio, its calls one after the other.
+struct Session {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Session {
+    fn start(test: &TestDir) -> Self {
+        let mut args = vec!["serve"];
+        args.extend(LAUNCH);
+        let mut child = test
+            .command(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn vfs serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut session = Self { child, stdin, stdout, next: 1 };
+        session.send(r#""method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}"#);
+        use std::io::Write as _;
+        writeln!(session.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        session
+    }
+
+    fn send(&mut self, body: &str) -> serde_json::Value {
+        use std::io::{BufRead as _, Write as _};
+        let id = self.next;
+        self.next += 1;
+        writeln!(self.stdin, r#"{{"jsonrpc":"2.0","id":{id},{body}}}"#).unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the server ended");
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// The text of a tool's result, and whether it is an error.
+    fn call(&mut self, tool: &str, arguments: &str) -> (String, bool) {
+        let answer =
+            self.send(&format!(r#""method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}"#));
+        let result = &answer["result"];
+        (result["content"][0]["text"].as_str().unwrap_or_default().to_owned(), result["isError"] == true)
+    }
+
+    fn tools(&mut self) -> Vec<String> {
+        let answer = self.send(r#""method":"tools/list""#);
+        answer["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_agent_undoes_its_own_changes_only_with_the_same_guards() {
+    let test = TestDir::new();
+    test.file("w/mine.txt", "mine\n");
+    test.file("w/theirs.txt", "theirs\n");
+    let mut mine = Session::start(&test);
+    let mut theirs = Session::start(&test);
+    let tools = mine.tools();
+    assert!(tools.contains(&"list_changes".to_owned()) && tools.contains(&"undo_changes".to_owned()), "{tools:?}");
+    assert_eq!(mine.call("write_file", r#"{"path":"/w/mine.txt","content":"MINE\n","overwrite":true}"#).1, false);
+    assert_eq!(theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"THEIRS\n","overwrite":true}"#).1, false);
+    assert_eq!(mine.call("write_file", r#"{"path":"/w/made.txt","content":"made\n"}"#).1, false);
+    let (listed, _) = mine.call("list_changes", "{}");
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        lines[0].ends_with("  write  /w/made.txt  undoable") && lines[1].ends_with("  write  /w/mine.txt  undoable"),
+        "{listed}"
+    );
+    let theirs_id = list(&test).iter().find(|entry| entry["paths"][0] == "/w/theirs.txt").unwrap()["id"].clone();
+    let (refused, error) = mine.call("undo_changes", &format!(r#"{{"changeId":{theirs_id}}}"#));
+    assert!(error);
+    eqnice!(format!("no change `{}` of this session; `list_changes` lists them", theirs_id.as_str().unwrap()), refused);
+
+    let (undone, error) = mine.call("undo_changes", r#"{"count":5}"#);
+    eqnice!("removed /w/made.txt\nrestored /w/mine.txt\n", undone);
+    assert!(!error);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/mine.txt")).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/theirs.txt")).unwrap(), "THEIRS\n");
+    assert!(!test.path().join("w/made.txt").exists());
+    eqnice!("nothing to undo\n", mine.call("undo_changes", "{}").0);
+    eqnice!("no changes in this session\n", theirs.call("list_changes", r#"{"limit":0}"#).0);
+
+    // A conflict is the agent's to see too.
+    assert_eq!(theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"again\n","overwrite":true}"#).1, false);
+    std::fs::write(test.path().join("w/theirs.txt"), "outside\n").unwrap();
+    let (conflict, error) = theirs.call("undo_changes", "{}");
+    eqnice!("conflict /w/theirs.txt: changed since (left as it is)\n", conflict);
+    assert!(error);
+}
+
+#[test]
+fn the_journal_tools_are_listed_only_with_a_journal_and_a_writable_mount() {
+    let test = TestDir::new();
+    test.dir("w");
+    let listed = |args: &[&str]| {
+        let mut all = vec!["tools"];
+        all.extend(args);
+        let run = test.run(&all);
+        assert_eq!(run.code, 0, "{run:?}");
+        let tools: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).unwrap();
+        tools.iter().any(|tool| tool["name"] == "undo_changes")
+            && tools.iter().any(|tool| tool["name"] == "list_changes")
+    };
+    assert!(listed(&["--mount", "./w:/w:rw", "--journal", "j"]));
+    assert!(!listed(&["--mount", "./w:/w:rw"]));
+    assert!(!listed(&["--mount", "./w:/w:ro", "--journal", "j"]));
+}
