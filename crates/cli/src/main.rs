@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use vfs_host::{LaunchOptions, Problems, ToolService};
+use vfs_host::{LaunchOptions, Problems};
 
 mod journal;
 mod output;

@@ -128,7 +128,7 @@ fn write_tools_are_not_offered_without_a_writable_mount() {
         let tools: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
     };
-    assert_eq!(names(&test.run(&["tools"])).len(), 17);
+    assert_eq!(names(&test.run(&["tools"])).len(), 19, "every tool, the journal's included");
     assert_eq!(names(&test.run(&["tools", "--allow-write"])).len(), 17);
     assert_eq!(
         names(&test.run(&["tools", "--mount", ".:/src"])),

@@ -242,6 +242,7 @@ struct Session {
 
 impl Session {
     fn start(test: &TestDir) -> Self {
+        use std::io::Write as _;
         let mut args = vec!["serve"];
         args.extend(LAUNCH);
         let mut child = test
@@ -255,7 +256,6 @@ impl Session {
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut session = Self { child, stdin, stdout, next: 1 };
         session.send(r#""method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}"#);
-        use std::io::Write as _;
         writeln!(session.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
         session
     }
@@ -310,9 +310,9 @@ fn an_agent_undoes_its_own_changes_only_with_the_same_guards() {
     let mut theirs = Session::start(&test);
     let tools = mine.tools();
     assert!(tools.contains(&"list_changes".to_owned()) && tools.contains(&"undo_changes".to_owned()), "{tools:?}");
-    assert_eq!(mine.call("write_file", r#"{"path":"/w/mine.txt","content":"MINE\n","overwrite":true}"#).1, false);
-    assert_eq!(theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"THEIRS\n","overwrite":true}"#).1, false);
-    assert_eq!(mine.call("write_file", r#"{"path":"/w/made.txt","content":"made\n"}"#).1, false);
+    assert!(!mine.call("write_file", r#"{"path":"/w/mine.txt","content":"MINE\n","overwrite":true}"#).1);
+    assert!(!theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"THEIRS\n","overwrite":true}"#).1);
+    assert!(!mine.call("write_file", r#"{"path":"/w/made.txt","content":"made\n"}"#).1);
     let (listed, _) = mine.call("list_changes", "{}");
     let lines: Vec<&str> = listed.lines().collect();
     assert_eq!(lines.len(), 2, "{listed}");
@@ -335,7 +335,7 @@ fn an_agent_undoes_its_own_changes_only_with_the_same_guards() {
     eqnice!("no changes in this session\n", theirs.call("list_changes", r#"{"limit":0}"#).0);
 
     // A conflict is the agent's to see too.
-    assert_eq!(theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"again\n","overwrite":true}"#).1, false);
+    assert!(!theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"again\n","overwrite":true}"#).1);
     std::fs::write(test.path().join("w/theirs.txt"), "outside\n").unwrap();
     let (conflict, error) = theirs.call("undo_changes", "{}");
     eqnice!("conflict /w/theirs.txt: changed since (left as it is)\n", conflict);
