@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use vfs_host::{LaunchOptions, Problems, ToolService};
+use vfs_host::{LaunchOptions, Problems};
 
+mod journal;
 mod output;
 
 const EXAMPLES: &str = "\
@@ -143,6 +144,22 @@ enum Command {
         /// The command and its arguments, after `--`, run as given (no shell: add `sh -c`).
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Read the journal that `--journal DIR` keeps of the agents' changes.
+    Journal {
+        #[command(subcommand)]
+        command: journal::JournalCommand,
+    },
+    /// Undo journaled changes, newest first, each only where the path still holds what the
+    /// change left (else a conflict, left as it is); exits 1 when there were conflicts.
+    Undo {
+        #[command(flatten)]
+        selection: journal::Selection,
+        /// Print what would be undone, and change nothing.
+        #[arg(long = "dry-run")]
+        dry_run: bool,
+        #[command(flatten)]
+        launch: LaunchArgs,
     },
 }
 
@@ -291,6 +308,15 @@ struct LaunchArgs {
     /// internal root `/llm-logs` that agents cannot see.
     #[arg(long = "llm-log", value_name = "DIR")]
     llm_log: Option<PathBuf>,
+    /// Journal every change agents make, with what it replaced, in this directory (created if
+    /// missing), mounted as the internal root `/llm-journal` that agents cannot see; `vfs undo`
+    /// undoes them.
+    #[arg(long = "journal", value_name = "DIR")]
+    journal: Option<PathBuf>,
+    /// The most bytes of before images the journal keeps (`K`, `M`, `G` suffixes); the oldest
+    /// are dropped first.
+    #[arg(long = "journal-max-bytes", value_name = "BYTES", default_value = "1G", value_parser = vfs_host::parse_bytes)]
+    journal_max_bytes: u64,
     /// Mount the default `/workspace` (the current directory) read-write instead of read-only.
     #[arg(long)]
     allow_write: bool,
@@ -323,6 +349,8 @@ impl LaunchArgs {
             settings: self.settings,
             crews: self.crews,
             llm_log: self.llm_log,
+            journal: self.journal,
+            journal_max_bytes: Some(self.journal_max_bytes),
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             no_read_before_edit: self.no_read_before_edit,
@@ -390,6 +418,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             run_one(&launch.into_options()?, &limits, cwd, timeout, command)
         }
         Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?),
+        Command::Journal { command } => journal::list(command),
+        Command::Undo { selection, dry_run, launch } => journal::undo(launch, &selection, dry_run),
     }
 }
 
@@ -451,7 +481,7 @@ fn check(launch: LaunchArgs, daemon: &DaemonArgs, run: &RunArgs) -> anyhow::Resu
 /// `--listen`.
 fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     let options = launch.into_options()?;
-    let listed = |launch: &vfs_host::Launch| ToolService::new(launch.registry().clone(), None).listed_tools();
+    let listed = |launch: &vfs_host::Launch| launch.tools(None).listed_tools();
     let tools = if daemon.listen.is_some() {
         let endpoints = daemon.plan(&options, false)?.endpoints;
         let by_endpoint: serde_json::Map<String, serde_json::Value> = endpoints
@@ -666,11 +696,18 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
             tokio::select! {
                 _ = terminate.recv() => break,
                 _ = interrupt.recv() => break,
-                _ = poll.tick() => if !mounted.is_mounted() { break },
+                _ = poll.tick() => {
+                    // The view's changes reach the journal within a poll.
+                    if let Some(journal) = launch.journal() { journal.flush(); }
+                    if !mounted.is_mounted() { break }
+                },
             }
         }
         anyhow::Ok(())
     })?;
+    if let Some(journal) = launch.journal() {
+        journal.flush();
+    }
     let unmounted_elsewhere = !mounted.is_mounted();
     match mounted.unmount() {
         Err(error) if !unmounted_elsewhere => Err(anyhow::anyhow!("cannot unmount {}: {error}", mountpoint.display())),

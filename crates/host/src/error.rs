@@ -28,7 +28,7 @@ pub enum HostError {
     },
     /// A user mount on a root the runner reserves.
     #[error(
-        "the mount `{spec}` claims `{root}`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script` and `/llm-logs`; rename the mount, for example to `{suggestion}`"
+        "the mount `{spec}` claims `{root}`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script`, `/llm-logs` and `/llm-journal`; rename the mount, for example to `{suggestion}`"
     )]
     ReservedRoot {
         /// The mount string.

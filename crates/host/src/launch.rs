@@ -25,7 +25,7 @@ use crate::crew::Crew;
 use crate::error::{HostError, Problems};
 
 /// Roots the runner reserves; the last entry stands for `/crews-<N>`.
-pub const RESERVED_ROOTS: [&str; 5] = ["/crew", "/crews", "/crews-N", "/script", "/llm-logs"];
+pub const RESERVED_ROOTS: [&str; 6] = ["/crew", "/crews", "/crews-N", "/script", "/llm-logs", "/llm-journal"];
 
 /// The virtual root of the exchange log.
 pub(crate) const LOG_ROOT: &str = "/llm-logs";
@@ -46,6 +46,10 @@ pub struct LaunchOptions {
     pub crews: Vec<PathBuf>,
     /// `--llm-log DIR`: the exchange log directory (created if missing).
     pub llm_log: Option<PathBuf>,
+    /// `--journal DIR`: the journal directory (created if missing), for `vfs undo`.
+    pub journal: Option<PathBuf>,
+    /// `--journal-max-bytes N`: the bound on the journal's images (default 1 GiB).
+    pub journal_max_bytes: Option<u64>,
     /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
     pub allow_write: bool,
     /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
@@ -69,6 +73,7 @@ impl LaunchOptions {
             && self.settings.is_none()
             && self.crews.is_empty()
             && self.llm_log.is_none()
+            && self.journal.is_none()
             && !self.allow_write
     }
 }
@@ -83,6 +88,8 @@ pub struct Launch {
     log_folder: Option<String>,
     /// Whether a file must be read in a session before it is edited or overwritten.
     read_before_edit: bool,
+    /// The journal, with `--journal`.
+    journal: Option<std::sync::Arc<crate::Journal>>,
 }
 
 impl Launch {
@@ -108,7 +115,15 @@ impl Launch {
     /// `logger`.
     #[must_use]
     pub fn tools(&self, logger: Option<crate::ExchangeLogger>) -> crate::ToolService {
-        crate::ToolService::new(self.registry.clone(), logger).read_before_edit(self.read_before_edit)
+        crate::ToolService::new(self.registry.clone(), logger)
+            .read_before_edit(self.read_before_edit)
+            .journal(self.journal.clone())
+    }
+
+    /// The journal, when `--journal` was given.
+    #[must_use]
+    pub fn journal(&self) -> Option<&crate::Journal> {
+        self.journal.as_deref()
     }
 
     /// Opens a new exchange log file for one session (`None` without `--llm-log`).
@@ -303,7 +318,29 @@ pub(crate) fn finish(
         });
     }
 
+    let journal = match &options.journal {
+        Some(directory) => {
+            let directory = absolute(&options.current_dir, directory);
+            ensure_directory(&directory)?;
+            selected.push(Entry {
+                spec: MountSpec::new(
+                    path_text(&directory),
+                    runner_root(crate::journal::JOURNAL_ROOT),
+                    Rights::ReadWrite,
+                ),
+                visibility: Visibility::Internal,
+                origin: "runner (--journal)".to_owned(),
+            });
+            let bound = options.journal_max_bytes.unwrap_or(crate::journal::DEFAULT_MAX_BYTES);
+            Some(std::sync::Arc::new(crate::Journal::new(bound)))
+        }
+        None => None,
+    };
+
     let mut builder = MountRegistry::builder();
+    if let Some(journal) = &journal {
+        builder.observe(journal.clone());
+    }
     let mut limits = vfs::Limits::default();
     if let Some(timeout) = options.call_timeout {
         limits.call_time = timeout;
@@ -314,12 +351,16 @@ pub(crate) fn finish(
         builder.mount_from(entry.spec.clone(), entry.visibility, entry.origin.clone());
     }
     let registry = builder.build().map_err(HostError::from)?;
+    if let Some(journal) = &journal {
+        journal.attach(&registry);
+    }
     Ok(Launch {
         registry,
         crew,
         exchange_log: options.llm_log.is_some(),
         log_folder,
         read_before_edit: !options.no_read_before_edit,
+        journal,
     })
 }
 
@@ -371,7 +412,7 @@ fn reserved(spec: &MountSpec, text: &str) -> Option<HostError> {
 /// lies under.
 pub(crate) fn reserved_root(root: &MountRoot) -> Option<String> {
     let first = root.components().next().unwrap_or_default();
-    let is_reserved = matches!(first, "crew" | "crews" | "script" | "llm-logs")
+    let is_reserved = matches!(first, "crew" | "crews" | "script" | "llm-logs" | "llm-journal")
         || first
             .strip_prefix("crews-")
             .is_some_and(|number| !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit()));
@@ -383,6 +424,7 @@ pub(crate) fn reserved_purpose(root: &str) -> &'static str {
     match root {
         "/crew" => "where the runner serves the crew's own directory, read-only",
         "/llm-logs" => "the internal exchange log (`--llm-log`), which agents never see",
+        "/llm-journal" => "the internal journal (`--journal`), which agents never see",
         "/script" => "kept for the runner's own use",
         // `/crews` and `/crews-<N>`.
         _ => "where the daemon mounts the hosted crews' directories, each hidden from the other crews",

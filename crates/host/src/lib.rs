@@ -15,6 +15,8 @@
 //!   HTTP.
 //! - [`ExchangeLogger`]: one JSON line per tool call in `/llm-logs`, through the privileged,
 //!   append-only capability.
+//! - [`Journal`]: every change an agent makes, with its before image, in `/llm-journal`
+//!   (`--journal`), for `vfs undo`.
 //! - [`ToolService`]: the agent tools of `docs/design.md` (contracts) and `docs/tools.md`, run exactly as an agent would run them;
 //!   shared by the MCP server ([`serve_stdio`]) and `vfs call`.
 //! - [`HostError`]: the crate's one error type, operator-facing, with a separate hint.
@@ -24,6 +26,7 @@ pub use crew::{Crew, CrewMount};
 pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
 pub use http::{Endpoint, HttpOptions, Listener, Principal, SessionFactory, Tokens, serve_http, serve_until};
+pub use journal::{DEFAULT_MAX_BYTES, Entries, Entry, EntryState, JOURNAL_ROOT, Journal, open_journal, parse_bytes};
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;
 pub use server::{VfsServer, serve_stdio};
@@ -35,6 +38,7 @@ mod crew;
 mod error;
 mod hosted;
 mod http;
+mod journal;
 mod launch;
 mod logger;
 mod nesting;

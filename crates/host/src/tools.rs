@@ -22,6 +22,7 @@ use crate::logger::{Exchange, ExchangeLogger, stamp};
 mod arguments;
 pub(crate) mod run;
 mod session;
+mod undo;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ListMountsArgs {}
@@ -409,7 +410,10 @@ fn clean(schema: &mut Value) {
     }
 }
 
-const DEFINITIONS: [Definition; 17] = [
+/// The tools listed only with a journal (`--journal`).
+const JOURNAL_TOOLS: [&str; 2] = ["list_changes", "undo_changes"];
+
+const DEFINITIONS: [Definition; 19] = [
     Definition {
         name: "list_mounts",
         title: "List mounts",
@@ -535,6 +539,24 @@ const DEFINITIONS: [Definition; 17] = [
         input: input::<DeleteFileArgs>,
         output: output::<vfs::DeleteOutcome>,
         run: run_delete_file,
+    },
+    Definition {
+        name: "list_changes",
+        title: "List your changes",
+        description: "List the changes you made in this session, newest first, each with its id, operation, paths, time and whether it can be undone. Listed only when the operator keeps a journal.",
+        effect: Effect::Read,
+        input: input::<undo::ListChangesArgs>,
+        output: output::<undo::ChangesOutput>,
+        run: undo::run_list_changes,
+    },
+    Definition {
+        name: "undo_changes",
+        title: "Undo your changes",
+        description: "Undo your newest changes of this session (`count`, default 1), or back to `changeId`, included. Each path is put back only if it still holds what your change left; otherwise it is reported as a conflict and left as it is. An undo can be undone.",
+        effect: Effect::Write { destructive: true, idempotent: false },
+        input: input::<undo::UndoChangesArgs>,
+        output: output::<undo::UndoOutput>,
+        run: undo::run_undo_changes,
     },
     // The reference filesystem server's names, so that prompts written for it work here.
     Definition {
@@ -696,6 +718,8 @@ pub struct ToolService {
     seen: Option<Arc<session::Seen>>,
     /// The launch's sandbox, when it offers `run_command`.
     runner: Option<Arc<run::Runner>>,
+    /// The journal (`--journal`), and this session's name in it.
+    journal: Option<(Arc<crate::Journal>, Arc<str>)>,
 }
 
 impl ToolService {
@@ -704,13 +728,20 @@ impl ToolService {
     #[must_use]
     pub fn new(registry: MountRegistry, logger: Option<ExchangeLogger>) -> Self {
         let agent = registry.agent();
-        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()), runner: None }
+        Self { registry, agent, logger: logger.map(Arc::new), seen: Some(Arc::default()), runner: None, journal: None }
     }
 
     /// Offers `run_command`, in `runner`'s sandbox (shared by the sessions of a launch).
     #[must_use]
     pub fn with_runner(mut self, runner: Option<Arc<run::Runner>>) -> Self {
         self.runner = runner;
+        self
+    }
+
+    /// Journals this session's changes in `journal` (`--journal`), under a fresh session id.
+    #[must_use]
+    pub fn journal(mut self, journal: Option<Arc<crate::Journal>>) -> Self {
+        self.journal = journal.map(|journal| (journal, Arc::from(format!("s{}", vfs::CallId::new()))));
         self
     }
 
@@ -777,9 +808,15 @@ impl ToolService {
             .iter()
             .zip(TOOLS.iter())
             .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
+            .filter(|(definition, _)| self.offers_journal(definition))
             .map(|(_, tool)| tool.clone())
             .chain(self.runner.as_ref().map(|_| RUN_TOOL.clone()))
             .collect()
+    }
+
+    /// False for a journal tool without a journal, or where no mount grants write.
+    fn offers_journal(&self, definition: &Definition) -> bool {
+        !JOURNAL_TOOLS.contains(&definition.name) || (self.journal.is_some() && self.registry.agent_can_write())
     }
 
     /// The definition and listed tool of `name`, if this launch offers it.
@@ -793,6 +830,7 @@ impl ToolService {
             .zip(TOOLS.iter())
             .find(|(definition, _)| definition.name == name)
             .filter(|(definition, _)| writable || matches!(definition.effect, Effect::Read))
+            .filter(|(definition, _)| self.offers_journal(definition))
     }
 
     /// Runs one tool as an agent would, and records the exchange. Blocking: call it from a
@@ -817,7 +855,14 @@ impl ToolService {
         let agent = self.agent.with_budget(budget.with_time(self.registry.limits().call_time).with_call(call.clone()));
         // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
         // as given: nothing in it is the server's own.
+        if let Some((journal, session)) = &self.journal {
+            journal.begin(&call, session, None);
+        }
         let outcome = guarded(name, || self.dispatch(name, &arguments, &agent));
+        // The call's entries are durable before it is answered.
+        if let Some((journal, _)) = &self.journal {
+            journal.finish(&call);
+        }
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {

@@ -113,6 +113,19 @@ impl AgentAccessor {
         self.run("write_file", path, |context| context.write(path, content.as_bytes(), precondition))
     }
 
+    /// Puts `content` back at `path` with the permission bits `mode` (without its execute
+    /// bits), when `precondition` holds: what an undo restores (a journal's before image).
+    /// Binary content is welcome; rights and rules apply as to [`AgentAccessor::write`].
+    pub fn restore(
+        &self,
+        path: &str,
+        content: &[u8],
+        mode: u32,
+        precondition: &Precondition,
+    ) -> Result<WriteOutcome, Error> {
+        self.run("restore", path, |context| context.write_mode(path, content, precondition, Some(mode)))
+    }
+
     /// Applies exact-text edits to a file atomically and returns a unified diff.
     pub fn edit(&self, path: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
         self.run("edit_file", path, |context| context.edit(path, edits, options))
@@ -356,6 +369,32 @@ impl PrivilegedAccessor {
     /// Reaches the internal root.
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
         self.run("list_directory", path, |context| context.list(path))
+    }
+
+    /// The bytes of a file under the root, up to `len` from `offset`.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        self.run("read_at", path, |context| context.read_at(path, offset, len))
+    }
+
+    /// Deletes a file or a directory (with `recursive`) under the root.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn delete(&self, path: &str, recursive: bool) -> Result<DeleteOutcome, Error> {
+        self.run("delete", path, |context| {
+            context.delete(path, recursive, crate::ops::DeleteGuard::Expected(&Precondition::Any))
+        })
+    }
+
+    /// Opens (creating if needed) a file under the root for appending.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn open_append(&self, path: &str) -> Result<crate::ops::AppendFile, Error> {
+        self.run("open_append", path, |context| context.open_append(path))
     }
 
     /// Narrows this capability to appending: the form a logger holds.

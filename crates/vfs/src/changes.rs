@@ -132,14 +132,61 @@ pub struct Change<'a> {
     pub to: Option<&'a VirtualPath>,
     /// What was there before.
     pub before: &'a Before,
-    /// The file's version after the change, when the store reports one.
+    /// The file's version after the change, when the store reports one (for a move, the
+    /// version of the file at its destination, when some observer keeps images).
     pub version: Option<&'a str>,
+    /// The before image, when some observer keeps images ([`ChangeObserver::keeps_images`]):
+    /// taken under the change's lock, just before the change.
+    pub image: Option<&'a Image>,
+}
+
+/// The before image of a change: what an undo puts back. For a move, the image is of what
+/// the move replaced at its destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Image {
+    /// Nothing was there: a create.
+    Absent,
+    /// A regular file: its content and permission bits.
+    File {
+        /// The whole content.
+        content: Vec<u8>,
+        /// The permission bits.
+        mode: u32,
+    },
+    /// A directory and everything in it (a removed directory), parents before children.
+    Tree(Vec<TreeItem>),
+    /// Not kept, and why: a link, a special file, a file above the write cap, a tree above
+    /// [`TREE_IMAGE_BYTES`].
+    NotKept(&'static str),
+}
+
+/// The most bytes of file content one tree image holds; a larger tree is [`Image::NotKept`].
+pub const TREE_IMAGE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// One entry of a removed tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeItem {
+    /// Its path relative to the tree's root, `/`-joined.
+    pub relative: String,
+    /// `None` for a directory; a file's content otherwise.
+    pub content: Option<Vec<u8>>,
+    /// The permission bits (files).
+    pub mode: u32,
 }
 
 /// Told of every change the registry's operations commit (see the module's contract).
 pub trait ChangeObserver: Send + Sync + fmt::Debug {
     /// One change, just committed; the operation still holds its lock.
     fn changed(&self, change: &Change<'_>);
+
+    /// True when this observer wants the before image of a change at `path` made by an agent
+    /// (`by_agent`) or by infrastructure: the operations then take it, under the change's
+    /// lock, and pass it as [`Change::image`]. No observer asking, no image is taken.
+    fn keeps_images(&self, path: &VirtualPath, by_agent: bool) -> bool {
+        let _ = (path, by_agent);
+        false
+    }
 }
 
 /// The first observer of every registry: one operator-log event per change, at debug level,

@@ -128,7 +128,8 @@ impl Context<'_> {
         let made = |mount: usize, rel: &[String]| {
             let root = self.registry.mounts[mount].root_path.clone();
             let directory = rel.iter().fold(root, |directory, name| directory.join_trusted(name));
-            self.changed(ChangeKind::MakeDirectory, &directory, None, &Before::Absent, None);
+            let image = self.keeps_images(&directory).then_some(crate::changes::Image::Absent);
+            self.changed(ChangeKind::MakeDirectory, &directory, None, &Before::Absent, None, image.as_ref());
         };
         let options = Resolve {
             follow_final,

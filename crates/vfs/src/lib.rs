@@ -39,7 +39,7 @@
 
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, StagedWrite};
 pub use budget::{Budget, Progress, ProgressSink};
-pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver};
+pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver, Image, TREE_IMAGE_BYTES, TreeItem};
 pub use error::{Error, ErrorKind, Unmet};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{

@@ -174,3 +174,110 @@ fn a_change_carries_the_call_id_its_budget_was_given() {
     let calls: Vec<String> = recorder.take().into_iter().map(|change| change.call).collect();
     assert_eq!(calls, vec![call.to_string(), call.to_string()]);
 }
+
+/// One observed change: its kind, path, image and version after.
+type Kept = (ChangeKind, String, Option<vfs::Image>, Option<String>);
+
+/// Keeps the before image of every change (or of none, with `keep` false).
+#[derive(Debug)]
+struct Keeper {
+    keep: bool,
+    images: Mutex<Vec<Kept>>,
+}
+
+impl ChangeObserver for Keeper {
+    fn changed(&self, change: &Change<'_>) {
+        let entry = (change.kind, change.path.to_string(), change.image.cloned(), change.version.map(str::to_owned));
+        self.images.lock().unwrap().push(entry);
+    }
+
+    fn keeps_images(&self, _path: &vfs::VirtualPath, _by_agent: bool) -> bool {
+        self.keep
+    }
+}
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: a binary file with a mode of its own")]
+fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_does_not_gets_none() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use vfs::{Image, TreeItem};
+    let fixture = Fixture::new();
+    fixture.file("p/a.bin", "");
+    std::fs::write(fixture.path("p/a.bin"), [0u8, 159, 146, 150, 255]).unwrap();
+    std::fs::set_permissions(fixture.path("p/a.bin"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    fixture.file("p/t/x.txt", "x\n");
+    fixture.file("p/t/s/y.txt", "y\n");
+    fixture.file("p/m.txt", "m\n");
+    fixture.file("p/dest.txt", "dest\n");
+    let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
+    let blind = Arc::new(Keeper { keep: false, images: Mutex::new(Vec::new()) });
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .observe(keeper.clone())
+        .observe(blind.clone())
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    agent.write("/p/a.bin", "text\n", &Precondition::Any).unwrap();
+    agent.write("/p/new.txt", "new\n", &Precondition::Absent).unwrap();
+    let edit = Edit { old_text: "text".to_owned(), new_text: "edited".to_owned() };
+    agent.edit("/p/a.bin", &[edit], &EditOptions::default()).unwrap();
+    let moved = agent.move_path("/p/m.txt", "/p/dest.txt", &Precondition::Any, &Precondition::Any).unwrap();
+    agent.delete("/p/t", true, &Precondition::Any).unwrap();
+    agent.delete("/p/new.txt", false, &Precondition::Any).unwrap();
+    let images: Vec<(ChangeKind, String, Option<Image>)> = keeper
+        .images
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(kind, path, image, _)| (*kind, path.clone(), image.clone()))
+        .collect();
+    let file = |content: &[u8], mode: u32| Some(Image::File { content: content.to_vec(), mode });
+    assert_eq!(
+        images,
+        vec![
+            (ChangeKind::Write, "/p/a.bin".to_owned(), file(&[0, 159, 146, 150, 255], 0o750)),
+            (ChangeKind::Write, "/p/new.txt".to_owned(), Some(Image::Absent)),
+            (ChangeKind::Edit, "/p/a.bin".to_owned(), file(b"text\n", 0o640)),
+            (ChangeKind::Move, "/p/m.txt".to_owned(), file(b"dest\n", 0o644 & !fixture_umask())),
+            (
+                ChangeKind::Remove,
+                "/p/t".to_owned(),
+                Some(Image::Tree(vec![
+                    TreeItem { relative: "s".to_owned(), content: None, mode: 0 },
+                    TreeItem {
+                        relative: "s/y.txt".to_owned(),
+                        content: Some(b"y\n".to_vec()),
+                        mode: 0o644 & !fixture_umask()
+                    },
+                    TreeItem {
+                        relative: "x.txt".to_owned(),
+                        content: Some(b"x\n".to_vec()),
+                        mode: 0o644 & !fixture_umask()
+                    },
+                ]))
+            ),
+            (ChangeKind::Remove, "/p/new.txt".to_owned(), file(b"new\n", 0o666 & !fixture_umask())),
+        ]
+    );
+    // A move's version after is the destination's, for an undo's guard.
+    let move_version = keeper.images.lock().unwrap()[3].3.clone();
+    assert!(move_version.is_some(), "{moved:?}");
+    // Every observer is told the one change, image included, when one of them keeps images.
+    assert_eq!(blind.images.lock().unwrap().len(), 6);
+    let blind_only = Arc::new(Keeper { keep: false, images: Mutex::new(Vec::new()) });
+    fixture.file("q/a.txt", "a\n");
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("q", "/q", "rw")).observe(blind_only.clone()).build().unwrap();
+    registry.agent().write("/q/a.txt", "b\n", &Precondition::Any).unwrap();
+    assert_eq!(blind_only.images.lock().unwrap()[0].2, None, "no observer keeps images: none is taken");
+}
+
+/// The process's umask (the fixture's files are made with it).
+#[expect(clippy::disallowed_methods, reason = "fixture: the mode a fixture file gets")]
+fn fixture_umask() -> u32 {
+    let probe = Fixture::new();
+    probe.file("probe", "");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(probe.path("probe")).unwrap().permissions());
+    0o666 & !(mode & 0o777)
+}

@@ -128,8 +128,9 @@ fn write_tools_are_not_offered_without_a_writable_mount() {
         let tools: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
     };
-    // Without options: every tool, `run_command` (listed only with --allow-run) included.
-    assert_eq!(names(&test.run(&["tools"])).len(), 18);
+    // Without options: every tool, `run_command` (listed only with --allow-run) and the
+    // journal's included.
+    assert_eq!(names(&test.run(&["tools"])).len(), 20);
     assert_eq!(names(&test.run(&["tools", "--allow-write"])).len(), 17);
     assert_eq!(
         names(&test.run(&["tools", "--mount", ".:/src"])),

@@ -26,8 +26,10 @@ const CLI_MD: &str = include_str!("../../../../docs/cli.md");
 fn docs_cli_md_names_every_option() {
     let test = TestDir::new();
     let mut missing = Vec::new();
-    for command in ["serve", "mounts", "check", "tools", "call", "fuse", "run"] {
-        let run = test.run(&[command, "--help"]);
+    for command in ["serve", "mounts", "check", "tools", "call", "fuse", "run", "undo", "journal list"] {
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.push("--help");
+        let run = test.run(&args);
         assert_eq!(run.code, 0, "{command} --help: {}", run.stderr);
         for word in run.stdout.split(|c: char| c.is_whitespace() || c == ',') {
             let Some(option) = word.strip_prefix("--") else { continue };

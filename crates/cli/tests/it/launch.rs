@@ -8,13 +8,13 @@ const ID_B: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W4";
 fn reserved_roots_are_refused_in_one_line_before_serving() {
     let test = TestDir::new();
     test.dir("data");
-    for root in ["/crew", "/crews", "/crews-2", "/script", "/llm-logs", "/crew/sub"] {
+    for root in ["/crew", "/crews", "/crews-2", "/script", "/llm-logs", "/llm-journal", "/crew/sub"] {
         let spec = format!("data:{root}");
         let run = test.run(&["serve", "--mount", &spec]);
         let first = root.split('/').nth(1).unwrap();
         eqnice!(
             format!(
-                "error: the mount `{spec}` claims `/{first}`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script` and `/llm-logs`; rename the mount, for example to `/{first}-files`\n"
+                "error: the mount `{spec}` claims `/{first}`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script`, `/llm-logs` and `/llm-journal`; rename the mount, for example to `/{first}-files`\n"
             ),
             run.stderr
         );
@@ -49,7 +49,7 @@ fn check_lists_every_problem_one_per_line() {
     let test = TestDir::new();
     let run = test.run(&["check", "--mount", "xx:/script", "--mount-id", "nope"]);
     eqnice!(
-        "the mount `xx:/script` claims `/script`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script` and `/llm-logs`; rename the mount, for example to `/script-files`\n\
+        "the mount `xx:/script` claims `/script`, a reserved root: this command reserves `/crew`, `/crews`, `/crews-N`, `/script`, `/llm-logs` and `/llm-journal`; rename the mount, for example to `/script-files`\n\
          invalid --mount-id `nope`: a mount id is a ULID: 26 characters of Crockford base32\n",
         run.stdout
     );

@@ -19,5 +19,7 @@ mod daemon;
 mod fuse;
 // `vfs run` and `run_command`: statuses, time limits, the tool's text, what is listed.
 mod run;
+// `--journal`, `vfs journal list` and `vfs undo`: every change undone exactly, guarded.
+mod journal;
 // Documentation kept in sync with the binary.
 mod docs;

@@ -26,13 +26,13 @@ pub(crate) use write::DeleteGuard;
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOutcome};
 
 use crate::budget::Deadline;
-use crate::changes::{Before, CallId, Change, ChangeKind};
+use crate::changes::{Before, CallId, Change, ChangeKind, Image, TreeItem};
 use crate::error::Error;
 use crate::mount::Caller;
 use crate::path::VirtualPath;
 use crate::registry::{Claim, Place, RegistryInner, TreeChange, View};
 use crate::spec::Access;
-use crate::storage::{Backend, Located, Resolve, Stat};
+use crate::storage::{Backend, Flow, Kind, Located, Resolve, Stat};
 
 /// One request's view: the registry, who is asking, the call's clock, and its id.
 pub(crate) struct Context<'r> {
@@ -47,8 +47,9 @@ impl<'r> Context<'r> {
         Self { registry, caller, deadline, call }
     }
 
-    /// Tells the registry's observers of a change this call committed (`crate::changes`); the
-    /// caller still holds the change's lock.
+    /// Tells the registry's observers of a change this call committed (`crate::changes`),
+    /// with its before image when [`Context::keeps_images`] asked for it; the caller still
+    /// holds the change's lock.
     pub(crate) fn changed(
         &self,
         kind: ChangeKind,
@@ -56,11 +57,65 @@ impl<'r> Context<'r> {
         to: Option<&VirtualPath>,
         before: &Before,
         version: Option<&str>,
+        image: Option<&Image>,
     ) {
         let change =
-            Change { call: &self.call, by_agent: self.caller == Caller::Agent, kind, path, to, before, version };
+            Change { call: &self.call, by_agent: self.caller == Caller::Agent, kind, path, to, before, version, image };
         for observer in &self.registry.observers {
             observer.changed(&change);
+        }
+    }
+
+    /// True when some observer keeps the before image of a change at `path`.
+    pub(crate) fn keeps_images(&self, path: &VirtualPath) -> bool {
+        let by_agent = self.caller == Caller::Agent;
+        self.registry.observers.iter().any(|observer| observer.keeps_images(path, by_agent))
+    }
+
+    /// The before image of the regular file at `node` (the caller holds its directory's
+    /// lock): its content and mode, or not kept above the write cap.
+    pub(crate) fn file_image(&self, store: &Backend, node: &crate::storage::Node, path: &VirtualPath) -> Image {
+        match store.read_all(node, self.registry.limits.write_bytes, path) {
+            Ok((content, _, stat)) => Image::File { content, mode: stat.mode & 0o7777 },
+            Err(error) if error.kind() == crate::ErrorKind::TooLarge => Image::NotKept("above the write cap"),
+            Err(_) => Image::NotKept("unreadable"),
+        }
+    }
+
+    /// The before image of the directory at `located` and everything in it.
+    pub(crate) fn tree_image(&self, located: &Located, path: &VirtualPath) -> Image {
+        let store = self.store(located.mount);
+        let cap = self.registry.limits.write_bytes;
+        let mut items = Vec::new();
+        let mut total = 0u64;
+        let mut refused = None;
+        let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
+            let relative = entry.relative.to_owned();
+            match entry.kind {
+                Kind::Directory => items.push(TreeItem { relative, content: None, mode: 0 }),
+                Kind::File => {
+                    let Ok((content, _, stat)) = store.read_all(entry.node, cap, entry.path) else {
+                        refused = Some("a file in it is unreadable or above the write cap");
+                        return Flow::Stop;
+                    };
+                    total += content.len() as u64;
+                    if total > crate::changes::TREE_IMAGE_BYTES {
+                        refused = Some("above the tree image bound");
+                        return Flow::Stop;
+                    }
+                    items.push(TreeItem { relative, content: Some(content), mode: stat.mode & 0o7777 });
+                }
+                Kind::Symlink | Kind::Special => {
+                    refused = Some("it holds a link or a special file");
+                    return Flow::Stop;
+                }
+            }
+            Flow::Continue
+        });
+        match (walked, refused) {
+            (_, Some(why)) => Image::NotKept(why),
+            (Ok(walked), None) if walked.completed => Image::Tree(items),
+            _ => Image::NotKept("the tree could not be read whole"),
         }
     }
 

@@ -362,7 +362,7 @@ impl Context<'_> {
     /// The store's own walk of the directory at `located`, as deep as `max_depth`, within this
     /// call's deadline and listing bound; it knows the mount table, so nested roots are not
     /// walked twice.
-    fn store_walk(
+    pub(crate) fn store_walk(
         &self,
         located: &Located,
         path: &VirtualPath,

@@ -12,7 +12,7 @@
 use std::io::Write as _;
 
 use super::Context;
-use crate::changes::{Before, ChangeKind};
+use crate::changes::{Before, ChangeKind, Image};
 use crate::error::Error;
 use crate::gate::{self, Place};
 use crate::path::VirtualPath;
@@ -217,6 +217,18 @@ impl Context<'_> {
         content: &[u8],
         precondition: &Precondition,
     ) -> Result<WriteOutcome, Error> {
+        self.write_mode(input, content, precondition, None)
+    }
+
+    /// [`Context::write`], the file getting `mode` (without its execute bits, as every file
+    /// an agent's call writes) instead of the mode it had.
+    pub(crate) fn write_mode(
+        &self,
+        input: &str,
+        content: &[u8],
+        precondition: &Precondition,
+        mode: Option<u32>,
+    ) -> Result<WriteOutcome, Error> {
         let path = Self::parse(input)?;
         let cap = self.registry.limits.write_bytes;
         if content.len() as u64 > cap {
@@ -235,17 +247,21 @@ impl Context<'_> {
         let mode = match existing {
             Some(stat) => {
                 Self::replaceable(stat.kind, &path)?;
-                super::authored_mode(stat.mode)
+                super::authored_mode(mode.unwrap_or(stat.mode))
             }
-            None => 0o666,
+            None => mode.map_or(0o666, super::authored_mode),
         };
         let when = Self::put_when(store, &located.node, precondition, existing.is_some(), &path)?;
         let before = match existing {
             Some(stat) => Before::File { size: stat.size, version: precondition.version() },
             None => Before::Absent,
         };
+        let image = self.keeps_images(&path).then(|| match existing {
+            Some(_) => self.file_image(store, &located.node, &path),
+            None => Image::Absent,
+        });
         let version = store.put(&located, content, &when, mode, &path)?;
-        self.changed(ChangeKind::Write, &path, None, &before, version.as_deref());
+        self.changed(ChangeKind::Write, &path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
     }
 
@@ -331,8 +347,12 @@ impl Context<'_> {
             None => Before::Absent,
         };
         let bytes = staged.len();
+        let image = self.keeps_images(path).then(|| match existing {
+            Some(_) => self.file_image(store, &place.node, path),
+            None => Image::Absent,
+        });
         let version = store.commit(place, staged, &when, path)?;
-        self.changed(ChangeKind::Write, path, None, &before, version.as_deref());
+        self.changed(ChangeKind::Write, path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
     }
 
@@ -370,7 +390,8 @@ impl Context<'_> {
                 self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
                 let created = store.make_directory(&located, &path)?;
                 if created {
-                    self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None);
+                    let image = self.keeps_images(&path).then_some(Image::Absent);
+                    self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None, image.as_ref());
                 }
                 Ok(CreateDirOutcome { path, created })
             }
@@ -437,9 +458,23 @@ impl Context<'_> {
             None => Before::Absent,
         };
         let overwrite = when != PutWhen::Absent;
+        let keeps = self.keeps_images(&source) || self.keeps_images(&destination);
+        let image = keeps.then(|| match existing {
+            Some(_) => self.file_image(to_store, &to.node, &destination),
+            None => Image::Absent,
+        });
+        // The version at the destination after the move, for an undo's guard.
+        let moved_version = |keeps: bool| {
+            if keeps && from_stat.kind == Kind::File {
+                to_store.version(&to.node, &destination).ok().flatten()
+            } else {
+                None
+            }
+        };
         if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
             renamed?;
-            self.changed(ChangeKind::Move, &source, Some(&destination), &before, None);
+            let version = moved_version(keeps);
+            self.changed(ChangeKind::Move, &source, Some(&destination), &before, version.as_deref(), image.as_ref());
             let copied = !from_store.capabilities().atomic_rename;
             return Ok(MoveOutcome { source, destination, copied });
         }
@@ -454,7 +489,8 @@ impl Context<'_> {
         }
         self.copy_file(&from, &source, &to, &destination, &when)?;
         from_store.remove(&from, Kind::File, &Removal::single(), &source)?;
-        self.changed(ChangeKind::Move, &source, Some(&destination), &before, None);
+        let version = moved_version(keeps);
+        self.changed(ChangeKind::Move, &source, Some(&destination), &before, version.as_deref(), image.as_ref());
         Ok(MoveOutcome { source, destination, copied: true })
     }
 
@@ -589,6 +625,12 @@ impl Context<'_> {
             holds_mount: &|identity| registry.holds_mount(identity),
             judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
         };
+        let image = self.keeps_images(&path).then(|| match stat.kind {
+            Kind::File => self.file_image(store, &located.node, &path),
+            Kind::Directory => self.tree_image(&located, &path),
+            Kind::Symlink => Image::NotKept("a link"),
+            Kind::Special => Image::NotKept("a special file"),
+        });
         store.remove(&located, stat.kind, &removal, &path)?;
         let before = match stat.kind {
             Kind::Directory => Before::Directory,
@@ -597,7 +639,7 @@ impl Context<'_> {
                 Before::File { size: stat.size, version: precondition.as_ref().and_then(Precondition::version) }
             }
         };
-        self.changed(ChangeKind::Remove, &path, None, &before, None);
+        self.changed(ChangeKind::Remove, &path, None, &before, None, image.as_ref());
         let kind = match stat.kind {
             Kind::Directory => "directory",
             Kind::Symlink => "link",

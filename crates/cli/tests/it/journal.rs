@@ -1,0 +1,361 @@
+use std::os::unix::fs::PermissionsExt as _;
+
+use crate::eqnice;
+use crate::util::{Run, TestDir};
+
+const LAUNCH: [&str; 5] = ["--mount", "./w:/w:rw", "--journal", "j", "--no-read-before-edit"];
+
+/// One tool call with the journal on (each a process of its own: a restart between every
+/// change and its undo).
+fn call(test: &TestDir, tool: &str, arguments: &str) -> Run {
+    let mut args = vec!["call", tool, arguments];
+    args.extend(LAUNCH);
+    let run = test.run(&args);
+    assert_eq!(run.code, 0, "{tool} {arguments}: {run:?}");
+    run
+}
+
+fn undo(test: &TestDir, selection: &[&str]) -> Run {
+    let mut args = vec!["undo"];
+    args.extend(selection);
+    args.extend(LAUNCH);
+    test.run(&args)
+}
+
+/// `vfs journal list --json`, parsed.
+fn list(test: &TestDir) -> Vec<serde_json::Value> {
+    let run = test.run(&["journal", "list", "--journal", "j", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    serde_json::from_str(&run.stdout).expect("a JSON array")
+}
+
+/// `operation state paths` of each entry, newest first.
+fn summary(test: &TestDir) -> Vec<String> {
+    list(test)
+        .iter()
+        .map(|entry| {
+            let paths: Vec<&str> =
+                entry["paths"].as_array().unwrap().iter().map(|path| path.as_str().unwrap()).collect();
+            format!("{} {} {}", entry["operation"].as_str().unwrap(), entry["state"].as_str().unwrap(), paths.join(" "))
+        })
+        .collect()
+}
+
+fn mode(test: &TestDir, relative: &str) -> u32 {
+    std::fs::metadata(test.path().join(relative)).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn every_operation_is_undone_exactly_binary_content_and_mode_too() {
+    let test = TestDir::new();
+    let binary = [0u8, 159, 146, 150, 255, b'\n', 0];
+    test.dir("w");
+    std::fs::write(test.path().join("w/data.bin"), binary).unwrap();
+    std::fs::set_permissions(test.path().join("w/data.bin"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    test.file("w/edit.txt", "alpha\nbeta\n");
+    test.file("w/move.txt", "moved\n");
+    test.file("w/tree/a.txt", "a\n");
+    test.file("w/tree/sub/b.txt", "b\n");
+
+    call(&test, "write_file", r#"{"path": "/w/data.bin", "content": "text now\n", "overwrite": true}"#);
+    call(&test, "write_file", r#"{"path": "/w/new/deep/n.txt", "content": "new\n"}"#);
+    call(&test, "edit_file", r#"{"path": "/w/edit.txt", "edits": [{"oldText": "beta", "newText": "gamma"}]}"#);
+    call(&test, "move_file", r#"{"source": "/w/move.txt", "destination": "/w/moved.txt"}"#);
+    call(&test, "delete_file", r#"{"path": "/w/tree", "recursive": true}"#);
+    call(&test, "create_directory", r#"{"path": "/w/made"}"#);
+    assert_eq!(
+        summary(&test),
+        [
+            "make_directory undoable /w/made",
+            "remove undoable /w/tree",
+            "move undoable /w/move.txt /w/moved.txt",
+            "edit undoable /w/edit.txt",
+            "write undoable /w/new/deep/n.txt",
+            "write undoable /w/data.bin",
+        ]
+    );
+
+    let run = undo(&test, &["--last", "6"]);
+    eqnice!(
+        "removed /w/made\nrestored /w/tree\nrestored /w/move.txt\nrestored /w/edit.txt\nremoved /w/new/deep/n.txt\nrestored /w/data.bin\n",
+        run.stdout
+    );
+    eqnice!("", run.stderr);
+    assert_eq!(run.code, 0);
+    assert_eq!(std::fs::read(test.path().join("w/data.bin")).unwrap(), binary);
+    assert_eq!(mode(&test, "w/data.bin"), 0o640);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/edit.txt")).unwrap(), "alpha\nbeta\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/move.txt")).unwrap(), "moved\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/tree/a.txt")).unwrap(), "a\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/tree/sub/b.txt")).unwrap(), "b\n");
+    let mut names: Vec<String> = std::fs::read_dir(test.path().join("w"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // The create's parents went with it; the move's destination and the made directory too.
+    assert_eq!(names, ["data.bin", "edit.txt", "move.txt", "tree"]);
+    let states = summary(&test);
+    assert_eq!(states.len(), 12);
+    assert!(states[6..].iter().all(|state| state.contains(" undone ")), "{states:?}");
+    assert!(states[..6].iter().all(|state| state.starts_with("undo undoable ")), "{states:?}");
+    eqnice!("nothing to undo\n", undo(&test, &["--last", "1"]).stdout);
+}
+
+#[test]
+fn a_path_changed_since_is_a_conflict_left_as_it_is_and_the_rest_is_undone() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "one\n");
+    test.file("w/b.txt", "bee\n");
+    call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
+    call(&test, "write_file", r#"{"path": "/w/b.txt", "content": "bee two\n", "overwrite": true}"#);
+    std::fs::write(test.path().join("w/a.txt"), "outside\n").unwrap();
+    let run = undo(&test, &["--last", "2"]);
+    eqnice!("restored /w/b.txt\nconflict /w/a.txt: changed since (left as it is)\n", run.stdout);
+    assert_eq!(run.code, 1);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "outside\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/b.txt")).unwrap(), "bee\n");
+    assert_eq!(summary(&test), ["undo undoable /w/b.txt", "write undone /w/b.txt", "write undoable /w/a.txt"]);
+}
+
+#[test]
+fn undoing_an_undo_redoes_the_change_and_the_dry_run_changes_nothing() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "one\n");
+    call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
+    let dry = undo(&test, &["--last", "1", "--dry-run"]);
+    let write_id = list(&test)[0]["id"].as_str().unwrap().to_owned();
+    eqnice!(format!("would undo {write_id} write /w/a.txt\n"), dry.stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "two\n");
+
+    eqnice!("restored /w/a.txt\n", undo(&test, &["--change", &write_id[..8]]).stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "one\n");
+    let undo_id = list(&test)[0]["id"].as_str().unwrap().to_owned();
+    // `--last` never counts an undo; `--change` names one to redo.
+    eqnice!("nothing to undo\n", undo(&test, &["--last", "1"]).stdout);
+    let redo = undo(&test, &["--change", &undo_id]);
+    eqnice!("restored /w/a.txt\n", redo.stdout);
+    assert_eq!(redo.code, 0);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "two\n");
+    assert_eq!(summary(&test), ["undo undoable /w/a.txt", "undo undone /w/a.txt", "write undoable /w/a.txt"]);
+    let again = undo(&test, &["--change", &undo_id]);
+    eqnice!(format!("skipped {undo_id}: undone\n"), again.stdout);
+    assert_eq!(again.code, 1);
+}
+
+#[test]
+fn the_size_bound_drops_the_oldest_images_first_and_lists_them_as_dropped() {
+    let test = TestDir::new();
+    test.file("w/a.txt", &"a".repeat(600));
+    test.file("w/b.txt", &"b".repeat(600));
+    let bounded = |tool: &str, arguments: &str| {
+        let mut args = vec!["call", tool, arguments, "--journal-max-bytes", "1K"];
+        args.extend(LAUNCH);
+        assert_eq!(test.run(&args).code, 0);
+    };
+    bounded("write_file", r#"{"path": "/w/a.txt", "content": "A\n", "overwrite": true}"#);
+    bounded("write_file", r#"{"path": "/w/b.txt", "content": "B\n", "overwrite": true}"#);
+    assert_eq!(summary(&test), ["write undoable /w/b.txt", "write dropped /w/a.txt"]);
+    let images: u64 = std::fs::read_dir(test.path().join("j/images"))
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum();
+    assert_eq!(images, 600);
+    let run = undo(&test, &["--last", "2"]);
+    let dropped = list(&test).iter().find(|entry| entry["state"] == "dropped").unwrap()["id"].clone();
+    eqnice!(format!("restored /w/b.txt\nskipped {}: dropped\n", dropped.as_str().unwrap()), run.stdout);
+    assert_eq!(run.code, 1);
+    assert!(test.run(&["call", "write_file", "{}", "--journal-max-bytes", "lots"]).stderr.contains(
+        "invalid value 'lots' for '--journal-max-bytes <BYTES>': `lots` is not a byte count (digits, optionally followed by K, M or G)"
+    ));
+}
+
+#[test]
+fn the_journal_is_invisible_to_agents_and_listed_with_sessions_calls_and_times() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "one\n");
+    call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
+    for tool in ["read_text_file", "list_directory", "get_file_info", "delete_file"] {
+        let ask = |path: &str| {
+            let arguments = format!(r#"{{"path": "{path}"}}"#);
+            let mut args = vec!["call", tool, arguments.as_str()];
+            args.extend(LAUNCH);
+            test.run(&args)
+        };
+        let internal = ask("/llm-journal/journal.jsonl");
+        let unknown = ask("/no-such-root/journal.jsonl");
+        eqnice!(unknown.stdout.replace("/no-such-root", "/llm-journal"), internal.stdout);
+        assert_eq!(unknown.code, internal.code);
+        test.assert_no_leak(&internal.stdout);
+    }
+    let listing = call(&test, "list_directory", r#"{"path": "/"}"#);
+    eqnice!("[DIR] w\n", listing.stdout);
+
+    let entries = list(&test);
+    assert_eq!(entries.len(), 1);
+    let entry = entries[0].as_object().unwrap();
+    let mut keys: Vec<&str> = entry.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["call", "id", "operation", "paths", "session", "state", "time"]);
+    let time = entry["time"].as_str().unwrap();
+    assert_eq!(time.len(), "2026-12-02T19:00:00Z".len(), "{time}");
+    assert!(time.ends_with('Z') && time.as_bytes()[10] == b'T', "{time}");
+    let session = entry["session"].as_str().unwrap();
+    let text = test.run(&["journal", "list", "--journal", "j", "--session", session]);
+    eqnice!(format!("{}  {time}  {session}  write  /w/a.txt  undoable\n", entry["id"].as_str().unwrap()), text.stdout);
+    eqnice!("", test.run(&["journal", "list", "--journal", "j", "--session", "another"]).stdout);
+    eqnice!(
+        "[]\n",
+        test.run(&["journal", "list", "--journal", "j", "--json", "--since", "2999-01-01T00:00:00Z"]).stdout
+    );
+    let all = test.run(&["journal", "list", "--journal", "j", "--json", "--since", "2000-01-01T00:00:00Z"]);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&all.stdout).unwrap().as_array().unwrap().len(), 1);
+    let bad = test.run(&["journal", "list", "--journal", "j", "--since", "yesterday"]);
+    assert_eq!(bad.code, 2);
+    eqnice!(
+        "error: --since `yesterday` is not an RFC 3339 UTC time\n\nhint: write it like 2026-12-02T19:00:00Z\n",
+        bad.stderr
+    );
+}
+
+#[test]
+fn a_journal_inside_a_writable_mount_is_refused_and_undo_needs_one() {
+    let test = TestDir::new();
+    test.dir("w");
+    let run = test.run(&["call", "list_directory", r#"{"path": "/w"}"#, "--mount", "./w:/w:rw", "--journal", "w/j"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    let run = test.run(&["undo", "--last", "1", "--mount", "./w:/w:rw"]);
+    assert_eq!(run.code, 2);
+    eqnice!(
+        "error: `vfs undo` needs --journal DIR\n\nhint: name the journal the changes were made with, and the same mounts\n",
+        run.stderr
+    );
+}
+
+/// One MCP session over stdio, its calls one after the other.
+struct Session {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Session {
+    fn start(test: &TestDir) -> Self {
+        use std::io::Write as _;
+        let mut args = vec!["serve"];
+        args.extend(LAUNCH);
+        let mut child = test
+            .command(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn vfs serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut session = Self { child, stdin, stdout, next: 1 };
+        session.send(r#""method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}"#);
+        writeln!(session.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        session
+    }
+
+    fn send(&mut self, body: &str) -> serde_json::Value {
+        use std::io::{BufRead as _, Write as _};
+        let id = self.next;
+        self.next += 1;
+        writeln!(self.stdin, r#"{{"jsonrpc":"2.0","id":{id},{body}}}"#).unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the server ended");
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// The text of a tool's result, and whether it is an error.
+    fn call(&mut self, tool: &str, arguments: &str) -> (String, bool) {
+        let answer =
+            self.send(&format!(r#""method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}"#));
+        let result = &answer["result"];
+        (result["content"][0]["text"].as_str().unwrap_or_default().to_owned(), result["isError"] == true)
+    }
+
+    fn tools(&mut self) -> Vec<String> {
+        let answer = self.send(r#""method":"tools/list""#);
+        answer["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_agent_undoes_its_own_changes_only_with_the_same_guards() {
+    let test = TestDir::new();
+    test.file("w/mine.txt", "mine\n");
+    test.file("w/theirs.txt", "theirs\n");
+    let mut mine = Session::start(&test);
+    let mut theirs = Session::start(&test);
+    let tools = mine.tools();
+    assert!(tools.contains(&"list_changes".to_owned()) && tools.contains(&"undo_changes".to_owned()), "{tools:?}");
+    assert!(!mine.call("write_file", r#"{"path":"/w/mine.txt","content":"MINE\n","overwrite":true}"#).1);
+    assert!(!theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"THEIRS\n","overwrite":true}"#).1);
+    assert!(!mine.call("write_file", r#"{"path":"/w/made.txt","content":"made\n"}"#).1);
+    let (listed, _) = mine.call("list_changes", "{}");
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        lines[0].ends_with("  write  /w/made.txt  undoable") && lines[1].ends_with("  write  /w/mine.txt  undoable"),
+        "{listed}"
+    );
+    let theirs_id = list(&test).iter().find(|entry| entry["paths"][0] == "/w/theirs.txt").unwrap()["id"].clone();
+    let (refused, error) = mine.call("undo_changes", &format!(r#"{{"changeId":{theirs_id}}}"#));
+    assert!(error);
+    eqnice!(format!("no change `{}` of this session; `list_changes` lists them", theirs_id.as_str().unwrap()), refused);
+
+    let (undone, error) = mine.call("undo_changes", r#"{"count":5}"#);
+    eqnice!("removed /w/made.txt\nrestored /w/mine.txt\n", undone);
+    assert!(!error);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/mine.txt")).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/theirs.txt")).unwrap(), "THEIRS\n");
+    assert!(!test.path().join("w/made.txt").exists());
+    eqnice!("nothing to undo\n", mine.call("undo_changes", "{}").0);
+    eqnice!("no changes in this session\n", theirs.call("list_changes", r#"{"limit":0}"#).0);
+
+    // A conflict is the agent's to see too.
+    assert!(!theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"again\n","overwrite":true}"#).1);
+    std::fs::write(test.path().join("w/theirs.txt"), "outside\n").unwrap();
+    let (conflict, error) = theirs.call("undo_changes", "{}");
+    eqnice!("conflict /w/theirs.txt: changed since (left as it is)\n", conflict);
+    assert!(error);
+}
+
+#[test]
+fn the_journal_tools_are_listed_only_with_a_journal_and_a_writable_mount() {
+    let test = TestDir::new();
+    test.dir("w");
+    let listed = |args: &[&str]| {
+        let mut all = vec!["tools"];
+        all.extend(args);
+        let run = test.run(&all);
+        assert_eq!(run.code, 0, "{run:?}");
+        let tools: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).unwrap();
+        tools.iter().any(|tool| tool["name"] == "undo_changes")
+            && tools.iter().any(|tool| tool["name"] == "list_changes")
+    };
+    assert!(listed(&["--mount", "./w:/w:rw", "--journal", "j"]));
+    assert!(!listed(&["--mount", "./w:/w:rw"]));
+    assert!(!listed(&["--mount", "./w:/w:ro", "--journal", "j"]));
+}

@@ -1,0 +1,725 @@
+//! The journal (`--journal DIR`): every change an agent makes, with its before image, so that
+//! the operator (`vfs undo`) can undo it exactly, guarded by version (ADR 0009).
+//!
+//! The journal is a [`ChangeObserver`] of the registry: the operations hand it each change
+//! with its before image, taken under the change's lock (`crates/vfs/src/changes.rs`). It only
+//! keeps them in memory there (an observer must not call the registry); the call that made
+//! them writes them out before it is answered ([`Journal::finish`]), through the privileged
+//! capability minted for the internal root `/llm-journal`, which agents cannot name.
+//!
+//! On disk, inside the journal's directory: `journal.jsonl`, one JSON line per entry (and one
+//! per entry whose images the size bound dropped), appended and synced; `images/`, one file
+//! per kept file content.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use vfs::{
+    AgentAccessor, Budget, CallId, Change, ChangeKind, ChangeObserver, ErrorKind, Image, MountRegistry, Precondition,
+    PrivilegedAccessor, VirtualPath,
+};
+
+/// The virtual root of the journal, internal.
+pub const JOURNAL_ROOT: &str = "/llm-journal";
+
+/// The default bound on the images' bytes (`--journal-max-bytes`): 1 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
+
+const LOG_FILE: &str = "/llm-journal/journal.jsonl";
+const IMAGES: &str = "/llm-journal/images";
+const CHUNK: usize = 4 * 1024 * 1024;
+
+/// One change, as observed, waiting for its call to end.
+#[derive(Debug)]
+struct Observed {
+    call: CallId,
+    time: SystemTime,
+    kind: ChangeKind,
+    path: String,
+    to: Option<String>,
+    version: Option<String>,
+    image: Option<Image>,
+}
+
+/// Who a call is for, and whether it undoes an entry.
+#[derive(Debug, Clone)]
+struct CallInfo {
+    session: String,
+    undoes: Option<String>,
+    /// An undo's paths: those of the entry it undoes.
+    paths: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    pending: Vec<Observed>,
+    calls: HashMap<CallId, CallInfo>,
+    /// Bytes of the images this process knows to be kept (`None`: not counted yet).
+    image_bytes: Option<u64>,
+}
+
+/// The journal of one launch.
+#[derive(Debug)]
+pub struct Journal {
+    max_bytes: u64,
+    access: OnceLock<PrivilegedAccessor>,
+    state: Mutex<State>,
+    /// Serializes this process's writes to the journal's files.
+    writing: Mutex<()>,
+}
+
+/// Parses a byte count with an optional `K`, `M` or `G` suffix (powers of 1024).
+///
+/// # Errors
+/// A message naming what is wrong.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, factor) = match trimmed.char_indices().last() {
+        Some((at, 'K' | 'k')) => (&trimmed[..at], 1u64 << 10),
+        Some((at, 'M' | 'm')) => (&trimmed[..at], 1 << 20),
+        Some((at, 'G' | 'g')) => (&trimmed[..at], 1 << 30),
+        _ => (trimmed, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|count| count.checked_mul(factor))
+        .ok_or_else(|| format!("`{text}` is not a byte count (digits, optionally followed by K, M or G)"))
+}
+
+impl Journal {
+    /// A journal bounded to `max_bytes` of images, not yet attached to its registry.
+    #[must_use]
+    pub fn new(max_bytes: u64) -> Self {
+        Self { max_bytes, access: OnceLock::new(), state: Mutex::default(), writing: Mutex::new(()) }
+    }
+
+    /// Attaches the journal to the registry that observes into it (it must have the internal
+    /// root [`JOURNAL_ROOT`]); returns false when it has none.
+    pub fn attach(&self, registry: &MountRegistry) -> bool {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the journal holds the one privileged capability for /llm-journal"
+        )]
+        let Some(capability) = registry.mint_privileged(JOURNAL_ROOT) else {
+            return false;
+        };
+        let _ = self.access.set(capability);
+        true
+    }
+
+    fn access(&self) -> Option<&PrivilegedAccessor> {
+        self.access.get()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Says who `call` is for before it runs, and which entry it undoes, if any.
+    pub fn begin(&self, call: &CallId, session: &str, undoes: Option<&Entry>) {
+        let info = CallInfo {
+            session: session.to_owned(),
+            undoes: undoes.map(|entry| entry.id.clone()),
+            paths: undoes.map(|entry| entry.paths.clone()).unwrap_or_default(),
+        };
+        self.state().calls.insert(call.clone(), info);
+    }
+
+    /// Writes out the changes `call` made (and any change of a call nobody began), durably,
+    /// before the call is answered. A failure is the operator's to see in the log.
+    pub fn finish(&self, call: &CallId) {
+        let (observed, infos) = {
+            let mut state = self.state();
+            let known: HashSet<CallId> = state.calls.keys().filter(|known| *known != call).cloned().collect();
+            let (mine, others): (Vec<Observed>, Vec<Observed>) =
+                std::mem::take(&mut state.pending).into_iter().partition(|change| !known.contains(&change.call));
+            state.pending = others;
+            let info = state.calls.remove(call);
+            (mine, info)
+        };
+        if observed.is_empty() {
+            return;
+        }
+        let Some(access) = self.access() else { return };
+        let _writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let default = CallInfo { session: "-".to_owned(), undoes: None, paths: Vec::new() };
+        let mut added = 0u64;
+        let (this, others): (Vec<Observed>, Vec<Observed>) =
+            observed.into_iter().partition(|change| change.call == *call);
+        let info = infos.unwrap_or_else(|| default.clone());
+        let mut groups = if info.undoes.is_some() {
+            vec![(this, info)]
+        } else {
+            entries_of(this).into_iter().map(|group| (group, info.clone())).collect()
+        };
+        groups.extend(entries_of(others).into_iter().map(|group| (group, default.clone())));
+        for (group, info) in groups {
+            if group.is_empty() {
+                continue;
+            }
+            match write_entry(access, &group, &info) {
+                Ok(bytes) => added += bytes,
+                Err(error) => tracing::warn!(target: "vfs::journal", "journal entry not written: {error}"),
+            }
+        }
+        self.bound(access, added);
+    }
+
+    /// Writes out every change no begun call made (the FUSE view's), durably.
+    pub fn flush(&self) {
+        self.finish(&CallId::new());
+    }
+
+    /// Drops the oldest images while the kept images exceed the bound.
+    fn bound(&self, access: &PrivilegedAccessor, added: u64) {
+        let total = {
+            let mut state = self.state();
+            let total = match state.image_bytes {
+                Some(known) => known + added,
+                None => load(access).iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum(),
+            };
+            state.image_bytes = Some(total);
+            total
+        };
+        if total <= self.max_bytes {
+            return;
+        }
+        let mut left = total;
+        for entry in &load(access) {
+            if left <= self.max_bytes {
+                break;
+            }
+            if entry.dropped || entry.image_bytes == 0 {
+                continue;
+            }
+            for name in &entry.images {
+                let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+            }
+            let line = json!({ "dropped": entry.id });
+            if append(access, &line).is_ok() {
+                left -= entry.image_bytes;
+            }
+        }
+        self.state().image_bytes = Some(left);
+    }
+}
+
+/// Opens the journal in `directory` for reading (`vfs journal list`).
+///
+/// # Errors
+/// The directory does not exist or cannot be mounted.
+pub fn open_journal(directory: &std::path::Path) -> Result<Journal, crate::HostError> {
+    let spec = vfs::MountSpec::new(
+        crate::launch::path_text(directory),
+        crate::launch::runner_root(JOURNAL_ROOT),
+        vfs::Rights::ReadWrite,
+    );
+    let registry = MountRegistry::builder().internal(spec).build().map_err(crate::HostError::from)?;
+    let journal = Journal::new(DEFAULT_MAX_BYTES);
+    journal.attach(&registry);
+    Ok(journal)
+}
+
+impl ChangeObserver for Journal {
+    fn changed(&self, change: &Change<'_>) {
+        if !self.keeps_images(change.path, change.by_agent) {
+            return;
+        }
+        let observed = Observed {
+            call: change.call.clone(),
+            time: SystemTime::now(),
+            kind: change.kind,
+            path: change.path.as_str().to_owned(),
+            to: change.to.map(|to| to.as_str().to_owned()),
+            version: change.version.map(str::to_owned),
+            image: change.image.cloned(),
+        };
+        self.state().pending.push(observed);
+    }
+
+    fn keeps_images(&self, path: &VirtualPath, _by_agent: bool) -> bool {
+        let path = path.as_str();
+        !(path == JOURNAL_ROOT || path.starts_with("/llm-journal/"))
+    }
+}
+
+/// The entries the changes of one `finish` make: the directories a call made on its way to
+/// a change belong to that change's entry; all the changes of an undo are one entry.
+fn entries_of(observed: Vec<Observed>) -> Vec<Vec<Observed>> {
+    let mut entries: Vec<Vec<Observed>> = Vec::new();
+    let mut open: Vec<Observed> = Vec::new();
+    for change in observed {
+        if open.first().is_some_and(|first| first.call != change.call) {
+            entries.push(std::mem::take(&mut open));
+        }
+        let directory = change.kind == ChangeKind::MakeDirectory;
+        open.push(change);
+        if !directory {
+            entries.push(std::mem::take(&mut open));
+        }
+    }
+    if !open.is_empty() {
+        entries.push(open);
+    }
+    entries
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn fresh_id(time: SystemTime) -> String {
+    let millis = time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
+    let process = u64::from(std::process::id()) & 0xf_ffff;
+    format!("{millis:013}-{process:05x}{:05x}", COUNTER.fetch_add(1, Ordering::Relaxed) & 0xf_ffff)
+}
+
+fn time_text(time: SystemTime) -> String {
+    let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    vfs::rfc3339(i64::try_from(seconds).unwrap_or(i64::MAX))
+}
+
+/// Writes one entry (its images, then its line); returns the bytes of its images.
+fn write_entry(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) -> Result<u64, String> {
+    let main =
+        group.iter().rev().find(|change| change.kind != ChangeKind::MakeDirectory).unwrap_or(&group[group.len() - 1]);
+    let id = fresh_id(main.time);
+    let mut bytes = 0u64;
+    let mut images = Vec::new();
+    let mut parts = Vec::new();
+    let mut save = |content: &[u8], images: &mut Vec<String>| -> Result<String, String> {
+        let name = format!("{id}.{}", images.len());
+        access.write(&format!("{IMAGES}/{name}"), content, &Precondition::Absent).map_err(|error| error.to_string())?;
+        bytes += content.len() as u64;
+        images.push(name.clone());
+        Ok(name)
+    };
+    let main_index = group.iter().position(|change| std::ptr::eq(change, main)).unwrap_or(0);
+    for (index, change) in group.iter().enumerate() {
+        let image = match &change.image {
+            None => json!({ "not_kept": "no image" }),
+            Some(Image::Absent) => json!("absent"),
+            Some(Image::File { content, mode }) => json!({ "file": save(content, &mut images)?, "mode": mode }),
+            Some(Image::Tree(items)) => {
+                let mut tree = Vec::new();
+                for item in items {
+                    match &item.content {
+                        None => tree.push(json!({ "rel": item.relative })),
+                        Some(content) => {
+                            tree.push(
+                                json!({ "rel": item.relative, "file": save(content, &mut images)?, "mode": item.mode }),
+                            );
+                        }
+                    }
+                }
+                json!({ "tree": tree })
+            }
+            Some(Image::NotKept(why)) => json!({ "not_kept": why }),
+            Some(_) => json!({ "not_kept": "unknown image" }),
+        };
+        // Directories made on the way to the entry's change are its parents (removed on
+        // undo only when still empty); those of an undo are its own parts.
+        let parent = info.undoes.is_none() && change.kind == ChangeKind::MakeDirectory && index < main_index;
+        parts.push(json!({
+            "kind": change.kind.as_str(),
+            "path": change.path,
+            "to": change.to,
+            "version": change.version,
+            "image": image,
+            "parent": parent,
+        }));
+    }
+    let mut paths = vec![main.path.clone()];
+    paths.extend(main.to.clone());
+    if info.undoes.is_some() && !info.paths.is_empty() {
+        paths.clone_from(&info.paths);
+    }
+    let operation = if info.undoes.is_some() { "undo" } else { main.kind.as_str() };
+    let line = json!({
+        "id": id,
+        "time": time_text(main.time),
+        "session": info.session,
+        "call": main.call.as_str(),
+        "operation": operation,
+        "paths": paths,
+        "undoes": info.undoes,
+        "parts": parts,
+        "images": images,
+        "image_bytes": bytes,
+    });
+    append(access, &line)?;
+    Ok(bytes)
+}
+
+fn append(access: &PrivilegedAccessor, line: &Value) -> Result<(), String> {
+    let mut file = access.open_append(LOG_FILE).map_err(|error| error.to_string())?;
+    let mut text = line.to_string();
+    text.push('\n');
+    file.append(text.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
+    file.sync().map_err(|_| format!("{LOG_FILE}: could not be synced"))
+}
+
+fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
+    let mut content = Vec::new();
+    loop {
+        let chunk = access.read_at(path, content.len() as u64, CHUNK)?;
+        let done = chunk.len() < CHUNK;
+        content.extend_from_slice(&chunk);
+        if done {
+            return Ok(content);
+        }
+    }
+}
+
+/// One entry, as read back.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Opaque, sortable.
+    pub id: String,
+    /// RFC 3339 UTC.
+    pub time: String,
+    /// The session that made it (`operator` for `vfs undo`).
+    pub session: String,
+    /// The call id (the exchange log's).
+    pub call: String,
+    /// `write`, `edit`, `make_directory`, `remove`, `move` or `undo`.
+    pub operation: String,
+    /// The virtual paths.
+    pub paths: Vec<String>,
+    /// The entry this one undoes.
+    pub undoes: Option<String>,
+    parts: Vec<Value>,
+    images: Vec<String>,
+    image_bytes: u64,
+    /// True when the size bound dropped its images.
+    pub dropped: bool,
+}
+
+fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
+    let Ok(content) = read_whole(access, LOG_FILE) else { return Vec::new() };
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut dropped = HashSet::new();
+    for line in content.split(|&byte| byte == b'\n') {
+        let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+        if let Some(id) = value.get("dropped").and_then(Value::as_str) {
+            dropped.insert(id.to_owned());
+            continue;
+        }
+        let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let strings = |key: &str| -> Vec<String> {
+            value
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        entries.push(Entry {
+            id: text("id"),
+            time: text("time"),
+            session: text("session"),
+            call: text("call"),
+            operation: text("operation"),
+            paths: strings("paths"),
+            undoes: value.get("undoes").and_then(Value::as_str).map(str::to_owned),
+            parts: value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default(),
+            images: strings("images"),
+            image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
+            dropped: false,
+        });
+    }
+    for entry in &mut entries {
+        entry.dropped = dropped.contains(&entry.id);
+    }
+    entries.sort_by(|a, b| a.id.cmp(&b.id));
+    entries
+}
+
+/// What can be done with an entry now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryState {
+    /// It can be undone.
+    Undoable,
+    /// An undo of it is in effect.
+    Undone,
+    /// Some part has no image (a link, a file above the cap).
+    NotUndoable,
+    /// The size bound dropped its images.
+    Dropped,
+}
+
+impl EntryState {
+    /// `undoable`, `undone`, `not undoable`, `dropped`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryState::Undoable => "undoable",
+            EntryState::Undone => "undone",
+            EntryState::NotUndoable => "not undoable",
+            EntryState::Dropped => "dropped",
+        }
+    }
+}
+
+/// The entries of a journal, oldest first, with their states.
+#[derive(Debug)]
+pub struct Entries {
+    entries: Vec<Entry>,
+    undone: HashSet<String>,
+}
+
+impl Entries {
+    fn new(entries: Vec<Entry>) -> Self {
+        // Newest first: an undo is undone when a later entry undoes it, and so on.
+        let mut undone = HashSet::new();
+        for entry in entries.iter().rev() {
+            if !undone.contains(&entry.id)
+                && let Some(target) = &entry.undoes
+            {
+                undone.insert(target.clone());
+            }
+        }
+        Self { entries, undone }
+    }
+
+    /// The entries, oldest first.
+    #[must_use]
+    pub fn all(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The state of `entry`.
+    #[must_use]
+    pub fn state(&self, entry: &Entry) -> EntryState {
+        if self.undone.contains(&entry.id) {
+            EntryState::Undone
+        } else if entry.dropped {
+            EntryState::Dropped
+        } else if entry.parts.iter().any(|part| part.get("image").is_some_and(|image| image.get("not_kept").is_some()))
+        {
+            EntryState::NotUndoable
+        } else {
+            EntryState::Undoable
+        }
+    }
+
+    /// The entry `id` names (an id or a prefix of at least 6 characters of just one).
+    #[must_use]
+    pub fn find(&self, id: &str) -> Option<&Entry> {
+        let matching: Vec<&Entry> =
+            self.entries.iter().filter(|entry| entry.id == id || (id.len() >= 6 && entry.id.starts_with(id))).collect();
+        match matching.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The newest entries that are neither undone nor undos, newest first, of `session` if
+    /// given.
+    #[must_use]
+    pub fn undoable_newest(&self, session: Option<&str>) -> Vec<&Entry> {
+        self.entries
+            .iter()
+            .rev()
+            .filter(|entry| entry.undoes.is_none() && !self.undone.contains(&entry.id))
+            .filter(|entry| session.is_none_or(|session| entry.session == session))
+            .collect()
+    }
+
+    /// One JSON object of `entry` (`vfs journal list --json`, `list_changes`).
+    #[must_use]
+    pub fn json(&self, entry: &Entry) -> Value {
+        json!({
+            "id": entry.id,
+            "time": entry.time,
+            "session": entry.session,
+            "call": entry.call,
+            "operation": entry.operation,
+            "paths": entry.paths,
+            "state": self.state(entry).as_str(),
+        })
+    }
+}
+
+impl Journal {
+    /// The journal's entries.
+    #[must_use]
+    pub fn entries(&self) -> Entries {
+        Entries::new(self.access().map(load).unwrap_or_default())
+    }
+
+    /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
+    /// `session`; one line per path, and whether every part was undone.
+    pub fn undo(&self, agent: &AgentAccessor, entry: &Entry, session: &str) -> (Vec<String>, bool) {
+        let mut lines = Vec::new();
+        let entries = self.entries();
+        match entries.state(entry) {
+            EntryState::Undoable => {}
+            state => {
+                lines.push(format!("skipped {}: {}", entry.id, state.as_str()));
+                return (lines, false);
+            }
+        }
+        let call = CallId::new();
+        self.begin(&call, session, Some(entry));
+        let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
+        let mut clean = true;
+        for part in entry.parts.iter().rev() {
+            clean &= self.undo_part(&agent, part, &mut lines);
+        }
+        self.finish(&call);
+        (lines, clean)
+    }
+
+    fn image_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        read_whole(self.access()?, &format!("{IMAGES}/{name}")).ok()
+    }
+
+    fn undo_part(&self, agent: &AgentAccessor, part: &Value, lines: &mut Vec<String>) -> bool {
+        let text = |key: &str| part.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let (kind, path, to) = (text("kind"), text("path"), text("to"));
+        let version = part.get("version").and_then(Value::as_str).map(str::to_owned);
+        let image = part.get("image").cloned().unwrap_or(Value::Null);
+        let guard = version.map_or(Precondition::Any, Precondition::Version);
+        let conflict = |lines: &mut Vec<String>, path: &str, error: &vfs::Error| {
+            match error.kind() {
+                ErrorKind::VersionMismatch
+                | ErrorKind::AlreadyExists
+                | ErrorKind::NotFound
+                | ErrorKind::DirectoryNotEmpty
+                | ErrorKind::NotAFile
+                | ErrorKind::NotADirectory => lines.push(format!("conflict {path}: changed since (left as it is)")),
+                _ => lines.push(format!("failed {path}: {error}")),
+            }
+            false
+        };
+        match kind.as_str() {
+            "write" | "edit" => {
+                if image == json!("absent") {
+                    return match agent.delete(&path, false, &guard) {
+                        Ok(_) => {
+                            lines.push(format!("removed {path}"));
+                            true
+                        }
+                        Err(error) => conflict(lines, &path, &error),
+                    };
+                }
+                let Some((content, mode)) = self.file_of(&image) else {
+                    lines.push(format!("failed {path}: its image is gone"));
+                    return false;
+                };
+                match agent.restore(&path, &content, mode, &guard) {
+                    Ok(_) => {
+                        lines.push(format!("restored {path}"));
+                        true
+                    }
+                    Err(error) => conflict(lines, &path, &error),
+                }
+            }
+            "make_directory" => match agent.delete(&path, false, &Precondition::Any) {
+                Ok(_) => {
+                    if !part.get("parent").and_then(Value::as_bool).unwrap_or(false) {
+                        lines.push(format!("removed {path}"));
+                    }
+                    true
+                }
+                // A parent made on the way is removed only while it is empty.
+                Err(_) if part.get("parent").and_then(Value::as_bool).unwrap_or(false) => true,
+                Err(error) => conflict(lines, &path, &error),
+            },
+            "remove" => self.restore_removed(agent, &path, &image, lines),
+            "move" => {
+                if let Err(error) = agent.move_path(&to, &path, &guard, &Precondition::Absent) {
+                    return conflict(lines, &to, &error);
+                }
+                lines.push(format!("restored {path}"));
+                if image == json!("absent") {
+                    return true;
+                }
+                self.restore_removed(agent, &to, &image, lines)
+            }
+            _ => {
+                lines.push(format!("failed {path}: unknown change"));
+                false
+            }
+        }
+    }
+
+    fn file_of(&self, image: &Value) -> Option<(Vec<u8>, u32)> {
+        let name = image.get("file")?.as_str()?;
+        let mode = image.get("mode").and_then(Value::as_u64).and_then(|mode| u32::try_from(mode).ok()).unwrap_or(0o644);
+        Some((self.image_bytes(name)?, mode))
+    }
+
+    /// Puts back a removed file or tree at `path`, where nothing must be now.
+    fn restore_removed(&self, agent: &AgentAccessor, path: &str, image: &Value, lines: &mut Vec<String>) -> bool {
+        if let Some(tree) = image.get("tree").and_then(Value::as_array) {
+            match agent.create_directory(path) {
+                Ok(outcome) if outcome.created => {}
+                Ok(_) => {
+                    lines.push(format!("conflict {path}: changed since (left as it is)"));
+                    return false;
+                }
+                Err(error) => {
+                    lines.push(format!("failed {path}: {error}"));
+                    return false;
+                }
+            }
+            let mut clean = true;
+            for item in tree {
+                let rel = item.get("rel").and_then(Value::as_str).unwrap_or_default();
+                let inner = format!("{path}/{rel}");
+                let done = if item.get("file").is_some() {
+                    match self.file_of(item) {
+                        Some((content, mode)) => agent
+                            .restore(&inner, &content, mode, &Precondition::Absent)
+                            .map(|_| ())
+                            .map_err(|error| error.to_string()),
+                        None => Err("its image is gone".to_owned()),
+                    }
+                } else {
+                    agent.create_directory(&inner).map(|_| ()).map_err(|error| error.to_string())
+                };
+                if let Err(error) = done {
+                    lines.push(format!("failed {inner}: {error}"));
+                    clean = false;
+                }
+            }
+            lines.push(format!("restored {path}"));
+            return clean;
+        }
+        let Some((content, mode)) = self.file_of(image) else {
+            lines.push(format!("failed {path}: its image is gone"));
+            return false;
+        };
+        match agent.restore(path, &content, mode, &Precondition::Absent) {
+            Ok(_) => {
+                lines.push(format!("restored {path}"));
+                true
+            }
+            Err(error) if error.kind() == ErrorKind::AlreadyExists => {
+                lines.push(format!("conflict {path}: changed since (left as it is)"));
+                false
+            }
+            Err(error) => {
+                lines.push(format!("failed {path}: {error}"));
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_take_suffixes() {
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert_eq!(parse_bytes("4K"), Ok(4096));
+        assert_eq!(parse_bytes("2M"), Ok(2 * 1024 * 1024));
+        assert_eq!(parse_bytes("1G"), Ok(DEFAULT_MAX_BYTES));
+        assert_eq!(parse_bytes("x").unwrap_err(), "`x` is not a byte count (digits, optionally followed by K, M or G)");
+    }
+}

@@ -1,0 +1,141 @@
+//! `list_changes` and `undo_changes`: the agent's side of the journal (`--journal`), over this
+//! session's own changes only, with the rights of the session's mounts.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use vfs::AgentAccessor;
+
+use super::{ToolOutput, ToolService, parse};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ListChangesArgs {
+    /// Most changes to list, newest first (default 50).
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct UndoChangesArgs {
+    /// How many of your newest changes to undo (default 1); an undo does not count.
+    count: Option<usize>,
+    /// Undo your changes back to this one, included (an id from `list_changes`); an undo's id
+    /// redoes it.
+    change_id: Option<String>,
+}
+
+/// One change of the session.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+pub(super) struct ChangeRow {
+    /// The change's id.
+    id: String,
+    /// `write`, `edit`, `make_directory`, `remove`, `move`, or `undo`.
+    operation: String,
+    /// The virtual paths it changed.
+    paths: Vec<String>,
+    /// When (RFC 3339 UTC).
+    time: String,
+    /// `undoable`, `undone`, `not undoable` or `dropped`.
+    state: String,
+}
+
+/// `list_changes`' structured content.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+pub(super) struct ChangesOutput {
+    /// Your changes, newest first.
+    changes: Vec<ChangeRow>,
+}
+
+/// `undo_changes`' structured content.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+pub(super) struct UndoOutput {
+    /// One line per path: `restored P`, `removed P`, `conflict P: changed since (left as it is)`.
+    lines: Vec<String>,
+    /// True when everything asked was undone.
+    undone: bool,
+}
+
+fn refusal(text: &str) -> ToolOutput {
+    ToolOutput { text: text.to_owned(), structured: None, media: None, is_error: true, notes: Vec::new() }
+}
+
+pub(super) fn run_list_changes(
+    tools: &ToolService,
+    _: &AgentAccessor,
+    arguments: &Value,
+) -> Result<ToolOutput, String> {
+    let args: ListChangesArgs = parse(arguments)?;
+    let Some((journal, session)) = &tools.journal else { return Ok(refusal("no journal is kept")) };
+    let entries = journal.entries();
+    let rows: Vec<ChangeRow> = entries
+        .all()
+        .iter()
+        .rev()
+        .filter(|entry| entry.session == **session)
+        .take(args.limit.unwrap_or(50))
+        .map(|entry| ChangeRow {
+            id: entry.id.clone(),
+            operation: entry.operation.clone(),
+            paths: entry.paths.clone(),
+            time: entry.time.clone(),
+            state: entries.state(entry).as_str().to_owned(),
+        })
+        .collect();
+    let mut text = String::new();
+    for row in &rows {
+        text.push_str(&format!(
+            "{}  {}  {}  {}  {}\n",
+            row.id,
+            row.time,
+            row.operation,
+            row.paths.join(" -> "),
+            row.state
+        ));
+    }
+    if rows.is_empty() {
+        text.push_str("no changes in this session\n");
+    }
+    let structured = serde_json::to_value(ChangesOutput { changes: rows }).unwrap_or(Value::Null);
+    Ok(tools.success(&vfs::AgentText::from(text.as_str()), structured))
+}
+
+pub(super) fn run_undo_changes(
+    tools: &ToolService,
+    agent: &AgentAccessor,
+    arguments: &Value,
+) -> Result<ToolOutput, String> {
+    let args: UndoChangesArgs = parse(arguments)?;
+    let Some((journal, session)) = &tools.journal else { return Ok(refusal("no journal is kept")) };
+    let entries = journal.entries();
+    let chosen: Vec<&crate::Entry> = match &args.change_id {
+        Some(id) => {
+            let Some(target) = entries.find(id).filter(|entry| entry.session == **session) else {
+                return Ok(refusal(&format!("no change `{id}` of this session; `list_changes` lists them")));
+            };
+            if target.undoes.is_some() {
+                vec![target]
+            } else {
+                let mine = entries.undoable_newest(Some(session));
+                let through = mine.iter().position(|entry| entry.id == target.id).map_or(0, |at| at + 1);
+                mine.into_iter().take(through).collect()
+            }
+        }
+        None => entries.undoable_newest(Some(session)).into_iter().take(args.count.unwrap_or(1)).collect(),
+    };
+    let mut lines = Vec::new();
+    let mut clean = true;
+    for entry in chosen {
+        let (mut done, undone) = journal.undo(agent, entry, session);
+        lines.append(&mut done);
+        clean &= undone;
+    }
+    if lines.is_empty() {
+        lines.push("nothing to undo".to_owned());
+    }
+    let text = format!("{}\n", lines.join("\n"));
+    let structured = serde_json::to_value(UndoOutput { lines, undone: clean }).unwrap_or(Value::Null);
+    let mut output = tools.success(&vfs::AgentText::from(text.as_str()), structured);
+    output.is_error = !clean;
+    Ok(output)
+}
