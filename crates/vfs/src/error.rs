@@ -422,9 +422,14 @@ impl Error {
 
     /// An OS error: only its kind's description reaches the text; the error itself is kept as
     /// the source for operator logs. A read that found its object replaced midway
-    /// ([`ChangedDuringRead`]) is [`ErrorKind::Changed`].
+    /// ([`ChangedDuringRead`]), and a name found gone when the store acted on it, are
+    /// [`ErrorKind::Changed`].
     pub(crate) fn io(path: &VirtualPath, error: std::io::Error) -> Self {
-        if error.get_ref().is_some_and(<dyn std::error::Error + Send + Sync>::is::<ChangedDuringRead>) {
+        // A name the gate found that is gone when the store acts on it (a directory another
+        // call removed between the two) changed during the call; it is not a host failure.
+        if error.kind() == std::io::ErrorKind::NotFound
+            || error.get_ref().is_some_and(<dyn std::error::Error + Send + Sync>::is::<ChangedDuringRead>)
+        {
             return Self::changed_during_call(path);
         }
         let kind = error.kind();
