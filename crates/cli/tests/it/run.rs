@@ -162,3 +162,43 @@ fn run_env_values_are_checked_before_anything_runs() {
     ]);
     eqnice!("hi there\n", run.stdout);
 }
+
+/// What a command changes through the sandbox's view is journaled like a tool's change (the
+/// same change feed), and `vfs undo` puts it back.
+#[test]
+fn a_commands_changes_are_journaled_and_undone() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    let launch = ["--mount", "./w:/w:rw", "--journal", "journal"];
+    let ran = test.run(
+        &[
+            &["call", "run_command", r#"{"command": "echo a > /w/x.txt; mkdir /w/d; echo b > /w/d/y"}"#, "--allow-run"],
+            &launch[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let listed = test.run(&["journal", "list", "--journal", "journal", "--json"]);
+    let entries: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let changes: Vec<(String, String)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| (entry["operation"].as_str().unwrap().to_owned(), entry["paths"][0].as_str().unwrap().to_owned()))
+        .collect();
+    // Newest first; a file made by the shell is created empty, then written at its close.
+    let expected = [
+        ("write", "/w/d/y"),
+        ("write", "/w/d/y"),
+        ("make_directory", "/w/d"),
+        ("write", "/w/x.txt"),
+        ("write", "/w/x.txt"),
+    ];
+    assert_eq!(changes, expected.map(|(operation, path)| (operation.to_owned(), path.to_owned())));
+    let undone = test.run(&[&["undo", "--last", "5"], &launch[..]].concat());
+    eqnice!("restored /w/d/y\nremoved /w/d/y\nremoved /w/d\nrestored /w/x.txt\nremoved /w/x.txt\n", undone.stdout);
+    assert_eq!(undone.code, 0, "{}", undone.stderr);
+    assert_eq!(std::fs::read_dir(test.path().join("w")).unwrap().count(), 0);
+}
