@@ -276,6 +276,21 @@ impl Error {
         Self::build(ErrorKind::PermissionDenied, Some(path), message)
     }
 
+    /// A delete or move of a sub-path override's root whose holding directory does not grant
+    /// delete: `scope` is the virtual path of the scope that holds it.
+    pub(crate) fn holder_denies(path: &VirtualPath, scope: &str, rights: &str) -> Self {
+        let message = agent_text![
+            "cannot delete ",
+            code(path),
+            ": `",
+            scope,
+            "`, which holds it, is mounted ",
+            rights,
+            ", which does not grant delete (its own rights cover what is inside it)"
+        ];
+        Self::build(ErrorKind::PermissionDenied, Some(path), message)
+    }
+
     /// A move or delete of a directory that holds a sub-path whose rights do not grant what the
     /// operation needs there: `verb` is `move`, `move to` or `delete`, `scope` the virtual path
     /// of the override.

@@ -589,10 +589,22 @@ impl RegistryInner {
         }
         self.check_names(caller, mount, rel, access, path)?;
         let (rights, scope) = self.mounts[mount].rights_at(rel);
-        if rights.allows(access) {
-            return Ok(());
+        if !rights.allows(access) {
+            return Err(Error::denied(path, access, &scope, rights.as_str(), &self.grantors(access)));
         }
-        Err(Error::denied(path, access, &scope, rights.as_str(), &self.grantors(access)))
+        // Removing a name changes the directory that holds it. Inside one scope the two have
+        // the same rights; at a sub-path override's root they differ, and the override's rights
+        // cover what is inside it, not its own name: `scratch:rw` under a read-only mount lets
+        // an agent change `scratch`'s files, never delete or move `scratch` out of the listing.
+        if access == Access::Delete
+            && let Some((_, holder)) = rel.split_last()
+        {
+            let (held, scope) = self.mounts[mount].rights_at(holder);
+            if !held.allows(access) {
+                return Err(Error::holder_denies(path, &scope, held.as_str()));
+            }
+        }
+        Ok(())
     }
 
     /// The name rules (`policies`) on a path inside mount `mount`, for an agent: a hidden name is

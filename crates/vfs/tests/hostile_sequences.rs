@@ -87,6 +87,63 @@ fn a_protection_holds_in_any_case_and_a_grant_only_as_written() {
 }
 
 #[test]
+fn a_sub_path_that_grants_more_cannot_take_its_own_name_out_of_the_mount() {
+    // `out:rw` under a read-only mount grants changes to what is inside `out`; deleting or
+    // moving `out` itself would change the read-only mount's listing.
+    let fixture = Fixture::new();
+    fixture.file("ro/out/a.txt", "a\n");
+    fixture.file("ro/cfg.toml", "k = 1\n");
+    fixture.file("nd/tmp/t.txt", "t\n");
+    fixture.file("w/.keep", "");
+    let ro = format!("{}:/ro:ro;out:rw;cfg.toml:rw", fixture.path("ro").display());
+    let nd = format!("{}:/nd:rwnd;tmp:rw", fixture.path("nd").display());
+    let w = format!("{}:/w:rw", fixture.path("w").display());
+    let registry = MountRegistry::builder().mount(spec(&ro)).mount(spec(&nd)).mount(spec(&w)).build().unwrap();
+    let agent = registry.agent();
+    let refusal = |path: &str, scope: &str, rights: &str| {
+        format!(
+            "cannot delete `{path}`: `{scope}`, which holds it, is mounted {rights}, which does not grant delete \
+             (its own rights cover what is inside it)"
+        )
+    };
+    assert_eq!(
+        agent.delete("/ro/out", true, &Precondition::Any).unwrap_err().to_string(),
+        refusal("/ro/out", "/ro", "ro")
+    );
+    assert_eq!(
+        agent.move_path("/ro/out", "/w/out", &Precondition::Any, &Precondition::Absent).unwrap_err().to_string(),
+        refusal("/ro/out", "/ro", "ro")
+    );
+    agent.read_text("/ro/cfg.toml", &ReadWindow::default()).unwrap();
+    assert_eq!(
+        agent.delete("/ro/cfg.toml", false, &Precondition::Any).unwrap_err().to_string(),
+        refusal("/ro/cfg.toml", "/ro", "ro")
+    );
+    assert_eq!(
+        agent
+            .move_path("/ro/cfg.toml", "/w/cfg.toml", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
+        refusal("/ro/cfg.toml", "/ro", "ro")
+    );
+    assert_eq!(
+        agent.delete("/nd/tmp", true, &Precondition::Any).unwrap_err().to_string(),
+        refusal("/nd/tmp", "/nd", "rwnd")
+    );
+    assert_eq!(fixture.read("ro/out/a.txt"), "a\n");
+    assert_eq!(fixture.read("ro/cfg.toml"), "k = 1\n");
+    assert_eq!(fixture.read("nd/tmp/t.txt"), "t\n");
+    // What the overrides grant still works: inside `out` and `tmp`, and on `cfg.toml`'s content.
+    agent.write("/ro/cfg.toml", "k = 2\n", &OVERWRITE).unwrap();
+    agent.move_path("/ro/out/a.txt", "/ro/out/b.txt", &Precondition::Any, &Precondition::Absent).unwrap();
+    agent.read_text("/nd/tmp/t.txt", &ReadWindow::default()).unwrap();
+    agent.delete("/nd/tmp/t.txt", false, &Precondition::Any).unwrap();
+    assert_eq!(fixture.read("ro/cfg.toml"), "k = 2\n");
+    assert_eq!(fixture.read("ro/out/b.txt"), "a\n");
+    assert!(!fixture.path("nd/tmp/t.txt").exists());
+}
+
+#[test]
 fn a_staged_directory_cannot_be_moved_onto_a_read_only_sub_path() {
     let (fixture, registry) = overrides();
     let agent = registry.agent();
