@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -39,6 +39,11 @@ const TTL: Duration = Duration::from_secs(1);
 const STATFS_BLOCKS: u64 = 1 << 28;
 const BLOCK_SIZE: u32 = 4096;
 
+/// Most files the view holds open for reads at once. A command that opens more (a build
+/// opening thousands) gets the rest read by path, so the server never runs out of
+/// descriptors for the tools' calls.
+const MAX_OPEN_READS: usize = 1024;
+
 /// `O_TRUNC` in the flags of an open, as Linux numbers it (`asm-generic/fcntl.h`).
 const O_TRUNC: i32 = 0o1000;
 
@@ -48,13 +53,23 @@ pub(crate) struct View {
     inodes: Mutex<Inodes>,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
+    /// How many handles hold a file open for reading (at most [`MAX_OPEN_READS`]).
+    open_reads: AtomicUsize,
+    /// For each inode, what its file was at its last read-only open: an open that finds the
+    /// same lets the kernel keep the pages it cached (`FOPEN_KEEP_CACHE`); any other change
+    /// (a replacement, a change in place, a write through the view) makes it drop them.
+    cached: Mutex<HashMap<u64, vfs::FileStamp>>,
     owner: (u32, u32),
 }
 
 /// An open file or directory.
 enum Handle {
-    /// Opened for reading only: reads go to the file as it is at each read.
-    Read,
+    /// Opened for reading only: reads go to the file opened (authorized once, at the open),
+    /// as reads of an open file do, even if it is replaced meanwhile.
+    Read(vfs::ReadHandle),
+    /// Opened for reading while [`MAX_OPEN_READS`] files were held open: reads go through
+    /// the gate to the file as it is at each read.
+    ReadByPath,
     /// Opened for writing.
     Write(Box<Mutex<Writing>>),
     /// An open directory: its entries as they were at the open, so offsets stay stable.
@@ -85,6 +100,8 @@ impl View {
             inodes: Mutex::new(Inodes::default()),
             handles: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            open_reads: AtomicUsize::new(0),
+            cached: Mutex::new(HashMap::new()),
             owner,
         }
     }
@@ -108,6 +125,48 @@ impl View {
         let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
         lock(&self.handles).insert(fh, Arc::new(handle));
         FileHandle(fh)
+    }
+
+    /// A read-only open: the file opened through the gate once (a directory is `EISDIR`),
+    /// or, past [`MAX_OPEN_READS`] files held open, a handle that reads by path. The flags say
+    /// whether the kernel may keep what it cached of the file: only when the file is exactly
+    /// what the last read-only open found, had not changed for a second then (see
+    /// [`vfs::FileStamp::settled`]), and no write of the view is open on it. A read
+    /// handle has nothing to do at `close`, so the kernel is told not to send `flush`.
+    fn open_for_reading(&self, ino: u64, path: &str) -> Result<(FileHandle, FopenFlags), Errno> {
+        if self.open_reads.load(Ordering::Relaxed) >= MAX_OPEN_READS {
+            let attributes = self.attributes(path)?;
+            if attributes.kind == EntryKind::Directory {
+                return Err(Errno::EISDIR);
+            }
+            self.forget_cached(ino);
+            return Ok((self.open_handle(Handle::ReadByPath), FopenFlags::FOPEN_NOFLUSH));
+        }
+        let file = self.accessor.open_read(path).map_err(|error| refused("open", path, &error))?;
+        let keep = match file.stamp() {
+            Some(stamp) if stamp.settled() && !self.has_writer(ino) => {
+                lock(&self.cached).insert(ino, stamp) == Some(stamp)
+            }
+            _ => {
+                self.forget_cached(ino);
+                false
+            }
+        };
+        self.open_reads.fetch_add(1, Ordering::Relaxed);
+        let flags =
+            if keep { FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::FOPEN_NOFLUSH };
+        Ok((self.open_handle(Handle::Read(file)), flags))
+    }
+
+    /// The kernel's pages of `ino` may no longer be the file's: the next open drops them.
+    fn forget_cached(&self, ino: u64) {
+        lock(&self.cached).remove(&ino);
+    }
+
+    /// True while a handle of the view has `ino` open for writing.
+    fn has_writer(&self, ino: u64) -> bool {
+        let handles: Vec<Arc<Handle>> = lock(&self.handles).values().cloned().collect();
+        handles.iter().any(|handle| matches!(&**handle, Handle::Write(writing) if lock(writing).ino == ino))
     }
 
     fn attributes(&self, path: &str) -> Result<Attributes, Errno> {
@@ -208,6 +267,7 @@ impl View {
     }
 
     fn truncate(&self, ino: u64, size: u64, fh: Option<FileHandle>) -> Result<(), Errno> {
+        self.forget_cached(ino);
         if let Some(handle) = fh.and_then(|fh| self.handle(fh))
             && let Handle::Write(writing) = &*handle
         {
@@ -416,12 +476,12 @@ impl Filesystem for View {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let result = (|| {
             let path = self.path(ino)?;
+            if flags.acc_mode() == OpenAccMode::O_RDONLY {
+                return self.open_for_reading(ino.0, &path);
+            }
             let attributes = self.attributes(&path)?;
             if attributes.kind == EntryKind::Directory {
                 return Err(Errno::EISDIR);
-            }
-            if flags.acc_mode() == OpenAccMode::O_RDONLY {
-                return Ok(self.open_handle(Handle::Read));
             }
             if !attributes.writable() {
                 return Err(Errno::EROFS);
@@ -430,10 +490,11 @@ impl Filesystem for View {
             if flags.0 & O_TRUNC != 0 {
                 self.stage(&mut writing, StageFrom::Empty)?;
             }
-            Ok(self.open_handle(Handle::Write(Box::new(Mutex::new(writing)))))
+            self.forget_cached(ino.0);
+            Ok((self.open_handle(Handle::Write(Box::new(Mutex::new(writing)))), FopenFlags::empty()))
         })();
         match result {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Ok((fh, flags)) => reply.opened(fh, flags),
             Err(errno) => reply.error(errno),
         }
     }
@@ -458,6 +519,13 @@ impl Filesystem for View {
                     let path = staged.path().as_str().to_owned();
                     return staged.read_at(offset, size as usize).map_err(|error| refused("read", &path, &error));
                 }
+            }
+            if let Some(handle) = self.handle(fh)
+                && let Handle::Read(file) = &*handle
+            {
+                return file
+                    .read_at(offset, size as usize)
+                    .map_err(|error| refused("read", file.path().as_str(), &error));
             }
             let path = self.path(ino)?;
             self.accessor.read_at(&path, offset, size as usize).map_err(|error| refused("read", &path, &error))
@@ -521,7 +589,16 @@ impl Filesystem for View {
     ) {
         let handle = lock(&self.handles).remove(&fh.0);
         let result = match handle.as_deref() {
-            Some(Handle::Write(writing)) => Self::commit(&mut lock(writing)),
+            Some(Handle::Write(writing)) => {
+                let mut writing = lock(writing);
+                // Whether or not the commit holds, the kernel's pages hold what was written.
+                self.forget_cached(writing.ino);
+                Self::commit(&mut writing)
+            }
+            Some(Handle::Read(_)) => {
+                self.open_reads.fetch_sub(1, Ordering::Relaxed);
+                Ok(())
+            }
             _ => Ok(()),
         };
         match result {
@@ -663,6 +740,7 @@ impl Filesystem for View {
                 self.accessor.stage(&path, StageFrom::Empty).map_err(|error| refused("create", &path, &error))?;
             let outcome = staged.commit(&Precondition::Absent).map_err(|error| refused("create", &path, &error))?;
             let (ino, attr) = self.entry(&path)?;
+            self.forget_cached(ino);
             let base = outcome.version.map_or(Precondition::Any, Precondition::Version);
             let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing { ino, base, staged: None }))));
             Ok((attr, fh))

@@ -55,6 +55,7 @@ impl Fixture {
 /// A mounted view and the fixture under it; the view is unmounted first when dropped.
 struct Mounted {
     view: Option<vfs_fuse::Mounted>,
+    registry: MountRegistry,
     fixture: Fixture,
 }
 
@@ -77,7 +78,7 @@ fn mount(build: impl FnOnce(&Fixture) -> MountRegistry) -> Option<Mounted> {
     let fixture = Fixture::new();
     let registry = build(&fixture);
     match vfs_fuse::mount(&registry, &fixture.physical("mnt"), &vfs_fuse::FuseOptions::default()) {
-        Ok(view) => Some(Mounted { view: Some(view), fixture }),
+        Ok(view) => Some(Mounted { view: Some(view), registry, fixture }),
         Err(error) => {
             assert!(
                 std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
@@ -281,6 +282,37 @@ fn a_change_on_the_disk_shows_through_the_view() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     assert_eq!(fs::metadata(view.at("/w/later.txt")).unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(fs::read(view.at("/w/elsewhere.txt")).unwrap(), b"made outside\n");
+}
+
+#[test]
+fn pages_kept_between_opens_never_hide_a_change() {
+    let Some(view) = mount(|fixture| {
+        fixture.file("w/c.txt", b"one\n");
+        MountRegistry::builder().mount(fixture.spec("w", "/w:rw")).build().unwrap()
+    }) else {
+        return;
+    };
+    // Settled: the file last changed more than a second ago, so the second open may keep
+    // the pages of the first.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"one\n");
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"one\n");
+    // A change in place on the disk, of the same size: seen at the next open, not a second later.
+    let mut file = OpenOptions::new().write(true).open(view.fixture.physical("w/c.txt")).unwrap();
+    file.write_all(b"two\n").unwrap();
+    drop(file);
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"two\n");
+    // A replacement by the tools (another inode), the same size again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"two\n");
+    view.registry.agent().write("/w/c.txt", "thr\n", &vfs::Precondition::Any).unwrap();
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"thr\n");
+    // A write through the view, then reads through it.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"thr\n");
+    fs::write(view.at("/w/c.txt"), b"fou\n").unwrap();
+    assert_eq!(fs::read(view.at("/w/c.txt")).unwrap(), b"fou\n");
+    assert_eq!(fs::read(view.fixture.physical("w/c.txt")).unwrap(), b"fou\n");
 }
 
 #[test]

@@ -240,6 +240,52 @@ impl AgentAccessor {
     pub fn entries(&self, path: &str) -> Result<Listing, Error> {
         self.run("view_entries", path, |context| context.entries(path))
     }
+
+    /// Opens the file at `path` for reading at offsets, authorized once, now: its reads go to
+    /// the file opened (as reads of an open file do), even if it is replaced, moved or removed
+    /// meanwhile. A directory is refused as not a file.
+    pub fn open_read(&self, path: &str) -> Result<ReadHandle, Error> {
+        let file = self.run("view_open", path, |context| context.open_read(path))?;
+        Ok(ReadHandle { accessor: self.clone(), file })
+    }
+}
+
+/// A file opened for reading by an agent's front end (see [`AgentAccessor::open_read`]).
+#[derive(Debug)]
+pub struct ReadHandle {
+    accessor: AgentAccessor,
+    file: crate::ops::ViewFile,
+}
+
+impl ReadHandle {
+    /// The virtual path opened.
+    #[must_use]
+    pub fn path(&self) -> &VirtualPath {
+        &self.file.path
+    }
+
+    /// The file's size when it was opened.
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.file.size
+    }
+
+    /// What the file was at the open, where its store can tell: equal stamps of two opens mean
+    /// the same content, so a view may keep what it cached.
+    #[must_use]
+    pub fn stamp(&self) -> Option<crate::FileStamp> {
+        self.file.stamp
+    }
+
+    /// At most `len` bytes (and at most [`VIEW_READ_BYTES`](crate::VIEW_READ_BYTES)) from
+    /// `offset`: fewer at the end, none past it. A file of an object store is read through the
+    /// gate again, as [`AgentAccessor::read_at`] reads it.
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        match self.file.read_at(offset, len) {
+            Some(result) => result,
+            None => self.accessor.read_at(self.file.path.as_str(), offset, len),
+        }
+    }
 }
 
 /// A file's next content being built by an agent's front end (see [`AgentAccessor::stage`]).
@@ -468,6 +514,7 @@ impl Audited for Vec<u8> {
 }
 
 impl Audited for crate::ops::Attributes {}
+impl Audited for crate::ops::ViewFile {}
 impl Audited for EditOutcome {}
 impl Audited for CreateDirOutcome {}
 impl Audited for Listing {}

@@ -37,14 +37,14 @@
 //! ```
 #![deny(missing_docs)]
 
-pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, StagedWrite};
+pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, ReadHandle, StagedWrite};
 pub use budget::{Budget, Progress, ProgressSink};
 pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver, Image, TREE_IMAGE_BYTES, TreeItem};
 pub use error::{Error, ErrorKind, Unmet};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, Attributes, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo,
-    FileResult, GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch,
+    FileResult, FileStamp, GrepLine, GrepRequest, GrepResult, ListEntry, Listing, MediaRead, MoveOutcome, NameSearch,
     Precondition, ReadWindow, SizedEntry, SizedListing, SortBy, StageFrom, TextRead, Tree, TreeNode, VIEW_ENTRIES,
     VIEW_READ_BYTES, WriteOutcome, rfc3339,
 };

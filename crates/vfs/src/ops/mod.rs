@@ -20,7 +20,8 @@ pub use edit::{Edit, EditOptions, EditOutcome};
 
 pub use grep::{GrepLine, GrepRequest, GrepResult};
 pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
-pub use view::{Attributes, VIEW_ENTRIES, VIEW_READ_BYTES};
+pub(crate) use view::ViewFile;
+pub use view::{Attributes, FileStamp, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
 pub(crate) use write::DeleteGuard;
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOutcome};

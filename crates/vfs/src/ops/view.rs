@@ -14,7 +14,8 @@ use super::{Context, EntryKind, Listing};
 use crate::error::Error;
 use crate::gate;
 use crate::path::VirtualPath;
-use crate::storage::Kind;
+use crate::storage::local::OpenFile;
+use crate::storage::{Kind, Reader};
 
 /// Most entries one directory shows through a view: a directory with more shows the first
 /// ones by name (the tools' listings stop much earlier, at [`Limits::entries`](crate::Limits)).
@@ -53,6 +54,54 @@ fn time((seconds, nanos): (i64, u32)) -> SystemTime {
     let whole = Duration::from_secs(seconds.unsigned_abs());
     let base = if seconds >= 0 { SystemTime::UNIX_EPOCH + whole } else { SystemTime::UNIX_EPOCH - whole };
     base + Duration::from_nanos(u64::from(nanos))
+}
+
+/// A file a view opened for reading (see [`Context::open_read`]).
+#[derive(Debug)]
+pub(crate) struct ViewFile {
+    pub(crate) path: VirtualPath,
+    /// The size at the open.
+    pub(crate) size: u64,
+    /// The file opened, when its store keeps local files.
+    pub(crate) file: Option<OpenFile>,
+    /// What the file was at the open, when its store can tell (local stores).
+    pub(crate) stamp: Option<FileStamp>,
+}
+
+/// What tells one content of a file from another (local stores: device, inode, modification
+/// and change times, size). Two opens with equal stamps read the same bytes, so a view may keep
+/// what it cached from the first for the second. Opaque: it says nothing of the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileStamp([u64; 7]);
+
+impl FileStamp {
+    /// True when the file last changed more than a second ago. File systems stamp times at the
+    /// clock's tick, so a change made within the tick of the one before can leave every time
+    /// as it was; a stamp taken after the tick has passed tells any later change from it.
+    #[must_use]
+    pub fn settled(&self) -> bool {
+        let changed = Duration::new(self.0[4], u32::try_from(self.0[5]).unwrap_or(0));
+        SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).is_ok_and(|now| now > changed + Duration::from_secs(1))
+    }
+}
+
+impl ViewFile {
+    /// At most `len` bytes (and at most [`VIEW_READ_BYTES`]) from `offset`: fewer at the end
+    /// of the file opened, none past it. `None` when the file is not held open here.
+    pub(crate) fn read_at(&self, offset: u64, len: usize) -> Option<Result<Vec<u8>, Error>> {
+        let file = self.file.as_ref()?;
+        let mut bytes = vec![0; len.min(VIEW_READ_BYTES)];
+        // A regular file reads short only at its end: one `pread` unless a signal cut it.
+        let read = loop {
+            match file.read_at(&mut bytes, offset) {
+                Ok(read) => break read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Some(Err(Error::io(&self.path, error))),
+            }
+        };
+        bytes.truncate(read);
+        Some(Ok(bytes))
+    }
 }
 
 impl Context<'_> {
@@ -117,6 +166,26 @@ impl Context<'_> {
         let mut bytes = Vec::with_capacity(len);
         opened.reader.take(len as u64).read_to_end(&mut bytes).map_err(|error| Error::io(&path, error))?;
         Ok(bytes)
+    }
+
+    /// Opens the file at `input` for a view's reads: one pass through the gate, then reads at
+    /// offsets of the file opened, without resolving its path again. Object stores answer
+    /// `None`: their reads are requests of their own, made through the gate each time.
+    pub(crate) fn open_read(&self, input: &str) -> Result<ViewFile, Error> {
+        let path = Self::parse(input)?;
+        let located = self.locate::<gate::Read>(&path, true, false)?;
+        let opened = self.store(located.mount).open_file(&located.node, None, &path)?;
+        let file = match opened.reader {
+            Reader::Local(file) => Some(file),
+            #[cfg(feature = "s3")]
+            Reader::Object(_) => None,
+            Reader::Empty(_) => None,
+        };
+        let stamp = match &file {
+            Some(file) => Some(FileStamp(file.stamp().map_err(|error| Error::io(&path, error))?)),
+            None => None,
+        };
+        Ok(ViewFile { path, size: opened.size, file, stamp })
     }
 
     /// Every entry of the directory at `input` (up to [`VIEW_ENTRIES`]), by name.

@@ -131,6 +131,29 @@ impl OpenFile {
     pub(crate) fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
     }
+
+    /// Reads at `offset` without moving the file's position (`pread`): several readers of one
+    /// open file need no lock between them.
+    pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(&self.0, buffer, offset)
+    }
+
+    /// What tells this content from any other the path held or will hold: device, inode,
+    /// modification and change times, size (a replacement is another inode; a change in place
+    /// moves the change time).
+    pub(crate) fn stamp(&self) -> io::Result<[u64; 7]> {
+        use std::os::unix::fs::MetadataExt as _;
+        let metadata = self.0.metadata()?;
+        Ok([
+            metadata.dev(),
+            metadata.ino(),
+            metadata.mtime().cast_unsigned(),
+            metadata.mtime_nsec().cast_unsigned(),
+            metadata.ctime().cast_unsigned(),
+            metadata.ctime_nsec().cast_unsigned(),
+            metadata.size(),
+        ])
+    }
 }
 
 fn kind_of(file_type: FileType) -> Kind {
