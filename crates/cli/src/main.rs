@@ -674,7 +674,9 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
     vfs::raise_open_file_limit();
     let launch = vfs_host::compose(options)?;
     let registry = launch.registry();
-    let mounted = vfs_fuse::mount(registry, mountpoint, &vfs_fuse::FuseOptions::default())?;
+    let refusals =
+        vfs_host::ExchangeLogger::open(registry).map_err(Problems::from)?.map(|logger| Arc::new(logger).refusal_sink());
+    let mounted = vfs_fuse::mount(registry, mountpoint, &vfs_fuse::FuseOptions { refusals, ..Default::default() })?;
     let served: Vec<String> =
         registry.agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();
     output::status(&format!(
@@ -730,9 +732,14 @@ fn run_one(
     use std::io::Write as _;
     vfs::raise_open_file_limit();
     let launch = vfs_host::compose(options)?;
-    let runner = match vfs_host::Runner::start(launch.registry(), &limits.options()) {
+    let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?.map(Arc::new);
+    let started = std::time::SystemTime::now();
+    let runner = match vfs_host::Runner::start_logged(launch.registry(), &limits.options(), logger.as_ref()) {
         Ok(runner) => runner,
         Err(error) => {
+            if let Some(logger) = &logger {
+                logger.record_command(&command, cwd.as_deref().unwrap_or(""), started, Err(&error.to_string()));
+            }
             output::error(&error.to_string(), error.hint().as_deref());
             return Ok(ExitCode::from(SANDBOX_FAILED));
         }
@@ -772,6 +779,15 @@ fn run_one(
             };
         });
     drop((stdout, stderr));
+    if let Some(logger) = &logger {
+        let reason = outcome.as_ref().err().map(ToString::to_string);
+        logger.record_command(
+            &request.argv,
+            &request.cwd,
+            started,
+            outcome.as_ref().map_err(|_| reason.as_deref().unwrap_or("")),
+        );
+    }
     match outcome {
         Ok(outcome) => {
             match outcome.ending {

@@ -61,6 +61,43 @@ pub enum FuseError {
     },
 }
 
+/// A call the view refused for a reason other than a missing name: what the operator's
+/// exchange log records of it. Every field is the agent's side: a virtual path, and the gate's
+/// reason as an agent would read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Refusal<'a> {
+    /// The file-system operation (`rename`, `unlink`, `write`, …).
+    pub operation: &'static str,
+    /// The virtual path it named.
+    pub path: &'a str,
+    /// The `errno` the calling program got.
+    pub errno: i32,
+    /// Why, in the words a tool's refusal uses.
+    pub reason: &'a str,
+}
+
+/// Told of each [`Refusal`] of a view (a missing name is not one: shells probe for them all
+/// the time). Called on the thread that answers the kernel, so it must be quick.
+#[derive(Clone)]
+pub struct RefusalSink(std::sync::Arc<dyn Fn(&Refusal<'_>) + Send + Sync>);
+
+impl RefusalSink {
+    /// A sink that calls `tell` with each refusal.
+    pub fn new(tell: impl Fn(&Refusal<'_>) + Send + Sync + 'static) -> Self {
+        RefusalSink(std::sync::Arc::new(tell))
+    }
+
+    pub(crate) fn tell(&self, refusal: &Refusal<'_>) {
+        (self.0)(refusal);
+    }
+}
+
+impl std::fmt::Debug for RefusalSink {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("RefusalSink")
+    }
+}
+
 /// How the view is served.
 #[derive(Debug, Clone)]
 pub struct FuseOptions {
@@ -72,11 +109,13 @@ pub struct FuseOptions {
     pub allow_other: bool,
     /// The user and group its files show as owned by (default: vfs's own).
     pub owner: Option<(u32, u32)>,
+    /// Told of each refusal (the operator's exchange log), if anyone listens.
+    pub refusals: Option<RefusalSink>,
 }
 
 impl Default for FuseOptions {
     fn default() -> Self {
-        FuseOptions { threads: 4, allow_other: false, owner: None }
+        FuseOptions { threads: 4, allow_other: false, owner: None, refusals: None }
     }
 }
 
@@ -166,7 +205,7 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
     }
     let owner =
         options.owner.unwrap_or_else(|| (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()));
-    let session = fuser::spawn_mount(view::View::new(accessor, owner), mountpoint, &config)
+    let session = fuser::spawn_mount(view::View::new(accessor, owner, options.refusals.clone()), mountpoint, &config)
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
     Ok(Mounted { session })
 }

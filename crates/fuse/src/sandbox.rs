@@ -162,11 +162,13 @@ pub struct SandboxOptions {
     pub env: Vec<(String, String)>,
     /// Threads answering the view's kernel requests.
     pub threads: usize,
+    /// Told of each refusal of the view the commands see (the operator's exchange log).
+    pub refusals: Option<crate::RefusalSink>,
 }
 
 impl Default for SandboxOptions {
     fn default() -> Self {
-        SandboxOptions { max_processes: 256, max_memory: 4 << 30, env: Vec::new(), threads: 4 }
+        SandboxOptions { max_processes: 256, max_memory: 4 << 30, env: Vec::new(), threads: 4, refusals: None }
     }
 }
 
@@ -303,7 +305,12 @@ impl Sandbox {
             || (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()),
             |user| (user, user),
         );
-        let fuse = FuseOptions { threads: options.threads, allow_other: host_user.is_some(), owner: Some(owner) };
+        let fuse = FuseOptions {
+            threads: options.threads,
+            allow_other: host_user.is_some(),
+            owner: Some(owner),
+            refusals: options.refusals.clone(),
+        };
         let mut sandbox = Sandbox {
             accessor: registry.agent(),
             directory: directory.clone(),

@@ -60,6 +60,7 @@ pub(crate) struct View {
     /// (a replacement, a change in place, a write through the view) makes it drop them.
     cached: Mutex<HashMap<u64, vfs::FileStamp>>,
     owner: (u32, u32),
+    refusals: Option<crate::RefusalSink>,
 }
 
 /// An open file or directory.
@@ -94,7 +95,7 @@ fn join(parent: &str, name: &str) -> String {
 }
 
 impl View {
-    pub(crate) fn new(accessor: AgentAccessor, owner: (u32, u32)) -> Self {
+    pub(crate) fn new(accessor: AgentAccessor, owner: (u32, u32), refusals: Option<crate::RefusalSink>) -> Self {
         View {
             accessor,
             inodes: Mutex::new(Inodes::default()),
@@ -103,6 +104,7 @@ impl View {
             open_reads: AtomicUsize::new(0),
             cached: Mutex::new(HashMap::new()),
             owner,
+            refusals,
         }
     }
 
@@ -142,7 +144,7 @@ impl View {
             self.forget_cached(ino);
             return Ok((self.open_handle(Handle::ReadByPath), FopenFlags::FOPEN_NOFLUSH));
         }
-        let file = self.accessor.open_read(path).map_err(|error| refused("open", path, &error))?;
+        let file = self.accessor.open_read(path).map_err(|error| self.refused("open", path, &error))?;
         let keep = match file.stamp() {
             Some(stamp) if stamp.settled() && !self.has_writer(ino) => {
                 lock(&self.cached).insert(ino, stamp) == Some(stamp)
@@ -170,7 +172,7 @@ impl View {
     }
 
     fn attributes(&self, path: &str) -> Result<Attributes, Errno> {
-        self.accessor.attributes(path).map_err(|error| refused("getattr", path, &error))
+        self.accessor.attributes(path).map_err(|error| self.refused("getattr", path, &error))
     }
 
     fn file_attr(&self, ino: u64, attributes: &Attributes) -> FileAttr {
@@ -236,16 +238,16 @@ impl View {
 
     /// The precondition of an open for writing: the version the file has now.
     fn base(&self, path: &str) -> Result<Precondition, Errno> {
-        let info = self.accessor.info(path).map_err(|error| refused("open", path, &error))?;
+        let info = self.accessor.info(path).map_err(|error| self.refused("open", path, &error))?;
         Ok(info.version.map_or(Precondition::Any, Precondition::Version))
     }
 
     /// Commits what `writing` staged, if anything; the next write stages again from the
     /// content committed, with its version as the precondition.
-    fn commit(writing: &mut Writing) -> Result<(), Errno> {
+    fn commit(&self, writing: &mut Writing) -> Result<(), Errno> {
         let Some(staged) = writing.staged.take() else { return Ok(()) };
         let path = staged.path().as_str().to_owned();
-        let outcome = staged.commit(&writing.base).map_err(|error| refused("write", &path, &error))?;
+        let outcome = staged.commit(&writing.base).map_err(|error| self.refused("write", &path, &error))?;
         writing.base = outcome.version.map_or(Precondition::Any, Precondition::Version);
         Ok(())
     }
@@ -253,7 +255,7 @@ impl View {
     fn stage(&self, writing: &mut Writing, from: StageFrom) -> Result<(), Errno> {
         if writing.staged.is_none() {
             let path = lock(&self.inodes).path(writing.ino).ok_or(Errno::ENOENT)?;
-            let staged = self.accessor.stage(&path, from).map_err(|error| refused("write", &path, &error))?;
+            let staged = self.accessor.stage(&path, from).map_err(|error| self.refused("write", &path, &error))?;
             writing.staged = Some(staged);
         }
         Ok(())
@@ -275,30 +277,37 @@ impl View {
             self.stage(&mut writing, StageFrom::Current)?;
             let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
             let path = staged.path().as_str().to_owned();
-            return staged.set_len(size).map_err(|error| refused("truncate", &path, &error));
+            return staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error));
         }
         let path = lock(&self.inodes).path(ino).ok_or(Errno::ENOENT)?;
         let base = self.base(&path)?;
         let mut staged = self
             .accessor
             .stage(&path, if size == 0 { StageFrom::Empty } else { StageFrom::Current })
-            .map_err(|error| refused("truncate", &path, &error))?;
-        staged.set_len(size).map_err(|error| refused("truncate", &path, &error))?;
-        staged.commit(&base).map_err(|error| refused("truncate", &path, &error))?;
+            .map_err(|error| self.refused("truncate", &path, &error))?;
+        staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error))?;
+        staged.commit(&base).map_err(|error| self.refused("truncate", &path, &error))?;
         Ok(())
     }
 }
 
-/// Logs a refusal the operator may want to see (not the missing names `ls` and shells probe
-/// for all the time) and turns it into an `errno`. The message names virtual paths only.
-fn refused(operation: &'static str, path: &str, error: &vfs::Error) -> Errno {
-    let errno = errno::of(error);
-    if errno == Errno::ENOENT {
-        tracing::debug!(target: "vfs::fuse", operation, path, reason = %error, "refused");
-    } else {
+impl View {
+    /// Logs a refusal the operator may want to see (not the missing names `ls` and shells
+    /// probe for all the time: those only at debug level), tells the refusal sink of it, and
+    /// turns it into an `errno`. The message names virtual paths only.
+    fn refused(&self, operation: &'static str, path: &str, error: &vfs::Error) -> Errno {
+        let errno = errno::of(error);
+        if errno == Errno::ENOENT {
+            tracing::debug!(target: "vfs::fuse", operation, path, reason = %error, "refused");
+            return errno;
+        }
         tracing::info!(target: "vfs::fuse", operation, path, reason = %error, "refused");
+        if let Some(sink) = &self.refusals {
+            let reason = error.to_string();
+            sink.tell(&crate::Refusal { operation, path, errno: errno.code(), reason: &reason });
+        }
+        errno
     }
-    errno
 }
 
 impl Filesystem for View {
@@ -391,7 +400,7 @@ impl Filesystem for View {
                 return Err(Errno::EEXIST);
             }
             self.writable(&self.path(parent)?)?;
-            self.accessor.create_directory(&path).map_err(|error| refused("mkdir", &path, &error))?;
+            self.accessor.create_directory(&path).map_err(|error| self.refused("mkdir", &path, &error))?;
             self.entry(&path)
         });
         match result {
@@ -403,7 +412,9 @@ impl Filesystem for View {
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
             self.writable(&path)?;
-            self.accessor.delete(&path, false, &Precondition::Any).map_err(|error| refused("unlink", &path, &error))?;
+            self.accessor
+                .delete(&path, false, &Precondition::Any)
+                .map_err(|error| self.refused("unlink", &path, &error))?;
             lock(&self.inodes).detach(&path);
             Ok(())
         });
@@ -422,7 +433,9 @@ impl Filesystem for View {
             if !attributes.writable() {
                 return Err(Errno::EROFS);
             }
-            self.accessor.delete(&path, false, &Precondition::Any).map_err(|error| refused("rmdir", &path, &error))?;
+            self.accessor
+                .delete(&path, false, &Precondition::Any)
+                .map_err(|error| self.refused("rmdir", &path, &error))?;
             lock(&self.inodes).detach(&path);
             Ok(())
         });
@@ -459,7 +472,7 @@ impl Filesystem for View {
                 if flags.contains(RenameFlags::RENAME_NOREPLACE) { Precondition::Absent } else { Precondition::Any };
             self.accessor
                 .move_path(&from, &to, &Precondition::Any, &at_destination)
-                .map_err(|error| refused("rename", &from, &error))?;
+                .map_err(|error| self.refused("rename", &from, &error))?;
             lock(&self.inodes).renamed(&from, &to);
             Ok(())
         })();
@@ -517,7 +530,7 @@ impl Filesystem for View {
                 let writing = lock(writing);
                 if let Some(staged) = &writing.staged {
                     let path = staged.path().as_str().to_owned();
-                    return staged.read_at(offset, size as usize).map_err(|error| refused("read", &path, &error));
+                    return staged.read_at(offset, size as usize).map_err(|error| self.refused("read", &path, &error));
                 }
             }
             if let Some(handle) = self.handle(fh)
@@ -525,10 +538,10 @@ impl Filesystem for View {
             {
                 return file
                     .read_at(offset, size as usize)
-                    .map_err(|error| refused("read", file.path().as_str(), &error));
+                    .map_err(|error| self.refused("read", file.path().as_str(), &error));
             }
             let path = self.path(ino)?;
-            self.accessor.read_at(&path, offset, size as usize).map_err(|error| refused("read", &path, &error))
+            self.accessor.read_at(&path, offset, size as usize).map_err(|error| self.refused("read", &path, &error))
         })();
         match result {
             Ok(bytes) => reply.data(&bytes),
@@ -554,7 +567,7 @@ impl Filesystem for View {
             self.stage(&mut writing, StageFrom::Current)?;
             let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
             let path = staged.path().as_str().to_owned();
-            staged.write_at(offset, data).map_err(|error| refused("write", &path, &error))?;
+            staged.write_at(offset, data).map_err(|error| self.refused("write", &path, &error))?;
             Ok(data.len() as u32)
         });
         match result {
@@ -566,7 +579,7 @@ impl Filesystem for View {
     fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         let result = match self.handle(fh) {
             Some(handle) => match &*handle {
-                Handle::Write(writing) => Self::commit(&mut lock(writing)),
+                Handle::Write(writing) => self.commit(&mut lock(writing)),
                 _ => Ok(()),
             },
             None => Err(Errno::EBADF),
@@ -593,7 +606,7 @@ impl Filesystem for View {
                 let mut writing = lock(writing);
                 // Whether or not the commit holds, the kernel's pages hold what was written.
                 self.forget_cached(writing.ino);
-                Self::commit(&mut writing)
+                self.commit(&mut writing)
             }
             Some(Handle::Read(_)) => {
                 self.open_reads.fetch_sub(1, Ordering::Relaxed);
@@ -614,7 +627,7 @@ impl Filesystem for View {
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let result = (|| {
             let path = self.path(ino)?;
-            let listing = self.accessor.entries(&path).map_err(|error| refused("readdir", &path, &error))?;
+            let listing = self.accessor.entries(&path).map_err(|error| self.refused("readdir", &path, &error))?;
             let parent = match path.rsplit_once('/') {
                 Some(("", _)) | None => "/".to_owned(),
                 Some((parent, _)) => parent.to_owned(),
@@ -737,8 +750,9 @@ impl Filesystem for View {
                 return Err(Errno::EROFS);
             }
             let staged =
-                self.accessor.stage(&path, StageFrom::Empty).map_err(|error| refused("create", &path, &error))?;
-            let outcome = staged.commit(&Precondition::Absent).map_err(|error| refused("create", &path, &error))?;
+                self.accessor.stage(&path, StageFrom::Empty).map_err(|error| self.refused("create", &path, &error))?;
+            let outcome =
+                staged.commit(&Precondition::Absent).map_err(|error| self.refused("create", &path, &error))?;
             let (ino, attr) = self.entry(&path)?;
             self.forget_cached(ino);
             let base = outcome.version.map_or(Precondition::Any, Precondition::Version);

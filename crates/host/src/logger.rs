@@ -158,6 +158,73 @@ impl ExchangeLogger {
     }
 }
 
+/// What the view of a sandbox or of `vfs fuse` and a `vfs run` leave in the exchange log: the
+/// view's refusals (tool `fuse`) and each command `vfs run` ran (tool `vfs run`), in a log file
+/// of their own (the view is shared by every call that runs a command, so its refusals belong
+/// to no one session).
+impl ExchangeLogger {
+    /// A sink that records each refusal of a view as one line: `{"tool": "fuse", "arguments":
+    /// {"operation", "path"}, "result": {"isError": true, "text", "errno"}}`.
+    pub fn refusal_sink(self: &std::sync::Arc<Self>) -> vfs_fuse::RefusalSink {
+        let logger = std::sync::Arc::clone(self);
+        vfs_fuse::RefusalSink::new(move |refusal| {
+            let arguments = json!({ "operation": refusal.operation, "path": refusal.path });
+            let result = json!({ "isError": true, "text": refusal.reason, "errno": refusal.errno });
+            logger.record(&Exchange {
+                time: rfc3339_millis(SystemTime::now()),
+                call: &vfs::CallId::new().to_string(),
+                tool: "fuse",
+                arguments: &arguments,
+                result: Some(result),
+                error: None,
+                duration_ms: 0.0,
+            });
+        })
+    }
+
+    /// Records one command `vfs run` ran: its arguments, working directory and how it ended
+    /// (exit status, signal, time limit, bytes of output, duration), never its output; or why
+    /// the sandbox could not run it.
+    pub fn record_command(
+        &self,
+        argv: &[String],
+        cwd: &str,
+        started: SystemTime,
+        outcome: Result<&vfs_fuse::RunOutcome, &str>,
+    ) {
+        let arguments = json!({ "argv": argv, "cwd": cwd });
+        let (result, elapsed) = match outcome {
+            Ok(outcome) => {
+                let signal = match outcome.ending {
+                    vfs_fuse::Ending::Signalled(signal) => Some(signal),
+                    _ => None,
+                };
+                let result = json!({
+                    "isError": false,
+                    "exitCode": outcome.ending.status(),
+                    "signal": signal,
+                    "timedOut": matches!(outcome.ending, vfs_fuse::Ending::TimedOut),
+                    "stdoutBytes": outcome.stdout.total,
+                    "stderrBytes": outcome.stderr.total,
+                    "durationMs": u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+                });
+                (result, outcome.duration)
+            }
+            Err(reason) => (json!({ "isError": true, "text": reason }), started.elapsed().unwrap_or_default()),
+        };
+        let (time, duration_ms) = stamp(started, elapsed);
+        self.record(&Exchange {
+            time,
+            call: &vfs::CallId::new().to_string(),
+            tool: "vfs run",
+            arguments: &arguments,
+            result: Some(result),
+            error: None,
+            duration_ms,
+        });
+    }
+}
+
 /// Most bytes of text one record keeps (arguments and result together count separately);
 /// past it, each further string longer than [`SHORT`] is kept as its size and digest.
 const KEPT_TEXT: usize = 64 * 1024;

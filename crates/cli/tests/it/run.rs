@@ -202,3 +202,96 @@ fn a_commands_changes_are_journaled_and_undone() {
     assert_eq!(undone.code, 0, "{}", undone.stderr);
     assert_eq!(std::fs::read_dir(test.path().join("w")).unwrap().count(), 0);
 }
+
+#[test]
+fn run_records_its_command_and_the_views_refusals_in_the_exchange_log() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    test.file("k/kept.txt", "kept\n");
+    let run = test.run(&[
+        "run",
+        "--mount",
+        "./w:/w:rw",
+        "--mount",
+        "./k:/k:rwnd",
+        "--llm-log",
+        "logs",
+        "--",
+        "sh",
+        "-c",
+        "echo out; rm /k/kept.txt; exit 3",
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    eqnice!("rm: cannot remove '/k/kept.txt': Permission denied\n", run.stderr);
+    assert_eq!(std::fs::read_to_string(test.path().join("k/kept.txt")).unwrap(), "kept\n");
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test reads the log the run left")]
+    let files: Vec<std::path::PathBuf> =
+        std::fs::read_dir(test.path().join("logs")).unwrap().map(|entry| entry.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "one log file for the run and its view: {files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let refusals: Vec<&serde_json::Value> = lines.iter().filter(|line| line["tool"] == "fuse").collect();
+    assert_eq!(refusals.len(), 1, "{text}");
+    assert_eq!(refusals[0]["arguments"], serde_json::json!({ "operation": "unlink", "path": "/k/kept.txt" }));
+    assert_eq!(
+        refusals[0]["result"],
+        serde_json::json!({
+            "isError": true,
+            "errno": 13,
+            "text": "cannot delete `/k/kept.txt`: `/k` is mounted rwnd; mounts that grant delete: `/w` (rw)",
+        })
+    );
+    let commands: Vec<&serde_json::Value> = lines.iter().filter(|line| line["tool"] == "vfs run").collect();
+    assert_eq!(commands.len(), 1, "{text}");
+    assert_eq!(
+        commands[0]["arguments"],
+        serde_json::json!({ "argv": ["sh", "-c", "echo out; rm /k/kept.txt; exit 3"], "cwd": "/k" })
+    );
+    let result = &commands[0]["result"];
+    assert_eq!(result["exitCode"], 3);
+    assert_eq!(result["signal"], serde_json::Value::Null);
+    assert_eq!(result["timedOut"], false);
+    assert_eq!(result["stdoutBytes"], 4);
+    assert_eq!(result["stderrBytes"], run.stderr.len());
+    assert!(result.get("stdout").is_none() && !text.contains("echo out\\n") && !text.contains("\"out\\n\""));
+}
+
+#[test]
+fn run_command_logs_the_call_and_its_views_refusals_apart() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    test.file("k/kept.txt", "kept\n");
+    let call = test.run(&[
+        "call",
+        "run_command",
+        r#"{"command": "mv /k/kept.txt /k/moved.txt"}"#,
+        "--allow-run",
+        "--mount",
+        "./k:/k:rwnd",
+        "--llm-log",
+        "logs",
+    ]);
+    assert_eq!(call.code, 0, "{}", call.stderr);
+    assert!(call.stdout.starts_with("exit status 1\n"), "{}", call.stdout);
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test reads the logs the call left")]
+    let mut texts: Vec<String> = std::fs::read_dir(test.path().join("logs"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    texts.sort_by_key(|text| text.contains("\"tool\":\"run_command\""));
+    assert_eq!(texts.len(), 2, "the call's file and the view's: {texts:?}");
+    let refusal: serde_json::Value = serde_json::from_str(texts[0].trim_end()).unwrap();
+    assert_eq!(refusal["tool"], "fuse");
+    assert_eq!(refusal["arguments"], serde_json::json!({ "operation": "rename", "path": "/k/kept.txt" }));
+    assert_eq!(
+        refusal["result"]["text"],
+        "cannot delete `/k/kept.txt`: `/k` is mounted rwnd, and no mount grants delete"
+    );
+    let logged: serde_json::Value = serde_json::from_str(texts[1].trim_end()).unwrap();
+    assert_eq!(logged["tool"], "run_command");
+    assert_eq!(logged["result"]["exitCode"], 1);
+}

@@ -88,13 +88,28 @@ pub struct Runner {
 impl Runner {
     /// Starts the sandbox over `registry` (mounting its view and trying one command).
     pub fn start(registry: &MountRegistry, options: &RunOptions) -> Result<Runner, HostError> {
+        // The view's refusals go to the exchange log, in a file of their own (the view is
+        // shared by every call that runs a command).
+        let logger = crate::ExchangeLogger::open(registry)?.map(std::sync::Arc::new);
+        Self::start_logged(registry, options, logger.as_ref())
+    }
+
+    /// [`Runner::start`], with the view's refusals recorded by `logger` (`vfs run` records its
+    /// command and the view's refusals in one file).
+    pub fn start_logged(
+        registry: &MountRegistry,
+        options: &RunOptions,
+        logger: Option<&std::sync::Arc<crate::ExchangeLogger>>,
+    ) -> Result<Runner, HostError> {
         let env = check_run_env(&options.env)?;
+        let refusals = logger.map(crate::ExchangeLogger::refusal_sink);
         let sandbox = Sandbox::start(
             registry,
             SandboxOptions {
                 max_processes: options.max_processes,
                 max_memory: options.max_memory_mib.saturating_mul(1 << 20),
                 env,
+                refusals,
                 ..SandboxOptions::default()
             },
         )?;
