@@ -29,7 +29,11 @@
 //! (`plain/.env`, `plain/.git/HEAD`) and the hidden files of the mount string are all still
 //! there, whatever moved them, and no file hidden by `/w`'s own rules is in `/o`, which has none.
 //!
-//! CI runs a fixed number of cases (`VFS_MODEL_CASES`, default 256, of up to 40 steps). A long
+//! The FUSE lane (`fuse_lane`) makes the agent's calls as a shell makes them, through the view
+//! `run_command`'s commands see, and checks the same invariants on the disk.
+//!
+//! CI runs a fixed number of cases (`VFS_MODEL_CASES`, default 256, of up to 40 steps;
+//! `VFS_MODEL_FUSE_CASES`, default 64, of up to 30 operations, for the FUSE lane). A long
 //! campaign: `VFS_MODEL_CASES=20000 cargo test --release -p vfs-host --test model`
 //! (`docs/compliance.md`).
 #![expect(clippy::disallowed_methods, reason = "fixture: the test builds and inspects the tree on disk")]
@@ -538,6 +542,308 @@ fn the_known_attacks_fail() {
     ];
     for attack in attacks {
         if let Err(error) = run(&attack) {
+            panic!("{attack:?}: {error}");
+        }
+    }
+}
+
+/// The FUSE lane: the same tree and the same invariants, the agent's calls made by a shell
+/// through the view (`std::fs` against its mountpoint), as `run_command`'s commands make them.
+mod fuse_lane {
+    use std::os::unix::fs::MetadataExt as _;
+    use std::path::{Path, PathBuf};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::{CONTENTS, HIDDEN, PATHS, SECRET, World};
+
+    /// Longest one operation may take before the watchdog aborts the view's connection (which
+    /// ends every request waiting on it with `ENOTCONN`) and fails the case.
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    #[derive(Debug, Clone)]
+    pub(super) enum Op {
+        Read(&'static str),
+        Write(&'static str, &'static str),
+        Append(&'static str, &'static str),
+        Truncate(&'static str),
+        Mkdir(&'static str),
+        List(&'static str),
+        Rename(&'static str, &'static str),
+        RemoveFile(&'static str),
+        RemoveDir(&'static str),
+        RemoveTree(&'static str),
+        /// Two operations at once, from two threads.
+        Together(Box<Op>, Box<Op>),
+    }
+
+    fn path() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(PATHS)
+    }
+
+    fn single() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            1 => path().prop_map(Op::Read),
+            1 => (path(), prop::sample::select(CONTENTS)).prop_map(|(path, content)| Op::Write(path, content)),
+            1 => (path(), prop::sample::select(CONTENTS)).prop_map(|(path, content)| Op::Append(path, content)),
+            1 => path().prop_map(Op::Truncate),
+            1 => path().prop_map(Op::Mkdir),
+            1 => path().prop_map(Op::List),
+            3 => (path(), path()).prop_map(|(from, to)| Op::Rename(from, to)),
+            1 => path().prop_map(Op::RemoveFile),
+            1 => path().prop_map(Op::RemoveDir),
+            2 => path().prop_map(Op::RemoveTree),
+        ]
+    }
+
+    pub(super) fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            8 => single(),
+            2 => (single(), single()).prop_map(|(first, second)| Op::Together(Box::new(first), Box::new(second))),
+        ]
+    }
+
+    /// What an operation returned that the invariants look at: bytes read, names listed.
+    #[derive(Debug)]
+    enum Seen {
+        Bytes(Vec<u8>),
+        Names(Vec<String>),
+        Nothing,
+    }
+
+    fn apply(mountpoint: &Path, op: &Op) -> std::io::Result<Seen> {
+        let at = |path: &str| mountpoint.join(path.trim_start_matches('/'));
+        match *op {
+            Op::Read(path) => std::fs::read(at(path)).map(Seen::Bytes),
+            Op::Write(path, content) => std::fs::write(at(path), content).map(|()| Seen::Nothing),
+            Op::Append(path, content) => {
+                use std::io::Write as _;
+                #[expect(clippy::disallowed_types, reason = "fixture: a shell's append, through the view")]
+                let mut file = std::fs::OpenOptions::new().append(true).open(at(path))?;
+                file.write_all(content.as_bytes()).map(|()| Seen::Nothing)
+            }
+            Op::Truncate(path) => {
+                #[expect(clippy::disallowed_types, reason = "fixture: a shell's truncation, through the view")]
+                let file = std::fs::OpenOptions::new().write(true).open(at(path))?;
+                file.set_len(0).map(|()| Seen::Nothing)
+            }
+            Op::Mkdir(path) => std::fs::create_dir_all(at(path)).map(|()| Seen::Nothing),
+            Op::List(path) => std::fs::read_dir(at(path)).map(|entries| {
+                Seen::Names(entries.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect())
+            }),
+            Op::Rename(from, to) => std::fs::rename(at(from), at(to)).map(|()| Seen::Nothing),
+            Op::RemoveFile(path) => std::fs::remove_file(at(path)).map(|()| Seen::Nothing),
+            Op::RemoveDir(path) => std::fs::remove_dir(at(path)).map(|()| Seen::Nothing),
+            Op::RemoveTree(path) => std::fs::remove_dir_all(at(path)).map(|()| Seen::Nothing),
+            Op::Together(..) => Ok(Seen::Nothing),
+        }
+    }
+
+    /// The view's connection under `/sys/fs/fuse/connections`: its number is the minor
+    /// device number of the mounted file system.
+    fn connection(mountpoint: &Path) -> PathBuf {
+        let device = std::fs::metadata(mountpoint).unwrap().dev();
+        let minor = (device & 0xff) | ((device >> 12) & 0x000f_ff00);
+        PathBuf::from(format!("/sys/fs/fuse/connections/{minor}"))
+    }
+
+    /// Runs `ops` at once, each on its own thread, and returns what each returned; an
+    /// operation that does not answer within [`PATIENCE`] aborts the connection.
+    fn watched(mountpoint: &Path, connection: &Path, ops: &[&Op]) -> Result<Vec<std::io::Result<Seen>>, TestCaseError> {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(ops.len()));
+        let receivers: Vec<mpsc::Receiver<std::io::Result<Seen>>> = ops
+            .iter()
+            .map(|op| {
+                let (sender, receiver) = mpsc::channel();
+                let (mountpoint, op, barrier) = (mountpoint.to_owned(), (*op).clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let _ = sender.send(apply(&mountpoint, &op));
+                });
+                receiver
+            })
+            .collect();
+        let mut results = Vec::new();
+        for (receiver, op) in receivers.iter().zip(ops) {
+            let Ok(result) = receiver.recv_timeout(PATIENCE) else {
+                let _ = std::fs::write(connection.join("abort"), "1");
+                return Err(TestCaseError::fail(format!("{op:?} got no answer from the view within {PATIENCE:?}")));
+            };
+            results.push(result);
+        }
+        Ok(results)
+    }
+
+    fn check_seen(world: &World, op: &Op, described: &str, seen: &std::io::Result<Seen>) -> Result<(), TestCaseError> {
+        match seen {
+            Ok(Seen::Bytes(bytes)) => {
+                let text = String::from_utf8_lossy(bytes);
+                prop_assert!(!text.contains(SECRET), "{described} showed internal content");
+                prop_assert!(!text.contains(HIDDEN), "{described} showed hidden content");
+            }
+            Ok(Seen::Names(names)) => {
+                let Op::List(path) = op else { return Ok(()) };
+                for name in names {
+                    prop_assert!(!name.starts_with("exchanges-") && name != "llm-logs", "{described} listed {name}");
+                    let own_vault = name == "vault" && world.dir.path().join("outer/tmp/vault").exists();
+                    let hidden = ["vault", "token.txt", "notes.secret", "menu.txt", ".env", "cafe\u{301}"];
+                    prop_assert!(
+                        !hidden.contains(&name.as_str())
+                            || own_vault
+                            || (name == "vault" && !path.starts_with("/w/area")),
+                        "{described} listed the hidden {name}"
+                    );
+                }
+            }
+            Ok(Seen::Nothing) | Err(_) => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+        let world = World::new();
+        let launch = vfs_host::compose(&world.options).unwrap();
+        // Outside the tree: the invariants walk the tree on the disk, not through the view.
+        let outside = tempfile::tempdir().unwrap();
+        let mountpoint = outside.path().to_owned();
+        let view = match vfs_fuse::mount(launch.registry(), &mountpoint, &vfs_fuse::FuseOptions::default()) {
+            Ok(view) => view,
+            Err(error) => {
+                assert!(
+                    std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+                    "VFS_REQUIRE_FUSE is set, but the view cannot be mounted: {error}"
+                );
+                return Ok(());
+            }
+        };
+        let connection = connection(&mountpoint);
+        let outcome = (|| {
+            for op in ops {
+                let described = format!("{op:?}");
+                let singles: Vec<&Op> = match op {
+                    Op::Together(first, second) => vec![first, second],
+                    _ => vec![op],
+                };
+                let results = watched(&mountpoint, &connection, &singles)?;
+                for (single, result) in singles.iter().zip(&results) {
+                    check_seen(&world, single, &described, result)?;
+                    if let (Op::Write(path, content), Ok(_), false) = (single, result, matches!(op, Op::Together(..))) {
+                        let read = watched(&mountpoint, &connection, &[&Op::Read(path)])?.remove(0);
+                        let Ok(Seen::Bytes(bytes)) = read else {
+                            return Err(TestCaseError::fail(format!("{path} written through the view reads {read:?}")));
+                        };
+                        prop_assert_eq!(bytes, content.as_bytes(), "{} did not read back byte for byte", path);
+                    }
+                }
+                world.check_invariants(&described)?;
+            }
+            Ok(())
+        })();
+        view.unmount().unwrap();
+        outcome
+    }
+
+    /// True where the view can be mounted here; elsewhere the lane says why it did not run
+    /// (and fails with `VFS_REQUIRE_FUSE`).
+    pub(super) fn can_mount() -> bool {
+        let possible = Path::new("/dev/fuse").exists()
+            && std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n");
+        if !possible {
+            assert!(
+                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+                "VFS_REQUIRE_FUSE is set, but this is not root with /dev/fuse"
+            );
+            #[expect(clippy::print_stderr, reason = "fixture: a skipped lane says why")]
+            {
+                eprintln!("SKIPPED: the FUSE lane needs root and /dev/fuse");
+            }
+        }
+        possible
+    }
+}
+
+fn fuse_cases() -> u32 {
+    std::env::var("VFS_MODEL_FUSE_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: fuse_cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_sequence_of_shell_operations_through_the_view_breaks_the_doctrine(
+        ops in prop::collection::vec(fuse_lane::op(), 1..30)
+    ) {
+        if fuse_lane::can_mount() {
+            fuse_lane::run(&ops)?;
+        }
+    }
+}
+
+/// The attacks of [`the_known_attacks_fail`], made by a shell through the view.
+#[test]
+fn the_known_attacks_fail_through_the_view() {
+    use fuse_lane::Op;
+    if !fuse_lane::can_mount() {
+        return;
+    }
+    let attacks: Vec<Vec<Op>> = vec![
+        vec![
+            Op::Rename("/w/proj/lib", "/w/tmp"),
+            Op::Rename("/w/proj", "/w/tmp"),
+            Op::Write("/w/tmp/lib/a.txt", "pwned\n"),
+            Op::Rename("/w/tmp", "/w/proj"),
+        ],
+        vec![Op::RemoveTree("/w/proj/lib"), Op::RemoveTree("/w/proj"), Op::RemoveTree("/w")],
+        vec![
+            Op::Mkdir("/w/tmp/lib"),
+            Op::Write("/w/tmp/lib/a.txt", "pwned\n"),
+            Op::RemoveTree("/w/proj/lib"),
+            Op::Rename("/w/tmp/lib", "/w/proj/lib"),
+        ],
+        vec![
+            Op::Rename("/w/nest", "/w/tmp"),
+            Op::Mkdir("/w/nest/inner"),
+            Op::Write("/w/nest/inner/data.txt", "forged\n"),
+            Op::Read("/r/data.txt"),
+        ],
+        vec![
+            Op::Rename("/w/sys/logsro", "/w/tmp"),
+            Op::Rename("/w/sys", "/w/tmp"),
+            Op::List("/w/sys/logsro/logs"),
+            Op::RemoveTree("/w/sys/logsro"),
+            Op::Read("/w/sys/logsro/logs/secret.jsonl"),
+            Op::Read("/llm-logs/secret.jsonl"),
+        ],
+        vec![
+            Op::Rename("/w/area", "/w/tmp"),
+            Op::Rename("/w/area/docs", "/w/tmp"),
+            Op::Rename("/w/area/docs/g.md", "/w/tmp/x.txt"),
+            Op::Append("/w/area/docs/g.md", "pwned\n"),
+            Op::Truncate("/w/area/docs/g.md"),
+            Op::Write("/w/tmp/vault", "x"),
+            Op::Rename("/w/tmp/vault", "/w/area/vault"),
+            Op::RemoveTree("/w/area"),
+            Op::Read("/w/area/vault/token.txt"),
+            Op::List("/w/area"),
+        ],
+        vec![
+            Op::Mkdir("/w/tmp"),
+            Op::Together(Box::new(Op::RemoveTree("/w/tmp")), Box::new(Op::Rename("/w/plain", "/w/tmp/lib"))),
+            Op::Together(Box::new(Op::Rename("/w/tmp", "/o/dir")), Box::new(Op::Rename("/w/area", "/w/tmp/vault"))),
+        ],
+        vec![
+            Op::Rename("/w/proj/keep", "/o/dir"),
+            Op::Rename("/w/proj", "/o/dir"),
+            Op::RemoveTree("/w/proj"),
+            Op::Rename("/w/proj/keep/k.txt", "/o/x.txt"),
+            Op::RemoveFile("/w/proj/keep/k.txt"),
+            Op::Truncate("/w/proj/keep/k.txt"),
+        ],
+    ];
+    for attack in attacks {
+        if let Err(error) = fuse_lane::run(&attack) {
             panic!("{attack:?}: {error}");
         }
     }
