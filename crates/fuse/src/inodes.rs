@@ -42,6 +42,11 @@ impl Inodes {
         self.nodes.get(&ino).and_then(|node| node.path.clone())
     }
 
+    /// The number of `path`, if it has one.
+    pub(crate) fn find(&self, path: &str) -> Option<u64> {
+        self.by_path.get(path).copied()
+    }
+
     /// The number of `path`, made if it has none; `lookup` counts one kernel lookup on it
     /// (a `lookup`, `create` or `mkdir` reply), which a `forget` gives back.
     pub(crate) fn number(&mut self, path: &str, lookup: bool) -> u64 {

@@ -13,6 +13,7 @@
 
 mod errno;
 mod inodes;
+mod invalidate;
 pub mod sandbox;
 mod view;
 
@@ -122,6 +123,8 @@ impl Default for FuseOptions {
 /// A mounted view; dropping it (or [`Mounted::unmount`]) unmounts it.
 pub struct Mounted {
     session: fuser::BackgroundSession,
+    /// The view's subscription to the change feed (dropped before the session ends).
+    subscription: Option<vfs::Subscription>,
 }
 
 impl std::fmt::Debug for Mounted {
@@ -138,7 +141,8 @@ impl Mounted {
     }
 
     /// Unmounts the view and waits for its threads to end.
-    pub fn unmount(self) -> io::Result<()> {
+    pub fn unmount(mut self) -> io::Result<()> {
+        drop(self.subscription.take());
         self.session.umount_and_join()
     }
 }
@@ -184,6 +188,9 @@ fn refuse_inside_a_mount(mountpoint: &Path, registry: &vfs::MountRegistry) -> Re
     Ok(())
 }
 
+/// The number of the next view mounted in this process (the change feed tells them apart).
+static VIEWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Mounts the agent's view of `registry` (what its [`vfs::MountRegistry::agent`] accessor
 /// reaches) at `mountpoint`, and serves it on background threads until the returned
 /// [`Mounted`] is dropped or the file system is unmounted.
@@ -205,7 +212,11 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
     }
     let owner =
         options.owner.unwrap_or_else(|| (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()));
-    let session = fuser::spawn_mount(view::View::new(accessor, owner, options.refusals.clone()), mountpoint, &config)
+    let id = VIEWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let inodes = std::sync::Arc::new(std::sync::Mutex::new(inodes::Inodes::default()));
+    let view = view::View::new(accessor, id, inodes.clone(), owner, options.refusals.clone());
+    let session = fuser::spawn_mount(view, mountpoint, &config)
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
-    Ok(Mounted { session })
+    let subscription = invalidate::start(registry, id, inodes, session.notifier());
+    Ok(Mounted { session, subscription: Some(subscription) })
 }

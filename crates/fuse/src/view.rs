@@ -50,7 +50,9 @@ const O_TRUNC: i32 = 0o1000;
 /// The agent's tree as a FUSE file system.
 pub(crate) struct View {
     accessor: AgentAccessor,
-    inodes: Mutex<Inodes>,
+    /// This view among the process's (for the change feed: `invalidate.rs`).
+    id: u64,
+    inodes: Arc<Mutex<Inodes>>,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
     /// How many handles hold a file open for reading (at most [`MAX_OPEN_READS`]).
@@ -86,7 +88,7 @@ struct Writing {
     staged: Option<StagedWrite>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -95,10 +97,17 @@ fn join(parent: &str, name: &str) -> String {
 }
 
 impl View {
-    pub(crate) fn new(accessor: AgentAccessor, owner: (u32, u32), refusals: Option<crate::RefusalSink>) -> Self {
+    pub(crate) fn new(
+        accessor: AgentAccessor,
+        id: u64,
+        inodes: Arc<Mutex<Inodes>>,
+        owner: (u32, u32),
+        refusals: Option<crate::RefusalSink>,
+    ) -> Self {
         View {
             accessor,
-            inodes: Mutex::new(Inodes::default()),
+            id,
+            inodes,
             handles: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             open_reads: AtomicUsize::new(0),
@@ -109,12 +118,14 @@ impl View {
     }
 
     fn path(&self, ino: INodeNo) -> Result<String, Errno> {
+        crate::invalidate::serving(self.id);
         lock(&self.inodes).path(ino.0).ok_or(Errno::ENOENT)
     }
 
     /// The path of `name` in the directory `parent`; a name that is not UTF-8 names nothing
     /// a virtual path can.
     fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        crate::invalidate::serving(self.id);
         let name = name.to_str().ok_or(Errno::ENOENT)?;
         Ok(join(&self.path(parent)?, name))
     }
@@ -245,6 +256,7 @@ impl View {
     /// Commits what `writing` staged, if anything; the next write stages again from the
     /// content committed, with its version as the precondition.
     fn commit(&self, writing: &mut Writing) -> Result<(), Errno> {
+        crate::invalidate::serving(self.id);
         let Some(staged) = writing.staged.take() else { return Ok(()) };
         let path = staged.path().as_str().to_owned();
         let outcome = staged.commit(&writing.base).map_err(|error| self.refused("write", &path, &error))?;

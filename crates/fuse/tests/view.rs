@@ -316,6 +316,31 @@ fn pages_kept_between_opens_never_hide_a_change() {
 }
 
 #[test]
+fn a_change_by_the_tools_shows_through_the_view_at_once() {
+    let Some(view) = mount(|fixture| {
+        fixture.file("w/a.txt", b"one\n");
+        fixture.file("w/d/in.txt", b"in\n");
+        MountRegistry::builder().mount(fixture.spec("w", "/w:rw")).build().unwrap()
+    }) else {
+        return;
+    };
+    // The kernel now holds the entries and the attributes (for a second).
+    assert_eq!(fs::metadata(view.at("/w/a.txt")).unwrap().len(), 4);
+    assert_eq!(fs::metadata(view.at("/w/d/in.txt")).unwrap().len(), 3);
+    let agent = view.registry.agent();
+    agent.write("/w/a.txt", "longer now\n", &vfs::Precondition::Any).unwrap();
+    assert_eq!(fs::metadata(view.at("/w/a.txt")).unwrap().len(), 11);
+    agent.move_path("/w/a.txt", "/w/b.txt", &vfs::Precondition::Any, &vfs::Precondition::Absent).unwrap();
+    assert_eq!(fs::metadata(view.at("/w/a.txt")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::read(view.at("/w/b.txt")).unwrap(), b"longer now\n");
+    agent.read_text("/w/d/in.txt", &vfs::ReadWindow::default()).unwrap();
+    agent.delete("/w/d", true, &vfs::Precondition::Any).unwrap();
+    assert_eq!(fs::metadata(view.at("/w/d/in.txt")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(fs::metadata(view.at("/w/d")).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(names(&view.at("/w")), ["b.txt"]);
+}
+
+#[test]
 fn nothing_physical_shows_in_the_mount_table() {
     let Some(view) = mount(standard) else { return };
     let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();

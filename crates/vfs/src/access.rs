@@ -78,11 +78,13 @@ impl AgentAccessor {
     ) -> Result<T, Error> {
         let context =
             Context::new(&self.registry.inner, Caller::Agent, self.budget.start(operation), self.budget.call());
-        audited(Caller::Agent, operation, path, &context.call, || {
+        let result = audited(Caller::Agent, operation, path, &context.call, || {
             let result = work(&context);
             context.deadline.close();
             result
-        })
+        });
+        self.registry.inner.call_ended(&context.call);
+        result
     }
 
     /// The agent-facing mounts with their rights and overrides.
@@ -348,9 +350,11 @@ impl StagedWrite {
     pub fn commit(self, precondition: &Precondition) -> Result<WriteOutcome, Error> {
         let StagedWrite { registry, call, path, place, staged } = self;
         let context = Context::new(&registry.inner, Caller::Agent, Deadline::never(), call.clone());
-        audited(Caller::Agent, "write_file", path.as_str(), &call, || {
+        let result = audited(Caller::Agent, "write_file", path.as_str(), &call, || {
             context.commit_staged(&path, &place, staged, precondition)
-        })
+        });
+        registry.inner.call_ended(&call);
+        result
     }
 }
 
@@ -383,7 +387,9 @@ impl PrivilegedAccessor {
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let context = Context::new(&self.registry.inner, self.caller(), Deadline::never(), CallId::new());
-        audited(self.caller(), operation, path, &context.call, || work(&context))
+        let result = audited(self.caller(), operation, path, &context.call, || work(&context));
+        self.registry.inner.call_ended(&context.call);
+        result
     }
 
     /// The root this accessor reaches.

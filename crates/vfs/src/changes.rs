@@ -187,6 +187,15 @@ pub trait ChangeObserver: Send + Sync + fmt::Debug {
         let _ = (path, by_agent);
         false
     }
+
+    /// The call `call` returned: it holds no lock any more, and every change it made was told.
+    /// Told to the observers of [`MountRegistry::subscribe`](crate::MountRegistry::subscribe)
+    /// only, on the call's thread, before the call's answer reaches its caller: an observer
+    /// that acts on changes in a thread of its own can finish that work here, so that what
+    /// the call changed is in effect when its caller sees the answer.
+    fn call_ended(&self, call: &CallId) {
+        let _ = call;
+    }
 }
 
 /// The first observer of every registry: one operator-log event per change, at debug level,

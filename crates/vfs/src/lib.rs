@@ -51,7 +51,7 @@ pub use ops::{
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};
 pub use registry::{
-    DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo,
+    DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo, Subscription,
     WritableElsewhere,
 };
 pub use scrub::REDACTED;

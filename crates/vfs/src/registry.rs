@@ -168,6 +168,7 @@ impl MountRegistryBuilder {
                 observers: std::iter::once(Arc::new(crate::changes::Audit) as Arc<dyn ChangeObserver>)
                     .chain(self.observers.iter().cloned())
                     .collect(),
+                subscribers: std::sync::RwLock::new(Subscribers::default()),
             }),
         })
     }
@@ -506,6 +507,48 @@ pub(crate) struct RegistryInner {
     pub(crate) tree_bases: Vec<Vec<String>>,
     /// Who is told of each committed change (`crate::changes`), the audit first.
     pub(crate) observers: Vec<Arc<dyn ChangeObserver>>,
+    /// Observers added after the launch ([`MountRegistry::subscribe`]), told after those.
+    pub(crate) subscribers: std::sync::RwLock<Subscribers>,
+}
+
+impl RegistryInner {
+    /// Tells the subscribers that `call` returned (see [`ChangeObserver::call_ended`]).
+    pub(crate) fn call_ended(&self, call: &crate::changes::CallId) {
+        let observers: Vec<Arc<dyn ChangeObserver>> = {
+            let subscribers = self.subscribers.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if subscribers.observers.is_empty() {
+                return;
+            }
+            subscribers.observers.iter().map(|(_, observer)| observer.clone()).collect()
+        };
+        for observer in observers {
+            observer.call_ended(call);
+        }
+    }
+}
+
+/// The observers of [`MountRegistry::subscribe`], by subscription.
+#[derive(Default)]
+pub(crate) struct Subscribers {
+    next: u64,
+    pub(crate) observers: Vec<(u64, Arc<dyn ChangeObserver>)>,
+}
+
+/// An observer added to a running registry's change feed; dropping it removes the observer.
+#[derive(Debug)]
+#[must_use = "the observer is removed when the subscription is dropped"]
+pub struct Subscription {
+    registry: std::sync::Weak<RegistryInner>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(registry) = self.registry.upgrade() {
+            let mut subscribers = registry.subscribers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            subscribers.observers.retain(|(id, _)| *id != self.id);
+        }
+    }
 }
 
 /// The registry as resolution sees it, for one caller: the stores, and what a directory
@@ -719,6 +762,22 @@ impl RegistryInner {
 #[derive(Clone)]
 pub struct MountRegistry {
     pub(crate) inner: Arc<RegistryInner>,
+}
+
+impl MountRegistry {
+    /// Adds an observer of the change feed to this registry, already built: told of every
+    /// change committed from now on, after the observers of the launch, until the returned
+    /// [`Subscription`] is dropped. For a front end that caches what it showed (a FUSE view
+    /// invalidating the kernel's entries). It is never asked for before images
+    /// ([`ChangeObserver::keeps_images`] is for the launch's observers), and it is told under
+    /// the change's lock, so it must only take note: hand the work to a thread of its own.
+    pub fn subscribe(&self, observer: Arc<dyn ChangeObserver>) -> Subscription {
+        let mut subscribers = self.inner.subscribers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let id = subscribers.next;
+        subscribers.next += 1;
+        subscribers.observers.push((id, observer));
+        Subscription { registry: Arc::downgrade(&self.inner), id }
+    }
 }
 
 impl fmt::Debug for MountRegistry {

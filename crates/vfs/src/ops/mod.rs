@@ -65,6 +65,10 @@ impl<'r> Context<'r> {
         for observer in &self.registry.observers {
             observer.changed(&change);
         }
+        let subscribers = self.registry.subscribers.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (_, observer) in &subscribers.observers {
+            observer.changed(&change);
+        }
     }
 
     /// True when some observer keeps the before image of a change at `path`.
