@@ -79,7 +79,7 @@ pub(crate) fn list(command: JournalCommand) -> anyhow::Result<ExitCode> {
                 entry.session,
                 entry.operation,
                 entry.paths.join(" -> "),
-                entries.state(entry).as_str()
+                entries.state_text(entry)
             ));
         }
     }

@@ -84,16 +84,18 @@ fn main() {
     let [edit_off, edit_on] = samples;
     row("edit_file, one line of a 1 MiB file", edit_off, edit_on);
 
-    let files = if quick { 1_000 } else { 10_000 };
+    let (files, rounds) = if quick { (1_000, 1) } else { (10_000, 3) };
     let mut samples = [Vec::new(), Vec::new()];
-    for (index, tools) in both.iter().enumerate() {
-        let tree = base.path().join(["off", "on"][index]).join("tree");
-        for file in 0..files {
-            let directory = tree.join(format!("d{}", file / 100));
-            std::fs::create_dir_all(&directory).unwrap();
-            std::fs::write(directory.join(format!("f{file}.txt")), format!("file {file}\n")).unwrap();
+    for _ in 0..rounds {
+        for (index, tools) in both.iter().enumerate() {
+            let tree = base.path().join(["off", "on"][index]).join("tree");
+            for file in 0..files {
+                let directory = tree.join(format!("d{}", file / 100));
+                std::fs::create_dir_all(&directory).unwrap();
+                std::fs::write(directory.join(format!("f{file}.txt")), format!("file {file}\n")).unwrap();
+            }
+            samples[index].push(call(tools, "delete_file", &json!({ "path": "/w/tree", "recursive": true })));
         }
-        samples[index].push(call(tools, "delete_file", &json!({ "path": "/w/tree", "recursive": true })));
     }
     let [delete_off, delete_on] = samples;
     row(&format!("delete_file, recursive, {files} files"), delete_off, delete_on);

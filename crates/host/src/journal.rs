@@ -8,13 +8,24 @@
 //! capability minted for the internal root `/llm-journal`, which agents cannot name.
 //!
 //! On disk, inside the journal's directory: `journal.jsonl`, one JSON line per entry (and one
-//! per entry whose images the size bound dropped), appended and synced; `images/`, one file
-//! per kept file content.
+//! per entry whose images the size bound dropped), appended and synced once per call;
+//! `images/`, one file per kept file content. The operations keep a file they replace or
+//! remove there by hard link (the journal offers its `images/` as the registry's
+//! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
+//! (another file system, object storage, a file with other links) is copied.
+//!
+//! A crash between an image and its change: before each change the journal appends an
+//! *intent* line (the call, the operation, the paths, the images), unsynced (a killed process
+//! loses no write it made). An intent whose call has neither an entry nor a `settled` line
+//! (its call ended without a change) is listed as an incomplete entry, not undoable: undo
+//! skips it with a note, and nothing is half-restored.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+
 use std::time::{SystemTime, UNIX_EPOCH};
+use vfs::{AppendFile, Keeper, Saved};
 
 use serde_json::{Value, json};
 use vfs::{
@@ -53,10 +64,20 @@ struct CallInfo {
     paths: Vec<String>,
 }
 
+/// What the journal knows of a call that told an intent.
+#[derive(Debug, Default, Clone, Copy)]
+struct Intended {
+    /// The call returned ([`ChangeObserver::call_ended`]).
+    ended: bool,
+    /// An entry of the call's was written.
+    written: bool,
+}
+
 #[derive(Debug, Default)]
 struct State {
     pending: Vec<Observed>,
     calls: HashMap<CallId, CallInfo>,
+    intended: HashMap<CallId, Intended>,
     /// Bytes of the images this process knows to be kept (`None`: not counted yet).
     image_bytes: Option<u64>,
 }
@@ -66,6 +87,9 @@ struct State {
 pub struct Journal {
     max_bytes: u64,
     access: OnceLock<PrivilegedAccessor>,
+    keeper: OnceLock<Keeper>,
+    /// The log, held open for the intents (told under a change's lock: no registry call).
+    intents: Mutex<Option<AppendFile>>,
     state: Mutex<State>,
     /// Serializes this process's writes to the journal's files.
     writing: Mutex<()>,
@@ -94,7 +118,14 @@ impl Journal {
     /// A journal bounded to `max_bytes` of images, not yet attached to its registry.
     #[must_use]
     pub fn new(max_bytes: u64) -> Self {
-        Self { max_bytes, access: OnceLock::new(), state: Mutex::default(), writing: Mutex::new(()) }
+        Self {
+            max_bytes,
+            access: OnceLock::new(),
+            keeper: OnceLock::new(),
+            intents: Mutex::new(None),
+            state: Mutex::default(),
+            writing: Mutex::new(()),
+        }
     }
 
     /// Attaches the journal to the registry that observes into it (it must have the internal
@@ -107,6 +138,18 @@ impl Journal {
         let Some(capability) = registry.mint_privileged(JOURNAL_ROOT) else {
             return false;
         };
+        // Without a keeper (object storage), images are copied; without the log held open,
+        // intents are not written (the entries still are).
+        match capability.keeper(IMAGES) {
+            Ok(keeper) => {
+                let _ = self.keeper.set(keeper);
+            }
+            Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
+        }
+        match capability.open_append(LOG_FILE) {
+            Ok(file) => *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(file),
+            Err(error) => tracing::warn!(target: "vfs::journal", "intents will not be written: {error}"),
+        }
         let _ = self.access.set(capability);
         true
     }
@@ -132,16 +175,36 @@ impl Journal {
     /// Writes out the changes `call` made (and any change of a call nobody began), durably,
     /// before the call is answered. A failure is the operator's to see in the log.
     pub fn finish(&self, call: &CallId) {
-        let (observed, infos) = {
+        let (observed, infos, settle) = {
             let mut state = self.state();
             let known: HashSet<CallId> = state.calls.keys().filter(|known| *known != call).cloned().collect();
             let (mine, others): (Vec<Observed>, Vec<Observed>) =
                 std::mem::take(&mut state.pending).into_iter().partition(|change| !known.contains(&change.call));
             state.pending = others;
+            for change in &mine {
+                if let Some(intended) = state.intended.get_mut(&change.call) {
+                    intended.written = true;
+                }
+            }
+            // A call that told an intent and is over is settled here: by its own finish (a
+            // begun call), or once it ended (the view's); one with no entry gets a line saying
+            // so, so that its intent is not taken for a crash.
+            let over: Vec<CallId> = state
+                .intended
+                .iter()
+                .filter(|(intended, what)| *intended == call || (what.ended && !known.contains(intended)))
+                .map(|(intended, _)| intended.clone())
+                .collect();
+            let mut settle = Vec::new();
+            for intended in over {
+                if state.intended.remove(&intended).is_some_and(|what| !what.written) {
+                    settle.push(intended);
+                }
+            }
             let info = state.calls.remove(call);
-            (mine, info)
+            (mine, info, settle)
         };
-        if observed.is_empty() {
+        if observed.is_empty() && settle.is_empty() {
             return;
         }
         let Some(access) = self.access() else { return };
@@ -157,14 +220,34 @@ impl Journal {
             entries_of(this).into_iter().map(|group| (group, info.clone())).collect()
         };
         groups.extend(entries_of(others).into_iter().map(|group| (group, default.clone())));
+        // The links are durable before the lines that name them.
+        if let Some(keeper) = self.keeper.get()
+            && groups.iter().any(|(group, _)| group.iter().any(|change| !kept_names(change.image.as_ref()).is_empty()))
+            && let Err(error) = keeper.sync()
+        {
+            tracing::warn!(target: "vfs::journal", "journal images not synced: {error}");
+        }
+        let mut lines = String::new();
         for (group, info) in groups {
             if group.is_empty() {
                 continue;
             }
-            match write_entry(access, &group, &info) {
-                Ok(bytes) => added += bytes,
+            match entry_line(access, &group, &info) {
+                Ok((line, bytes)) => {
+                    lines.push_str(&line.to_string());
+                    lines.push('\n');
+                    added += bytes;
+                }
                 Err(error) => tracing::warn!(target: "vfs::journal", "journal entry not written: {error}"),
             }
+        }
+        for call in settle {
+            lines.push_str(&json!({ "settled": call.as_str() }).to_string());
+            lines.push('\n');
+        }
+        if let Err(error) = self.append(access, &lines) {
+            tracing::warn!(target: "vfs::journal", "journal entries not written: {error}");
+            return;
         }
         self.bound(access, added);
     }
@@ -176,15 +259,14 @@ impl Journal {
 
     /// Drops the oldest images while the kept images exceed the bound.
     fn bound(&self, access: &PrivilegedAccessor, added: u64) {
-        let total = {
-            let mut state = self.state();
-            let total = match state.image_bytes {
-                Some(known) => known + added,
-                None => load(access).iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum(),
-            };
-            state.image_bytes = Some(total);
-            total
+        // Never read the journal with the state locked: the read is a call, whose end is
+        // told to this observer (`call_ended`), which takes the state.
+        let known = self.state().image_bytes;
+        let total = match known {
+            Some(known) => known + added,
+            None => load(access).iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum(),
         };
+        self.state().image_bytes = Some(total);
         if total <= self.max_bytes {
             return;
         }
@@ -199,8 +281,8 @@ impl Journal {
             for name in &entry.images {
                 let _ = access.delete(&format!("{IMAGES}/{name}"), false);
             }
-            let line = json!({ "dropped": entry.id });
-            if append(access, &line).is_ok() {
+            let line = json!({ "dropped": entry.id }).to_string() + "\n";
+            if self.append(access, &line).is_ok() {
                 left -= entry.image_bytes;
             }
         }
@@ -245,6 +327,73 @@ impl ChangeObserver for Journal {
         let path = path.as_str();
         !(path == JOURNAL_ROOT || path.starts_with("/llm-journal/"))
     }
+
+    fn keeper(&self) -> Option<&Keeper> {
+        self.keeper.get()
+    }
+
+    fn intends(&self, change: &Change<'_>) {
+        let time = SystemTime::now();
+        let session = {
+            let mut state = self.state();
+            state.intended.entry(change.call.clone()).or_default();
+            state.calls.get(change.call).map_or_else(|| "-".to_owned(), |info| info.session.clone())
+        };
+        let mut paths = vec![change.path.as_str()];
+        paths.extend(change.to.map(VirtualPath::as_str));
+        let images = kept_names(change.image);
+        let bytes: u64 = kept_sizes(change.image);
+        let line = json!({
+            "intent": fresh_id(time),
+            "time": time_text(time),
+            "session": session,
+            "call": change.call.as_str(),
+            "operation": change.kind.as_str(),
+            "paths": paths,
+            "images": images,
+            "image_bytes": bytes,
+        });
+        let mut file = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(file) = file.as_mut()
+            && file.append(format!("{line}\n").as_bytes()).is_err()
+        {
+            tracing::warn!(target: "vfs::journal", "journal intent not written");
+        }
+    }
+
+    fn call_ended(&self, call: &CallId) {
+        if let Some(intended) = self.state().intended.get_mut(call) {
+            intended.ended = true;
+        }
+    }
+}
+
+/// The names of the images of `image` kept by link.
+fn kept_names(image: Option<&Image>) -> Vec<&str> {
+    fn kept(content: &Saved) -> Option<&str> {
+        match content {
+            Saved::Kept { name, .. } => Some(name.as_str()),
+            _ => None,
+        }
+    }
+    match image {
+        Some(Image::File { content, .. }) => kept(content).into_iter().collect(),
+        Some(Image::Tree(items)) => items.iter().filter_map(|item| item.content.as_ref().and_then(kept)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The bytes of the images of `image` kept by link.
+fn kept_sizes(image: Option<&Image>) -> u64 {
+    let kept = |content: &Saved| match content {
+        Saved::Kept { size, .. } => *size,
+        _ => 0,
+    };
+    match image {
+        Some(Image::File { content, .. }) => kept(content),
+        Some(Image::Tree(items)) => items.iter().filter_map(|item| item.content.as_ref()).map(kept).sum(),
+        _ => 0,
+    }
 }
 
 /// The entries the changes of one `finish` make: the directories a call made on its way to
@@ -281,18 +430,28 @@ fn time_text(time: SystemTime) -> String {
     vfs::rfc3339(i64::try_from(seconds).unwrap_or(i64::MAX))
 }
 
-/// Writes one entry (its images, then its line); returns the bytes of its images.
-fn write_entry(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) -> Result<u64, String> {
+/// One entry's line, its copied images written (kept ones are linked already); with the
+/// bytes of its images.
+fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) -> Result<(Value, u64), String> {
     let main =
         group.iter().rev().find(|change| change.kind != ChangeKind::MakeDirectory).unwrap_or(&group[group.len() - 1]);
     let id = fresh_id(main.time);
     let mut bytes = 0u64;
     let mut images = Vec::new();
     let mut parts = Vec::new();
-    let mut save = |content: &[u8], images: &mut Vec<String>| -> Result<String, String> {
-        let name = format!("{id}.{}", images.len());
-        access.write(&format!("{IMAGES}/{name}"), content, &Precondition::Absent).map_err(|error| error.to_string())?;
-        bytes += content.len() as u64;
+    let mut save = |content: &Saved, images: &mut Vec<String>| -> Result<String, String> {
+        let name = match content {
+            Saved::Kept { name, .. } => name.clone(),
+            Saved::Copied(content) => {
+                let name = format!("{id}.{}", images.len());
+                access
+                    .write(&format!("{IMAGES}/{name}"), content, &Precondition::Absent)
+                    .map_err(|error| error.to_string())?;
+                name
+            }
+            _ => return Err("an image of an unknown kind".to_owned()),
+        };
+        bytes += content.len();
         images.push(name.clone());
         Ok(name)
     };
@@ -349,16 +508,27 @@ fn write_entry(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo)
         "images": images,
         "image_bytes": bytes,
     });
-    append(access, &line)?;
-    Ok(bytes)
+    Ok((line, bytes))
 }
 
-fn append(access: &PrivilegedAccessor, line: &Value) -> Result<(), String> {
-    let mut file = access.open_append(LOG_FILE).map_err(|error| error.to_string())?;
-    let mut text = line.to_string();
-    text.push('\n');
-    file.append(text.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
-    file.sync().map_err(|_| format!("{LOG_FILE}: could not be synced"))
+impl Journal {
+    /// Appends `lines` to the log (through the file held open, or one opened now) and syncs
+    /// it: one sync for all of a call's lines.
+    fn append(&self, access: &PrivilegedAccessor, lines: &str) -> Result<(), String> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut held = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut opened;
+        let file = if let Some(file) = held.as_mut() {
+            file
+        } else {
+            opened = access.open_append(LOG_FILE).map_err(|error| error.to_string())?;
+            &mut opened
+        };
+        file.append(lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
+        file.sync().map_err(|_| format!("{LOG_FILE}: could not be synced"))
+    }
 }
 
 fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
@@ -395,16 +565,25 @@ pub struct Entry {
     image_bytes: u64,
     /// True when the size bound dropped its images.
     pub dropped: bool,
+    /// True when only its intent was written: the process stopped during the change (it may
+    /// or may not have been made); never undone.
+    pub incomplete: bool,
 }
 
 fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
     let Ok(content) = read_whole(access, LOG_FILE) else { return Vec::new() };
     let mut entries: Vec<Entry> = Vec::new();
     let mut dropped = HashSet::new();
+    let mut intents = Vec::new();
+    let mut settled = HashSet::new();
     for line in content.split(|&byte| byte == b'\n') {
         let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
         if let Some(id) = value.get("dropped").and_then(Value::as_str) {
             dropped.insert(id.to_owned());
+            continue;
+        }
+        if let Some(call) = value.get("settled").and_then(Value::as_str) {
+            settled.insert(call.to_owned());
             continue;
         }
         let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -415,8 +594,9 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
                 .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                 .unwrap_or_default()
         };
-        entries.push(Entry {
-            id: text("id"),
+        let incomplete = value.get("intent").is_some();
+        let entry = Entry {
+            id: text(if incomplete { "intent" } else { "id" }),
             time: text("time"),
             session: text("session"),
             call: text("call"),
@@ -427,8 +607,16 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
             dropped: false,
-        });
+            incomplete,
+        };
+        if incomplete { intents.push(entry) } else { entries.push(entry) }
     }
+    // An intent is incomplete when its call has no entry and was not settled: the process
+    // stopped between the image and the change, or between the change and its entry.
+    let complete: HashSet<String> = entries.iter().map(|entry| entry.call.clone()).collect();
+    entries.extend(
+        intents.into_iter().filter(|intent| !complete.contains(&intent.call) && !settled.contains(&intent.call)),
+    );
     for entry in &mut entries {
         entry.dropped = dropped.contains(&entry.id);
     }
@@ -496,12 +684,21 @@ impl Entries {
             EntryState::Undone
         } else if entry.dropped {
             EntryState::Dropped
-        } else if entry.parts.iter().any(|part| part.get("image").is_some_and(|image| image.get("not_kept").is_some()))
+        } else if entry.incomplete
+            || entry.parts.iter().any(|part| part.get("image").is_some_and(|image| image.get("not_kept").is_some()))
         {
             EntryState::NotUndoable
         } else {
             EntryState::Undoable
         }
+    }
+
+    /// The state as `vfs journal list` prints it: [`EntryState::as_str`], with
+    /// `(incomplete)` after it for an entry of which only the intent was written.
+    #[must_use]
+    pub fn state_text(&self, entry: &Entry) -> String {
+        let state = self.state(entry).as_str();
+        if entry.incomplete { format!("{state} (incomplete)") } else { state.to_owned() }
     }
 
     /// The entry `id` names (an id or a prefix of at least 6 characters of just one).
@@ -530,7 +727,7 @@ impl Entries {
     /// One JSON object of `entry` (`vfs journal list --json`, `list_changes`).
     #[must_use]
     pub fn json(&self, entry: &Entry) -> Value {
-        json!({
+        let mut value = json!({
             "id": entry.id,
             "time": entry.time,
             "session": entry.session,
@@ -538,7 +735,11 @@ impl Entries {
             "operation": entry.operation,
             "paths": entry.paths,
             "state": self.state(entry).as_str(),
-        })
+        });
+        if entry.incomplete {
+            value["incomplete"] = json!(true);
+        }
+        value
     }
 }
 
@@ -556,6 +757,14 @@ impl Journal {
         let entries = self.entries();
         match entries.state(entry) {
             EntryState::Undoable => {}
+            state if entry.incomplete => {
+                lines.push(format!(
+                    "skipped {}: {} (incomplete: vfs stopped during this change, which may or may not have been made)",
+                    entry.id,
+                    state.as_str()
+                ));
+                return (lines, false);
+            }
             state => {
                 lines.push(format!("skipped {}: {}", entry.id, state.as_str()));
                 return (lines, false);

@@ -7,7 +7,7 @@
 //! named root, and that reaches nothing else. Neither type can be turned into the other.
 
 use crate::budget::{Budget, Deadline};
-use crate::changes::CallId;
+use crate::changes::{CallId, Keeper};
 use crate::error::Error;
 use crate::mount::Caller;
 use crate::ops::{
@@ -449,6 +449,20 @@ impl PrivilegedAccessor {
         self.run("open_append", path, |context| context.open_append(path))
     }
 
+    /// The directory at `path` under the root (made if missing) as a [`Keeper`]: where an
+    /// observer that offers it ([`ChangeObserver::keeper`](crate::ChangeObserver::keeper))
+    /// has the operations keep before images by hard link.
+    ///
+    /// # Errors
+    /// The path is not a directory, or the root is not a local directory (object storage
+    /// cannot link: its images are copied).
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn keeper(&self, path: &str) -> Result<Keeper, Error> {
+        self.run("keeper", path, |context| context.keeper_at(path))
+    }
+
     /// Narrows this capability to appending: the form a logger holds.
     #[must_use]
     pub fn into_append_only(self) -> AppendOnlyAccessor {
@@ -532,6 +546,7 @@ impl Audited for FileInfo {}
 impl Audited for MoveOutcome {}
 impl Audited for DeleteOutcome {}
 impl Audited for crate::ops::AppendFile {}
+impl Audited for Keeper {}
 impl Audited for (VirtualPath, crate::gate::Place<crate::gate::Write>, crate::storage::Staged) {}
 
 /// The one audit wrapper: runs an operation and records one `vfs::audit` event for it, success

@@ -149,8 +149,8 @@ pub enum Image {
     Absent,
     /// A regular file: its content and permission bits.
     File {
-        /// The whole content.
-        content: Vec<u8>,
+        /// The whole content, copied or kept by link.
+        content: Saved,
         /// The permission bits.
         mode: u32,
     },
@@ -164,13 +164,95 @@ pub enum Image {
 /// The most bytes of file content one tree image holds; a larger tree is [`Image::NotKept`].
 pub const TREE_IMAGE_BYTES: u64 = 256 * 1024 * 1024;
 
+/// The content of a file in a before image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Saved {
+    /// The bytes, copied (a store that cannot link, another file system, a file with more
+    /// than one link, or no observer with a [`Keeper`]).
+    Copied(Vec<u8>),
+    /// The file's own inode, hard-linked under `name` into the [`Keeper`] of the observer
+    /// that asked for images, under the change's lock: nothing was read or copied, and the
+    /// store never writes into an inode it replaced.
+    Kept {
+        /// The image's name in the keeper's directory.
+        name: String,
+        /// Its size in bytes.
+        size: u64,
+    },
+}
+
+impl Saved {
+    /// The content's size in bytes.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        match self {
+            Saved::Copied(bytes) => bytes.len() as u64,
+            Saved::Kept { size, .. } => *size,
+        }
+    }
+
+    /// True when the content is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A directory of a local internal root where the operations keep before images by hard
+/// link instead of copying them ([`PrivilegedAccessor::keeper`](crate::PrivilegedAccessor::keeper)).
+/// An observer that holds one offers it with [`ChangeObserver::keeper`]. Opaque: it says
+/// nothing of where the directory is.
+pub struct Keeper {
+    pub(crate) directory: crate::storage::local::KeepDirectory,
+    next: AtomicU64,
+}
+
+impl fmt::Debug for Keeper {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("Keeper")
+    }
+}
+
+impl Keeper {
+    pub(crate) fn new(directory: crate::storage::local::KeepDirectory) -> Self {
+        Self { directory, next: AtomicU64::new(0) }
+    }
+
+    /// A name for the next image of `call`: the call's id, this process and a counter, so
+    /// that processes sharing a keeper never pick the same one.
+    pub(crate) fn fresh_name(&self, call: &CallId) -> String {
+        let next = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{call}.{:x}.{next:x}", std::process::id())
+    }
+
+    /// Removes the image `name` (one kept for a change that was then not made, or that the
+    /// observer no longer needs).
+    pub fn forget(&self, name: &str) {
+        if !name.contains('/') && !name.starts_with('.') {
+            self.directory.forget(name);
+        }
+    }
+
+    /// Makes the images linked so far durable across a power loss once the caller next syncs
+    /// a file on the same file system (its record of them): an `fsync` of the directory, or
+    /// nothing on a file system that commits metadata in order (ext4, xfs), where that later
+    /// `fsync` commits the links too.
+    ///
+    /// # Errors
+    /// The directory could not be synced.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.directory.sync()
+    }
+}
+
 /// One entry of a removed tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeItem {
     /// Its path relative to the tree's root, `/`-joined.
     pub relative: String,
     /// `None` for a directory; a file's content otherwise.
-    pub content: Option<Vec<u8>>,
+    pub content: Option<Saved>,
     /// The permission bits (files).
     pub mode: u32,
 }
@@ -188,9 +270,26 @@ pub trait ChangeObserver: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The directory where this observer wants file images kept by hard link, when it has
+    /// one: an operation then links the file it replaces or removes there
+    /// ([`Saved::Kept`]) where the store and the file allow, and copies it otherwise.
+    fn keeper(&self) -> Option<&Keeper> {
+        None
+    }
+
+    /// A change is about to be made: told after its before image is taken and just before
+    /// the store acts, under the same lock, to the observers that keep images (with
+    /// [`Change::version`] `None`). An observer that keeps a record which must outlive a
+    /// crash of the process writes its intent here; [`ChangeObserver::changed`] follows if
+    /// the change is made. The same rules as for `changed` apply.
+    fn intends(&self, change: &Change<'_>) {
+        let _ = change;
+    }
+
     /// The call `call` returned: it holds no lock any more, and every change it made was told.
-    /// Told to the observers of [`MountRegistry::subscribe`](crate::MountRegistry::subscribe)
-    /// only, on the call's thread, before the call's answer reaches its caller: an observer
+    /// Told to the registry's observers and to those of
+    /// [`MountRegistry::subscribe`](crate::MountRegistry::subscribe), on the call's thread,
+    /// before the call's answer reaches its caller: an observer
     /// that acts on changes in a thread of its own can finish that work here, so that what
     /// the call changed is in effect when its caller sees the answer.
     fn call_ended(&self, call: &CallId) {

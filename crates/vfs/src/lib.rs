@@ -39,7 +39,9 @@
 
 pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, ReadHandle, StagedWrite};
 pub use budget::{Budget, Progress, ProgressSink};
-pub use changes::{Before, CallId, Change, ChangeKind, ChangeObserver, Image, TREE_IMAGE_BYTES, TreeItem};
+pub use changes::{
+    Before, CallId, Change, ChangeKind, ChangeObserver, Image, Keeper, Saved, TREE_IMAGE_BYTES, TreeItem,
+};
 pub use error::{Error, ErrorKind, Unmet};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{

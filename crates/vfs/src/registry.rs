@@ -512,8 +512,12 @@ pub(crate) struct RegistryInner {
 }
 
 impl RegistryInner {
-    /// Tells the subscribers that `call` returned (see [`ChangeObserver::call_ended`]).
+    /// Tells the observers and the subscribers that `call` returned (see
+    /// [`ChangeObserver::call_ended`]).
     pub(crate) fn call_ended(&self, call: &crate::changes::CallId) {
+        for observer in &self.observers {
+            observer.call_ended(call);
+        }
         let observers: Vec<Arc<dyn ChangeObserver>> = {
             let subscribers = self.subscribers.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             if subscribers.observers.is_empty() {

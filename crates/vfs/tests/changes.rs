@@ -200,7 +200,7 @@ impl ChangeObserver for Keeper {
 #[expect(clippy::disallowed_methods, reason = "fixture: a binary file with a mode of its own")]
 fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_does_not_gets_none() {
     use std::os::unix::fs::PermissionsExt as _;
-    use vfs::{Image, TreeItem};
+    use vfs::{Image, Saved, TreeItem};
     let fixture = Fixture::new();
     fixture.file("p/a.bin", "");
     std::fs::write(fixture.path("p/a.bin"), [0u8, 159, 146, 150, 255]).unwrap();
@@ -232,7 +232,7 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
         .iter()
         .map(|(kind, path, image, _)| (*kind, path.clone(), image.clone()))
         .collect();
-    let file = |content: &[u8], mode: u32| Some(Image::File { content: content.to_vec(), mode });
+    let file = |content: &[u8], mode: u32| Some(Image::File { content: Saved::Copied(content.to_vec()), mode });
     assert_eq!(
         images,
         vec![
@@ -247,12 +247,12 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
                     TreeItem { relative: "s".to_owned(), content: None, mode: 0 },
                     TreeItem {
                         relative: "s/y.txt".to_owned(),
-                        content: Some(b"y\n".to_vec()),
+                        content: Some(Saved::Copied(b"y\n".to_vec())),
                         mode: 0o644 & !fixture_umask()
                     },
                     TreeItem {
                         relative: "x.txt".to_owned(),
-                        content: Some(b"x\n".to_vec()),
+                        content: Some(Saved::Copied(b"x\n".to_vec())),
                         mode: 0o644 & !fixture_umask()
                     },
                 ]))
@@ -271,6 +271,201 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
         MountRegistry::builder().mount(fixture.spec("q", "/q", "rw")).observe(blind_only.clone()).build().unwrap();
     registry.agent().write("/q/a.txt", "b\n", &Precondition::Any).unwrap();
     assert_eq!(blind_only.images.lock().unwrap()[0].2, None, "no observer keeps images: none is taken");
+}
+
+/// What a [`Linker`] was told: `intends` or `changed`, the kind, the path, the image.
+type Told = (&'static str, ChangeKind, String, Option<vfs::Image>);
+
+/// Keeps images by hard link in a keeper of its own internal root, and records the intents
+/// and changes it is told, in order.
+#[derive(Debug, Default)]
+struct Linker {
+    keeper: std::sync::OnceLock<vfs::Keeper>,
+    told: Mutex<Vec<Told>>,
+    /// The version after of each change, in the order told.
+    versions: Mutex<Vec<String>>,
+}
+
+impl ChangeObserver for Linker {
+    fn changed(&self, change: &Change<'_>) {
+        let told = ("changed", change.kind, change.path.to_string(), change.image.cloned());
+        let mut list = self.told.lock().unwrap();
+        list.push(told);
+        self.versions.lock().unwrap().extend(change.version.map(str::to_owned));
+    }
+
+    fn intends(&self, change: &Change<'_>) {
+        assert_eq!(change.version, None, "an intent has no version after");
+        let told = ("intends", change.kind, change.path.to_string(), change.image.cloned());
+        self.told.lock().unwrap().push(told);
+    }
+
+    fn keeps_images(&self, path: &vfs::VirtualPath, _by_agent: bool) -> bool {
+        !path.as_str().starts_with("/keep")
+    }
+
+    fn keeper(&self) -> Option<&vfs::Keeper> {
+        self.keeper.get()
+    }
+}
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: links, modes and the kept files on disk")]
+fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    use vfs::{Image, Saved};
+    let fixture = Fixture::new();
+    fixture.file("p/a.txt", "a before\n");
+    std::fs::set_permissions(fixture.path("p/a.txt"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let inode = std::fs::metadata(fixture.path("p/a.txt")).unwrap().ino();
+    fixture.file("p/t/x.txt", "x\n");
+    fixture.file("p/t/s/y.txt", "y\n");
+    fixture.file("p/shared.txt", "shared\n");
+    std::fs::hard_link(fixture.path("p/shared.txt"), fixture.path("elsewhere.txt")).unwrap();
+    std::fs::create_dir_all(fixture.path("k")).unwrap();
+    let linker = Arc::new(Linker::default());
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .internal(fixture.spec("k", "/keep", "rw"))
+        .observe(linker.clone())
+        .build()
+        .unwrap();
+    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
+    let privileged = registry.mint_privileged("/keep").unwrap();
+    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    linker.told.lock().unwrap().clear(); // the keeper's own directory, made just now
+    let agent = registry.agent();
+    agent.write("/p/a.txt", "a after\n", &Precondition::Any).unwrap();
+    agent.delete("/p/t", true, &Precondition::Any).unwrap();
+    agent.write("/p/shared.txt", "changed\n", &Precondition::Any).unwrap();
+
+    let told = linker.told.lock().unwrap().clone();
+    let kinds: Vec<(&str, ChangeKind, &str)> =
+        told.iter().map(|(what, kind, path, _)| (*what, *kind, path.as_str())).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("intends", ChangeKind::Write, "/p/a.txt"),
+            ("changed", ChangeKind::Write, "/p/a.txt"),
+            ("intends", ChangeKind::Remove, "/p/t"),
+            ("changed", ChangeKind::Remove, "/p/t"),
+            ("intends", ChangeKind::Write, "/p/shared.txt"),
+            ("changed", ChangeKind::Write, "/p/shared.txt"),
+        ]
+    );
+    let kept = |name: &str| fixture.path(&format!("k/images/{name}"));
+    // The replaced file's own inode, with its bytes and mode, nothing copied.
+    let Some(Image::File { content: Saved::Kept { name, size: 9 }, mode: 0o640 }) = &told[1].3 else {
+        panic!("{:?}", told[1].3)
+    };
+    assert_eq!(std::fs::metadata(kept(name)).unwrap().ino(), inode);
+    assert_eq!(std::fs::read(kept(name)).unwrap(), b"a before\n");
+    assert_eq!(std::fs::read(fixture.path("p/a.txt")).unwrap(), b"a after\n");
+    // A removed tree: each file kept by link, under the names the image gives.
+    let Some(Image::Tree(items)) = &told[3].3 else { panic!("{:?}", told[3].3) };
+    let files: Vec<(String, Vec<u8>)> = items
+        .iter()
+        .filter_map(|item| match &item.content {
+            Some(Saved::Kept { name, .. }) => Some((item.relative.clone(), std::fs::read(kept(name)).unwrap())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(files, vec![("s/y.txt".to_owned(), b"y\n".to_vec()), ("x.txt".to_owned(), b"x\n".to_vec())]);
+    // A file with another link could be written through it: its image is a copy.
+    assert_eq!(
+        told[5].3,
+        Some(Image::File { content: Saved::Copied(b"shared\n".to_vec()), mode: 0o644 & !fixture_umask() })
+    );
+    assert_eq!(std::fs::read(fixture.path("elsewhere.txt")).unwrap(), b"shared\n");
+    let mut names: Vec<String> = std::fs::read_dir(fixture.path("k/images"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "one link per kept file, nothing else: {names:?}");
+    linker.keeper.get().unwrap().forget(name);
+    assert!(!kept(name).exists());
+}
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the kept images on disk")]
+fn two_writers_at_once_each_get_as_image_exactly_what_the_other_left() {
+    use std::collections::HashMap;
+    use vfs::{Image, Saved};
+    let fixture = Fixture::new();
+    fixture.file("p/a.txt", "start\n");
+    std::fs::create_dir_all(fixture.path("k")).unwrap();
+    let linker = Arc::new(Linker::default());
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .internal(fixture.spec("k", "/keep", "rw"))
+        .observe(linker.clone())
+        .build()
+        .unwrap();
+    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
+    let privileged = registry.mint_privileged("/keep").unwrap();
+    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    linker.told.lock().unwrap().clear();
+    let rounds = 200;
+    // Each writer's versions and what it wrote under each: every write must succeed.
+    let written: Vec<Vec<(String, String)>> = std::thread::scope(|scope| {
+        let writers: Vec<_> = ["A", "B"]
+            .into_iter()
+            .map(|who| {
+                let agent = registry.agent();
+                scope.spawn(move || {
+                    (0..rounds)
+                        .map(|round| {
+                            let content = format!("{who}{round}\n");
+                            let outcome = agent.write("/p/a.txt", &content, &Precondition::Any).unwrap();
+                            (outcome.version.unwrap(), content)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        writers.into_iter().map(|writer| writer.join().unwrap()).collect()
+    });
+    let content_of: HashMap<String, String> = written.into_iter().flatten().collect();
+    assert_eq!(content_of.len(), 2 * rounds);
+    // In the order the lock let them in, each change's image is what the one before left.
+    let told = linker.told.lock().unwrap().clone();
+    let changes: Vec<&Option<Image>> = told.iter().filter(|told| told.0 == "changed").map(|told| &told.3).collect();
+    assert_eq!(changes.len(), 2 * rounds);
+    let mut previous = "start\n".to_owned();
+    let versions = {
+        // The version each change left, in the same order (from the feed's own record).
+        let recorded = linker.versions.lock().unwrap().clone();
+        assert_eq!(recorded.len(), 2 * rounds);
+        recorded
+    };
+    for (image, version) in changes.iter().zip(&versions) {
+        let Some(Image::File { content: Saved::Kept { name, .. }, .. }) = image else { panic!("{image:?}") };
+        let kept = std::fs::read_to_string(fixture.path(&format!("k/images/{name}"))).unwrap();
+        assert_eq!(kept, previous);
+        previous.clone_from(&content_of[version]);
+    }
+    assert_eq!(std::fs::read_to_string(fixture.path("p/a.txt")).unwrap(), previous);
+}
+
+#[test]
+fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
+    let fixture = Fixture::new();
+    fixture.file("p/a.txt", "a\n");
+    let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(keeper.clone()).build().unwrap();
+    let agent = registry.agent();
+    agent.move_path("/p/a.txt", "/p/a.txt", &Precondition::Any, &Precondition::Any).unwrap();
+    assert!(keeper.images.lock().unwrap().is_empty(), "a move onto itself is no change");
+    agent.move_path("/p/a.txt", "/p/new/b.txt", &Precondition::Any, &Precondition::Absent).unwrap();
+    let info = agent.info("/p/new/b.txt").unwrap();
+    let told = keeper.images.lock().unwrap().clone();
+    let moves: Vec<&Kept> = told.iter().filter(|kept| kept.0 == ChangeKind::Move).collect();
+    assert_eq!(moves.len(), 1);
+    // Into a place where nothing was: the version of the file the move put there.
+    assert_eq!(moves[0].3.as_deref(), info.version.as_deref());
+    assert!(moves[0].3.is_some());
 }
 
 /// The process's umask (the fixture's files are made with it).

@@ -221,10 +221,12 @@ impl Context<'_> {
             _ => PutWhen::Any,
         };
         let was = Before::File { size: stat.size, version: token };
-        let image = self
-            .keeps_images(&path)
-            .then(|| crate::changes::Image::File { content: before.as_bytes().to_vec(), mode: stat.mode & 0o7777 });
-        let version = store.put(place, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)?;
+        let image =
+            self.keeps_images(&path).then(|| self.file_image_of(store, &place.node, before.as_bytes(), stat.mode));
+        self.intends(ChangeKind::Edit, &path, None, &was, image.as_ref());
+        let version = store
+            .put(place, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)
+            .inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Edit, &path, None, &was, version.as_deref(), image.as_ref());
         Ok(EditOutcome { path, diff, applied: true, replacements, version })
     }

@@ -27,7 +27,7 @@ pub(crate) use write::DeleteGuard;
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOutcome};
 
 use crate::budget::Deadline;
-use crate::changes::{Before, CallId, Change, ChangeKind, Image, TreeItem};
+use crate::changes::{Before, CallId, Change, ChangeKind, Image, Saved, TreeItem};
 use crate::error::Error;
 use crate::mount::Caller;
 use crate::path::VirtualPath;
@@ -77,13 +77,77 @@ impl<'r> Context<'r> {
         self.registry.observers.iter().any(|observer| observer.keeps_images(path, by_agent))
     }
 
+    /// Tells the observers that keep images of the change about to be made (its image just
+    /// taken, the lock held): [`ChangeObserver::intends`](crate::ChangeObserver::intends).
+    pub(crate) fn intends(
+        &self,
+        kind: ChangeKind,
+        path: &VirtualPath,
+        to: Option<&VirtualPath>,
+        before: &Before,
+        image: Option<&Image>,
+    ) {
+        let Some(image) = image else { return };
+        let by_agent = self.caller == Caller::Agent;
+        let change = Change { call: &self.call, by_agent, kind, path, to, before, version: None, image: Some(image) };
+        for observer in &self.registry.observers {
+            if observer.keeps_images(path, by_agent) {
+                observer.intends(&change);
+            }
+        }
+    }
+
+    /// The keeper of the first observer that offers one.
+    fn keeper(&self) -> Option<&crate::changes::Keeper> {
+        self.registry.observers.iter().find_map(|observer| observer.keeper())
+    }
+
+    /// A file's content kept by hard link in the observers' keeper, when there is one and
+    /// the store and the file allow (`storage::local::KeepDirectory::link`); with its mode.
+    /// Above the write cap it is not kept (an undo could not write it back).
+    fn kept(&self, store: &Backend, node: &crate::storage::Node) -> Option<Result<(Saved, u32), Image>> {
+        let keeper = self.keeper()?;
+        store.local()?;
+        #[cfg_attr(not(feature = "s3"), expect(irrefutable_let_patterns, reason = "only local nodes without s3"))]
+        let crate::storage::Node::Local(node) = node else { return None };
+        let name = keeper.fresh_name(&self.call);
+        let (size, mode) = keeper.directory.link(node, &name)?;
+        if size > self.registry.limits.write_bytes {
+            keeper.forget(&name);
+            return Some(Err(Image::NotKept("above the write cap")));
+        }
+        Some(Ok((Saved::Kept { name, size }, mode)))
+    }
+
     /// The before image of the regular file at `node` (the caller holds its directory's
-    /// lock): its content and mode, or not kept above the write cap.
+    /// lock): its content (kept by link where it can be, copied otherwise) and mode, or not
+    /// kept above the write cap.
     pub(crate) fn file_image(&self, store: &Backend, node: &crate::storage::Node, path: &VirtualPath) -> Image {
+        match self.kept(store, node) {
+            Some(Ok((content, mode))) => return Image::File { content, mode },
+            Some(Err(image)) => return image,
+            None => {}
+        }
         match store.read_all(node, self.registry.limits.write_bytes, path) {
-            Ok((content, _, stat)) => Image::File { content, mode: stat.mode & 0o7777 },
+            Ok((content, _, stat)) => Image::File { content: Saved::Copied(content), mode: stat.mode & 0o7777 },
             Err(error) if error.kind() == crate::ErrorKind::TooLarge => Image::NotKept("above the write cap"),
             Err(_) => Image::NotKept("unreadable"),
+        }
+    }
+
+    /// [`Context::file_image`] of a file whose content the caller holds already (an edit):
+    /// kept by link where it can be, else a copy of `content`.
+    pub(crate) fn file_image_of(
+        &self,
+        store: &Backend,
+        node: &crate::storage::Node,
+        content: &[u8],
+        mode: u32,
+    ) -> Image {
+        match self.kept(store, node) {
+            Some(Ok((content, mode))) => Image::File { content, mode },
+            Some(Err(image)) => image,
+            None => Image::File { content: Saved::Copied(content.to_vec()), mode: mode & 0o7777 },
         }
     }
 
@@ -92,23 +156,36 @@ impl<'r> Context<'r> {
         let store = self.store(located.mount);
         let cap = self.registry.limits.write_bytes;
         let mut items = Vec::new();
-        let mut total = 0u64;
+        let mut copied = 0u64;
         let mut refused = None;
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
             let relative = entry.relative.to_owned();
             match entry.kind {
                 Kind::Directory => items.push(TreeItem { relative, content: None, mode: 0 }),
                 Kind::File => {
-                    let Ok((content, _, stat)) = store.read_all(entry.node, cap, entry.path) else {
-                        refused = Some("a file in it is unreadable or above the write cap");
-                        return Flow::Stop;
+                    let (content, mode) = match self.kept(store, entry.node) {
+                        Some(Ok(kept)) => kept,
+                        Some(Err(_)) => {
+                            refused = Some("a file in it is unreadable or above the write cap");
+                            return Flow::Stop;
+                        }
+                        None => {
+                            let Ok((content, _, stat)) = store.read_all(entry.node, cap, entry.path) else {
+                                refused = Some("a file in it is unreadable or above the write cap");
+                                return Flow::Stop;
+                            };
+                            (Saved::Copied(content), stat.mode & 0o7777)
+                        }
                     };
-                    total += content.len() as u64;
-                    if total > crate::changes::TREE_IMAGE_BYTES {
+                    // Copies are held in memory; links cost nothing but a name.
+                    if let Saved::Copied(bytes) = &content {
+                        copied += bytes.len() as u64;
+                    }
+                    items.push(TreeItem { relative, content: Some(content), mode });
+                    if copied > crate::changes::TREE_IMAGE_BYTES {
                         refused = Some("above the tree image bound");
                         return Flow::Stop;
                     }
-                    items.push(TreeItem { relative, content: Some(content), mode: stat.mode & 0o7777 });
                 }
                 Kind::Symlink | Kind::Special => {
                     refused = Some("it holds a link or a special file");
@@ -118,9 +195,34 @@ impl<'r> Context<'r> {
             Flow::Continue
         });
         match (walked, refused) {
-            (_, Some(why)) => Image::NotKept(why),
             (Ok(walked), None) if walked.completed => Image::Tree(items),
-            _ => Image::NotKept("the tree could not be read whole"),
+            (walked, refused) => {
+                self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
+                Image::NotKept(match (walked, refused) {
+                    (_, Some(why)) => why,
+                    _ => "the tree could not be read whole",
+                })
+            }
+        }
+    }
+
+    /// Removes images kept by link that no change will use (an image abandoned part way,
+    /// or a change that failed after its image was taken).
+    pub(crate) fn forget_kept<'s>(&self, contents: impl Iterator<Item = &'s Saved>) {
+        let Some(keeper) = self.keeper() else { return };
+        for content in contents {
+            if let Saved::Kept { name, .. } = content {
+                keeper.forget(name);
+            }
+        }
+    }
+
+    /// Removes the images kept by link in `image`, when its change failed.
+    pub(crate) fn forget_image(&self, image: Option<&Image>) {
+        match image {
+            Some(Image::File { content, .. }) => self.forget_kept(std::iter::once(content)),
+            Some(Image::Tree(items)) => self.forget_kept(items.iter().filter_map(|item| item.content.as_ref())),
+            _ => {}
         }
     }
 

@@ -260,7 +260,9 @@ impl Context<'_> {
             Some(_) => self.file_image(store, &located.node, &path),
             None => Image::Absent,
         });
-        let version = store.put(&located, content, &when, mode, &path)?;
+        self.intends(ChangeKind::Write, &path, None, &before, image.as_ref());
+        let version =
+            store.put(&located, content, &when, mode, &path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, &path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
     }
@@ -351,7 +353,8 @@ impl Context<'_> {
             Some(_) => self.file_image(store, &place.node, path),
             None => Image::Absent,
         });
-        let version = store.commit(place, staged, &when, path)?;
+        self.intends(ChangeKind::Write, path, None, &before, image.as_ref());
+        let version = store.commit(place, staged, &when, path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
     }
@@ -388,9 +391,10 @@ impl Context<'_> {
                 // Under the directory's lock, which a write beside it takes too.
                 let _lock = store.lock(&located.node, &path)?;
                 self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
+                let image = self.keeps_images(&path).then_some(Image::Absent);
+                self.intends(ChangeKind::MakeDirectory, &path, None, &Before::Absent, image.as_ref());
                 let created = store.make_directory(&located, &path)?;
                 if created {
-                    let image = self.keeps_images(&path).then_some(Image::Absent);
                     self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None, image.as_ref());
                 }
                 Ok(CreateDirOutcome { path, created })
@@ -453,6 +457,9 @@ impl Context<'_> {
             }
             (Precondition::Version(_), None) => return Err(Error::version_mismatch(&destination, NO_FILE)),
         };
+        if source == destination || Self::same_file(from_store, &from.node, &source, existing)? {
+            return Ok(MoveOutcome { source, destination, copied: false });
+        }
         let before = match existing {
             Some(stat) => Before::File { size: stat.size, version: at_destination.version() },
             None => Before::Absent,
@@ -466,13 +473,15 @@ impl Context<'_> {
         // The version at the destination after the move, for an undo's guard.
         let moved_version = |keeps: bool| {
             if keeps && from_stat.kind == Kind::File {
-                to_store.version(&to.node, &destination).ok().flatten()
+                to_store.version_now(&to.node, &destination).ok().flatten()
             } else {
                 None
             }
         };
+        self.intends(ChangeKind::Move, &source, Some(&destination), &before, image.as_ref());
+        let forget = |_: &Error| self.forget_image(image.as_ref());
         if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
-            renamed?;
+            renamed.inspect_err(forget)?;
             let version = moved_version(keeps);
             self.changed(ChangeKind::Move, &source, Some(&destination), &before, version.as_deref(), image.as_ref());
             let copied = !from_store.capabilities().atomic_rename;
@@ -487,11 +496,19 @@ impl Context<'_> {
                 " to another file system or store; move its files one by one"
             ]));
         }
-        self.copy_file(&from, &source, &to, &destination, &when)?;
+        self.copy_file(&from, &source, &to, &destination, &when).inspect_err(forget)?;
         from_store.remove(&from, Kind::File, &Removal::single(), &source)?;
         let version = moved_version(keeps);
         self.changed(ChangeKind::Move, &source, Some(&destination), &before, version.as_deref(), image.as_ref());
         Ok(MoveOutcome { source, destination, copied: true })
+    }
+
+    /// True when the file at a move's destination (`existing`) is the source itself, another
+    /// link to it: such a move, like one onto its own path, changes nothing (`rename(2)` does
+    /// nothing), and no change is made or told.
+    fn same_file(store: &Backend, from: &Node, source: &VirtualPath, existing: Option<Stat>) -> Result<bool, Error> {
+        let Some(to) = existing else { return Ok(false) };
+        Ok(to.identity.is_some() && store.restat(from, source)?.is_some_and(|from| from.identity == to.identity))
     }
 
     /// Checks `precondition` of a place where something is (a delete's, a move's source),
@@ -631,7 +648,6 @@ impl Context<'_> {
             Kind::Symlink => Image::NotKept("a link"),
             Kind::Special => Image::NotKept("a special file"),
         });
-        store.remove(&located, stat.kind, &removal, &path)?;
         let before = match stat.kind {
             Kind::Directory => Before::Directory,
             Kind::Symlink => Before::Link,
@@ -639,6 +655,8 @@ impl Context<'_> {
                 Before::File { size: stat.size, version: precondition.as_ref().and_then(Precondition::version) }
             }
         };
+        self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
+        store.remove(&located, stat.kind, &removal, &path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Remove, &path, None, &before, None, image.as_ref());
         let kind = match stat.kind {
             Kind::Directory => "directory",
@@ -646,6 +664,19 @@ impl Context<'_> {
             Kind::File | Kind::Special => "file",
         };
         Ok(DeleteOutcome { path, kind })
+    }
+
+    /// The directory at `input` (made if missing) as a keeper of before images.
+    pub(crate) fn keeper_at(&self, input: &str) -> Result<crate::changes::Keeper, Error> {
+        self.create_directory(input)?;
+        let path = Self::parse(input)?;
+        let located = self.locate::<gate::Read>(&path, false, false)?;
+        let store = self.store(located.mount);
+        let (Some(_), crate::storage::Node::Local(node)) = (store.local(), &located.node) else {
+            return Err(Error::unsupported(&path));
+        };
+        let directory = crate::storage::local::KeepDirectory::open(node, &path)?;
+        Ok(crate::changes::Keeper::new(directory))
     }
 
     pub(crate) fn open_append(&self, input: &str) -> Result<AppendFile, Error> {

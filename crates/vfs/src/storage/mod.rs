@@ -642,6 +642,23 @@ impl Backend {
         with_node!(self, node, path, |store, node| store.version(node, path))
     }
 
+    /// The version token of the regular file at `node`'s name now, whatever resolution saw
+    /// there (a move's destination after the move: resolution saw nothing, or another file).
+    pub(crate) fn version_now(&self, node: &Node, path: &VirtualPath) -> Result<Option<String>, Error> {
+        match (self, node) {
+            (Backend::Local(store), Node::Local(node)) => {
+                let now = local::Node {
+                    parent: node.parent.clone(),
+                    name: node.name.clone(),
+                    seen: local::Seen::Listed(Kind::File),
+                };
+                Store::version(store, &now, path)
+            }
+            #[cfg(feature = "s3")]
+            _ => self.version(node, path),
+        }
+    }
+
     /// Refuses with the current version unless the file's version is `expected`.
     pub(crate) fn check_version(&self, node: &Node, expected: &str, path: &VirtualPath) -> Result<(), Error> {
         with_node!(self, node, path, |store, node| store.check_version(node, expected, path))

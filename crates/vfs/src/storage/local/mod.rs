@@ -19,6 +19,7 @@
 )]
 
 mod files;
+mod keep;
 mod resolve;
 mod staged;
 mod version;
@@ -34,6 +35,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 pub(crate) use files::{DirectoryLock, open_node as open_local, rename};
+pub(crate) use keep::KeepDirectory;
 pub(crate) use resolve::{open_direct, resolve};
 pub(crate) use staged::{Staged, Start};
 pub(crate) use version::version_of_bytes;

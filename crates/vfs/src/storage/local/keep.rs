@@ -1,0 +1,88 @@
+//! Before images kept by hard link: the old inode of a file an operation replaces or removes,
+//! linked into a directory of an internal root (the journal's) instead of copied.
+//!
+//! Every write of a local store commits a new inode by `rename` (`staged`), and never writes
+//! into the inode it replaces; a removal only unlinks. So the inode a name held before a
+//! change is the exact before image of that change, and a hard link made under the change's
+//! lock keeps it for as long as the journal wants, without reading or writing a byte. That is
+//! what makes a journal cheap (a 10,000-file delete costs 10,000 links, not 10,000 copies).
+//!
+//! A link is only a before image when nothing else can write into that inode: a file with
+//! other hard links (someone could write through them), or one on another file system (the
+//! link is refused), is copied by the caller instead.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType};
+
+use super::{Node, files};
+use crate::error::Error;
+use crate::path::VirtualPath;
+
+/// A directory of a local store that keeps before images by hard link.
+#[derive(Debug)]
+pub(crate) struct KeepDirectory {
+    directory: Arc<OwnedFd>,
+    /// The file system commits metadata in the order it was made, so that an `fsync` of any
+    /// file on it also makes the links made before durable (or it keeps nothing across a power
+    /// loss anyway): [`KeepDirectory::sync`] has nothing to do.
+    ordered: bool,
+}
+
+/// File systems on which the `fsync` of one file commits every metadata change made before it
+/// (one journal, committed in order: ext4 and ext3, xfs), or which keep nothing across a power
+/// loss (tmpfs, ramfs). ext2 shares ext4's number and has no journal; it is not told apart.
+const ORDERED: [u32; 4] = [
+    0xEF53,      // ext4, ext3 (and ext2)
+    0x5846_5342, // xfs
+    0x0102_1994, // tmpfs
+    0x8584_58F6, // ramfs
+];
+
+impl KeepDirectory {
+    /// The directory at `node`.
+    pub(crate) fn open(node: &Node, path: &VirtualPath) -> Result<Self, Error> {
+        let directory = files::open_node_directory(node, path)?;
+        let ordered = rustix::fs::fstatfs(&*directory).is_ok_and(|statfs| {
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "magic numbers are 32-bit")]
+            let magic = statfs.f_type as u32;
+            ORDERED.contains(&magic)
+        });
+        Ok(Self { directory, ordered })
+    }
+
+    /// Links the regular file `node` names into this directory as `name`, when the link is a
+    /// true before image (a file of one link, on the same file system). Returns the file's size
+    /// and permission bits; `None` when it cannot be kept so, and the caller copies instead.
+    pub(crate) fn link(&self, node: &Node, name: &str) -> Option<(u64, u32)> {
+        let file = node.name.as_deref()?;
+        rustix::fs::linkat(&*node.parent, file, &*self.directory, name, AtFlags::empty()).ok()?;
+        // Looked at through the new link: a regular file with exactly its own name and ours
+        // (a directory cannot be linked; a link or a special file is not an image).
+        let kept = rustix::fs::statat(&*self.directory, name, AtFlags::SYMLINK_NOFOLLOW).ok();
+        match kept {
+            Some(kept) if FileType::from_raw_mode(kept.st_mode) == FileType::RegularFile && kept.st_nlink == 2 => {
+                Some((u64::try_from(kept.st_size).unwrap_or(0), kept.st_mode & 0o7777))
+            }
+            _ => {
+                let _ = rustix::fs::unlinkat(&*self.directory, name, AtFlags::empty());
+                None
+            }
+        }
+    }
+
+    /// Removes the image `name` (an image kept for a change that was then not made).
+    pub(crate) fn forget(&self, name: &str) {
+        let _ = rustix::fs::unlinkat(&*self.directory, name, AtFlags::empty());
+    }
+
+    /// Makes the links made so far durable by the next `fsync` of a file on the same file
+    /// system: an `fsync` of the directory, except where the file system's order does it.
+    pub(crate) fn sync(&self) -> std::io::Result<()> {
+        if self.ordered {
+            return Ok(());
+        }
+        rustix::fs::fsync(&*self.directory).map_err(std::io::Error::from)
+    }
+}
