@@ -309,6 +309,25 @@ impl ChangeObserver for Linker {
     }
 }
 
+/// A registry of `/p` (the fixture's `p`, `rw`) observed by a [`Linker`] whose keeper is
+/// `/keep/images` (the fixture's `k/images`); the linker has been told nothing yet.
+#[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
+fn linked(fixture: &Fixture) -> (MountRegistry, Arc<Linker>) {
+    std::fs::create_dir_all(fixture.path("k")).unwrap();
+    let linker = Arc::new(Linker::default());
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .internal(fixture.spec("k", "/keep", "rw"))
+        .observe(linker.clone())
+        .build()
+        .unwrap();
+    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
+    let privileged = registry.mint_privileged("/keep").unwrap();
+    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    linker.told.lock().unwrap().clear(); // the keeper's own directory, made just now
+    (registry, linker)
+}
+
 #[test]
 #[expect(clippy::disallowed_methods, reason = "fixture: links, modes and the kept files on disk")]
 fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change() {
@@ -322,18 +341,7 @@ fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change
     fixture.file("p/t/s/y.txt", "y\n");
     fixture.file("p/shared.txt", "shared\n");
     std::fs::hard_link(fixture.path("p/shared.txt"), fixture.path("elsewhere.txt")).unwrap();
-    std::fs::create_dir_all(fixture.path("k")).unwrap();
-    let linker = Arc::new(Linker::default());
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("p", "/p", "rw"))
-        .internal(fixture.spec("k", "/keep", "rw"))
-        .observe(linker.clone())
-        .build()
-        .unwrap();
-    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
-    let privileged = registry.mint_privileged("/keep").unwrap();
-    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
-    linker.told.lock().unwrap().clear(); // the keeper's own directory, made just now
+    let (registry, linker) = linked(&fixture);
     let agent = registry.agent();
     agent.write("/p/a.txt", "a after\n", &Precondition::Any).unwrap();
     agent.delete("/p/t", true, &Precondition::Any).unwrap();
@@ -394,18 +402,7 @@ fn two_writers_at_once_each_get_as_image_exactly_what_the_other_left() {
     use vfs::{Image, Saved};
     let fixture = Fixture::new();
     fixture.file("p/a.txt", "start\n");
-    std::fs::create_dir_all(fixture.path("k")).unwrap();
-    let linker = Arc::new(Linker::default());
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("p", "/p", "rw"))
-        .internal(fixture.spec("k", "/keep", "rw"))
-        .observe(linker.clone())
-        .build()
-        .unwrap();
-    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
-    let privileged = registry.mint_privileged("/keep").unwrap();
-    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
-    linker.told.lock().unwrap().clear();
+    let (registry, linker) = linked(&fixture);
     let rounds = 200;
     // Each writer's versions and what it wrote under each: every write must succeed.
     let written: Vec<Vec<(String, String)>> = std::thread::scope(|scope| {
