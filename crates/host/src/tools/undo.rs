@@ -52,7 +52,8 @@ pub(super) struct ChangesOutput {
 pub(super) struct UndoOutput {
     /// One line per path: `restored P`, `removed P`, `conflict P: changed since (left as it is)`.
     lines: Vec<String>,
-    /// True when everything asked was undone.
+    /// True when everything asked was undone (always, in a result that is not an error: a
+    /// conflict makes the result an error, its lines in the text).
     undone: bool,
 }
 
@@ -134,8 +135,11 @@ pub(super) fn run_undo_changes(
         lines.push("nothing to undo".to_owned());
     }
     let text = format!("{}\n", lines.join("\n"));
+    if !clean {
+        // An error result is its text alone: structured content is the success's (its
+        // output schema), as for every tool.
+        return Ok(refusal(&text));
+    }
     let structured = serde_json::to_value(UndoOutput { lines, undone: clean }).unwrap_or(Value::Null);
-    let mut output = tools.success(&vfs::AgentText::from(text.as_str()), structured);
-    output.is_error = !clean;
-    Ok(output)
+    Ok(tools.success(&vfs::AgentText::from(text.as_str()), structured))
 }

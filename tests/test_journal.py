@@ -1,0 +1,170 @@
+"""The journal (`--journal`) from the official Python SDK, in both of its modes (`Client(url)`
+negotiates 2026-07-28, `mode="legacy"` the handshake), over stdio and HTTP: every operation an
+agent makes is listed by `list_changes` and undone by `undo_changes` exactly (a move across
+mounts too), an undo of an undo redoes, a change made behind vfs's back is a conflict left as it
+is, a 10,000-file recursive delete comes back whole, the operator's `vfs undo` works after a
+restart, and the journal's root is, to the agent, a root that does not exist. Every response
+goes through the fixture's leak scan.
+"""
+
+import contextlib
+import subprocess
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import BINARY
+from conftest import Client as Recorder
+from test_http import TOKEN, daemon
+
+MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
+TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
+# Read before edit is the tools' own rule (tests/test_mcp.py); here every change is the agent's
+# to make at once.
+JOURNAL = ("--journal", "journal", "--no-read-before-edit")
+
+
+@contextlib.asynccontextmanager
+async def client(fixture, mode: str, url: str | None):
+    """The SDK's `Client` over HTTP at `url`, or over stdio to `vfs serve --journal journal`."""
+    if url is not None:
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as connected:
+                yield Recorder(connected, fixture)
+        return
+    params = StdioServerParameters(
+        command=str(BINARY), args=fixture.launch(*JOURNAL), cwd=str(fixture.root), env={"VFS_LOG": "warn"}
+    )
+    async with Client(params, mode=mode) as connected:
+        yield Recorder(connected, fixture)
+
+
+def served(fixture, transport, main):
+    if transport == "http":
+        with daemon(fixture, *JOURNAL) as server:
+            anyio.run(main, f"{server.base}/mcp")
+    else:
+        anyio.run(main, None)
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+def tree(root) -> dict:
+    """Every file (bytes) and directory (None) under `root`, by relative path."""
+    return {
+        str(path.relative_to(root)): (path.read_bytes() if path.is_file() else None) for path in sorted(root.rglob("*"))
+    }
+
+
+@MODES
+@TRANSPORTS
+def test_every_change_is_listed_and_undone_exactly_and_an_undo_of_an_undo_redoes(fixture, mode, transport):
+    (fixture.out / "old.bin").write_bytes(bytes(range(256)))
+    (fixture.data / "scratch" / "note.txt").write_text("a note\n")
+    start_out, start_data = tree(fixture.out), tree(fixture.data)
+
+    async def main(url):
+        async with client(fixture, mode, url) as agent:
+            names = [tool.name for tool in (await agent.list_tools()).tools]
+            assert "list_changes" in names and "undo_changes" in names
+            steps = [
+                ("write_file", {"path": "/output/new/a.txt", "content": "made\n"}),
+                ("write_file", {"path": "/output/old.bin", "content": "text now\n", "overwrite": True}),
+                ("edit_file", {"path": "/output/new/a.txt", "edits": [{"oldText": "made", "newText": "edited"}]}),
+                ("create_directory", {"path": "/output/empty"}),
+                ("move_file", {"source": "/src/scratch/note.txt", "destination": "/output/note.txt"}),
+                ("delete_file", {"path": "/output/old.bin"}),
+            ]
+            for tool, arguments in steps:
+                result = await agent.call(tool, arguments)
+                assert not result.is_error, f"{tool}: {text(result)}"
+            listed = await agent.call("list_changes", {})
+            changes = listed.structured_content["changes"]
+            assert [(change["operation"], change["paths"], change["state"]) for change in changes] == [
+                ("remove", ["/output/old.bin"], "undoable"),
+                ("move", ["/src/scratch/note.txt", "/output/note.txt"], "undoable"),
+                ("make_directory", ["/output/empty"], "undoable"),
+                ("edit", ["/output/new/a.txt"], "undoable"),
+                ("write", ["/output/old.bin"], "undoable"),
+                ("write", ["/output/new/a.txt"], "undoable"),
+            ]
+            undone = await agent.call("undo_changes", {"count": 6})
+            assert not undone.is_error, text(undone)
+            assert undone.structured_content["lines"] == [
+                "restored /output/old.bin",
+                "restored /src/scratch/note.txt",
+                "removed /output/empty",
+                "restored /output/new/a.txt",
+                "restored /output/old.bin",
+                "removed /output/new/a.txt",
+            ]
+            assert (tree(fixture.out), tree(fixture.data)) == (start_out, start_data)
+            after = (await agent.call("list_changes", {})).structured_content["changes"]
+            # Each undo is an entry of its own, newest first, and what it undid is `undone`.
+            assert [(change["operation"], change["state"]) for change in after] == [("undo", "undoable")] * 6 + [
+                (change["operation"], "undone") for change in changes
+            ]
+            # Undoing the newest undo (that of the first change, the create, which removed the
+            # file and the directory the create made) redoes the create, directory first.
+            redone = await agent.call("undo_changes", {"changeId": after[0]["id"]})
+            assert redone.structured_content["lines"] == ["restored /output/new", "restored /output/new/a.txt"]
+            assert (fixture.out / "new" / "a.txt").read_text() == "made\n"
+
+    served(fixture, transport, main)
+
+
+@MODES
+def test_a_change_made_behind_vfs_is_a_conflict_and_the_journal_root_does_not_exist(fixture, mode):
+    async def main(url):
+        async with client(fixture, mode, url) as agent:
+            assert not (await agent.call("write_file", {"path": "/output/a.txt", "content": "vfs\n"})).is_error
+            (fixture.out / "a.txt").write_text("someone else\n")
+            undone = await agent.call("undo_changes", {})
+            # Not everything was undone: an error, its lines in the text.
+            assert (undone.is_error, text(undone)) == (True, "conflict /output/a.txt: changed since (left as it is)\n")
+            assert (fixture.out / "a.txt").read_text() == "someone else\n"
+            # The journal's root answers as a root that does not exist.
+            hidden = await agent.call("read_text_file", {"path": "/llm-journal/journal.jsonl"})
+            missing = await agent.call("read_text_file", {"path": "/nowhere/journal.jsonl"})
+            assert hidden.is_error and missing.is_error
+            assert text(hidden) == text(missing).replace("/nowhere", "/llm-journal")
+            roots = text(await agent.call("list_directory", {"path": "/"}))
+            assert "llm-journal" not in roots
+
+    served(fixture, "stdio", main)
+
+
+def test_a_ten_thousand_file_delete_comes_back_whole_and_the_operator_undoes_after_a_restart(fixture):
+    for index in range(10_000):
+        directory = fixture.out / "tree" / f"d{index // 100}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"f{index}.txt").write_text(f"file {index}\n")
+    start = tree(fixture.out)
+
+    async def delete_and_undo(url):
+        async with client(fixture, "auto", url) as agent:
+            deleted = await agent.call("delete_file", {"path": "/output/tree", "recursive": True})
+            assert not deleted.is_error, text(deleted)
+            assert not (fixture.out / "tree").exists()
+            undone = await agent.call("undo_changes", {})
+            assert undone.structured_content["lines"] == ["restored /output/tree"]
+        assert tree(fixture.out) == start
+        # A change, then a new process: the operator's `vfs undo` puts it back.
+        async with client(fixture, "auto", url) as agent:
+            assert not (await agent.call("write_file", {"path": "/output/late.txt", "content": "late\n"})).is_error
+
+    anyio.run(delete_and_undo, None)
+    undo = subprocess.run(
+        [str(BINARY), "undo", "--journal", "journal", "--mount", "data:/src:ro;scratch:rw", "--mount", "out:/output:rw", "--last", "1"],
+        cwd=fixture.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (undo.returncode, undo.stdout, undo.stderr) == (0, "removed /output/late.txt\n", "")
+    assert tree(fixture.out) == start
