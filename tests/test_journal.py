@@ -3,7 +3,8 @@ negotiates 2026-07-28, `mode="legacy"` the handshake), over stdio and HTTP: ever
 agent makes is listed by `list_changes` and undone by `undo_changes` exactly (a move across
 mounts too), an undo of an undo redoes, a change made behind vfs's back is a conflict left as it
 is, a 10,000-file recursive delete comes back whole, the operator's `vfs undo` works after a
-restart, and the journal's root is, to the agent, a root that does not exist. Every response
+restart, what a `run_command` command changed is the session's to list and undo, and the
+journal's root is, to the agent, a root that does not exist. Every response
 goes through the fixture's leak scan.
 """
 
@@ -19,6 +20,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from conftest import BINARY
 from conftest import Client as Recorder
 from test_http import TOKEN, daemon
+from test_run import sandbox_or_skip
 
 MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
 TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -28,7 +30,7 @@ JOURNAL = ("--journal", "journal", "--no-read-before-edit")
 
 
 @contextlib.asynccontextmanager
-async def client(fixture, mode: str, url: str | None):
+async def client(fixture, mode: str, url: str | None, *extra: str):
     """The SDK's `Client` over HTTP at `url`, or over stdio to `vfs serve --journal journal`."""
     if url is not None:
         async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
@@ -36,15 +38,15 @@ async def client(fixture, mode: str, url: str | None):
                 yield Recorder(connected, fixture)
         return
     params = StdioServerParameters(
-        command=str(BINARY), args=fixture.launch(*JOURNAL), cwd=str(fixture.root), env={"VFS_LOG": "warn"}
+        command=str(BINARY), args=fixture.launch(*JOURNAL, *extra), cwd=str(fixture.root), env={"VFS_LOG": "warn"}
     )
     async with Client(params, mode=mode) as connected:
         yield Recorder(connected, fixture)
 
 
-def served(fixture, transport, main):
+def served(fixture, transport, main, *extra: str):
     if transport == "http":
-        with daemon(fixture, *JOURNAL) as server:
+        with daemon(fixture, *JOURNAL, *extra) as server:
             anyio.run(main, f"{server.base}/mcp")
     else:
         anyio.run(main, None)
@@ -168,3 +170,34 @@ def test_a_ten_thousand_file_delete_comes_back_whole_and_the_operator_undoes_aft
     )
     assert (undo.returncode, undo.stdout, undo.stderr) == (0, "removed /output/late.txt\n", "")
     assert tree(fixture.out) == start
+
+
+@MODES
+@TRANSPORTS
+def test_what_a_command_changed_is_the_sessions_to_list_and_undo(fixture, mode, transport):
+    sandbox_or_skip()
+    (fixture.out / "kept.txt").write_text("before\n")
+
+    async def main(url):
+        async with client(fixture, mode, url, "--allow-run") as agent:
+            ran = await agent.call("run_command", {"command": "echo after > /output/kept.txt; echo new > /output/made.txt"})
+            assert text(ran).startswith("exit status 0\n"), text(ran)
+            changes = (await agent.call("list_changes", {})).structured_content["changes"]
+            # Each file the shell writes is made (or emptied) at its open, written at its close.
+            assert [(change["operation"], change["paths"]) for change in changes] == [
+                ("write", ["/output/made.txt"]),
+                ("write", ["/output/made.txt"]),
+                ("write", ["/output/kept.txt"]),
+                ("write", ["/output/kept.txt"]),
+            ]
+            undone = await agent.call("undo_changes", {"count": 4})
+            assert undone.structured_content["lines"] == [
+                "restored /output/made.txt",
+                "removed /output/made.txt",
+                "restored /output/kept.txt",
+                "restored /output/kept.txt",
+            ]
+            assert (fixture.out / "kept.txt").read_text() == "before\n"
+            assert not (fixture.out / "made.txt").exists()
+
+    served(fixture, transport, main, "--allow-run")

@@ -750,6 +750,7 @@ fn run_one(
         cwd: cwd.unwrap_or_else(|| runner.default_cwd().to_owned()),
         timeout,
         keep: 0,
+        call: None,
     };
     // SIGINT and SIGTERM end the command (every process of it), as a cancellation.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

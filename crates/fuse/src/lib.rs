@@ -112,11 +112,38 @@ pub struct FuseOptions {
     pub owner: Option<(u32, u32)>,
     /// Told of each refusal (the operator's exchange log), if anyone listens.
     pub refusals: Option<RefusalSink>,
+    /// Which call a change through the view belongs to, by the id of the process that makes
+    /// it (the sandbox: the `run_command` call whose command the process is part of); a
+    /// change no call claims is a call of the view's own.
+    pub attribution: Option<Attribution>,
+}
+
+/// Says which call a process's change through the view belongs to, by the process's id (in
+/// the view's PID namespace), or `None`. Called on the thread that answers the kernel, for
+/// changes only, so it must be quick.
+#[derive(Clone)]
+pub struct Attribution(std::sync::Arc<dyn Fn(u32) -> Option<vfs::CallId> + Send + Sync>);
+
+impl Attribution {
+    /// An attribution that asks `call_of`.
+    pub fn new(call_of: impl Fn(u32) -> Option<vfs::CallId> + Send + Sync + 'static) -> Self {
+        Attribution(std::sync::Arc::new(call_of))
+    }
+
+    pub(crate) fn call_of(&self, pid: u32) -> Option<vfs::CallId> {
+        (self.0)(pid)
+    }
+}
+
+impl std::fmt::Debug for Attribution {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Attribution")
+    }
 }
 
 impl Default for FuseOptions {
     fn default() -> Self {
-        FuseOptions { threads: 4, allow_other: false, owner: None, refusals: None }
+        FuseOptions { threads: 4, allow_other: false, owner: None, refusals: None, attribution: None }
     }
 }
 
@@ -214,7 +241,8 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
         options.owner.unwrap_or_else(|| (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()));
     let id = VIEWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let inodes = std::sync::Arc::new(std::sync::Mutex::new(inodes::Inodes::default()));
-    let view = view::View::new(accessor, id, inodes.clone(), owner, options.refusals.clone());
+    let view = view::View::new(accessor, id, inodes.clone(), owner, options.refusals.clone())
+        .attributed(options.attribution.clone());
     let session = fuser::spawn_mount(view, mountpoint, &config)
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
     let subscription = invalidate::start(registry, id, inodes, session.notifier());

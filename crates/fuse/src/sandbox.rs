@@ -28,7 +28,7 @@
 //!   agent is told only that, while the operator's log gets bubblewrap's words (they may name
 //!   the private directory).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::{FuseError, FuseOptions, Mounted};
@@ -183,6 +183,9 @@ pub struct RunRequest {
     pub timeout: Duration,
     /// How many bytes of each stream to keep (the tail); the rest is only counted.
     pub keep: usize,
+    /// The call the command's changes through the view belong to (a `run_command` call's:
+    /// then its session's journal entries hold them); `None`: each change a call of its own.
+    pub call: Option<vfs::CallId>,
 }
 
 /// One of a command's output streams.
@@ -265,6 +268,55 @@ pub struct Sandbox {
     /// The host user the commands run as, when vfs runs as root.
     host_user: Option<u32>,
     options: SandboxOptions,
+    /// The call of each running command, by the process id of its `prlimit`/`bwrap`.
+    calls: Arc<Mutex<HashMap<u32, vfs::CallId>>>,
+}
+
+/// A running command's call, known to the view's attribution until it is dropped.
+struct Claimed<'a> {
+    calls: &'a Mutex<HashMap<u32, vfs::CallId>>,
+    pid: u32,
+}
+
+impl<'a> Claimed<'a> {
+    fn new(calls: &'a Mutex<HashMap<u32, vfs::CallId>>, pid: u32, call: vfs::CallId) -> Self {
+        calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(pid, call);
+        Claimed { calls, pid }
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.pid);
+    }
+}
+
+/// The call of the command that process `pid` belongs to: the call of the nearest ancestor
+/// that is a running command's `bwrap` (every process of a command descends from it).
+fn call_of(calls: &Mutex<HashMap<u32, vfs::CallId>>, pid: u32) -> Option<vfs::CallId> {
+    let calls = calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if calls.is_empty() {
+        return None;
+    }
+    let mut pid = pid;
+    for _ in 0..64 {
+        if let Some(call) = calls.get(&pid) {
+            return Some(call.clone());
+        }
+        pid = parent_of(pid)?;
+        if pid <= 1 {
+            return None;
+        }
+    }
+    None
+}
+
+/// The parent of process `pid` (`/proc/PID/stat`'s fourth field, after the name in parentheses).
+#[expect(clippy::disallowed_methods, reason = "tooling: the process table, not an agent's file")]
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(1)?.parse().ok()
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -305,11 +357,14 @@ impl Sandbox {
             || (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()),
             |user| (user, user),
         );
+        let calls: Arc<Mutex<HashMap<u32, vfs::CallId>>> = Arc::default();
+        let attributed = calls.clone();
         let fuse = FuseOptions {
             threads: options.threads,
             allow_other: host_user.is_some(),
             owner: Some(owner),
             refusals: options.refusals.clone(),
+            attribution: Some(crate::Attribution::new(move |pid| call_of(&attributed, pid))),
         };
         let mut sandbox = Sandbox {
             accessor: registry.agent(),
@@ -321,6 +376,7 @@ impl Sandbox {
             prlimit,
             host_user,
             options,
+            calls,
         };
         // Dropping the sandbox from here on removes the directory (and unmounts the view).
         sandbox.mounted = Some(crate::mount(registry, &directory.join("view"), &fuse)?);
@@ -329,6 +385,7 @@ impl Sandbox {
             cwd: "/".to_owned(),
             timeout: Duration::from_secs(20),
             keep: 4096,
+            call: None,
         };
         match sandbox.run(&trial, &|| false, &mut |_, _| {}) {
             Ok(outcome) if outcome.ending == Ending::Exited(0) => Ok(sandbox),
@@ -369,6 +426,7 @@ impl Sandbox {
         }
         let started = Instant::now();
         let (mut child, status) = self.spawn(request, &cwd)?;
+        let _claimed = request.call.as_ref().map(|call| Claimed::new(&self.calls, child.id(), call.clone()));
         let (sender, receiver) = mpsc::channel::<Event>();
         let readers = [
             child.stdout.take().map(|pipe| pump(pipe, Stream::Stdout, sender.clone())),

@@ -63,6 +63,18 @@ pub(crate) struct View {
     cached: Mutex<HashMap<u64, vfs::FileStamp>>,
     owner: (u32, u32),
     refusals: Option<crate::RefusalSink>,
+    /// Which call a process's change belongs to (the sandbox's `run_command` calls).
+    attribution: Option<crate::Attribution>,
+}
+
+thread_local! {
+    /// The process whose kernel request this thread is answering, for [`View::changing`].
+    static ACTING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Notes the process a request that may change something comes from.
+fn acting(req: &Request) {
+    ACTING.set(req.pid());
 }
 
 /// An open file or directory.
@@ -114,6 +126,24 @@ impl View {
             cached: Mutex::new(HashMap::new()),
             owner,
             refusals,
+            attribution: None,
+        }
+    }
+
+    /// The view with `attribution` telling which call each process's changes belong to.
+    pub(crate) fn attributed(mut self, attribution: Option<crate::Attribution>) -> Self {
+        self.attribution = attribution;
+        self
+    }
+
+    /// The accessor for a change requested by the process [`acting`] noted: with the call
+    /// the attribution gives it (its changes are then that call's, in the journal as in the
+    /// audit), or the view's own accessor, each change a call of its own.
+    fn changing(&self) -> std::borrow::Cow<'_, AgentAccessor> {
+        let call = self.attribution.as_ref().and_then(|attribution| attribution.call_of(ACTING.get()));
+        match call {
+            Some(call) => std::borrow::Cow::Owned(self.accessor.with_budget(vfs::Budget::unlimited().with_call(call))),
+            None => std::borrow::Cow::Borrowed(&self.accessor),
         }
     }
 
@@ -267,7 +297,7 @@ impl View {
     fn stage(&self, writing: &mut Writing, from: StageFrom) -> Result<(), Errno> {
         if writing.staged.is_none() {
             let path = lock(&self.inodes).path(writing.ino).ok_or(Errno::ENOENT)?;
-            let staged = self.accessor.stage(&path, from).map_err(|error| self.refused("write", &path, &error))?;
+            let staged = self.changing().stage(&path, from).map_err(|error| self.refused("write", &path, &error))?;
             writing.staged = Some(staged);
         }
         Ok(())
@@ -294,7 +324,7 @@ impl View {
         let path = lock(&self.inodes).path(ino).ok_or(Errno::ENOENT)?;
         let base = self.base(&path)?;
         let mut staged = self
-            .accessor
+            .changing()
             .stage(&path, if size == 0 { StageFrom::Empty } else { StageFrom::Current })
             .map_err(|error| self.refused("truncate", &path, &error))?;
         staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error))?;
@@ -355,7 +385,7 @@ impl Filesystem for View {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _mode: Option<u32>,
         _uid: Option<u32>,
@@ -371,6 +401,7 @@ impl Filesystem for View {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        acting(req);
         // Modes, owners and times are vfs's (an agent's file is never made a program by its
         // mode): a change of them is accepted and changes nothing, as tools that copy a
         // file's mode onto its replacement (`sed -i`) expect. The size is content.
@@ -395,7 +426,7 @@ impl Filesystem for View {
 
     fn mknod(
         &self,
-        _req: &Request,
+        req: &Request,
         _parent: INodeNo,
         _name: &OsStr,
         _mode: u32,
@@ -403,16 +434,18 @@ impl Filesystem for View {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
+        acting(req);
         reply.error(Errno::EPERM);
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+        acting(req);
         let result = self.child(parent, name).and_then(|path| {
             if self.accessor.attributes(&path).is_ok() {
                 return Err(Errno::EEXIST);
             }
             self.writable(&self.path(parent)?)?;
-            self.accessor.create_directory(&path).map_err(|error| self.refused("mkdir", &path, &error))?;
+            self.changing().create_directory(&path).map_err(|error| self.refused("mkdir", &path, &error))?;
             self.entry(&path)
         });
         match result {
@@ -421,10 +454,11 @@ impl Filesystem for View {
         }
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        acting(req);
         let result = self.child(parent, name).and_then(|path| {
             self.writable(&path)?;
-            self.accessor
+            self.changing()
                 .delete(&path, false, &Precondition::Any)
                 .map_err(|error| self.refused("unlink", &path, &error))?;
             lock(&self.inodes).detach(&path);
@@ -436,7 +470,8 @@ impl Filesystem for View {
         }
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        acting(req);
         let result = self.child(parent, name).and_then(|path| {
             let attributes = self.attributes(&path)?;
             if attributes.kind != EntryKind::Directory {
@@ -445,7 +480,7 @@ impl Filesystem for View {
             if !attributes.writable() {
                 return Err(Errno::EROFS);
             }
-            self.accessor
+            self.changing()
                 .delete(&path, false, &Precondition::Any)
                 .map_err(|error| self.refused("rmdir", &path, &error))?;
             lock(&self.inodes).detach(&path);
@@ -463,7 +498,7 @@ impl Filesystem for View {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -471,6 +506,7 @@ impl Filesystem for View {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        acting(req);
         let result = (|| {
             if flags.contains(RenameFlags::RENAME_EXCHANGE) || flags.contains(RenameFlags::RENAME_WHITEOUT) {
                 return Err(Errno::EINVAL);
@@ -482,7 +518,7 @@ impl Filesystem for View {
             self.writable(&self.path(newparent)?)?;
             let at_destination =
                 if flags.contains(RenameFlags::RENAME_NOREPLACE) { Precondition::Absent } else { Precondition::Any };
-            self.accessor
+            self.changing()
                 .move_path(&from, &to, &Precondition::Any, &at_destination)
                 .map_err(|error| self.refused("rename", &from, &error))?;
             lock(&self.inodes).renamed(&from, &to);
@@ -498,7 +534,8 @@ impl Filesystem for View {
         reply.error(Errno::EPERM);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        acting(req);
         let result = (|| {
             let path = self.path(ino)?;
             if flags.acc_mode() == OpenAccMode::O_RDONLY {
@@ -563,7 +600,7 @@ impl Filesystem for View {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -573,6 +610,7 @@ impl Filesystem for View {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        acting(req);
         let result = self.writing(fh).and_then(|handle| {
             let Handle::Write(writing) = &*handle else { return Err(Errno::EBADF) };
             let mut writing = lock(writing);
@@ -588,7 +626,8 @@ impl Filesystem for View {
         }
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        acting(req);
         let result = match self.handle(fh) {
             Some(handle) => match &*handle {
                 Handle::Write(writing) => self.commit(&mut lock(writing)),
@@ -604,7 +643,7 @@ impl Filesystem for View {
 
     fn release(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
@@ -612,6 +651,7 @@ impl Filesystem for View {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        acting(req);
         let handle = lock(&self.handles).remove(&fh.0);
         let result = match handle.as_deref() {
             Some(Handle::Write(writing)) => {
@@ -743,7 +783,7 @@ impl Filesystem for View {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         _mode: u32,
@@ -751,6 +791,7 @@ impl Filesystem for View {
         _flags: i32,
         reply: ReplyCreate,
     ) {
+        acting(req);
         let result = self.child(parent, name).and_then(|path| {
             // The directory must still be there: a stage makes missing parents, as a write
             // does, and a directory removed beside the view is not brought back by a create.
@@ -761,8 +802,10 @@ impl Filesystem for View {
             if !directory.writable() {
                 return Err(Errno::EROFS);
             }
-            let staged =
-                self.accessor.stage(&path, StageFrom::Empty).map_err(|error| self.refused("create", &path, &error))?;
+            let staged = self
+                .changing()
+                .stage(&path, StageFrom::Empty)
+                .map_err(|error| self.refused("create", &path, &error))?;
             let outcome =
                 staged.commit(&Precondition::Absent).map_err(|error| self.refused("create", &path, &error))?;
             let (ino, attr) = self.entry(&path)?;

@@ -87,6 +87,7 @@ fn run(
         cwd: cwd.to_owned(),
         timeout,
         keep: 1 << 20,
+        call: None,
     };
     sandbox.run(&request, cancelled, &mut |_, _| {})
 }
@@ -220,8 +221,13 @@ fn a_fork_bomb_is_held_and_the_environment_is_exactly_the_sandboxs() {
     assert_eq!(text(&outcome.stderr.tail), "/bin/sh: 0: Cannot fork\n");
     assert_eq!(processes_with("sleep 316"), Vec::<String>::new());
     assert_eq!(shell(&sandbox, "echo fine", "/").stdout.tail, b"fine\n");
-    let request =
-        RunRequest { argv: vec!["env".to_owned()], cwd: "/w".to_owned(), timeout: Duration::from_secs(10), keep: 4096 };
+    let request = RunRequest {
+        argv: vec!["env".to_owned()],
+        cwd: "/w".to_owned(),
+        timeout: Duration::from_secs(10),
+        keep: 4096,
+        call: None,
+    };
     let outcome = sandbox.run(&request, &|| false, &mut |_, _| {}).unwrap();
     let mut lines: Vec<String> = text(&outcome.stdout.tail).lines().map(str::to_owned).collect();
     lines.sort();
@@ -246,6 +252,7 @@ fn output_is_streamed_and_capped_to_its_tail() {
         cwd: "/".to_owned(),
         timeout: Duration::from_secs(10),
         keep: 10,
+        call: None,
     };
     let mut streamed = Vec::new();
     let outcome = sandbox

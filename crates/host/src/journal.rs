@@ -53,6 +53,8 @@ struct Observed {
     to: Option<String>,
     version: Option<String>,
     image: Option<Image>,
+    /// A directory made on the way to the call's next change.
+    on_the_way: bool,
 }
 
 /// Who a call is for, and whether it undoes an entry.
@@ -319,6 +321,7 @@ impl ChangeObserver for Journal {
             to: change.to.map(|to| to.as_str().to_owned()),
             version: change.version.map(str::to_owned),
             image: change.image.cloned(),
+            on_the_way: change.on_the_way,
         };
         self.state().pending.push(observed);
     }
@@ -405,9 +408,9 @@ fn entries_of(observed: Vec<Observed>) -> Vec<Vec<Observed>> {
         if open.first().is_some_and(|first| first.call != change.call) {
             entries.push(std::mem::take(&mut open));
         }
-        let directory = change.kind == ChangeKind::MakeDirectory;
+        let on_the_way = change.on_the_way;
         open.push(change);
-        if !directory {
+        if !on_the_way {
             entries.push(std::mem::take(&mut open));
         }
     }
@@ -433,8 +436,7 @@ fn time_text(time: SystemTime) -> String {
 /// One entry's line, its copied images written (kept ones are linked already); with the
 /// bytes of its images.
 fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) -> Result<(Value, u64), String> {
-    let main =
-        group.iter().rev().find(|change| change.kind != ChangeKind::MakeDirectory).unwrap_or(&group[group.len() - 1]);
+    let main = group.iter().rev().find(|change| !change.on_the_way).unwrap_or(&group[group.len() - 1]);
     let id = fresh_id(main.time);
     let mut bytes = 0u64;
     let mut images = Vec::new();
@@ -480,7 +482,7 @@ fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) 
         };
         // Directories made on the way to the entry's change are its parents (removed on
         // undo only when still empty); those of an undo are its own parts.
-        let parent = info.undoes.is_none() && change.kind == ChangeKind::MakeDirectory && index < main_index;
+        let parent = info.undoes.is_none() && change.on_the_way && index < main_index;
         parts.push(json!({
             "kind": change.kind.as_str(),
             "path": change.path,

@@ -119,6 +119,12 @@ impl Budget {
     }
 
     /// The id of the next call made with this budget.
+    /// The id of the call this budget was given ([`Budget::with_call`]), if any.
+    #[must_use]
+    pub fn call_id(&self) -> Option<&CallId> {
+        self.call.as_ref()
+    }
+
     pub(crate) fn call(&self) -> CallId {
         self.call.clone().unwrap_or_default()
     }

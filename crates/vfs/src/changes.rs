@@ -138,6 +138,9 @@ pub struct Change<'a> {
     /// The before image, when some observer keeps images ([`ChangeObserver::keeps_images`]):
     /// taken under the change's lock, just before the change.
     pub image: Option<&'a Image>,
+    /// True for a directory made on the way to another change of the same call (a write's
+    /// missing parents), which follows it; false for every change asked for itself.
+    pub on_the_way: bool,
 }
 
 /// The before image of a change: what an undo puts back. For a move, the image is of what

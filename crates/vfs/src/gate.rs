@@ -19,7 +19,6 @@
 use std::marker::PhantomData;
 use std::ops::Deref;
 
-use crate::changes::{Before, ChangeKind};
 use crate::error::Error;
 use crate::ops::Context;
 use crate::path::VirtualPath;
@@ -129,7 +128,7 @@ impl Context<'_> {
             let root = self.registry.mounts[mount].root_path.clone();
             let directory = rel.iter().fold(root, |directory, name| directory.join_trusted(name));
             let image = self.keeps_images(&directory).then_some(crate::changes::Image::Absent);
-            self.changed(ChangeKind::MakeDirectory, &directory, None, &Before::Absent, None, image.as_ref());
+            self.made_on_the_way(&directory, image.as_ref());
         };
         let options = Resolve {
             follow_final,

@@ -197,6 +197,16 @@ fn a_commands_changes_are_journaled_and_undone() {
         ("write", "/w/x.txt"),
     ];
     assert_eq!(changes, expected.map(|(operation, path)| (operation.to_owned(), path.to_owned())));
+    // All of them are the `run_command` call's, in the session that made it (the view's
+    // changes of a command are attributed to it), so the agent's `undo_changes` sees them.
+    let owners: Vec<(&str, &str)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| (entry["session"].as_str().unwrap(), entry["call"].as_str().unwrap()))
+        .collect();
+    assert!(owners.iter().all(|owner| *owner == owners[0]), "{owners:?}");
+    assert_ne!(owners[0].0, "-", "{owners:?}");
     let undone = test.run(&[&["undo", "--last", "5"], &launch[..]].concat());
     eqnice!("restored /w/d/y\nremoved /w/d/y\nremoved /w/d\nrestored /w/x.txt\nremoved /w/x.txt\n", undone.stdout);
     assert_eq!(undone.code, 0, "{}", undone.stderr);

@@ -196,6 +196,8 @@ pub(crate) fn run(runner: &Runner, agent: &AgentAccessor, arguments: &Value) -> 
         cwd: arguments.cwd.unwrap_or_else(|| runner.default_cwd.clone()),
         timeout,
         keep: KEEP_BYTES,
+        // The command's changes are this call's: journaled for the session that ran it.
+        call: agent.budget().call_id().cloned(),
     };
     let budget = agent.budget();
     let progress = budget.progress_sink().cloned();

@@ -60,8 +60,36 @@ impl<'r> Context<'r> {
         version: Option<&str>,
         image: Option<&Image>,
     ) {
-        let change =
-            Change { call: &self.call, by_agent: self.caller == Caller::Agent, kind, path, to, before, version, image };
+        self.tell(&Change {
+            call: &self.call,
+            by_agent: self.caller == Caller::Agent,
+            kind,
+            path,
+            to,
+            before,
+            version,
+            image,
+            on_the_way: false,
+        });
+    }
+
+    /// Tells the observers of a directory made on the way to a change of this call.
+    pub(crate) fn made_on_the_way(&self, path: &VirtualPath, image: Option<&Image>) {
+        self.tell(&Change {
+            call: &self.call,
+            by_agent: self.caller == Caller::Agent,
+            kind: ChangeKind::MakeDirectory,
+            path,
+            to: None,
+            before: &Before::Absent,
+            version: None,
+            image,
+            on_the_way: true,
+        });
+    }
+
+    fn tell(&self, change: &Change<'_>) {
+        let change = *change;
         for observer in &self.registry.observers {
             observer.changed(&change);
         }
@@ -89,7 +117,17 @@ impl<'r> Context<'r> {
     ) {
         let Some(image) = image else { return };
         let by_agent = self.caller == Caller::Agent;
-        let change = Change { call: &self.call, by_agent, kind, path, to, before, version: None, image: Some(image) };
+        let change = Change {
+            call: &self.call,
+            by_agent,
+            kind,
+            path,
+            to,
+            before,
+            version: None,
+            image: Some(image),
+            on_the_way: false,
+        };
         for observer in &self.registry.observers {
             if observer.keeps_images(path, by_agent) {
                 observer.intends(&change);
