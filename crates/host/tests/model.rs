@@ -30,10 +30,13 @@
 //! there, whatever moved them, and no file hidden by `/w`'s own rules is in `/o`, which has none.
 //!
 //! The FUSE lane (`fuse_lane`) makes the agent's calls as a shell makes them, through the view
-//! `run_command`'s commands see, and checks the same invariants on the disk.
+//! `run_command`'s commands see, and checks the same invariants on the disk. Its journal lane
+//! (`run_undone`) makes them with `--journal`, then undoes every entry: the tree is back to its
+//! start, but where an undo needs a right the change did not.
 //!
 //! CI runs a fixed number of cases (`VFS_MODEL_CASES`, default 256, of up to 40 steps;
-//! `VFS_MODEL_FUSE_CASES`, default 64, of up to 30 operations, for the FUSE lane). A long
+//! `VFS_MODEL_FUSE_CASES`, default 64, of up to 30 operations, for the FUSE lane, and as many
+//! of up to 19 for its journal lane). A long
 //! campaign: `VFS_MODEL_CASES=20000 cargo test --release -p vfs-host --test model`
 //! (`docs/compliance.md`).
 #![expect(clippy::disallowed_methods, reason = "fixture: the test builds and inspects the tree on disk")]
@@ -745,6 +748,98 @@ mod fuse_lane {
         outcome
     }
 
+    /// Every file (bytes) and directory (`None`) under `root`, by relative path, but the
+    /// exchange log's files.
+    fn tree(root: &Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
+        let mut found = std::collections::BTreeMap::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(directory) = stack.pop() {
+            for entry in std::fs::read_dir(&directory).unwrap().flatten() {
+                let path = entry.path();
+                let key = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                if entry.file_type().unwrap().is_dir() {
+                    found.insert(key, None);
+                    stack.push(path);
+                } else if !entry.file_name().to_string_lossy().starts_with("exchanges-") {
+                    found.insert(key, Some(std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        found
+    }
+
+    /// The journal lane: the same shell operations through the view with `--journal`, then
+    /// every entry undone as the operator, newest first. The tree is back to its start byte for
+    /// byte, but where an undo needs a right the act did not (a file made in the `rwnd` scope
+    /// `proj/keep` is removed by a delete, which `rwnd` refuses: that undo fails, says so, and
+    /// leaves that path as the change left it).
+    pub(super) fn run_undone(ops: &[Op]) -> Result<(), TestCaseError> {
+        let mut world = World::new();
+        let journal = tempfile::tempdir().unwrap();
+        world.options.journal = Some(journal.path().join("journal"));
+        let start = tree(world.dir.path());
+        let launch = vfs_host::compose(&world.options).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let mountpoint = outside.path().to_owned();
+        let Ok(view) = vfs_fuse::mount(launch.registry(), &mountpoint, &vfs_fuse::FuseOptions::default()) else {
+            return Err(TestCaseError::fail("the view could not be mounted"));
+        };
+        let connection = connection(&mountpoint);
+        let applied: Result<(), TestCaseError> = (|| {
+            for op in ops {
+                let singles: Vec<&Op> = match op {
+                    Op::Together(first, second) => vec![first, second],
+                    _ => vec![op],
+                };
+                watched(&mountpoint, &connection, &singles)?;
+            }
+            Ok(())
+        })();
+        view.unmount().unwrap();
+        applied?;
+        let journal = launch.journal().unwrap();
+        journal.flush();
+        let agent = launch.registry().agent();
+        let physical = |path: &str| path.replacen("/w/", "outer/", 1).replacen("/o/", "out/", 1);
+        let related = |path: &str, other: &str| {
+            path == other || path.starts_with(&format!("{other}/")) || other.starts_with(&format!("{path}/"))
+        };
+        // An undo needs the rights its own act needs: removing what a change made is a delete,
+        // which an `rwnd` scope (`proj/keep`) or a directory holding a read-only scope refuses.
+        // Such an entry's paths are left as the change left them.
+        let mut lines = Vec::new();
+        let mut refused: Vec<String> = Vec::new();
+        for entry in journal.entries().undoable_newest(None) {
+            let (undone, _) = journal.undo(&agent, entry, "operator");
+            for line in &undone {
+                if line.starts_with("restored ") || line.starts_with("removed ") {
+                    continue;
+                }
+                // A conflict is an older change's, on what a refused undo left behind.
+                let conflict = line
+                    .strip_prefix("conflict ")
+                    .and_then(|rest| rest.split_once(':'))
+                    .map(|(path, _)| physical(path))
+                    .is_some_and(|path| refused.iter().any(|refused| related(&path, refused)));
+                let rights = line.contains("grant delete");
+                prop_assert!(
+                    rights || conflict,
+                    "an undo line that is neither a restore nor a refusal of rights: {line}\n{lines:#?}\n{undone:#?}"
+                );
+                refused.extend(entry.paths.iter().map(|path| physical(path)));
+            }
+            lines.extend(undone);
+        }
+        let end = tree(world.dir.path());
+        for path in start.keys().chain(end.keys()) {
+            let explained = refused.iter().any(|refused| related(path, refused));
+            if !explained {
+                prop_assert_eq!(start.get(path), end.get(path), "`{}` differs after every undo: {:#?}", path, lines);
+            }
+        }
+        Ok(())
+    }
+
     /// True where the view can be mounted here; elsewhere the lane says why it did not run
     /// (and fails with `VFS_REQUIRE_FUSE`).
     pub(super) fn can_mount() -> bool {
@@ -770,6 +865,15 @@ fn fuse_cases() -> u32 {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: fuse_cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_shell_change_through_the_view_is_journaled_and_undone_exactly(
+        ops in prop::collection::vec(fuse_lane::op(), 1..20)
+    ) {
+        if fuse_lane::can_mount() {
+            fuse_lane::run_undone(&ops)?;
+        }
+    }
 
     #[test]
     fn no_sequence_of_shell_operations_through_the_view_breaks_the_doctrine(
