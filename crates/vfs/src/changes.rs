@@ -209,6 +209,8 @@ impl Saved {
 pub struct Keeper {
     pub(crate) directory: crate::storage::local::KeepDirectory,
     next: AtomicU64,
+    /// This process's id (asked once: every image's name holds it).
+    process: u32,
 }
 
 impl fmt::Debug for Keeper {
@@ -219,14 +221,14 @@ impl fmt::Debug for Keeper {
 
 impl Keeper {
     pub(crate) fn new(directory: crate::storage::local::KeepDirectory) -> Self {
-        Self { directory, next: AtomicU64::new(0) }
+        Self { directory, next: AtomicU64::new(0), process: std::process::id() }
     }
 
     /// A name for the next image of `call`: the call's id, this process and a counter, so
     /// that processes sharing a keeper never pick the same one.
     pub(crate) fn fresh_name(&self, call: &CallId) -> String {
         let next = self.next.fetch_add(1, Ordering::Relaxed);
-        format!("{call}.{:x}.{next:x}", std::process::id())
+        format!("{call}.{:x}.{next:x}", self.process)
     }
 
     /// Removes the image `name` (one kept for a change that was then not made, or that the
