@@ -637,26 +637,28 @@ impl Context<'_> {
             Self::hold(store, &located.node, precondition, &path)?;
         }
         let registry = self.registry;
+        let keeps = self.keeps_images(&path);
+        let keeping =
+            (keeps && recursive && stat.kind == Kind::Directory).then(|| self.keeping(store, &path)).flatten();
         let removal = Removal {
             recursive,
             holds_mount: &|identity| registry.holds_mount(identity),
             judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
+            keep: keeping.as_ref(),
         };
-        let image = self.keeps_images(&path).then(|| match stat.kind {
-            Kind::File => self.file_image(store, &located.node, &path),
-            Kind::Directory => self.tree_image(&located, &path),
-            Kind::Symlink => Image::NotKept("a link"),
-            Kind::Special => Image::NotKept("a special file"),
-        });
-        let before = match stat.kind {
-            Kind::Directory => Before::Directory,
-            Kind::Symlink => Before::Link,
-            Kind::File | Kind::Special => {
-                Before::File { size: stat.size, version: precondition.as_ref().and_then(Precondition::version) }
-            }
+        let image = match &keeping {
+            // Told to the intent as an empty tree: its items are linked as the removal goes.
+            Some(_) => Some(Image::Tree(Vec::new())),
+            None => keeps.then(|| self.removal_image(&located, stat.kind, &path)),
         };
+        let before = removed_before(&stat, precondition.as_ref());
         self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
-        store.remove(&located, stat.kind, &removal, &path).inspect_err(|_| self.forget_image(image.as_ref()))?;
+        let removed = store.remove(&located, stat.kind, &removal, &path);
+        let image = match keeping {
+            Some(keeping) => Some(self.kept_tree(keeping, removed.is_ok())),
+            None => image,
+        };
+        removed.inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Remove, &path, None, &before, None, image.as_ref());
         let kind = match stat.kind {
             Kind::Directory => "directory",
@@ -664,6 +666,45 @@ impl Context<'_> {
             Kind::File | Kind::Special => "file",
         };
         Ok(DeleteOutcome { path, kind })
+    }
+
+    /// The before image of what a removal at `located` takes, read before it (the caller
+    /// holds the lock).
+    fn removal_image(&self, located: &Located, kind: Kind, path: &VirtualPath) -> Image {
+        match kind {
+            Kind::File => self.file_image(self.store(located.mount), &located.node, path),
+            Kind::Directory => self.tree_image(located, path),
+            Kind::Symlink => Image::NotKept("a link"),
+            Kind::Special => Image::NotKept("a special file"),
+        }
+    }
+
+    /// How a recursive removal of a local tree at `path` takes its image as it goes, when an
+    /// observer offers a keeper: each file moved into the keeper under its directory's lock,
+    /// in place of its removal (one pass, and exactly what the removal took). Elsewhere the
+    /// image is taken first.
+    fn keeping<'k>(&'k self, store: &Backend, path: &'k VirtualPath) -> Option<crate::storage::TreeKeeping<'k>> {
+        store.local()?;
+        Some(crate::storage::TreeKeeping {
+            keeper: self.keeper()?,
+            call: &self.call,
+            top: path,
+            items: std::cell::RefCell::default(),
+            refused: std::cell::Cell::new(None),
+            cap: self.registry.limits.write_bytes,
+        })
+    }
+
+    /// The image a removal's keeping took: the tree, when the removal went through and
+    /// every file was kept; otherwise not kept, and what was kept is removed.
+    fn kept_tree(&self, keeping: crate::storage::TreeKeeping<'_>, removed: bool) -> Image {
+        let refused = keeping.refused.get();
+        let items = keeping.items.into_inner();
+        if removed && refused.is_none() {
+            return Image::Tree(items);
+        }
+        self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
+        Image::NotKept(refused.unwrap_or("the tree could not be read whole"))
     }
 
     /// The directory at `input` (made if missing) as a keeper of before images.
@@ -689,6 +730,18 @@ impl Context<'_> {
         Ok(AppendFile { file })
     }
 }
+/// What a removal of what `stat` describes had there (a file's version when the removal was
+/// guarded by one).
+fn removed_before(stat: &Stat, precondition: Option<&Precondition>) -> Before {
+    match stat.kind {
+        Kind::Directory => Before::Directory,
+        Kind::Symlink => Before::Link,
+        Kind::File | Kind::Special => {
+            Before::File { size: stat.size, version: precondition.and_then(Precondition::version) }
+        }
+    }
+}
+
 /// What a delete checks of what it removes, under the store's lock.
 #[derive(Clone, Copy)]
 pub(crate) enum DeleteGuard<'a> {

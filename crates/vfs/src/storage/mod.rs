@@ -336,12 +336,37 @@ pub(crate) struct Removal<'a> {
     /// takes), and the first refused ends the removal with the judge's error. `None` here:
     /// files are removed unjudged.
     pub(crate) judge: Option<&'a Judge<'a>>,
+    /// The before image of a recursive removal, taken as it goes (a local store): each file
+    /// linked into the keeper under its directory's lock just before it is removed, so the
+    /// image is exactly what the removal took.
+    pub(crate) keep: Option<&'a TreeKeeping<'a>>,
+}
+
+/// A recursive removal's image being taken (see [`Removal::keep`]).
+pub(crate) struct TreeKeeping<'a> {
+    pub(crate) keeper: &'a crate::changes::Keeper,
+    pub(crate) call: &'a crate::changes::CallId,
+    /// The tree's virtual path: the items are relative to it.
+    pub(crate) top: &'a VirtualPath,
+    /// The items so far, parents before children.
+    pub(crate) items: std::cell::RefCell<Vec<crate::changes::TreeItem>>,
+    /// Why the image cannot be whole (a link, a special file, a file that could not be
+    /// linked or is above `cap`), once one is met.
+    pub(crate) refused: std::cell::Cell<Option<&'static str>>,
+    pub(crate) cap: u64,
+}
+
+impl TreeKeeping<'_> {
+    /// `path` relative to the tree's top.
+    pub(crate) fn relative(&self, path: &VirtualPath) -> String {
+        path.as_str().get(self.top.as_str().len() + 1..).unwrap_or_default().to_owned()
+    }
 }
 
 impl Removal<'_> {
     /// Removes one entry, never a tree, and nothing but what is named.
     pub(crate) fn single() -> Removal<'static> {
-        Removal { recursive: false, holds_mount: &|_| false, judge: None }
+        Removal { recursive: false, holds_mount: &|_| false, judge: None, keep: None }
     }
 }
 

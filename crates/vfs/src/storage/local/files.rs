@@ -300,6 +300,7 @@ pub(super) fn remove_tree(
     path: &VirtualPath,
     holds_mount: &dyn Fn((u64, u64)) -> bool,
     check: &dyn Fn(&OwnedFd, &str, &VirtualPath) -> Result<(), Error>,
+    keep: Option<&crate::storage::TreeKeeping<'_>>,
     depth: usize,
 ) -> Result<(), Error> {
     if depth > MAX_DEPTH {
@@ -313,13 +314,22 @@ pub(super) fn remove_tree(
     // is removed, and no file is created between the last removal and the directory's own
     // (a write that waited for the lock then finds its directory gone).
     let _lock = lock_directory(&child, path)?;
-    for entry in read_directory(&child, path)? {
+    let mut entries = read_directory(&child, path)?;
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    for entry in entries {
         let entry_path = path.join_trusted(&entry.name);
         if entry.kind == Kind::Directory {
-            remove_tree(&child, &entry.name, &entry_path, holds_mount, check, depth + 1)?;
+            if let Some(keep) = keep {
+                let relative = keep.relative(&entry_path);
+                keep.items.borrow_mut().push(crate::changes::TreeItem { relative, content: None, mode: 0 });
+            }
+            remove_tree(&child, &entry.name, &entry_path, holds_mount, check, keep, depth + 1)?;
         } else {
             check(&child, &entry.name, &entry_path)?;
-            remove_file(&child, &entry.name, &entry_path)?;
+            // Kept by moving it into the keeper, the file is removed already.
+            if !keep.is_some_and(|keep| keep_file(keep, &child, &entry.name, entry.kind, &entry_path)) {
+                remove_file(&child, &entry.name, &entry_path)?;
+            }
         }
     }
     remove_temporaries(&child, path)?;
@@ -330,6 +340,36 @@ pub(super) fn remove_tree(
         crate::ErrorKind::DirectoryNotEmpty => Error::changed_during_call(path),
         _ => error,
     })
+}
+
+/// Keeps the file `name` of `directory` in the keeping's keeper, as an item of its image, by
+/// moving it there (then it is removed, and this returns true); or notes why the image cannot
+/// be whole, and the caller removes the file.
+fn keep_file(
+    keep: &crate::storage::TreeKeeping<'_>,
+    directory: &OwnedFd,
+    name: &str,
+    kind: Kind,
+    path: &VirtualPath,
+) -> bool {
+    if keep.refused.get().is_some() {
+        return false;
+    }
+    if kind != Kind::File {
+        keep.refused.set(Some("it holds a link or a special file"));
+        return false;
+    }
+    let kept = keep.keeper.fresh_name(keep.call);
+    let Some((size, mode)) = keep.keeper.directory.take_at(directory, name, &kept) else {
+        keep.refused.set(Some("a file in it could not be kept"));
+        return false;
+    };
+    if size > keep.cap {
+        keep.refused.set(Some("a file in it is unreadable or above the write cap"));
+    }
+    let content = Some(crate::changes::Saved::Kept { name: kept, size });
+    keep.items.borrow_mut().push(crate::changes::TreeItem { relative: keep.relative(path), content, mode });
+    true
 }
 
 /// Removes the temporary files of staged writes from a directory a recursive removal has

@@ -56,8 +56,12 @@ impl KeepDirectory {
     /// true before image (a file of one link, on the same file system). Returns the file's size
     /// and permission bits; `None` when it cannot be kept so, and the caller copies instead.
     pub(crate) fn link(&self, node: &Node, name: &str) -> Option<(u64, u32)> {
-        let file = node.name.as_deref()?;
-        rustix::fs::linkat(&*node.parent, file, &*self.directory, name, AtFlags::empty()).ok()?;
+        self.link_at(&node.parent, node.name.as_deref()?, name)
+    }
+
+    /// [`KeepDirectory::link`] of the entry `file` of `directory`.
+    pub(crate) fn link_at(&self, directory: &OwnedFd, file: &str, name: &str) -> Option<(u64, u32)> {
+        rustix::fs::linkat(directory, file, &*self.directory, name, AtFlags::empty()).ok()?;
         // Looked at through the new link: a regular file with exactly its own name and ours
         // (a directory cannot be linked; a link or a special file is not an image).
         let kept = rustix::fs::statat(&*self.directory, name, AtFlags::SYMLINK_NOFOLLOW).ok();
@@ -70,6 +74,19 @@ impl KeepDirectory {
                 None
             }
         }
+    }
+
+    /// Moves the entry `file` of `directory` into this directory as `name`, when it is a
+    /// regular file of one link: a removal that keeps its image in one call (the inode leaves
+    /// the tree for the journal). Returns its size and permission bits; `None` (nothing
+    /// moved) when it cannot be kept so, and the caller links, copies or removes instead.
+    pub(crate) fn take_at(&self, directory: &OwnedFd, file: &str, name: &str) -> Option<(u64, u32)> {
+        let before = rustix::fs::statat(directory, file, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile || before.st_nlink != 1 {
+            return None;
+        }
+        rustix::fs::renameat_with(directory, file, &*self.directory, name, rustix::fs::RenameFlags::NOREPLACE).ok()?;
+        Some((u64::try_from(before.st_size).unwrap_or(0), before.st_mode & 0o7777))
     }
 
     /// Removes the image `name` (an image kept for a change that was then not made).
