@@ -11,9 +11,12 @@
 //! - **One change per committed change**: a write, an edit, a directory made (also one made on
 //!   the way to a write, `create_parents`), a move (within or across mounts; one change for the
 //!   whole move, after the source is gone), a delete (one change for a whole tree). A call
-//!   that fails changes nothing and emits nothing; a recursive delete that stops part way emits
-//!   nothing either, though part of the tree is gone (see `docs/tools.md`). Appends (the
-//!   exchange log's own records) are not changes.
+//!   that fails changes nothing and emits nothing, with one exception: a recursive delete that
+//!   stops part way (a file written into a directory it had emptied) has removed part of the
+//!   tree (see `docs/tools.md`); when an observer's [`Keeper`] kept those files, each is told
+//!   as the removal of that one file, with its image, after the removal stopped (no lock held
+//!   any more), so that what the failed call took can be put back. Appends (the exchange
+//!   log's own records) are not changes.
 //! - **Under the change's lock**: on a local store, the directory `flock` the operation holds
 //!   for the change (both directories' for a move) is still held when the observers run, so
 //!   no other writer's change to that entry can come between the change and its observation.

@@ -446,6 +446,79 @@ fn two_writers_at_once_each_get_as_image_exactly_what_the_other_left() {
 }
 
 #[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the tree and the kept images on disk")]
+fn a_file_written_into_a_tree_while_it_is_deleted_is_left_or_kept_even_when_the_delete_fails() {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use vfs::{ErrorKind, Image, Saved};
+    let fixture = Fixture::new();
+    fixture.file("p/t/d0/seed.txt", "seed\n");
+    let (registry, linker) = linked(&fixture);
+    let done = AtomicBool::new(false);
+    let (written, deletes) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let agent = registry.agent();
+            let mut written = BTreeMap::new();
+            for file in 0..300 {
+                let (path, content) = (format!("/p/t/d{}/f{file}.txt", file % 3), format!("content {file}\n"));
+                match agent.write(&path, &content, &Precondition::Absent) {
+                    Ok(_) => {
+                        written.insert(path, content);
+                    }
+                    // Its directory went while it was being written: nothing was made.
+                    Err(error) => assert_eq!(error.kind(), ErrorKind::Changed, "{path}: {error}"),
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+            written
+        });
+        let deleter = scope.spawn(|| {
+            let agent = registry.agent();
+            let mut deletes = 0;
+            while !done.load(Ordering::SeqCst) {
+                match agent.delete("/p/t", true, &Precondition::Any) {
+                    Ok(_) => deletes += 1,
+                    // Gone already, or a file was written into a directory it had emptied.
+                    Err(error) => assert!(matches!(error.kind(), ErrorKind::NotFound | ErrorKind::Changed), "{error}"),
+                }
+            }
+            deletes
+        });
+        (writer.join().unwrap(), deleter.join().unwrap())
+    });
+    assert!(deletes > 0 && !written.is_empty(), "the race ran: {deletes} deletes, {} writes", written.len());
+    // What the deletes took, by virtual path, from their images: whole trees, and the files a
+    // delete that stopped part way had taken.
+    let kept_at = |name: &str| std::fs::read_to_string(fixture.path(&format!("k/images/{name}"))).unwrap();
+    let mut kept: BTreeMap<String, String> = BTreeMap::new();
+    for (what, kind, path, image) in linker.told.lock().unwrap().iter() {
+        match (*what, kind, image) {
+            ("changed", ChangeKind::Remove, Some(Image::Tree(items))) => {
+                for item in items {
+                    if let Some(Saved::Kept { name, .. }) = &item.content {
+                        kept.insert(format!("{path}/{}", item.relative), kept_at(name));
+                    }
+                }
+            }
+            ("changed", ChangeKind::Remove, Some(Image::File { content: Saved::Kept { name, .. }, .. })) => {
+                kept.insert(path.clone(), kept_at(name));
+            }
+            ("changed", ChangeKind::Remove, image) => panic!("a delete without its image: {image:?}"),
+            _ => {}
+        }
+    }
+    // Each file written is on the disk still, or some delete's image holds it, byte for byte.
+    for (path, content) in &written {
+        let on_disk = std::fs::read_to_string(fixture.path(&format!("p{}", &path[2..]))).ok();
+        let in_image = kept.get(path);
+        assert!(
+            on_disk.as_ref() == Some(content) || in_image == Some(content),
+            "{path} was written, then neither left nor kept: {on_disk:?} {in_image:?}"
+        );
+    }
+}
+
+#[test]
 fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
     let fixture = Fixture::new();
     fixture.file("p/a.txt", "a\n");

@@ -655,7 +655,7 @@ impl Context<'_> {
         self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
         let removed = store.remove(&located, stat.kind, &removal, &path);
         let image = match keeping {
-            Some(keeping) => Some(self.kept_tree(keeping, removed.is_ok())),
+            Some(keeping) => Some(self.kept_tree(keeping, removed.is_ok(), &path)),
             None => image,
         };
         removed.inspect_err(|_| self.forget_image(image.as_ref()))?;
@@ -696,15 +696,31 @@ impl Context<'_> {
     }
 
     /// The image a removal's keeping took: the tree, when the removal went through and
-    /// every file was kept; otherwise not kept, and what was kept is removed.
-    fn kept_tree(&self, keeping: crate::storage::TreeKeeping<'_>, removed: bool) -> Image {
+    /// every file was kept. A removal that went through without a whole image is not kept
+    /// (what was kept is removed). One that stopped part way (a file written into a directory
+    /// it had emptied) has removed the files it kept: each is told as a change of its own, a
+    /// file removed with its image, so that what the failed call took can be put back.
+    fn kept_tree(&self, keeping: crate::storage::TreeKeeping<'_>, removed: bool, path: &VirtualPath) -> Image {
         let refused = keeping.refused.get();
         let items = keeping.items.into_inner();
         if removed && refused.is_none() {
             return Image::Tree(items);
         }
-        self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
-        Image::NotKept(refused.unwrap_or("the tree could not be read whole"))
+        if removed {
+            self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
+            return Image::NotKept(refused.unwrap_or("the tree could not be read whole"));
+        }
+        for item in items {
+            let Some(content) = item.content else { continue };
+            let Ok(file) = VirtualPath::new(&format!("{path}/{}", item.relative)) else {
+                self.forget_kept(std::iter::once(&content));
+                continue;
+            };
+            let before = Before::File { size: content.len(), version: None };
+            let image = Image::File { content, mode: item.mode };
+            self.changed(ChangeKind::Remove, &file, None, &before, None, Some(&image));
+        }
+        Image::NotKept("the removal stopped part way")
     }
 
     /// The directory at `input` (made if missing) as a keeper of before images.
