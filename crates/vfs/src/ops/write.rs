@@ -639,7 +639,7 @@ impl Context<'_> {
         let registry = self.registry;
         let keeps = self.keeps_images(&path);
         let keeping =
-            (keeps && recursive && stat.kind == Kind::Directory).then(|| self.keeping(store, &path)).flatten();
+            (keeps && recursive && stat.kind == Kind::Directory).then(|| self.keeping(&located, &path)).flatten();
         let removal = Removal {
             recursive,
             holds_mount: &|identity| registry.holds_mount(identity),
@@ -683,10 +683,17 @@ impl Context<'_> {
     /// observer offers a keeper: each file moved into the keeper under its directory's lock,
     /// in place of its removal (one pass, and exactly what the removal took). Elsewhere the
     /// image is taken first.
-    fn keeping<'k>(&'k self, store: &Backend, path: &'k VirtualPath) -> Option<crate::storage::TreeKeeping<'k>> {
-        store.local()?;
+    fn keeping<'k>(&'k self, located: &Located, path: &'k VirtualPath) -> Option<crate::storage::TreeKeeping<'k>> {
+        self.store(located.mount).local()?;
+        let keeper = self.keeper()?;
+        // On another file system nothing can be moved into the keeper: the image is copied.
+        #[cfg_attr(not(feature = "s3"), expect(irrefutable_let_patterns, reason = "only local nodes without s3"))]
+        let crate::storage::Node::Local(node) = &located.node else { return None };
+        if !keeper.directory.same_file_system(&node.parent) {
+            return None;
+        }
         Some(crate::storage::TreeKeeping {
-            keeper: self.keeper()?,
+            keeper,
             call: &self.call,
             top: path,
             items: std::cell::RefCell::default(),

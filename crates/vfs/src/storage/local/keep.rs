@@ -89,6 +89,15 @@ impl KeepDirectory {
         Some((u64::try_from(before.st_size).unwrap_or(0), before.st_mode & 0o7777))
     }
 
+    /// True when `directory` lies on this directory's file system (an entry of it can be
+    /// moved or linked here).
+    pub(crate) fn same_file_system(&self, directory: &OwnedFd) -> bool {
+        match (rustix::fs::fstat(&*self.directory), rustix::fs::fstat(directory)) {
+            (Ok(mine), Ok(theirs)) => mine.st_dev == theirs.st_dev,
+            _ => false,
+        }
+    }
+
     /// Removes the image `name` (an image kept for a change that was then not made).
     pub(crate) fn forget(&self, name: &str) {
         let _ = rustix::fs::unlinkat(&*self.directory, name, AtFlags::empty());
