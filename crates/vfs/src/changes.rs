@@ -167,7 +167,8 @@ pub enum Image {
     NotKept(&'static str),
 }
 
-/// The most bytes of file content one tree image holds; a larger tree is [`Image::NotKept`].
+/// The most bytes of copied file content one tree image holds in memory; a larger tree is
+/// [`Image::NotKept`]. Content kept by a [`Keeper`] (linked or moved, not read) does not count.
 pub const TREE_IMAGE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The content of a file in a before image.
