@@ -48,6 +48,10 @@ const CHUNK: usize = 4 * 1024 * 1024;
 struct Observed {
     call: CallId,
     time: SystemTime,
+    /// This process's count of changes when it was told: with `time`, the entry's id, so
+    /// that entries sort in the order their changes were made, not the order their calls
+    /// ended (a change of the view's, written with the next call's, is older than it).
+    sequence: u64,
     kind: ChangeKind,
     path: String,
     to: Option<String>,
@@ -316,6 +320,7 @@ impl ChangeObserver for Journal {
         let observed = Observed {
             call: change.call.clone(),
             time: SystemTime::now(),
+            sequence: COUNTER.fetch_add(1, Ordering::Relaxed),
             kind: change.kind,
             path: change.path.as_str().to_owned(),
             to: change.to.map(|to| to.as_str().to_owned()),
@@ -423,9 +428,15 @@ fn entries_of(observed: Vec<Observed>) -> Vec<Vec<Observed>> {
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn fresh_id(time: SystemTime) -> String {
+    id_at(time, COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The id of what happened at `time` as this process's `sequence`th event: ids sort by
+/// time, then (within a millisecond) by process and the order this process saw them.
+fn id_at(time: SystemTime, sequence: u64) -> String {
     let millis = time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
     let process = u64::from(std::process::id()) & 0xf_ffff;
-    format!("{millis:013}-{process:05x}{:05x}", COUNTER.fetch_add(1, Ordering::Relaxed) & 0xf_ffff)
+    format!("{millis:013}-{process:05x}{:05x}", sequence & 0xf_ffff)
 }
 
 fn time_text(time: SystemTime) -> String {
@@ -437,7 +448,7 @@ fn time_text(time: SystemTime) -> String {
 /// bytes of its images.
 fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) -> Result<(Value, u64), String> {
     let main = group.iter().rev().find(|change| !change.on_the_way).unwrap_or(&group[group.len() - 1]);
-    let id = fresh_id(main.time);
+    let id = id_at(main.time, main.sequence);
     let mut bytes = 0u64;
     let mut images = Vec::new();
     let mut parts = Vec::new();

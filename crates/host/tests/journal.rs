@@ -156,11 +156,116 @@ fn a_change_nobody_began_gets_its_entry_at_the_flush_and_a_call_whose_change_fai
     assert_eq!(std::fs::read(other.as_ref().unwrap().path().join("tree/sub/x.txt")).unwrap(), b"on tmpfs\n");
 }
 
-/// The model-based journal lane: random changes through the tools, with edits made outside
-/// vfs mixed in, then every entry undone, newest first.
+/// A change nobody began (the view's) is written with the next call's entry, after it, but
+/// it was made first, and sorts first: undone newest first, the call's change goes back
+/// before the view's, and both are undone cleanly.
+#[test]
+fn a_change_of_the_views_written_with_a_later_calls_entry_sorts_before_it() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    let journal = launch.journal().unwrap();
+    let agent = launch.registry().agent();
+    // Many rounds, so that some fall within one millisecond (ids are times first).
+    for round in 0..40 {
+        let path = format!("/w/a{round}.txt");
+        agent.write(&path, "by the view\n", &Precondition::Absent).unwrap();
+        call(&tools, "delete_file", &json!({ "path": path }));
+        let lines = log_lines(base.path());
+        let written: Vec<&str> =
+            lines[lines.len() - 2..].iter().map(|line| line["operation"].as_str().unwrap()).collect();
+        assert_eq!(written, ["remove", "write"], "round {round}: the view's entry is written second");
+        let entries = journal.entries();
+        let newest: Vec<&vfs_host::Entry> = entries.undoable_newest(None).into_iter().take(2).collect();
+        let order: Vec<&str> = newest.iter().map(|entry| entry.operation.as_str()).collect();
+        assert_eq!(order, ["remove", "write"], "round {round}");
+        let undone: Vec<String> = newest.iter().flat_map(|entry| journal.undo(&agent, entry, "operator").0).collect();
+        assert_eq!(undone, [format!("restored {path}"), format!("removed {path}")], "round {round}");
+        assert!(!base.path().join(&path[1..]).exists());
+    }
+}
+
+/// A shell's `mv` through the view and a `move_file` of the same file at once: one of them
+/// moves it (the other finds it gone), the file is in exactly one place, and the journal's
+/// one move entry, undone, puts it back where it was.
+#[test]
+fn a_shell_mv_beside_move_file_moves_the_file_once_and_its_undo_puts_it_back() {
+    if !lane::can_mount() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    let journal = launch.journal().unwrap();
+    let mountpoint = tempfile::tempdir().unwrap();
+    let view = vfs_fuse::mount(launch.registry(), mountpoint.path(), &vfs_fuse::FuseOptions::default()).unwrap();
+    let work = base.path().join("w");
+    let (mut by_shell, mut by_tool) = (0, 0);
+    for round in 0..40 {
+        let content = format!("round {round}\n");
+        call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": content, "overwrite": true }));
+        let barrier = std::sync::Barrier::new(2);
+        let (shell, tool) = std::thread::scope(|scope| {
+            let shell = scope.spawn(|| {
+                barrier.wait();
+                std::fs::rename(mountpoint.path().join("w/a.txt"), mountpoint.path().join("w/b.txt"))
+            });
+            let tool = scope.spawn(|| {
+                barrier.wait();
+                let Value::Object(arguments) = json!({ "source": "/w/a.txt", "destination": "/w/c.txt" }) else {
+                    unreachable!()
+                };
+                tools.call("move_file", Some(arguments)).unwrap()
+            });
+            (shell.join().unwrap(), tool.join().unwrap())
+        });
+        let moved_to = match (&shell, tool.is_error) {
+            (Ok(()), true) => {
+                assert_eq!(tool.text, "`/w/a.txt` does not exist", "round {round}");
+                by_shell += 1;
+                "b.txt"
+            }
+            (Err(error), false) => {
+                assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "round {round}: {error}");
+                by_tool += 1;
+                "c.txt"
+            }
+            _ => panic!("round {round}: not exactly one move: the shell's {shell:?}, the tool's {}", tool.text),
+        };
+        let present: Vec<&str> =
+            ["a.txt", "b.txt", "c.txt"].into_iter().filter(|name| work.join(name).exists()).collect();
+        assert_eq!(present, [moved_to], "round {round}");
+        assert_eq!(std::fs::read_to_string(work.join(moved_to)).unwrap(), content);
+        journal.flush();
+        let entries = journal.entries();
+        let newest = entries.undoable_newest(None)[0];
+        assert_eq!(
+            (newest.operation.as_str(), newest.paths.clone()),
+            ("move", vec!["/w/a.txt".to_owned(), format!("/w/{moved_to}")])
+        );
+        let (lines, clean) = journal.undo(&launch.registry().agent(), newest, "operator");
+        assert_eq!((lines, clean), (vec!["restored /w/a.txt".to_owned()], true), "round {round}");
+        let present: Vec<&str> =
+            ["a.txt", "b.txt", "c.txt"].into_iter().filter(|name| work.join(name).exists()).collect();
+        assert_eq!((present, std::fs::read_to_string(work.join("a.txt")).unwrap()), (vec!["a.txt"], content));
+    }
+    view.unmount().unwrap();
+    // How the race went (the tool usually wins: it does not wait on the kernel).
+    #[expect(clippy::print_stderr, reason = "fixture: how the race went")]
+    {
+        eprintln!("the shell moved it {by_shell} times, the tool {by_tool} times");
+    }
+}
+
+/// The model-based journal lane: random changes through the tools and through a shell using
+/// the FUSE view of the same launch, with edits made outside vfs mixed in, then every entry
+/// undone, newest first.
 mod lane {
     use std::collections::{BTreeMap, BTreeSet};
-    use std::path::Path;
+    use std::os::unix::fs::MetadataExt as _;
+    use std::path::{Path, PathBuf};
+    use std::sync::mpsc;
+    use std::time::Duration;
 
     use proptest::prelude::*;
     use serde_json::{Value, json};
@@ -178,20 +283,113 @@ mod lane {
         DeleteTree(usize),
         /// Another program writes the file (when its directory exists).
         Outside(usize, u8),
+        /// A shell's operation through the view.
+        Shell(Shell),
     }
 
-    fn step(outside: bool) -> impl Strategy<Value = Step> {
-        let file = 0..FILES.len();
-        let directory = 0..DIRECTORIES.len();
-        prop_oneof![
-            4 => (file.clone(), any::<u8>()).prop_map(|(file, byte)| Step::Write(file, byte)),
-            2 => file.clone().prop_map(Step::Edit),
-            1 => directory.clone().prop_map(Step::Mkdir),
-            2 => (file.clone(), file.clone()).prop_map(|(from, to)| Step::Move(from, to)),
-            2 => file.clone().prop_map(Step::Delete),
-            1 => directory.prop_map(Step::DeleteTree),
-            (if outside { 2 } else { 0 }) => (file, any::<u8>()).prop_map(|(file, byte)| Step::Outside(file, byte)),
-        ]
+    /// What a shell does through the view (`std::fs` on the mount point).
+    #[derive(Debug, Clone)]
+    enum Shell {
+        Write(usize, u8),
+        Append(usize, u8),
+        Mkdir(usize),
+        Rename(usize, usize),
+        Remove(usize),
+        RemoveTree(usize),
+    }
+
+    /// Longest one shell operation may take before the watchdog aborts the view's connection
+    /// (which ends every request waiting on it) and fails the case.
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    fn step(outside: bool, shell: bool) -> impl Strategy<Value = Step> {
+        let file = || 0..FILES.len();
+        let directory = || 0..DIRECTORIES.len();
+        let mut steps: Vec<(u32, BoxedStrategy<Step>)> = vec![
+            (4, (file(), any::<u8>()).prop_map(|(file, byte)| Step::Write(file, byte)).boxed()),
+            (2, file().prop_map(Step::Edit).boxed()),
+            (1, directory().prop_map(Step::Mkdir).boxed()),
+            (2, (file(), file()).prop_map(|(from, to)| Step::Move(from, to)).boxed()),
+            (2, file().prop_map(Step::Delete).boxed()),
+            (1, directory().prop_map(Step::DeleteTree).boxed()),
+        ];
+        if outside {
+            steps.push((2, (file(), any::<u8>()).prop_map(|(file, byte)| Step::Outside(file, byte)).boxed()));
+        }
+        if shell {
+            steps.extend([
+                (3, (file(), any::<u8>()).prop_map(|(file, byte)| Step::Shell(Shell::Write(file, byte))).boxed()),
+                (1, (file(), any::<u8>()).prop_map(|(file, byte)| Step::Shell(Shell::Append(file, byte))).boxed()),
+                (1, directory().prop_map(|directory| Step::Shell(Shell::Mkdir(directory))).boxed()),
+                (2, (file(), file()).prop_map(|(from, to)| Step::Shell(Shell::Rename(from, to))).boxed()),
+                (1, file().prop_map(|file| Step::Shell(Shell::Remove(file))).boxed()),
+                (1, directory().prop_map(|directory| Step::Shell(Shell::RemoveTree(directory))).boxed()),
+            ]);
+        }
+        prop::strategy::Union::new_weighted(steps)
+    }
+
+    /// Does `shell` through the view mounted at `mountpoint`; refusals and failures are the
+    /// shell's to see (the undo below must cope with whatever was made).
+    fn shell_apply(mountpoint: &Path, shell: &Shell, index: usize) {
+        let file = |file: usize| mountpoint.join("w").join(FILES[file]);
+        let directory = |directory: usize| mountpoint.join("w").join(DIRECTORIES[directory]);
+        let _ = match *shell {
+            Shell::Write(at, byte) => std::fs::write(file(at), format!("s{byte} {index}\n")),
+            Shell::Append(at, byte) => {
+                use std::io::Write as _;
+                #[expect(clippy::disallowed_types, reason = "fixture: a shell's append, through the view")]
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(file(at))
+                    .and_then(|mut opened| opened.write_all(format!("a{byte} {index}\n").as_bytes()))
+            }
+            Shell::Mkdir(at) => std::fs::create_dir_all(directory(at)),
+            Shell::Rename(from, to) => std::fs::rename(file(from), file(to)),
+            Shell::Remove(at) => std::fs::remove_file(file(at)),
+            Shell::RemoveTree(at) => std::fs::remove_dir_all(directory(at)),
+        };
+    }
+
+    /// [`shell_apply`] on a thread of its own; when it does not return within [`PATIENCE`],
+    /// the view's connection is aborted and the case fails.
+    fn shell(mountpoint: &Path, shell: &Shell, index: usize) -> Result<(), TestCaseError> {
+        let (sender, receiver) = mpsc::channel();
+        let (at, what) = (mountpoint.to_owned(), shell.clone());
+        std::thread::spawn(move || {
+            shell_apply(&at, &what, index);
+            let _ = sender.send(());
+        });
+        if receiver.recv_timeout(PATIENCE).is_err() {
+            let device = std::fs::metadata(mountpoint).unwrap().dev();
+            let minor = (device & 0xff) | ((device >> 12) & 0x000f_ff00);
+            let _ = std::fs::write(format!("/sys/fs/fuse/connections/{minor}/abort"), "1");
+            return Err(TestCaseError::fail(format!("{shell:?} got no answer from the view within {PATIENCE:?}")));
+        }
+        Ok(())
+    }
+
+    /// True where the view can be mounted (root, `/dev/fuse`); elsewhere the shell's lane
+    /// says why it did not run, and fails where `VFS_REQUIRE_FUSE` is set.
+    pub(super) fn can_mount() -> bool {
+        // Asked once: a child forked while a shell thread holds a file of a view open keeps
+        // it open until it execs, and that view's unmount then fails as busy.
+        static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let root = *ROOT.get_or_init(|| {
+            std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n")
+        });
+        let possible = Path::new("/dev/fuse").exists() && root;
+        if !possible {
+            assert!(
+                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+                "VFS_REQUIRE_FUSE is set, but this is not root with /dev/fuse"
+            );
+            #[expect(clippy::print_stderr, reason = "fixture: a skipped lane says why")]
+            {
+                eprintln!("SKIPPED: the journal's shell lane needs root and /dev/fuse");
+            }
+        }
+        possible
     }
 
     /// Every file (with its bytes) and directory (`None`) under `root`, by relative path.
@@ -224,6 +422,7 @@ mod lane {
         all
     }
 
+    #[expect(clippy::too_many_lines, reason = "one case of the lane, read top to bottom: act, undo, judge")]
     fn run(steps: &[Step]) -> Result<(), TestCaseError> {
         let base = tempfile::tempdir().unwrap();
         let work = base.path().join("w");
@@ -233,7 +432,23 @@ mod lane {
         let start = snapshot(&work);
         let launch = super::launch(base.path());
         let tools = launch.tools(None);
+        let journal = launch.journal().unwrap();
+        // The view, mounted outside the tree (the snapshots walk the disk) when a shell acts.
+        let outside_tree = tempfile::tempdir().unwrap();
+        let mountpoint: PathBuf = outside_tree.path().to_owned();
+        let view = if steps.iter().any(|step| matches!(step, Step::Shell(_))) {
+            if !can_mount() {
+                return Ok(());
+            }
+            Some(vfs_fuse::mount(launch.registry(), &mountpoint, &vfs_fuse::FuseOptions::default()).unwrap())
+        } else {
+            None
+        };
         let mut touched: BTreeSet<String> = BTreeSet::new();
+        // The content of each path's last outside edit, and the paths an outside edit hit
+        // after a change named them (their undo must meet it: a conflict).
+        let mut last_outside: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut met: BTreeSet<String> = BTreeSet::new();
         for (index, step) in steps.iter().enumerate() {
             let path = |file: usize| format!("/w/{}", FILES[file]);
             let (tool, arguments) = match step {
@@ -257,8 +472,21 @@ mod lane {
                 Step::Outside(file, byte) => {
                     let target = work.join(FILES[*file]);
                     if target.parent().unwrap().is_dir() {
-                        std::fs::write(&target, format!("outside {byte} {index}\n")).unwrap();
+                        let content = format!("outside {byte} {index}\n").into_bytes();
+                        std::fs::write(&target, &content).unwrap();
                         touched.extend(with_ancestors(FILES[*file]));
+                        last_outside.insert(FILES[*file].to_owned(), content);
+                        journal.flush();
+                        if journal.entries().all().iter().any(|entry| entry.paths.contains(&path(*file))) {
+                            met.insert(FILES[*file].to_owned());
+                        }
+                    }
+                    continue;
+                }
+                Step::Shell(what) => {
+                    if let Err(failure) = shell(&mountpoint, what, index) {
+                        drop(view);
+                        return Err(failure);
                     }
                     continue;
                 }
@@ -266,8 +494,11 @@ mod lane {
             let Value::Object(arguments) = arguments else { unreachable!() };
             tools.call(tool, Some(arguments)).unwrap();
         }
+        if let Some(view) = view {
+            view.unmount().unwrap();
+        }
+        journal.flush();
         // Undo every entry, newest first, as the operator.
-        let journal = launch.journal().unwrap();
         let entries = journal.entries();
         let agent = launch.registry().agent();
         let mut lines = Vec::new();
@@ -290,22 +521,43 @@ mod lane {
             // Nothing changed behind vfs's back: everything is put back exactly, cleanly.
             prop_assert!(conflicts.is_empty(), "{lines:#?}");
             prop_assert_eq!(&end, &start, "{:#?}", lines);
-        } else {
-            // What differs from the start is what an outside edit touched, or a conflict named.
-            for path in start.keys().chain(end.keys()) {
-                if start.get(path) != end.get(path) {
-                    let explained = touched.contains(path)
-                        || conflicts.iter().any(|conflict| {
-                            with_ancestors(path).contains(conflict) || with_ancestors(conflict).contains(path)
-                        });
-                    prop_assert!(
-                        explained,
-                        "`{path}` differs from the start: {:?} → {:?}\n{lines:#?}",
-                        start.get(path),
-                        end.get(path)
-                    );
-                }
+            return Ok(());
+        }
+        let related = |path: &str, other: &str| {
+            with_ancestors(path).iter().any(|one| one == other) || with_ancestors(other).iter().any(|one| one == path)
+        };
+        // What differs from the start is what an outside edit touched, or a conflict named.
+        for path in start.keys().chain(end.keys()) {
+            if start.get(path) != end.get(path) {
+                let explained = touched.contains(path) || conflicts.iter().any(|conflict| related(path, conflict));
+                prop_assert!(
+                    explained,
+                    "`{path}` differs from the start: {:?} → {:?}\n{lines:#?}",
+                    start.get(path),
+                    end.get(path)
+                );
             }
+        }
+        // An outside edit is what stays: every change after it is undone back to it, and a
+        // change before it that named its path met it and said so.
+        for (path, content) in &last_outside {
+            if !conflicts.iter().any(|conflict| related(path, conflict)) {
+                prop_assert_eq!(
+                    end.get(path),
+                    Some(&Some(content.clone())),
+                    "`{}` lost its outside edit: {:#?}",
+                    path,
+                    lines
+                );
+            }
+        }
+        // (At its path, or at a directory holding it: a tree whose delete took the outside
+        // edit into its image, and whose undo then met the tree made again.)
+        for path in &met {
+            prop_assert!(
+                conflicts.iter().any(|conflict| related(path, conflict)),
+                "the outside edit of `{path}` was undone over without a conflict: {lines:#?}"
+            );
         }
         Ok(())
     }
@@ -318,12 +570,22 @@ mod lane {
         #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
-        fn undoing_every_change_puts_back_the_start_exactly(steps in proptest::collection::vec(step(false), 1..25)) {
+        fn undoing_every_change_puts_back_the_start_exactly(steps in proptest::collection::vec(step(false, false), 1..25)) {
             run(&steps)?;
         }
 
         #[test]
-        fn with_outside_edits_only_what_they_touched_or_a_conflict_named_differs(steps in proptest::collection::vec(step(true), 1..25)) {
+        fn with_outside_edits_only_what_they_touched_or_a_conflict_named_differs(steps in proptest::collection::vec(step(true, false), 1..25)) {
+            run(&steps)?;
+        }
+
+        #[test]
+        fn changes_by_tools_and_by_a_shell_through_the_view_are_undone_exactly(steps in proptest::collection::vec(step(false, true), 1..25)) {
+            run(&steps)?;
+        }
+
+        #[test]
+        fn with_a_shell_and_outside_edits_the_outside_edits_stay_and_meet_conflicts(steps in proptest::collection::vec(step(true, true), 1..25)) {
             run(&steps)?;
         }
     }

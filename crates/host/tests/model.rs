@@ -843,8 +843,13 @@ mod fuse_lane {
     /// True where the view can be mounted here; elsewhere the lane says why it did not run
     /// (and fails with `VFS_REQUIRE_FUSE`).
     pub(super) fn can_mount() -> bool {
-        let possible = Path::new("/dev/fuse").exists()
-            && std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n");
+        // Asked once: a child forked while a shell thread holds a file of a view open keeps
+        // it open until it execs, and that view's unmount then fails as busy.
+        static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let root = *ROOT.get_or_init(|| {
+            std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n")
+        });
+        let possible = Path::new("/dev/fuse").exists() && root;
         if !possible {
             assert!(
                 std::env::var_os("VFS_REQUIRE_FUSE").is_none(),

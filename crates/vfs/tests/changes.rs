@@ -518,6 +518,116 @@ fn a_file_written_into_a_tree_while_it_is_deleted_is_left_or_kept_even_when_the_
     }
 }
 
+/// A file moved out of a tree while the tree is deleted: the move and the delete each take
+/// their directory's lock, so the file ends in exactly one place (moved out, still in the
+/// tree, or in the delete's image), never in none and never in two.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: where each file ended, on disk")]
+#[expect(clippy::too_many_lines, reason = "one race, read top to bottom: the two sides, then where each file is")]
+fn a_file_moved_out_of_a_tree_while_it_is_deleted_ends_in_exactly_one_place() {
+    use std::collections::BTreeMap;
+    use std::sync::Barrier;
+    use vfs::{ErrorKind, Image, Saved};
+    const ROUNDS: usize = 200;
+    let fixture = Fixture::new();
+    fixture.file("p/out/.keep", "");
+    let (registry, linker) = linked(&fixture);
+    // Each round: the tree is written (a few files beside the one that moves), then the move
+    // and the delete start together.
+    // No thread panics before its last barrier (the other would wait there for ever): what
+    // went wrong is noted and failed after the race.
+    let barrier = Barrier::new(2);
+    let unexpected = std::sync::Mutex::new(Vec::<String>::new());
+    let note = |what: String| unexpected.lock().unwrap().push(what);
+    let (written, moved, deletes) = std::thread::scope(|scope| {
+        let mover = scope.spawn(|| {
+            let agent = registry.agent();
+            let (mut written, mut moved) = (BTreeMap::new(), 0);
+            for file in 0..ROUNDS {
+                for other in 0..8 {
+                    if let Err(error) =
+                        agent.write(&format!("/p/t/d{other}/o{file}.txt"), "other\n", &Precondition::Any)
+                    {
+                        note(format!("round {file}: {error}"));
+                    }
+                }
+                let (path, content) = (format!("/p/t/d{}/f{file}.txt", file % 8), format!("content {file}\n"));
+                match agent.write(&path, &content, &Precondition::Absent) {
+                    Ok(_) => {
+                        written.insert(file, content);
+                    }
+                    Err(error) => note(format!("{path}: {error}")),
+                }
+                barrier.wait();
+                let destination = format!("/p/out/f{file}.txt");
+                match agent.move_path(&path, &destination, &Precondition::Any, &Precondition::Absent) {
+                    Ok(_) => moved += 1,
+                    // The delete took it first (or its directory went on the way).
+                    Err(error) if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::Changed) => {}
+                    Err(error) => note(format!("moving {path}: {error}")),
+                }
+                barrier.wait();
+                barrier.wait();
+            }
+            (written, moved)
+        });
+        let deleter = scope.spawn(|| {
+            let agent = registry.agent();
+            let mut deletes = 0;
+            for _ in 0..ROUNDS {
+                barrier.wait();
+                match agent.delete("/p/t", true, &Precondition::Any) {
+                    Ok(_) => deletes += 1,
+                    // The move made the tree change under it: it stopped part way.
+                    Err(error) if error.kind() == ErrorKind::Changed => {}
+                    Err(error) => note(format!("deleting: {error}")),
+                }
+                barrier.wait();
+                // What a delete that stopped part way left goes before the next round.
+                let _ = agent.delete("/p/t", true, &Precondition::Any);
+                barrier.wait();
+            }
+            deletes
+        });
+        let (written, moved) = mover.join().unwrap();
+        (written, moved, deleter.join().unwrap())
+    });
+    assert_eq!(unexpected.into_inner().unwrap(), Vec::<String>::new());
+    assert!(
+        deletes > 0 && moved > 0 && moved < ROUNDS,
+        "the race ran both ways: {deletes} deletes, {moved} moves of {} files",
+        written.len()
+    );
+    let kept_at = |name: &str| std::fs::read_to_string(fixture.path(&format!("k/images/{name}"))).unwrap();
+    let mut kept: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (what, kind, path, image) in linker.told.lock().unwrap().iter() {
+        match (*what, kind, image) {
+            ("changed", ChangeKind::Remove, Some(Image::Tree(items))) => {
+                for item in items {
+                    if let Some(Saved::Kept { name, .. }) = &item.content {
+                        kept.entry(format!("{path}/{}", item.relative)).or_default().push(kept_at(name));
+                    }
+                }
+            }
+            ("changed", ChangeKind::Remove, Some(Image::File { content: Saved::Kept { name, .. }, .. })) => {
+                kept.entry(path.clone()).or_default().push(kept_at(name));
+            }
+            ("changed", ChangeKind::Remove, image) => panic!("a delete without its image: {image:?}"),
+            _ => {}
+        }
+    }
+    for (file, content) in &written {
+        let in_tree = format!("/p/t/d{}/f{file}.txt", file % 8);
+        let places = [
+            std::fs::read_to_string(fixture.path(&format!("p/out/f{file}.txt"))).ok(),
+            std::fs::read_to_string(fixture.path(&format!("p{}", &in_tree[2..]))).ok(),
+        ];
+        let images = kept.get(&in_tree).cloned().unwrap_or_default();
+        let found: Vec<&String> = places.iter().flatten().chain(&images).collect();
+        assert_eq!(found, vec![content], "file {file} is not in exactly one place (moved out, in the tree, kept)");
+    }
+}
+
 #[test]
 fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
     let fixture = Fixture::new();
