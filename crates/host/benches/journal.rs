@@ -85,18 +85,26 @@ fn main() {
     row("edit_file, one line of a 1 MiB file", edit_off, edit_on);
 
     let (files, rounds) = if quick { (1_000, 1) } else { (10_000, 3) };
-    let mut samples = [Vec::new(), Vec::new()];
-    for _ in 0..rounds {
-        for (index, tools) in both.iter().enumerate() {
-            let tree = base.path().join(["off", "on"][index]).join("tree");
-            for file in 0..files {
-                let directory = tree.join(format!("d{}", file / 100));
-                std::fs::create_dir_all(&directory).unwrap();
-                std::fs::write(directory.join(format!("f{file}.txt")), format!("file {file}\n")).unwrap();
+    for written_back in [false, true] {
+        let mut samples = [Vec::new(), Vec::new()];
+        for _ in 0..rounds {
+            for (index, tools) in both.iter().enumerate() {
+                let tree = base.path().join(["off", "on"][index]).join("tree");
+                for file in 0..files {
+                    let directory = tree.join(format!("d{}", file / 100));
+                    std::fs::create_dir_all(&directory).unwrap();
+                    std::fs::write(directory.join(format!("f{file}.txt")), format!("file {file}\n")).unwrap();
+                }
+                if written_back {
+                    // As a project's files are: on the disk, not only in the page cache (a
+                    // file never written back is unlinked without freeing a block).
+                    std::process::Command::new("sync").status().unwrap();
+                }
+                samples[index].push(call(tools, "delete_file", &json!({ "path": "/w/tree", "recursive": true })));
             }
-            samples[index].push(call(tools, "delete_file", &json!({ "path": "/w/tree", "recursive": true })));
         }
+        let [delete_off, delete_on] = samples;
+        let state = if written_back { "on the disk (synced first)" } else { "just written (page cache only)" };
+        row(&format!("delete_file, recursive, {files} files {state}"), delete_off, delete_on);
     }
-    let [delete_off, delete_on] = samples;
-    row(&format!("delete_file, recursive, {files} files"), delete_off, delete_on);
 }
