@@ -1,13 +1,14 @@
 """`run_command` from the official Python SDK, in both of its modes (`Client(url)` negotiates
 2026-07-28; `mode="legacy"` the handshake), over stdio and HTTP: one tree and one set of rules
 for the shell and the file tools, cancellation and the time limit end every process, progress
-counts the output, `git` works in a repository under a mount, and the tool is listed only with
-`--allow-run`. Every response goes through the fixture's leak scan (no physical path, no host
+counts the output, `git` works in a repository under a mount, the view's refusals reach the
+exchange log in virtual terms, and the tool is listed only with `--allow-run`. Every response goes through the fixture's leak scan (no physical path, no host
 home). Where the sandbox cannot run (no bwrap, no /dev/fuse, not root) each test says so and
 is skipped, unless `VFS_REQUIRE_SANDBOX` is set, when it fails.
 """
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -35,24 +36,26 @@ def sandbox_or_skip():
 
 
 @contextlib.asynccontextmanager
-async def client(fixture, mode: str, url: str | None, **options):
-    """The SDK's `Client` over HTTP at `url`, or over stdio to `vfs serve --allow-run`."""
+async def client(fixture, mode: str, url: str | None, extra: tuple = (), **options):
+    """The SDK's `Client` over HTTP at `url`, or over stdio to `vfs serve --allow-run` (and
+    `extra` launch options)."""
     if url is not None:
         async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
             async with Client(streamable_http_client(url, http_client=http), mode=mode, **options) as connected:
                 yield Recorder(connected, fixture)
         return
     params = StdioServerParameters(
-        command=str(BINARY), args=fixture.launch("--allow-run"), cwd=str(fixture.root), env={"VFS_LOG": "warn"}
+        command=str(BINARY), args=fixture.launch("--allow-run", *extra), cwd=str(fixture.root), env={"VFS_LOG": "warn"}
     )
     async with Client(params, mode=mode, **options) as connected:
         yield Recorder(connected, fixture)
 
 
-def served(fixture, transport, main):
-    """Runs `main(url)` against a daemon (`http`) or a stdio server (`url` None)."""
+def served(fixture, transport, main, extra: tuple = ()):
+    """Runs `main(url)` against a daemon (`http`) or a stdio server (`url` None), launched
+    with `--allow-run` and `extra`."""
     if transport == "http":
-        with daemon(fixture, "--allow-run") as server:
+        with daemon(fixture, "--allow-run", *extra) as server:
             anyio.run(main, f"{server.base}/mcp")
     else:
         anyio.run(main, None)
@@ -211,3 +214,49 @@ def test_run_command_is_not_listed_without_allow_run(fixture):
             assert "run_command" not in tools and "read_text_file" in tools
 
     anyio.run(main)
+
+
+@TRANSPORTS
+def test_the_views_refusals_reach_the_exchange_log_in_virtual_terms(fixture, transport):
+    # A delete and a move the view refuses (under `rwnd`, which grants no delete) are each a
+    # record of tool `fuse` in the exchange log, naming the operation and the virtual path, with
+    # the reason the tools give; the call that ran the command is a record of its own. A write
+    # to a `ro` mount never reaches the view (the sandbox binds it read-only: the kernel says
+    # EROFS), so it leaves no record. No log file holds a physical path.
+    sandbox_or_skip()
+    keep = fixture.root / "keep"
+    keep.mkdir()
+    (keep / "kept.txt").write_text("kept\n")
+    extra = ("--mount", "keep:/keep:rwnd")
+
+    async def main(url):
+        async with client(fixture, "auto", url, extra) as connected:
+            ran = await connected.call(
+                "run_command", {"command": "rm /keep/kept.txt; mv /keep/kept.txt /keep/moved.txt; echo x > /src/README.md"}
+            )
+            assert text(ran) == (
+                "exit status 2\nstdout: (empty)\nstderr:\n"
+                "rm: cannot remove '/keep/kept.txt': Permission denied\n"
+                "mv: cannot move '/keep/kept.txt' to '/keep/moved.txt': Permission denied\n"
+                "/bin/sh: 1: cannot create /src/README.md: Read-only file system\n"
+            ), text(ran)
+
+    served(fixture, transport, main, extra)
+    assert (keep / "kept.txt").read_text() == "kept\n" and not (keep / "moved.txt").exists()
+    records = []
+    for log in sorted(fixture.logs.iterdir()):
+        content = log.read_text()
+        for spelling in fixture.physical_spellings():
+            assert spelling not in content, (log.name, spelling)
+        records += [json.loads(line) for line in content.splitlines()]
+    refusals = [(record["arguments"], record["result"]) for record in records if record["tool"] == "fuse"]
+    why = (
+        "cannot delete `/keep/kept.txt`: `/keep` is mounted rwnd; "
+        "mounts that grant delete: `/output` (rw), `/src/scratch` (rw)"
+    )
+    assert refusals == [
+        ({"operation": "unlink", "path": "/keep/kept.txt"}, {"isError": True, "text": why, "errno": 13}),
+        ({"operation": "rename", "path": "/keep/kept.txt"}, {"isError": True, "text": why, "errno": 13}),
+    ], refusals
+    [call] = [record for record in records if record["tool"] == "run_command"]
+    assert call["result"]["exitCode"] == 2, call
