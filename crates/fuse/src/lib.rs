@@ -152,6 +152,8 @@ pub struct Mounted {
     session: fuser::BackgroundSession,
     /// The view's subscription to the change feed (dropped before the session ends).
     subscription: Option<vfs::Subscription>,
+    /// Where it is mounted (the operator's path), for a lazy unmount when it is busy.
+    mountpoint: PathBuf,
 }
 
 impl std::fmt::Debug for Mounted {
@@ -168,9 +170,40 @@ impl Mounted {
     }
 
     /// Unmounts the view and waits for its threads to end.
+    ///
+    /// A view that is busy (a process has a file or its working directory in it: `EBUSY`) is
+    /// detached instead (a lazy unmount, as `umount -l` or `fusermount3 -u -z` does): it
+    /// leaves the mount table at once, the files still open in it go on working until they are
+    /// closed, and the view's threads end with its last file. They are not waited for then
+    /// (fuser gives the session up with the failed unmount), and whatever still holds a file
+    /// gets `ENOTCONN` once this process has exited.
     pub fn unmount(mut self) -> io::Result<()> {
         drop(self.subscription.take());
-        self.session.umount_and_join()
+        let mountpoint = std::mem::take(&mut self.mountpoint);
+        match self.session.umount_and_join() {
+            Err(error) if error.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
+                detach(&mountpoint).map_err(|_| error)
+            }
+            done => done,
+        }
+    }
+}
+
+/// A lazy unmount of `mountpoint`: the kernel's own as root, `fusermount3 -u -z` otherwise.
+fn detach(mountpoint: &Path) -> io::Result<()> {
+    match rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::DETACH) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::PERM) => {
+            let status = std::process::Command::new("fusermount3")
+                .args(["-u", "-z", "--"])
+                .arg(mountpoint)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()?;
+            if status.success() { Ok(()) } else { Err(io::Error::other("fusermount3 -u -z failed")) }
+        }
+        Err(errno) => Err(errno.into()),
     }
 }
 
@@ -246,5 +279,5 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
     let session = fuser::spawn_mount(view, mountpoint, &config)
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
     let subscription = invalidate::start(registry, id, inodes, session.notifier());
-    Ok(Mounted { session, subscription: Some(subscription) })
+    Ok(Mounted { session, subscription: Some(subscription), mountpoint: mountpoint.to_owned() })
 }

@@ -388,3 +388,29 @@ fn writes_and_renames_at_once_in_one_directory_all_land() {
         }
     }
 }
+
+#[test]
+fn a_busy_view_is_detached_and_its_open_files_go_on_working_until_closed() {
+    let Some(mut view) = mount(standard) else { return };
+    let mut held = fs::File::open(view.at("/src/a.txt")).unwrap();
+    let mountpoint = view.fixture.physical("mnt").display().to_string();
+    let mounted = |mountpoint: &str| {
+        fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .lines()
+            .any(|line| line.split(' ').nth(4) == Some(mountpoint))
+    };
+    assert!(mounted(&mountpoint));
+    // A plain unmount is refused with EBUSY while the file is open; the view detaches instead.
+    view.view.take().unwrap().unmount().unwrap();
+    assert!(!mounted(&mountpoint), "the view left the mount table");
+    assert_eq!(
+        fs::read_dir(view.fixture.physical("mnt")).unwrap().count(),
+        0,
+        "the mountpoint is the empty directory again"
+    );
+    let mut content = String::new();
+    held.read_to_string(&mut content).unwrap();
+    assert_eq!(content, "hello\n", "a file open in the view still reads until it is closed");
+    drop(held);
+}

@@ -75,6 +75,27 @@ fn the_view_serves_until_sigterm_and_unmounts() {
 }
 
 #[test]
+fn a_view_busy_at_sigterm_is_detached_and_vfs_exits_cleanly() {
+    if !can_mount() {
+        return;
+    }
+    let test = TestDir::new();
+    test.file("src/a.txt", "hello\n");
+    test.dir("mnt");
+    let (mut child, _) = start(&test);
+    // A process whose working directory is in the view keeps it busy: a plain unmount fails.
+    let mut shell =
+        Command::new("sleep").arg("60").current_dir(test.path().join("mnt/src")).spawn().expect("spawn sleep");
+    signal(&child, "TERM");
+    let code = child.wait().expect("the view ends").code();
+    let still_mounted = mounted(&test);
+    shell.kill().expect("kill sleep");
+    shell.wait().expect("sleep ends");
+    assert_eq!(code, Some(0));
+    assert!(!still_mounted, "the busy view was detached");
+}
+
+#[test]
 fn a_stale_mount_is_named_at_the_next_start() {
     if !can_mount() {
         return;
