@@ -676,6 +676,19 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
     let registry = launch.registry();
     let refusals =
         vfs_host::ExchangeLogger::open(registry).map_err(Problems::from)?.map(|logger| Arc::new(logger).refusal_sink());
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    // Listening before the view is mounted: a SIGTERM that comes as soon as the line below is
+    // out (a supervisor's, a test's) unmounts the view, where the default action would end vfs
+    // and leave a stale mount behind.
+    let (mut terminate, mut interrupt) = {
+        let _entered = runtime.enter();
+        let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot listen for SIGTERM")?;
+        let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .context("cannot listen for SIGINT")?;
+        (terminate, interrupt)
+    };
     let mounted = vfs_fuse::mount(registry, mountpoint, &vfs_fuse::FuseOptions { refusals, ..Default::default() })?;
     let served: Vec<String> =
         registry.agent_mounts().iter().map(|mount| format!("{} ({})", mount.root, mount.rights)).collect();
@@ -686,13 +699,7 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
         mountpoint.display(),
         mountpoint.display(),
     ));
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot listen for SIGTERM")?;
-        let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .context("cannot listen for SIGINT")?;
         let mut poll = tokio::time::interval(std::time::Duration::from_millis(200));
         loop {
             tokio::select! {

@@ -24,6 +24,14 @@ fn can_mount() -> bool {
     possible
 }
 
+/// A directory with `src/a.txt` and an empty `mnt`.
+fn fixture() -> TestDir {
+    let test = TestDir::new();
+    test.file("src/a.txt", "hello\n");
+    test.dir("mnt");
+    test
+}
+
 /// Starts `vfs fuse mnt --mount ./src:/src:ro` and returns it with its first stderr line.
 fn start(test: &TestDir) -> (Child, String) {
     let mut child = test
@@ -56,9 +64,7 @@ fn the_view_serves_until_sigterm_and_unmounts() {
     if !can_mount() {
         return;
     }
-    let test = TestDir::new();
-    test.file("src/a.txt", "hello\n");
-    test.dir("mnt");
+    let test = fixture();
     let (mut child, line) = start(&test);
     assert_eq!(
         line,
@@ -75,13 +81,31 @@ fn the_view_serves_until_sigterm_and_unmounts() {
 }
 
 #[test]
+fn a_sigterm_right_after_the_start_up_line_unmounts_the_view() {
+    if !can_mount() {
+        return;
+    }
+    // The line says "stop with SIGTERM": from the moment it is out, SIGTERM unmounts (vfs
+    // listened for it only after the line once, and a SIGTERM in between left a stale mount).
+    for round in 0..20 {
+        let test = fixture();
+        let (mut child, _) = start(&test);
+        signal(&child, "TERM");
+        let code = child.wait().expect("the view ends").code();
+        if mounted(&test) {
+            let _ = Command::new("umount").arg("-l").arg(test.path().join("mnt")).status();
+            panic!("round {round}: the view was left mounted (exit {code:?})");
+        }
+        assert_eq!(code, Some(0), "round {round}");
+    }
+}
+
+#[test]
 fn a_view_busy_at_sigterm_is_detached_and_vfs_exits_cleanly() {
     if !can_mount() {
         return;
     }
-    let test = TestDir::new();
-    test.file("src/a.txt", "hello\n");
-    test.dir("mnt");
+    let test = fixture();
     let (mut child, _) = start(&test);
     // A process whose working directory is in the view keeps it busy: a plain unmount fails.
     let mut shell =
@@ -100,9 +124,7 @@ fn a_stale_mount_is_named_at_the_next_start() {
     if !can_mount() {
         return;
     }
-    let test = TestDir::new();
-    test.file("src/a.txt", "hello\n");
-    test.dir("mnt");
+    let test = fixture();
     let (mut child, _) = start(&test);
     signal(&child, "KILL");
     child.wait().expect("killed");
