@@ -627,6 +627,9 @@ fn serve_http(
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // Listening for the signals before the line that names them: a SIGTERM as soon as it
+        // is out shuts down gracefully instead of ending vfs by the default action.
+        let stop = vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?;
         let listener = vfs_host::Listener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
         let log_note = match &options.llm_log {
             Some(directory) => format!("; exchange log in {}, a file per session or token", directory.display()),
@@ -638,7 +641,7 @@ fn serve_http(
             listener.address(),
             summary.join("; "),
         ));
-        vfs_host::serve_http(listener, endpoints, http).await.context("the HTTP server failed")
+        vfs_host::serve_until(listener, endpoints, http, stop).await.context("the HTTP server failed")
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -334,9 +334,11 @@ struct State {
     max_request_bytes: usize,
 }
 
-/// Serves `endpoints` until SIGTERM or SIGINT, then shuts down gracefully.
+/// Serves `endpoints` until SIGTERM or SIGINT, then shuts down gracefully. The signals are
+/// listened for from the first poll; a caller that announces the server first takes
+/// [`shutdown_signal`] before it and calls [`serve_until`].
 pub async fn serve_http(listener: Listener, endpoints: Vec<Endpoint>, options: HttpOptions) -> std::io::Result<()> {
-    serve_until(listener, endpoints, options, shutdown_signal()).await
+    serve_until(listener, endpoints, options, shutdown_signal()?).await
 }
 
 /// Serves until `stop` completes (a signal, or a test's trigger).
@@ -897,21 +899,23 @@ fn unavailable(what: &str) -> Response<Body> {
     response
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// A future that completes on SIGTERM or SIGINT, both listened for from this call on (so a
+/// signal that comes between it and the future's first poll is not lost, and does not end the
+/// process by its default action). Call it within the runtime.
+///
+/// # Errors
+/// The runtime cannot listen for the signals.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
-    tracing::info!("a shutdown signal arrived");
+        tracing::info!("a shutdown signal arrived");
+    })
 }
 
 #[cfg(test)]

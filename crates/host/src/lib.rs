@@ -25,7 +25,9 @@ pub use client_log::ClientLogLayer;
 pub use crew::{Crew, CrewMount};
 pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
-pub use http::{Endpoint, HttpOptions, Listener, Principal, SessionFactory, Tokens, serve_http, serve_until};
+pub use http::{
+    Endpoint, HttpOptions, Listener, Principal, SessionFactory, Tokens, serve_http, serve_until, shutdown_signal,
+};
 pub use journal::{DEFAULT_MAX_BYTES, Entries, Entry, EntryState, JOURNAL_ROOT, Journal, open_journal, parse_bytes};
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;

@@ -269,6 +269,18 @@ fn a_foreign_origin_or_host_gets_403() {
 }
 
 #[test]
+fn a_sigterm_right_after_the_start_up_line_shuts_the_daemon_down_gracefully() {
+    // The line says "stop with SIGTERM": from the moment it is out, SIGTERM is a graceful
+    // shutdown (exit 0), never the signal's default action (the daemon listened for it only
+    // once it served, after the line, before).
+    let test = TestDir::new();
+    for round in 0..20 {
+        let daemon = Daemon::start(&test, &[], Some(TOKEN));
+        assert_eq!(daemon.terminate(), Some(0), "round {round}");
+    }
+}
+
+#[test]
 fn initialize_with_the_token_opens_a_session_and_sigterm_ends_the_daemon() {
     let test = TestDir::new();
     test.file("notes.txt", "hello\n");
