@@ -743,6 +743,16 @@ fn run_one(
     vfs::raise_open_file_limit();
     let launch = vfs_host::compose(options)?;
     let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?.map(Arc::new);
+    // SIGINT and SIGTERM end the command (every process of it), as a cancellation; listened
+    // for before the sandbox mounts its view, so that one during the start cannot end vfs by
+    // its default action and leave the view's mount behind.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    let (mut interrupt, mut terminate) = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        anyhow::Ok((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
+    })?;
     let started = std::time::SystemTime::now();
     let runner = match vfs_host::Runner::start_logged(launch.registry(), &limits.options(), logger.as_ref()) {
         Ok(runner) => runner,
@@ -762,14 +772,6 @@ fn run_one(
         keep: 0,
         call: None,
     };
-    // SIGINT and SIGTERM end the command (every process of it), as a cancellation.
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    let (mut interrupt, mut terminate) = runtime.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        anyhow::Ok((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
-    })?;
     let flag = stop.clone();
     std::thread::spawn(move || {
         runtime.block_on(async {
