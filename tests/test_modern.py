@@ -249,7 +249,7 @@ def test_one_sessions_long_greps_do_not_hold_another_sessions_reads(fixture, mod
     size on two cores) held every other session's one-line read for seconds. Long calls have
     a lane and a share of their own now: the other client's reads all finish while the greps
     still run."""
-    make_tree(fixture.data / "big", files=300)
+    make_tree(fixture.data / "big", files=150)
     (fixture.out / "line.txt").write_text("one line\n")
     with daemon(fixture) as server:
         url = f"{server.base}/mcp"
