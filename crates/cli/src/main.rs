@@ -351,6 +351,7 @@ impl LaunchArgs {
             llm_log: self.llm_log,
             journal: self.journal,
             journal_max_bytes: Some(self.journal_max_bytes),
+            defer_syncs: false,
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             no_read_before_edit: self.no_read_before_edit,

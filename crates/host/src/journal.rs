@@ -790,6 +790,13 @@ impl Journal {
         for part in entry.parts.iter().rev() {
             clean &= self.undo_part(&agent, part, &mut lines);
         }
+        // Where the registry defers syncs (`vfs undo`), what the undo restored is made durable
+        // here, at once, before its entry is written.
+        if let Err(error) = agent.sync_deferred_writes() {
+            tracing::warn!(target: "vfs::journal", %error, "cannot sync what an undo restored");
+            lines.push(format!("failed {}: what was restored could not be synced to the disk ({error})", entry.id));
+            clean = false;
+        }
         self.finish(&call);
         (lines, clean)
     }

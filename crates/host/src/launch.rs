@@ -34,6 +34,7 @@ pub(crate) const LOG_ROOT: &str = "/llm-logs";
 /// [`LaunchOptions::current_dir`], except in a settings file, where they resolve against the
 /// file's directory.
 #[derive(Debug, Clone, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "each is a switch of its own, set by its own option")]
 pub struct LaunchOptions {
     /// `--mount SPEC`, in order.
     pub mounts: Vec<String>,
@@ -50,6 +51,11 @@ pub struct LaunchOptions {
     pub journal: Option<PathBuf>,
     /// `--journal-max-bytes N`: the bound on the journal's images (default 1 GiB).
     pub journal_max_bytes: Option<u64>,
+    /// Not an option: writes to the agent-facing mounts are made durable at once by the one
+    /// who reports them, not each with its own `fsync`s (`vfs undo`, which restores many files
+    /// and syncs them before the undo's journal entry; see
+    /// `vfs::MountRegistryBuilder::defer_agent_syncs`).
+    pub defer_syncs: bool,
     /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
     pub allow_write: bool,
     /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
@@ -340,6 +346,9 @@ pub(crate) fn finish(
     let mut builder = MountRegistry::builder();
     if let Some(journal) = &journal {
         builder.observe(journal.clone());
+    }
+    if options.defer_syncs {
+        builder.defer_agent_syncs();
     }
     let mut limits = vfs::Limits::default();
     if let Some(timeout) = options.call_timeout {

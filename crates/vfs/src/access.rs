@@ -93,6 +93,26 @@ impl AgentAccessor {
         self.registry.agent_mounts()
     }
 
+    /// Makes the writes to agent-facing mounts that a registry built with
+    /// [`MountRegistryBuilder::defer_agent_syncs`](crate::MountRegistryBuilder::defer_agent_syncs)
+    /// did not sync durable: one `syncfs` of each file system they lie on. Nothing to do for
+    /// a registry that syncs each write (the default).
+    ///
+    /// # Errors
+    /// A file system could not sync (the error carries no path).
+    pub fn sync_deferred_writes(&self) -> std::io::Result<()> {
+        let mut synced = std::collections::HashSet::new();
+        for mount in &self.registry.inner.mounts {
+            if let Some(local) = mount.storage.local()
+                && !local.syncs_each_write()
+                && synced.insert(local.identity().0)
+            {
+                local.sync_file_system()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a text file, whole or a window of lines, bounded by the read cap.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
         self.run("read_text_file", path, |context| context.read_text(path, window))

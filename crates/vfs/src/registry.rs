@@ -31,6 +31,7 @@ pub struct MountRegistryBuilder {
     entries: Vec<(MountSpec, Visibility, String)>,
     limits: Limits,
     skip_sync: bool,
+    defer_agent_syncs: bool,
     rules: Vec<NameRule>,
     observers: Vec<Arc<dyn ChangeObserver>>,
 }
@@ -93,6 +94,16 @@ impl MountRegistryBuilder {
         self
     }
 
+    /// Writes to the agent-facing local mounts are not synced one by one; the caller makes
+    /// them durable at once with
+    /// [`AgentAccessor::sync_deferred_writes`](crate::AgentAccessor::sync_deferred_writes)
+    /// before it reports them (an undo of many files: one `syncfs` in place of two `fsync`s a
+    /// file). Internal roots (a journal, the exchange log) still sync each write.
+    pub fn defer_agent_syncs(&mut self) -> &mut Self {
+        self.defer_agent_syncs = true;
+        self
+    }
+
     /// Checks every mount and opens each root directory once.
     pub fn build(&self) -> Result<MountRegistry, ConfigError> {
         let mut seen: HashMap<String, String> = HashMap::new();
@@ -111,7 +122,8 @@ impl MountRegistryBuilder {
         let mut mounts: Vec<Mount> = Vec::with_capacity(self.entries.len());
         for (spec, visibility, origin) in &self.entries {
             let root = spec.root().as_str();
-            let storage = Backend::open(spec, !self.skip_sync)?;
+            let deferred = self.defer_agent_syncs && *visibility == Visibility::AgentFacing;
+            let storage = Backend::open(spec, !self.skip_sync && !deferred)?;
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
             };
@@ -1144,6 +1156,37 @@ fn describe(rights: &str) -> &'static str {
 mod tests {
     use super::{MountRegistry, check_object_nesting};
     use crate::spec::{MountRoot, MountSpec, Rights};
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds directories on disk")]
+    fn deferred_syncs_are_the_agent_mounts_only_and_one_sync_makes_them_durable() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["w", "logs"] {
+            std::fs::create_dir(dir.path().join(name)).expect("fixture directory");
+        }
+        let spec = |name: &str, root: &str| {
+            let physical = dir.path().join(name).to_string_lossy().into_owned();
+            MountSpec::new(physical, MountRoot::new(root).expect("a root"), Rights::ReadWrite)
+        };
+        let registry = MountRegistry::builder()
+            .mount(spec("w", "/w"))
+            .internal(spec("logs", "/llm-logs"))
+            .defer_agent_syncs()
+            .build()
+            .expect("registry");
+        let syncs = |root: &str| {
+            let mount = registry.inner.mounts.iter().find(|mount| mount.root.as_str() == root).expect("the mount");
+            mount.storage.local().expect("a local mount").syncs_each_write()
+        };
+        assert!(!syncs("/w"), "an agent-facing mount defers its syncs");
+        assert!(syncs("/llm-logs"), "an internal root still syncs each write");
+        let agent = registry.agent();
+        agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
+        agent.sync_deferred_writes().expect("one sync");
+        assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
+        let default = MountRegistry::builder().mount(spec("w", "/w")).build().expect("registry");
+        assert!(default.inner.mounts[0].storage.local().expect("local").syncs_each_write());
+    }
 
     /// The place `/place/file` served read-only, with other mounts around it.
     #[expect(clippy::disallowed_methods, reason = "fixture: the test builds directories on disk")]

@@ -283,6 +283,17 @@ impl LocalRoot {
         self.identity
     }
 
+    /// Whether each write reaches stable storage before it is reported.
+    pub(crate) fn syncs_each_write(&self) -> bool {
+        self.sync
+    }
+
+    /// Makes every write to this store's file system reach stable storage: one `syncfs` (for
+    /// a store that does not sync each write).
+    pub(crate) fn sync_file_system(&self) -> io::Result<()> {
+        rustix::fs::syncfs(&*self.dir).map_err(io::Error::from)
+    }
+
     pub(crate) fn spellings(&self) -> &[String] {
         &self.spellings
     }
