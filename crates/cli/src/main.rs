@@ -685,13 +685,9 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
     // Listening before the view is mounted: a SIGTERM that comes as soon as the line below is
     // out (a supervisor's, a test's) unmounts the view, where the default action would end vfs
     // and leave a stale mount behind.
-    let (mut terminate, mut interrupt) = {
+    let stop = {
         let _entered = runtime.enter();
-        let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot listen for SIGTERM")?;
-        let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .context("cannot listen for SIGINT")?;
-        (terminate, interrupt)
+        vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?
     };
     let mounted = vfs_fuse::mount(registry, mountpoint, &vfs_fuse::FuseOptions { refusals, ..Default::default() })?;
     let served: Vec<String> =
@@ -704,11 +700,11 @@ fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result
         mountpoint.display(),
     ));
     runtime.block_on(async {
+        let mut stop = std::pin::pin!(stop);
         let mut poll = tokio::time::interval(std::time::Duration::from_millis(200));
         loop {
             tokio::select! {
-                _ = terminate.recv() => break,
-                _ = interrupt.recv() => break,
+                () = &mut stop => break,
                 _ = poll.tick() => {
                     // The view's changes reach the journal within a poll.
                     if let Some(journal) = launch.journal() { journal.flush(); }
@@ -750,10 +746,10 @@ fn run_one(
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    let (mut interrupt, mut terminate) = runtime.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        anyhow::Ok((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
-    })?;
+    let signalled = {
+        let _entered = runtime.enter();
+        vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?
+    };
     let started = std::time::SystemTime::now();
     let runner = match vfs_host::Runner::start_logged(launch.registry(), &limits.options(), logger.as_ref()) {
         Ok(runner) => runner,
@@ -775,12 +771,7 @@ fn run_one(
     };
     let flag = stop.clone();
     std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        });
+        runtime.block_on(signalled);
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let mut stdout = std::io::stdout().lock();
