@@ -184,8 +184,20 @@ impl Mounted {
             Err(error) if error.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
                 detach(&mountpoint).map_err(|_| error)
             }
-            done => done,
+            done => session_end(done),
         }
+    }
+}
+
+/// What the end of a session whose file system is unmounted means. The kernel ends the
+/// connection at the unmount; a thread that had just taken a request off the queue (a `release`
+/// sent after a close returned, say) reads `ECONNABORTED` instead of the `ENODEV` the others
+/// read, and fuser hands that on as the session's error. The view is gone either way: that is
+/// a clean end, not a failed unmount.
+fn session_end(ended: io::Result<()>) -> io::Result<()> {
+    match ended {
+        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::CONNABORTED.raw_os_error()) => Ok(()),
+        ended => ended,
     }
 }
 
@@ -280,4 +292,24 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
     let subscription = invalidate::start(registry, id, inodes, session.notifier());
     Ok(Mounted { session, subscription: Some(subscription), mountpoint: mountpoint.to_owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::session_end;
+
+    #[test]
+    fn a_connection_ended_by_the_unmount_is_a_clean_end_and_nothing_else_is() {
+        let os = |errno: rustix::io::Errno| Err(io::Error::from_raw_os_error(errno.raw_os_error()));
+        assert!(session_end(Ok(())).is_ok());
+        assert!(session_end(os(rustix::io::Errno::CONNABORTED)).is_ok());
+        for errno in [rustix::io::Errno::BUSY, rustix::io::Errno::NOTCONN, rustix::io::Errno::IO] {
+            let ended = session_end(os(errno)).unwrap_err();
+            assert_eq!(ended.raw_os_error(), Some(errno.raw_os_error()));
+        }
+        let panicked = session_end(Err(io::Error::other("filesystem background thread panicked"))).unwrap_err();
+        assert_eq!(panicked.to_string(), "filesystem background thread panicked");
+    }
 }

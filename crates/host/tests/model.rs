@@ -744,8 +744,11 @@ mod fuse_lane {
             }
             Ok(())
         })();
-        view.unmount().unwrap();
-        outcome
+        // The case's own failure first: a watchdog's abort also fails the unmount.
+        let unmounted = view.unmount();
+        outcome?;
+        unmounted.unwrap();
+        Ok(())
     }
 
     /// Every file (bytes) and directory (`None`) under `root`, by relative path, but the
@@ -795,8 +798,9 @@ mod fuse_lane {
             }
             Ok(())
         })();
-        view.unmount().unwrap();
+        let unmounted = view.unmount();
         applied?;
+        unmounted.unwrap();
         let journal = launch.journal().unwrap();
         journal.flush();
         let agent = launch.registry().agent();
