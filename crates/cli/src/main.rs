@@ -352,6 +352,7 @@ impl LaunchArgs {
             journal: self.journal,
             journal_max_bytes: Some(self.journal_max_bytes),
             defer_syncs: false,
+            defer_name_rules: false,
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             no_read_before_edit: self.no_read_before_edit,
@@ -649,7 +650,22 @@ fn serve_http(
 
 fn serve(options: &LaunchOptions, run: &RunArgs) -> anyhow::Result<ExitCode> {
     vfs::raise_open_file_limit();
+    // An MCP host starts this process for each session and waits for its first answer: the
+    // name rules' automata, most of the start-up's own time, are built beside it. A rule set
+    // too large to build (every rule was parsed above) ends the server as a refused launch
+    // would, and until then no name a rule could match is let through.
+    let options = &LaunchOptions { defer_name_rules: true, ..options.clone() };
     let launch = vfs_host::compose(options)?;
+    let compiling = launch.registry().clone();
+    std::thread::Builder::new()
+        .name("vfs-name-rules".to_owned())
+        .spawn(move || {
+            if let Err(error) = compiling.compile_name_rules() {
+                output::problems(&Problems::from(vfs_host::HostError::from(error)));
+                std::process::exit(i32::from(REFUSED));
+            }
+        })
+        .context("cannot start a thread")?;
     let logger = launch.exchange_logger().map_err(Problems::from)?;
     let log_note = match (&logger, &options.llm_log) {
         (Some(logger), Some(directory)) => format!("; exchange log {}", directory.join(logger.file_name()).display()),

@@ -56,6 +56,11 @@ pub struct LaunchOptions {
     /// and syncs them before the undo's journal entry; see
     /// `vfs::MountRegistryBuilder::defer_agent_syncs`).
     pub defer_syncs: bool,
+    /// Not an option: the name rules are parsed by the launch and compiled later, by
+    /// `vfs::MountRegistry::compile_name_rules` or the first judgement of a name (`vfs serve`
+    /// compiles them on a thread while it answers its first request; see
+    /// `vfs::MountRegistryBuilder::defer_name_rules`).
+    pub defer_name_rules: bool,
     /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
     pub allow_write: bool,
     /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
@@ -349,6 +354,9 @@ pub(crate) fn finish(
     }
     if options.defer_syncs {
         builder.defer_agent_syncs();
+    }
+    if options.defer_name_rules {
+        builder.defer_name_rules();
     }
     let mut limits = vfs::Limits::default();
     if let Some(timeout) = options.call_timeout {

@@ -32,6 +32,7 @@ pub struct MountRegistryBuilder {
     limits: Limits,
     skip_sync: bool,
     defer_agent_syncs: bool,
+    deferred_rules: bool,
     rules: Vec<NameRule>,
     observers: Vec<Arc<dyn ChangeObserver>>,
 }
@@ -104,6 +105,19 @@ impl MountRegistryBuilder {
         self
     }
 
+    /// Has [`MountRegistryBuilder::build`] leave the compiling of the name rules' glob sets
+    /// (most of a launch's own time) to [`MountRegistry::compile_name_rules`], which a server
+    /// can call on a thread of its own while it answers its first request, or to the first
+    /// judgement of a name. Every rule is still parsed by `build`, so a malformed one is
+    /// refused there; what is left to fail is a rule set too large to compile, which
+    /// `compile_name_rules` reports. A judgement made while another thread compiles waits for
+    /// it, and if the sets cannot be compiled, every rule holds for every name it could match:
+    /// nothing is let through.
+    pub fn defer_name_rules(&mut self) -> &mut Self {
+        self.deferred_rules = true;
+        self
+    }
+
     /// Checks every mount and opens each root directory once.
     pub fn build(&self) -> Result<MountRegistry, ConfigError> {
         let mut seen: HashMap<String, String> = HashMap::new();
@@ -162,7 +176,7 @@ impl MountRegistryBuilder {
         );
         let agent_table = agent_table(&mounts);
         let root_inodes = identities.keys().map(|&(_, inode)| inode).collect();
-        let (rules, policies, loosenings) = compile_rules(&self.rules, &mounts)?;
+        let (rules, policies, loosenings) = compile_rules(&self.rules, &mounts, self.deferred_rules)?;
         let tree_bases = mounts.iter().map(|mount| mount.storage.tree_base()).collect();
         Ok(MountRegistry {
             inner: Arc::new(RegistryInner {
@@ -306,7 +320,15 @@ type Lifted = (Vec<String>, Vec<usize>);
 /// internal one. A walk from a mount enters the local mounts physically nested in it, so their
 /// anchored rules join its own, anchored at the nested root's place inside it. An override
 /// granting writes where a read-only name rule holds lifts that rule there (`loosenings`).
-fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<Rules, ConfigError> {
+/// The rules are parsed here; their glob sets are compiled too unless `defer` (see
+/// [`MountRegistryBuilder::defer_name_rules`]).
+fn compile_rules(global: &[NameRule], mounts: &[Mount], defer: bool) -> Result<Rules, ConfigError> {
+    let compiled = |policy: NamePolicy| -> Result<NamePolicy, ConfigError> {
+        if !defer {
+            policy.compile().map_err(ConfigError::NameRule)?;
+        }
+        Ok(policy)
+    };
     let own = |mount: &Mount| -> Vec<NameRule> {
         mount
             .spec
@@ -315,7 +337,7 @@ fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<Rules, ConfigE
             .map(|rule| NameRule::in_mount(rule.glob(), rule.effect(), mount.root.as_str()))
             .collect()
     };
-    let shared = Arc::new(NamePolicy::new(global.to_vec()).map_err(ConfigError::NameRule)?);
+    let shared = Arc::new(compiled(NamePolicy::new(global.to_vec()).map_err(ConfigError::NameRule)?)?);
     let mut listed = global.to_vec();
     let mut shown = Vec::new();
     let mut policies = Vec::with_capacity(mounts.len());
@@ -350,7 +372,7 @@ fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<Rules, ConfigE
             for (place, lifted) in loosened {
                 policy.loosen(place, lifted);
             }
-            policies.push(Arc::new(policy));
+            policies.push(Arc::new(compiled(policy)?));
         }
     }
     Ok((listed, policies, shown))
@@ -364,6 +386,8 @@ fn compile_rules(global: &[NameRule], mounts: &[Mount]) -> Result<Rules, ConfigE
 fn loosenings(shared: &NamePolicy, mount: &Mount, shown: &mut Vec<Loosening>) -> Result<Vec<Lifted>, ConfigError> {
     let mut places = Vec::new();
     for item in mount.overrides.iter().filter(|item| item.rights().allows(Access::Write)) {
+        // Judged on compiled rules: a set that cannot be compiled would protect everything.
+        shared.compile().map_err(ConfigError::NameRule)?;
         let protecting = shared.protecting(item.segments());
         if protecting.is_empty() {
             continue;
@@ -895,6 +919,18 @@ impl MountRegistry {
         MountRegistryBuilder::new()
     }
 
+    /// Compiles the name rules' glob sets if they are not yet (waiting for another thread that
+    /// is at it), and says whether they could be. A registry built with
+    /// [`MountRegistryBuilder::defer_name_rules`] compiles them here; one built without has
+    /// done it in `build`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NameRule`] for the first set that cannot be compiled.
+    pub fn compile_name_rules(&self) -> Result<(), ConfigError> {
+        self.inner.policies.iter().try_for_each(|policy| policy.compile().map_err(ConfigError::NameRule))
+    }
+
     /// The name rules agents are held to (`vfs mounts` shows them).
     #[must_use]
     pub fn name_rules(&self) -> &[NameRule] {
@@ -1186,6 +1222,40 @@ mod tests {
         assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
         let default = MountRegistry::builder().mount(spec("w", "/w")).build().expect("registry");
         assert!(default.inner.mounts[0].storage.local().expect("local").syncs_each_write());
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds files on disk")]
+    fn deferred_name_rules_are_parsed_by_build_and_judge_as_rules_compiled_at_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(dir.path().join("w")).expect("fixture directory");
+        for name in [".env", ".env.example", "a.txt"] {
+            std::fs::write(dir.path().join("w").join(name), "x\n").expect("fixture file");
+        }
+        let physical = dir.path().join("w").to_string_lossy().into_owned();
+        let spec = MountSpec::new(physical, MountRoot::new("/w").expect("a root"), Rights::ReadWrite);
+        let build = |rules: Vec<crate::NameRule>, defer: bool| {
+            let mut builder = MountRegistry::builder();
+            builder.mount(spec.clone()).name_rules(rules);
+            if defer {
+                builder.defer_name_rules();
+            }
+            builder.build()
+        };
+        let refused = build(vec![crate::NameRule::hide("[", "--hide")], true).expect_err("a malformed rule");
+        assert_eq!(refused.to_string(), "the name rule `[` is not valid: unclosed character class; missing ']'");
+        let eager = build(crate::NameRule::defaults(), false).expect("registry");
+        let deferred = build(crate::NameRule::defaults(), true).expect("registry");
+        let read = |registry: &MountRegistry, path: &str| {
+            let read = registry.agent().read_text(path, &crate::ops::ReadWindow::default());
+            read.map(|read| read.content).map_err(|error| error.to_string())
+        };
+        assert_eq!(read(&deferred, "/w/.env"), Err("`/w/.env` does not exist".to_owned()));
+        for path in ["/w/.env", "/w/.env.example", "/w/a.txt", "/w/.ENV"] {
+            assert_eq!(read(&deferred, path), read(&eager, path), "{path}");
+        }
+        deferred.compile_name_rules().expect("the defaults compile");
+        eager.compile_name_rules().expect("compiled by build");
     }
 
     /// The place `/place/file` served read-only, with other mounts around it.
