@@ -53,6 +53,31 @@ struct Cli {
     command: Command,
 }
 
+/// The arguments of `vfs serve` alone. An MCP host starts `vfs serve` for every session and
+/// waits for its first answer, and the parser of every subcommand (each takes the launch
+/// options) was about a tenth of that start's own time. A command line this parses whole takes
+/// it; any other (help, a mistake) goes to [`Cli`], which answers as it always has.
+#[derive(Debug, Parser)]
+#[command(name = "vfs serve")]
+struct ServeOnly {
+    #[command(flatten)]
+    launch: LaunchArgs,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+impl ServeOnly {
+    /// `vfs serve …` as the command it is, if `arguments` (the binary's name first) are that
+    /// and parse.
+    fn parse(arguments: &[std::ffi::OsString]) -> Option<Command> {
+        let rest = arguments.get(1..).filter(|rest| rest.first().is_some_and(|first| first == "serve"))?;
+        let ServeOnly { launch, daemon, run } = Self::try_parse_from(rest).ok()?;
+        Some(Command::Serve { launch, daemon, run })
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the agent tools as an MCP server over stdio (stdout carries only the protocol), or
@@ -368,9 +393,10 @@ const REFUSED: u8 = 2;
 const TOOL_ERROR: u8 = 1;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = ServeOnly::parse(&arguments).unwrap_or_else(|| Cli::parse_from(&arguments).command);
     output::init_logging();
-    match run(cli.command) {
+    match run(command) {
         Ok(code) => code,
         Err(error) => {
             if let Some(problems) = error.downcast_ref::<Problems>() {
@@ -826,6 +852,35 @@ fn run_one(
         Err(error) => {
             output::error(&error.to_string(), None);
             Ok(ExitCode::from(SANDBOX_FAILED))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::{Cli, ServeOnly};
+
+    /// `vfs serve`'s own parser reads every command line it takes as the whole parser does,
+    /// and leaves every other one to it.
+    #[test]
+    fn serve_alone_parses_as_the_whole_command_line_does() {
+        let line = |text: &str| -> Vec<std::ffi::OsString> { text.split(' ').map(Into::into).collect() };
+        for text in [
+            "vfs serve",
+            "vfs serve --mount ./a:/src:ro --mount ./out:/output:rw --llm-log logs",
+            "vfs serve --listen 127.0.0.1:0 --token-file t --max-sessions 3",
+            "vfs serve --allow-run --run-timeout 5 --hide *.db --no-default-hide",
+        ] {
+            let whole = Cli::try_parse_from(line(text)).map(|cli| format!("{:?}", cli.command));
+            let alone = ServeOnly::parse(&line(text)).map(|command| format!("{command:?}"));
+            assert_eq!(alone, Some(whole.expect(text)), "{text}");
+        }
+        for text in
+            ["vfs serve --help", "vfs serve -h", "vfs serve --version", "vfs serve --mount", "vfs mounts", "vfs"]
+        {
+            assert!(ServeOnly::parse(&line(text)).is_none(), "{text}");
         }
     }
 }
