@@ -3,6 +3,8 @@
 //! skips with a note; nothing half-restored).
 #![expect(clippy::disallowed_methods, reason = "fixture: trees and the journal's files on disk")]
 
+mod common;
+
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
@@ -262,7 +264,6 @@ fn a_shell_mv_beside_move_file_moves_the_file_once_and_its_undo_puts_it_back() {
 /// undone, newest first.
 mod lane {
     use std::collections::{BTreeMap, BTreeSet};
-    use std::os::unix::fs::MetadataExt as _;
     use std::path::{Path, PathBuf};
     use std::sync::mpsc;
     use std::time::Duration;
@@ -361,35 +362,14 @@ mod lane {
             let _ = sender.send(());
         });
         if receiver.recv_timeout(PATIENCE).is_err() {
-            let device = std::fs::metadata(mountpoint).unwrap().dev();
-            let minor = (device & 0xff) | ((device >> 12) & 0x000f_ff00);
-            let _ = std::fs::write(format!("/sys/fs/fuse/connections/{minor}/abort"), "1");
+            crate::common::abort(&crate::common::connection(mountpoint));
             return Err(TestCaseError::fail(format!("{shell:?} got no answer from the view within {PATIENCE:?}")));
         }
         Ok(())
     }
 
-    /// True where the view can be mounted (root, `/dev/fuse`); elsewhere the shell's lane
-    /// says why it did not run, and fails where `VFS_REQUIRE_FUSE` is set.
     pub(super) fn can_mount() -> bool {
-        // Asked once: a child forked while a shell thread holds a file of a view open keeps
-        // it open until it execs, and that view's unmount then fails as busy.
-        static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let root = *ROOT.get_or_init(|| {
-            std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n")
-        });
-        let possible = Path::new("/dev/fuse").exists() && root;
-        if !possible {
-            assert!(
-                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
-                "VFS_REQUIRE_FUSE is set, but this is not root with /dev/fuse"
-            );
-            #[expect(clippy::print_stderr, reason = "fixture: a skipped lane says why")]
-            {
-                eprintln!("SKIPPED: the journal's shell lane needs root and /dev/fuse");
-            }
-        }
-        possible
+        crate::common::can_mount("the journal's shell lane")
     }
 
     /// Every file (with its bytes) and directory (`None`) under `root`, by relative path.

@@ -41,6 +41,8 @@
 //! (`docs/compliance.md`).
 #![expect(clippy::disallowed_methods, reason = "fixture: the test builds and inspects the tree on disk")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -553,7 +555,6 @@ fn the_known_attacks_fail() {
 /// The FUSE lane: the same tree and the same invariants, the agent's calls made by a shell
 /// through the view (`std::fs` against its mountpoint), as `run_command`'s commands make them.
 mod fuse_lane {
-    use std::os::unix::fs::MetadataExt as _;
     use std::path::{Path, PathBuf};
     use std::sync::mpsc;
     use std::time::Duration;
@@ -644,12 +645,8 @@ mod fuse_lane {
         }
     }
 
-    /// The view's connection under `/sys/fs/fuse/connections`: its number is the minor
-    /// device number of the mounted file system.
     fn connection(mountpoint: &Path) -> PathBuf {
-        let device = std::fs::metadata(mountpoint).unwrap().dev();
-        let minor = (device & 0xff) | ((device >> 12) & 0x000f_ff00);
-        PathBuf::from(format!("/sys/fs/fuse/connections/{minor}"))
+        crate::common::connection(mountpoint)
     }
 
     /// Runs `ops` at once, each on its own thread, and returns what each returned; an
@@ -671,7 +668,7 @@ mod fuse_lane {
         let mut results = Vec::new();
         for (receiver, op) in receivers.iter().zip(ops) {
             let Ok(result) = receiver.recv_timeout(PATIENCE) else {
-                let _ = std::fs::write(connection.join("abort"), "1");
+                crate::common::abort(connection);
                 return Err(TestCaseError::fail(format!("{op:?} got no answer from the view within {PATIENCE:?}")));
             };
             results.push(result);
@@ -844,27 +841,8 @@ mod fuse_lane {
         Ok(())
     }
 
-    /// True where the view can be mounted here; elsewhere the lane says why it did not run
-    /// (and fails with `VFS_REQUIRE_FUSE`).
     pub(super) fn can_mount() -> bool {
-        // Asked once: a child forked while a shell thread holds a file of a view open keeps
-        // it open until it execs, and that view's unmount then fails as busy.
-        static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let root = *ROOT.get_or_init(|| {
-            std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n")
-        });
-        let possible = Path::new("/dev/fuse").exists() && root;
-        if !possible {
-            assert!(
-                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
-                "VFS_REQUIRE_FUSE is set, but this is not root with /dev/fuse"
-            );
-            #[expect(clippy::print_stderr, reason = "fixture: a skipped lane says why")]
-            {
-                eprintln!("SKIPPED: the FUSE lane needs root and /dev/fuse");
-            }
-        }
-        possible
+        crate::common::can_mount("the FUSE lane")
     }
 }
 
