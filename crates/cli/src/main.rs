@@ -61,11 +61,7 @@ struct Cli {
 #[command(name = "vfs serve")]
 struct ServeOnly {
     #[command(flatten)]
-    launch: LaunchArgs,
-    #[command(flatten)]
-    daemon: DaemonArgs,
-    #[command(flatten)]
-    run: RunArgs,
+    serve: ServeArgs,
 }
 
 impl ServeOnly {
@@ -73,9 +69,19 @@ impl ServeOnly {
     /// and parse.
     fn parse(arguments: &[std::ffi::OsString]) -> Option<Command> {
         let rest = arguments.get(1..).filter(|rest| rest.first().is_some_and(|first| first == "serve"))?;
-        let ServeOnly { launch, daemon, run } = Self::try_parse_from(rest).ok()?;
-        Some(Command::Serve { launch, daemon, run })
+        Self::try_parse_from(rest).ok().map(|only| Command::Serve(only.serve))
     }
+}
+
+/// What `vfs serve` takes.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    launch: LaunchArgs,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,14 +89,7 @@ enum Command {
     /// Serve the agent tools as an MCP server over stdio (stdout carries only the protocol), or
     /// with --listen as a daemon over MCP streamable HTTP, hosting any number of crews.
     #[command(after_help = EXAMPLES)]
-    Serve {
-        #[command(flatten)]
-        launch: LaunchArgs,
-        #[command(flatten)]
-        daemon: DaemonArgs,
-        #[command(flatten)]
-        run: RunArgs,
-    },
+    Serve(ServeArgs),
     /// Show the effective mount table for the operator: physical paths, rights, visibility, origin.
     #[command(after_help = EXAMPLES)]
     Mounts {
@@ -430,7 +429,7 @@ impl std::error::Error for Refusal {}
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { launch, daemon, run } => {
+        Command::Serve(ServeArgs { launch, daemon, run }) => {
             if let Some(listen) = daemon.listen {
                 serve_http(&launch.into_options()?, &daemon, &run, listen)
             } else {
