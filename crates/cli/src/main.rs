@@ -678,8 +678,10 @@ fn serve(options: &LaunchOptions, run: &RunArgs) -> anyhow::Result<ExitCode> {
     // An MCP host starts this process for each session and waits for its first answer: the
     // name rules' automata, most of the start-up's own time, are built beside it. A rule set
     // too large to build (every rule was parsed above) ends the server as a refused launch
-    // would, and until then no name a rule could match is let through.
-    let options = &LaunchOptions { defer_name_rules: true, ..options.clone() };
+    // would, and until then no name a rule could match is let through and nothing is changed.
+    // With --allow-run the sandbox mounts a view before serving, which an exit from that
+    // thread would leave behind, and costs far more than the rules: they are compiled first.
+    let options = &LaunchOptions { defer_name_rules: !run.allow_run, ..options.clone() };
     let launch = vfs_host::compose(options)?;
     let compiling = launch.registry().clone();
     std::thread::Builder::new()

@@ -615,6 +615,13 @@ impl NamePolicy {
         self.matchers.get().as_ref().map(drop).map_err(Clone::clone)
     }
 
+    /// Makes this policy's sets a failed compile, for the tests of what such a policy allows.
+    #[cfg(test)]
+    pub(crate) fn fail_compile_for_test(&self) {
+        let failure = RuleError { glob: String::new(), reason: "compiled regex exceeds size limit".to_owned() };
+        let _ = self.matchers.built.set(Err(failure));
+    }
+
     /// Lifts the name rules `rules` (indices into the rules this policy was built from) at and
     /// below `place`, a path from the mount's root compared exactly as written: the loosening an
     /// override of the mount string asked for (`;.git:rw`).

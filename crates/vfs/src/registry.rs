@@ -702,6 +702,11 @@ impl RegistryInner {
         path: &VirtualPath,
     ) -> Result<(), Error> {
         let Some(policy) = self.rules_for(caller, mount) else { return Ok(()) };
+        // Rules that could not be compiled judge every name alike, so a move could not tell a
+        // protection kept from one lost: nothing is changed until the server ends.
+        if access != Access::Read && policy.compile().is_err() {
+            return Err(Error::not_found(path));
+        }
         match policy.judge(rel) {
             Some((RuleEffect::Hidden, class, _)) => match access {
                 Access::Read | Access::Delete => Err(Error::not_found(path)),
@@ -1256,6 +1261,29 @@ mod tests {
         }
         deferred.compile_name_rules().expect("the defaults compile");
         eager.compile_name_rules().expect("compiled by build");
+
+        // Rules that could not be compiled let nothing change: a move judged on them could
+        // carry a protected file out of its protection.
+        std::fs::create_dir_all(dir.path().join("w/u/.docker")).expect("fixture directory");
+        std::fs::write(dir.path().join("w/u/.docker/config.json"), "{}").expect("fixture file");
+        let broken = build(crate::NameRule::defaults(), true).expect("registry");
+        broken.inner.policies[0].fail_compile_for_test();
+        assert!(broken.compile_name_rules().is_err());
+        let agent = broken.agent();
+        let moved = agent.move_path(
+            "/w/u/.docker",
+            "/w/u/dock",
+            &crate::ops::Precondition::Any,
+            &crate::ops::Precondition::Absent,
+        );
+        assert_eq!(moved.map(drop).map_err(|error| error.to_string()), Err("`/w/u/.docker` does not exist".to_owned()));
+        let moved = agent.move_path("/w/u", "/w/v", &crate::ops::Precondition::Any, &crate::ops::Precondition::Absent);
+        assert_eq!(moved.map(drop).map_err(|error| error.to_string()), Err("`/w/u` does not exist".to_owned()));
+        let written =
+            agent.write("/w/new.txt", "x\n", &crate::ops::Precondition::Any).map_err(|error| error.to_string());
+        assert_eq!(written.map(drop), Err("`/w/new.txt` does not exist".to_owned()));
+        assert!(dir.path().join("w/u/.docker/config.json").exists());
+        assert_eq!(read(&broken, "/w/a.txt"), Ok("x\n".to_owned()));
     }
 
     /// The place `/place/file` served read-only, with other mounts around it.
