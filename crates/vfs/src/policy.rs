@@ -1098,8 +1098,7 @@ mod tests {
     #[test]
     fn sets_that_could_not_be_compiled_fail_closed() {
         let policy = NamePolicy::new(NameRule::defaults()).unwrap();
-        let failure = RuleError { glob: String::new(), reason: "compiled regex exceeds size limit".to_owned() };
-        policy.matchers.built.set(Err(failure)).unwrap();
+        policy.fail_compile_for_test();
         assert_eq!(
             policy.compile().unwrap_err().to_string(),
             "the name rule `` is not valid: compiled regex exceeds size limit"
