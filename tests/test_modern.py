@@ -243,6 +243,69 @@ def test_a_resumed_stream_starts_after_the_last_event_it_saw(fixture):
             assert events[-1]["message"]["id"] == 2 and "result" in events[-1]["message"], events[-1]
 
 
+def test_a_resumed_session_stream_starts_after_the_last_event_it_saw(fixture):
+    """The session's own `GET` stream, where the handshake protocol's warnings travel, opens
+    with a priming event. A client that resumes from the priming event gets every event since;
+    one that resumes from an event gets the events after it, never that one again. The warning
+    here: the exchange log's directory was removed under the running daemon, so every call
+    warns that it cannot create the log file."""
+    import shutil
+
+    def events_of(stream, count) -> list[dict]:
+        """The first `count` events of an SSE response, each its `id` and its `message` (None
+        for the priming event, whose data is empty)."""
+        events, current = [], {}
+        for line in stream.iter_lines():
+            if line.startswith("id:"):
+                current["id"] = line[3:].strip()
+            elif line.startswith("data:"):
+                current["message"] = json.loads(line[5:]) if line[5:].strip() else None
+            elif line == "" and "id" in current:
+                events.append(current)
+                current = {}
+                if len(events) == count:
+                    break
+        return events
+
+    warning = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "warning", "logger": "vfs", "data": "cannot create the exchange log file"}}
+    with daemon(fixture) as server:
+        url = f"{server.base}/mcp"
+        fixture.logs.mkdir(exist_ok=True)
+        shutil.rmtree(fixture.logs)
+        headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        with httpx2.Client(headers=headers, timeout=30) as http:
+            init = http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            calls = iter(range(10, 100))
+
+            def warn():
+                call = {"jsonrpc": "2.0", "id": next(calls), "method": "tools/call", "params": {"name": "read_text_file", "arguments": {"path": "/src/README.md"}}}
+                answer = http.post(url, headers=session, json=call)
+                assert answer.status_code == 200 and "# Demo" in answer.text, answer.text
+
+            # A fresh stream: the priming event alone, then the client goes.
+            with http.stream("GET", url, headers=session) as opened:
+                [priming] = events_of(opened, 1)
+            assert priming["message"] is None, priming
+            time.sleep(0.2)
+            warn()
+            warn()
+            # Resumed from the priming event: both warnings sent meanwhile, each with an id of its own.
+            with http.stream("GET", url, headers={**session, "Last-Event-ID": priming["id"]}) as resumed:
+                missed = events_of(resumed, 2)
+            assert [event["message"] for event in missed] == [warning, warning], missed
+            ids = [priming["id"]] + [event["id"] for event in missed]
+            assert len(set(ids)) == 3, ids
+            time.sleep(0.2)
+            warn()
+            # Resumed from the last warning seen: the one after it, not that one again.
+            with http.stream("GET", url, headers={**session, "Last-Event-ID": missed[-1]["id"]}) as resumed:
+                [after] = events_of(resumed, 1)
+            assert after["message"] == warning and after["id"] not in ids, (ids, after)
+    fixture.logs.mkdir(exist_ok=True)
+
+
 @MODES
 def test_one_sessions_long_greps_do_not_hold_another_sessions_reads(fixture, mode):
     """Class 3 of the third hardening round: eight long greps from one session (the pool's

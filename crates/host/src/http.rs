@@ -577,9 +577,7 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
             None => return unavailable("the server has as many sessions as it keeps for this token"),
         }
     }
-    if parts.method == Method::GET {
-        resume_after(&mut parts.headers);
-    }
+    let stream = (parts.method == Method::GET).then(|| resume_after(&mut parts.headers));
     // A request of a session whose id is that of one still running would take over its
     // answer's route: refused, as over stdio, and the running one answered as usual.
     let session = parts.headers.get(SESSION_HEADER).and_then(|value| value.to_str().ok()).map(str::to_owned);
@@ -608,6 +606,7 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
         return redacted(response).await;
     }
     let response = if ending { ended(response) } else { response };
+    let response = if let Some(opened) = stream { CommonIds::over(response, opened) } else { response };
     // The id, and the token's place among its requests, are free again once the answer has
     // been sent (or the client has gone).
     if guard.is_none() && slot.is_none() {
@@ -704,6 +703,119 @@ impl hyper::body::Body for Guarded {
     }
 }
 
+/// The session's own stream (the `GET` without a request's event id), with the ids it gives
+/// its events moved on by one.
+///
+/// The SDK numbers that stream's events `0, 1, 2…`, and a fresh stream opens with a priming
+/// event whose id is `0` as well, so a client that resumes with `Last-Event-ID: 0` may have seen
+/// the priming event alone or the first real event: the SDK replays from the event it names,
+/// and gave the second client that event again. Here the real events leave as `1, 2, 3…` (the
+/// priming event keeps its `0`), so the id a client sends back is exactly the SDK's index of the
+/// first event it has not seen, which is where the SDK's replay starts. The stream is rewritten
+/// line by line (an `id:` line is the only one touched); a line split across frames waits for
+/// its end.
+struct CommonIds {
+    body: Body,
+    /// Bytes after the last whole line sent.
+    pending: Vec<u8>,
+    /// The next id line is the priming event's (a fresh stream's first event).
+    priming: bool,
+    done: bool,
+}
+
+impl CommonIds {
+    fn new(body: Body, opened: bool) -> Self {
+        Self { body, pending: Vec::new(), priming: opened, done: false }
+    }
+
+    /// The answer to a `GET`, its events' ids mended when it is a stream of events; `opened`
+    /// says whether the stream is a fresh one (the `GET` had no `Last-Event-ID`).
+    fn over(response: Response<Body>, opened: bool) -> Response<Body> {
+        let events = response.status() == StatusCode::OK
+            && response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+        if events { response.map(|body| Self::new(body, opened).boxed()) } else { response }
+    }
+
+    /// `lines` with each event id moved on by one, but the priming event's.
+    fn rewrite(&mut self, lines: &[u8]) -> Bytes {
+        let mut out = Vec::with_capacity(lines.len() + 8);
+        for line in lines.split_inclusive(|&byte| byte == b'\n') {
+            let Some(value) = line.strip_prefix(b"id:") else {
+                out.extend_from_slice(line);
+                continue;
+            };
+            let priming = std::mem::take(&mut self.priming);
+            let (value, end) = split_line_end(value.strip_prefix(b" ").unwrap_or(value));
+            let next = std::str::from_utf8(value)
+                .ok()
+                .and_then(|value| value.parse::<u64>().ok())
+                .and_then(|index| index.checked_add(1));
+            match next {
+                Some(next) if !priming => {
+                    out.extend_from_slice(format!("id: {next}").as_bytes());
+                    out.extend_from_slice(end);
+                }
+                _ => out.extend_from_slice(line),
+            }
+        }
+        Bytes::from(out)
+    }
+}
+
+/// A line without its end (`\n` or `\r\n`), and that end.
+fn split_line_end(line: &[u8]) -> (&[u8], &[u8]) {
+    let without = line.strip_suffix(b"\n").unwrap_or(line);
+    let without = without.strip_suffix(b"\r").unwrap_or(without);
+    line.split_at(without.len())
+}
+
+impl hyper::body::Body for CommonIds {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            match std::pin::Pin::new(&mut this.body).poll_frame(context) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    this.done = true;
+                    if this.pending.is_empty() {
+                        return Poll::Ready(None);
+                    }
+                    let rest = std::mem::take(&mut this.pending);
+                    return Poll::Ready(Some(Ok(hyper::body::Frame::data(this.rewrite(&rest)))));
+                }
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => {
+                        this.pending.extend_from_slice(&data);
+                        let Some(last) = this.pending.iter().rposition(|&byte| byte == b'\n') else { continue };
+                        let rest = this.pending.split_off(last + 1);
+                        let whole = std::mem::replace(&mut this.pending, rest);
+                        return Poll::Ready(Some(Ok(hyper::body::Frame::data(this.rewrite(&whole)))));
+                    }
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Poll::Ready(Some(Err(never))) => match never {},
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || (self.pending.is_empty() && self.body.is_end_stream())
+    }
+}
+
 /// The id of a request (a message with a method and an id), if the body is one.
 fn request_id(body: &[u8]) -> Option<serde_json::Value> {
     #[derive(serde::Deserialize)]
@@ -751,17 +863,20 @@ fn bearer(headers: &http::HeaderMap) -> Option<&[u8]> {
 /// Resumption replays the events *after* `Last-Event-ID`. The SDK's session cache replays
 /// from the event with that id itself, so a client that resumes gets its last event twice;
 /// for an event of a request's stream (`<index>/<request>`) the id is moved on by one before
-/// the SDK reads it. (The session's own stream numbers its events `<index>` with a priming
-/// event that shares index 0, so there the id cannot be moved on safely; it is left as is.)
-fn resume_after(headers: &mut http::HeaderMap) {
-    let Some(last) = headers.get(LAST_EVENT_ID).and_then(|value| value.to_str().ok()) else { return };
-    let Some((index, request)) = last.split_once('/') else { return };
-    let (Ok(index), Ok(_)) = (index.parse::<u64>(), request.parse::<u64>()) else { return };
+/// the SDK reads it. The session's own stream (`<index>` ids) is mended on the way out
+/// instead, by [`CommonIds`]: the id a client sends back there already names the next event.
+/// Whether the `GET` opens a stream afresh (no `Last-Event-ID`), whose first event is then
+/// the priming one.
+fn resume_after(headers: &mut http::HeaderMap) -> bool {
+    let Some(last) = headers.get(LAST_EVENT_ID).and_then(|value| value.to_str().ok()) else { return true };
+    let Some((index, request)) = last.split_once('/') else { return false };
+    let (Ok(index), Ok(_)) = (index.parse::<u64>(), request.parse::<u64>()) else { return false };
     if let Some(next) = index.checked_add(1)
         && let Ok(value) = HeaderValue::from_str(&format!("{next}/{request}"))
     {
         headers.insert(LAST_EVENT_ID, value);
     }
+    false
 }
 
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -976,7 +1091,7 @@ mod tests {
         let resumed = |value: &str| {
             let mut headers = http::HeaderMap::new();
             headers.insert(LAST_EVENT_ID, HeaderValue::from_str(value).unwrap());
-            resume_after(&mut headers);
+            assert!(!resume_after(&mut headers));
             headers[LAST_EVENT_ID].to_str().unwrap().to_owned()
         };
         assert_eq!(resumed("3/0"), "4/0");
@@ -984,6 +1099,47 @@ mod tests {
         assert_eq!(resumed("5"), "5");
         assert_eq!(resumed("x/1"), "x/1");
         assert_eq!(resumed("18446744073709551615/1"), "18446744073709551615/1");
+        assert!(resume_after(&mut http::HeaderMap::new()), "a GET without an id opens a stream");
+    }
+
+    /// The body `frames` make, read through [`CommonIds`].
+    async fn through_common_ids(frames: &[&str], fresh: bool) -> String {
+        /// A body that hands out its frames one at a time.
+        struct Frames(std::collections::VecDeque<Bytes>);
+        impl hyper::body::Body for Frames {
+            type Data = Bytes;
+            type Error = Infallible;
+            fn poll_frame(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+                std::task::Poll::Ready(self.get_mut().0.pop_front().map(|data| Ok(hyper::body::Frame::data(data))))
+            }
+        }
+        let body = Frames(frames.iter().map(|frame| Bytes::copy_from_slice(frame.as_bytes())).collect()).boxed();
+        let collected = CommonIds::new(body, fresh).collect().await.unwrap().to_bytes();
+        String::from_utf8(collected.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_sessions_own_stream_gives_each_event_an_id_of_its_own() {
+        let fresh = ["data:\nid: 0\nretry: 3000\n\n", "data: {\"a\":1}\nid: 0\n\n", ":\n\n", "data: {}\nid: 1\n\n"];
+        assert_eq!(
+            through_common_ids(&fresh, true).await,
+            "data:\nid: 0\nretry: 3000\n\ndata: {\"a\":1}\nid: 1\n\n:\n\ndata: {}\nid: 2\n\n"
+        );
+        // A resumed stream has no priming event; a request's ids and odd ids pass as they are.
+        let resumed = ["data: {}\nid: 4\n\ndata: {}\nid:7\r\n\r\n", "data: {}\nid: 2/3\n\nid: x\n\n"];
+        assert_eq!(
+            through_common_ids(&resumed, false).await,
+            "data: {}\nid: 5\n\ndata: {}\nid: 8\r\n\r\ndata: {}\nid: 2/3\n\nid: x\n\n"
+        );
+        // A line split across frames is rewritten whole; a last line without its end is sent.
+        assert_eq!(
+            through_common_ids(&["data: {}\ni", "d: 1", "1\n\nid: 3"], false).await,
+            "data: {}\nid: 12\n\nid: 4"
+        );
+        assert_eq!(through_common_ids(&["id: 18446744073709551615\n"], false).await, "id: 18446744073709551615\n");
     }
 
     #[tokio::test]
