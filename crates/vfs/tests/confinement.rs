@@ -10,6 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use common::{Fixture, assert_no_leak};
 use vfs::{ErrorKind, MountRegistry, Precondition, ReadWindow};
 
+/// Asserts that `result` is a refusal of `kind` with exactly `text`.
+#[track_caller]
+fn assert_denied<T: std::fmt::Debug>(result: Result<T, vfs::Error>, kind: ErrorKind, text: &str) {
+    let error = result.unwrap_err();
+    assert_eq!((error.kind(), error.to_string().as_str()), (kind, text));
+}
+
 fn read(registry: &MountRegistry, path: &str) -> Result<String, vfs::Error> {
     registry.agent().read_text(path, &ReadWindow::default()).map(|read| read.content)
 }
@@ -66,8 +73,7 @@ fn prefix_siblings_do_not_match() {
     let (_fixture, registry) = standard();
     let error = read(&registry, "/src2/a.txt").unwrap_err();
     assert_eq!(error.to_string(), UNKNOWN);
-    let error = read(&registry, "/srca.txt").unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::UnknownRoot);
+    assert_denied(read(&registry, "/srca.txt"), ErrorKind::UnknownRoot, UNKNOWN);
 }
 
 #[test]
@@ -102,7 +108,11 @@ fn percent_signs_and_backslashes_are_literal() {
     fixture.file("data/a\\..\\b", "backslash\n");
     assert_eq!(read(&registry, "/src/%2e%2e").unwrap(), "percent\n");
     assert_eq!(read(&registry, "/src/a\\..\\b").unwrap(), "backslash\n");
-    assert_eq!(read(&registry, "/src/%2e%2e/%2e%2e/outside").unwrap_err().kind(), ErrorKind::NotADirectory);
+    assert_denied(
+        read(&registry, "/src/%2e%2e/%2e%2e/outside"),
+        ErrorKind::NotADirectory,
+        "`/src/%2e%2e/%2e%2e/outside` is not a directory",
+    );
 }
 
 #[test]
@@ -151,7 +161,11 @@ fn dangling_and_looping_links_end_cleanly() {
         "`/src/loop-a` goes through too many symbolic links (a loop?)"
     );
     let deep = format!("/src/{}a.txt", "self/".repeat(50));
-    assert_eq!(read(&registry, &deep).unwrap_err().kind(), ErrorKind::SymlinkLoop);
+    assert_denied(
+        read(&registry, &deep),
+        ErrorKind::SymlinkLoop,
+        &format!("`{deep}` goes through too many symbolic links (a loop?)"),
+    );
 }
 
 #[test]
@@ -168,7 +182,11 @@ fn writes_never_go_through_links() {
     assert_eq!(fixture.read("outside/secret.txt"), "top secret\n");
     // A directory link out of the mount cannot be used as a parent either.
     fixture.symlink(fixture.path("outside"), "out/dir");
-    assert_eq!(agent.write("/output/dir/new.txt", "x", &options).unwrap_err().kind(), ErrorKind::Escape);
+    assert_denied(
+        agent.write("/output/dir/new.txt", "x", &options),
+        ErrorKind::Escape,
+        "`/output/dir/new.txt` goes through a symbolic link that leads outside its mount; it is not followed",
+    );
     assert!(!fixture.path("outside/new.txt").exists());
     // Deleting a link removes the link, never the target.
     agent.delete("/output/link", false, &Precondition::Any).unwrap();
@@ -199,10 +217,18 @@ fn fifos_sockets_and_devices_are_refused_at_once() {
             error.to_string(),
             format!("`{path}` is not a regular file or directory (a FIFO, socket or device); vfs does not open it")
         );
-        assert_eq!(registry.agent().info(path).unwrap_err().kind(), ErrorKind::Unsupported);
+        assert_denied(
+            registry.agent().info(path),
+            ErrorKind::Unsupported,
+            &format!("`{path}` is not a regular file or directory (a FIFO, socket or device); vfs does not open it"),
+        );
     }
     fixture.symlink("/dev/zero", "data/zero");
-    assert_eq!(read(&registry, "/src/zero").unwrap_err().kind(), ErrorKind::Escape);
+    assert_denied(
+        read(&registry, "/src/zero"),
+        ErrorKind::Escape,
+        "`/src/zero` goes through a symbolic link that leads outside its mount; it is not followed",
+    );
     // A writer on a FIFO would block; the no-overwrite rule and the kind check come first.
     let options = Precondition::Any;
     std::fs::create_dir_all(fixture.path("out")).unwrap();
@@ -214,7 +240,11 @@ fn fifos_sockets_and_devices_are_refused_at_once() {
         0,
     )
     .unwrap();
-    assert_eq!(registry.agent().write("/output/fifo", "x", &options).unwrap_err().kind(), ErrorKind::Unsupported);
+    assert_denied(
+        registry.agent().write("/output/fifo", "x", &options),
+        ErrorKind::Unsupported,
+        "`/output/fifo` is not a regular file or directory (a FIFO, socket or device); vfs does not open it",
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "a special file blocked");
 }
 
@@ -240,7 +270,7 @@ fn internal_directory_nested_in_a_mount_is_absent() {
         read(&registry, "/work/alias/secret.jsonl").unwrap_err().to_string(),
         "`/work/alias/secret.jsonl` does not exist"
     );
-    assert_eq!(agent.list("/work/logs").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_denied(agent.list("/work/logs"), ErrorKind::NotFound, "`/work/logs` does not exist");
     assert_eq!(agent.list("/work").unwrap().to_text(), "[LINK] alias\n[FILE] notes.txt\n");
     assert_eq!(agent.search_files("/work", "*.jsonl", &[]).unwrap().matches.len(), 0);
     let grep = agent.grep(&vfs::GrepRequest { pattern: "\\{".into(), ..Default::default() }).unwrap();
@@ -281,9 +311,10 @@ fn read_only_mount_nested_in_a_writable_one_stays_read_only() {
             format!("cannot write `{canonical}`: `/vendor` is mounted ro; mounts that grant write: `/work` (rw)")
         );
     }
-    assert_eq!(
-        agent.delete("/work/vendor/lib.rs", false, &Precondition::Any).unwrap_err().kind(),
-        ErrorKind::PermissionDenied
+    assert_denied(
+        agent.delete("/work/vendor/lib.rs", false, &Precondition::Any),
+        ErrorKind::PermissionDenied,
+        "cannot delete `/work/vendor/lib.rs`: `/vendor` is mounted ro; mounts that grant delete: `/work` (rw)",
     );
     assert_eq!(fixture.read("work/vendor/lib.rs"), "lib\n");
     agent.write("/work/new.txt", "ok", &options).unwrap();
@@ -305,9 +336,10 @@ fn sub_path_overrides_hold_however_the_path_is_spelled() {
         );
     }
     fixture.symlink("vendor", "work/v2");
-    assert_eq!(
-        registry.agent().write("/work/v2/x", "pwned", &options).unwrap_err().kind(),
-        ErrorKind::PermissionDenied
+    assert_denied(
+        registry.agent().write("/work/v2/x", "pwned", &options),
+        ErrorKind::PermissionDenied,
+        "cannot write `/work/v2/x`: `/work/vendor` is mounted ro; mounts that grant write: `/work` (rw)",
     );
     assert_eq!(fixture.read("work/vendor/x"), "v\n");
 }
@@ -373,7 +405,7 @@ fn privileged_accessor_reaches_only_its_root() {
     let privileged = registry.mint_privileged("/llm-logs").unwrap();
     assert_eq!(privileged.read_text("/llm-logs/secret.jsonl", &ReadWindow::default()).unwrap().content, "{}\n");
     let error = privileged.read_text("/src/a.txt", &ReadWindow::default()).unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::UnknownRoot);
+    assert_eq!((error.kind(), error.to_string().as_str()), (ErrorKind::UnknownRoot, UNKNOWN));
     #[expect(clippy::disallowed_methods, reason = "proves an agent-facing root cannot be minted")]
     let not_internal = registry.mint_privileged("/src");
     assert!(not_internal.is_none());
@@ -479,9 +511,21 @@ fn single_mount_fast_path_keeps_every_rule() {
     let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build().unwrap();
     assert_eq!(read(&registry, "/src/dir/a.txt").unwrap(), "alpha\n");
     assert_eq!(read(&registry, "/src/inside-link").unwrap(), "alpha\n");
-    assert_eq!(read(&registry, "/src/escape").unwrap_err().kind(), ErrorKind::Escape);
-    assert_eq!(read(&registry, "/src/escape-dir/secret.txt").unwrap_err().kind(), ErrorKind::Escape);
-    assert_eq!(read(&registry, "/src/fifo").unwrap_err().kind(), ErrorKind::Unsupported);
+    assert_denied(
+        read(&registry, "/src/escape"),
+        ErrorKind::Escape,
+        "`/src/escape` goes through a symbolic link that leads outside its mount; it is not followed",
+    );
+    assert_denied(
+        read(&registry, "/src/escape-dir/secret.txt"),
+        ErrorKind::Escape,
+        "`/src/escape-dir/secret.txt` goes through a symbolic link that leads outside its mount; it is not followed",
+    );
+    assert_denied(
+        read(&registry, "/src/fifo"),
+        ErrorKind::Unsupported,
+        "`/src/fifo` is not a regular file or directory (a FIFO, socket or device); vfs does not open it",
+    );
     assert_eq!(read(&registry, "/src/dir").unwrap_err().to_string(), "`/src/dir` is a directory, not a file");
     assert_eq!(read(&registry, "/src/none").unwrap_err().to_string(), "`/src/none` does not exist");
     assert_eq!(read(&registry, "/src/dir/none/x").unwrap_err().to_string(), "`/src/dir/none/x` does not exist");
@@ -489,7 +533,11 @@ fn single_mount_fast_path_keeps_every_rule() {
         read(&registry, "/src/.vfs-tmp-0123456789abcdef").unwrap_err().to_string(),
         "`/src/.vfs-tmp-0123456789abcdef` does not exist"
     );
-    assert_eq!(read(&registry, "/elsewhere/x").unwrap_err().kind(), ErrorKind::UnknownRoot);
+    assert_denied(
+        read(&registry, "/elsewhere/x"),
+        ErrorKind::UnknownRoot,
+        "no mount serves this path; available mounts: `/src` (ro)",
+    );
 }
 
 #[test]

@@ -48,7 +48,14 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
     );
 
     let stale = Precondition::Version("stale".into());
-    assert_eq!(agent.write("/data/notes/a.txt", "x", &stale).unwrap_err().kind(), ErrorKind::VersionMismatch);
+    let refused = agent.write("/data/notes/a.txt", "x", &stale).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::VersionMismatch);
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "`/data/notes/a.txt` changed since you read it: its version is now `{version}`; read it again and retry"
+        )
+    );
     let guarded = Precondition::Version(version);
     let replaced = agent.write("/data/notes/a.txt", "one\n2\nthree\n", &guarded).unwrap();
     assert!(!replaced.created);
@@ -78,7 +85,7 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
     );
     agent.move_path("/data/top.txt", "/data/moved.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(agent.read_text("/data/moved.txt", &ReadWindow::default()).unwrap().content, "top\n");
-    assert_eq!(agent.info("/data/top.txt").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(agent.info("/data/top.txt").unwrap_err().to_string(), "`/data/top.txt` does not exist");
 
     assert_eq!(
         agent.delete("/data/notes", false, &Precondition::Any).unwrap_err().kind(),
@@ -116,7 +123,7 @@ fn moves_across_local_and_object_mounts() {
     assert_eq!(agent.read_text("/data/report.txt", &ReadWindow::default()).unwrap().content, "local\n");
     agent.move_path("/data/report.txt", "/src/back.txt", &Precondition::Any, &Precondition::Absent).unwrap();
     assert_eq!(fixture.read("src/back.txt"), "local\n");
-    assert_eq!(agent.info("/data/report.txt").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(agent.info("/data/report.txt").unwrap_err().to_string(), "`/data/report.txt` does not exist");
 }
 
 #[test]
