@@ -11,7 +11,14 @@
 //! does not compile. A second front end (the FUSE view of the sandbox issue) gets the rules by
 //! asking the gate for places, not by replaying them.
 //!
-//! What a place does not carry: the tree guards of moves and deletes (`guard_tree`, the walks
+//! The quick routes are the gate's too: a read that the store can open in one step from the
+//! mount's root ([`Context::open_to_read`]), the metadata of a file found the same way
+//! ([`Context::file_info_fast`]), the directory a `create_directory` may have to make
+//! ([`Context::locate_directory_to_make`]) and the destination of a move, whose tree is
+//! checked lexically before anything is made on the way ([`Context::locate_move_destination`]).
+//! An operation asks for them here and gets the same checks as [`Context::locate`] makes.
+//!
+//! What a place does not carry: the tree guards of a move's source and of deletes (the walks
 //! for protected names), which run on the place under a claim (`registry::claims`), and the
 //! checks that must be made again under a directory lock (the git look-alike guard), which
 //! the operations repeat where they hold the lock.
@@ -19,12 +26,13 @@
 use std::marker::PhantomData;
 use std::ops::Deref;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::ops::Context;
 use crate::path::VirtualPath;
+use crate::registry::TreeChange;
 use crate::spec::Access;
-use crate::storage::local::MAX_DEPTH;
-use crate::storage::{Located, Resolve};
+use crate::storage::local::{MAX_DEPTH, OpenFile};
+use crate::storage::{Located, Resolve, Stat};
 
 /// What a place was authorized for. Sealed: the three needs below are all there are.
 pub(crate) trait Need: sealed::Sealed {
@@ -86,7 +94,76 @@ impl<N: Need> Deref for Place<N> {
     }
 }
 
+/// A file to read, as [`Context::open_to_read`] found it.
+pub(crate) enum ToRead {
+    /// Opened in one step from the mount's root: no link and no nested root lay on the way,
+    /// so the path as written is the canonical one the checks judged.
+    Opened(OpenFile, Stat),
+    /// The place, for the store's own open.
+    Place(Place<Read>),
+}
+
+/// A file's metadata as [`Context::file_info_fast`] found it: what it is, its version, and
+/// the rights at its path.
+pub(crate) type FastInfo = (Stat, String, &'static str);
+
 impl Context<'_> {
+    /// A file to read at `path`: opened by the store's one-step route where it has one, else
+    /// located for reading. Either way routing decided visibility and the name rules judged
+    /// the path; on the one-step route, which opens only where no link or nested mount
+    /// intervenes, the path is canonical and every right includes read, so the rights cannot
+    /// refuse there.
+    pub(crate) fn open_to_read(&self, path: &VirtualPath) -> Result<ToRead, Error> {
+        let (mount, components) = self.registry.route(self.caller, path)?;
+        self.registry.check_names(self.caller, mount, &components, Access::Read, path)?;
+        if let Some(opened) = self.store(mount).open_fast(&self.table(), &components, path) {
+            debug_assert!(self.registry.visible(self.caller, mount));
+            let (file, stat) = opened?;
+            return Ok(ToRead::Opened(file, stat));
+        }
+        Ok(ToRead::Place(self.locate::<Read>(path, true, false)?))
+    }
+
+    /// A regular file's metadata, version and rights by the store's one-step route, after the
+    /// checks a read needs (a hidden name is missing before the file is opened: neither its
+    /// kind nor the time its hash takes may answer for it). `None` where that route does not
+    /// apply (a directory, a link or a nested root on the way, an object store): locate it.
+    pub(crate) fn file_info_fast(&self, path: &VirtualPath) -> Result<Option<FastInfo>, Error> {
+        let (mount, components) = self.registry.route(self.caller, path)?;
+        self.registry.check_names(self.caller, mount, &components, Access::Read, path)?;
+        match self.store(mount).info_fast(&self.table(), &components, path) {
+            Some(Ok((stat, version))) => {
+                let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+                self.registry.authorize(self.caller, mount, &rel, Access::Read, path)?;
+                let rights = self.registry.mounts[mount].rights_at(&rel).0.as_str();
+                Ok(Some((stat, version, rights)))
+            }
+            Some(Err(error)) if error.kind() != ErrorKind::NotAFile => Err(error),
+            _ => Ok(None),
+        }
+    }
+
+    /// The place of a directory `create_directory` may have to make, located for reading (an
+    /// existing directory is an answer that needs no write right; [`Context::authorize_write`]
+    /// when it must be made), its parents made on the way. The name rules are judged for a
+    /// create first, so that a hidden name is refused as such, like any other create.
+    pub(crate) fn locate_directory_to_make(&self, path: &VirtualPath) -> Result<Place<Read>, Error> {
+        if self.registry.any_rules() {
+            let (mount, components) = self.registry.route(self.caller, path)?;
+            self.registry.check_names(self.caller, mount, &components, Access::Write, path)?;
+        }
+        self.locate::<Read>(path, true, true)
+    }
+
+    /// The destination of a move, located for writing: nothing protected at or below it,
+    /// checked lexically first, so that a refused move makes no parent directory on its way.
+    pub(crate) fn locate_move_destination(&self, destination: &VirtualPath) -> Result<Place<Write>, Error> {
+        let (routed, components) = self.registry.route(self.caller, destination)?;
+        let components: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+        self.registry.guard_tree(self.caller, routed, &components, None, TreeChange::MoveTo, destination)?;
+        self.locate::<Write>(destination, false, true)
+    }
+
     /// Routes and locates `path`, then checks `N` on where the store landed, and returns the
     /// place typed by it. With `create_parents`, missing directories on the way are created
     /// (local stores; object stores have none to create) after the rights there are checked.

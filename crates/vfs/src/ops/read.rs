@@ -13,7 +13,6 @@ use crate::budget::Deadline;
 use crate::error::Error;
 use crate::gate;
 use crate::path::VirtualPath;
-use crate::spec::Access;
 use crate::storage::Kind;
 use crate::storage::local::version_of_bytes;
 use crate::text::{AgentText, agent_text, code, name};
@@ -163,19 +162,14 @@ impl Context<'_> {
         validate_window(window)?;
         let path = Self::parse(input)?;
         let cap = self.registry.limits.read_bytes;
-        let (mount, components) = self.registry.route(self.caller, &path)?;
-        self.registry.check_names(self.caller, mount, &components, Access::Read, &path)?;
-        if let Some(opened) = self.store(mount).open_fast(&self.table(), &components, &path) {
-            // Routing already decided visibility, the name rules judged the path (the fast
-            // path opens only where no link or nested mount intervenes, so it is canonical),
-            // and every right includes read: the rights decision cannot refuse here.
-            debug_assert!(self.registry.visible(self.caller, mount));
-            let (file, stat) = opened?;
-            return window_read(path, window, stat.size, file, cap, &self.deadline, |content| {
-                version_of_bytes(content.as_bytes())
-            });
-        }
-        let located = self.locate::<gate::Read>(&path, true, false)?;
+        let located = match self.open_to_read(&path)? {
+            gate::ToRead::Opened(file, stat) => {
+                return window_read(path, window, stat.size, file, cap, &self.deadline, |content| {
+                    version_of_bytes(content.as_bytes())
+                });
+            }
+            gate::ToRead::Place(place) => place,
+        };
         // A window from the first line needs at most `cap + 1` bytes (the extra byte tells
         // "exactly at the cap" from "more follows"): a store that can fetch them with the open
         // saves a request.
@@ -238,21 +232,10 @@ impl Context<'_> {
 
     pub(crate) fn info(&self, input: &str) -> Result<FileInfo, Error> {
         let path = Self::parse(input)?;
-        let (mount, components) = self.registry.route(self.caller, &path)?;
-        // A hidden name is missing before the fast path opens it: neither its kind nor the
-        // time its hash takes may answer for it.
-        self.registry.check_names(self.caller, mount, &components, Access::Read, &path)?;
-        match self.store(mount).info_fast(&self.table(), &components, &path) {
-            Some(Ok((stat, version))) => {
-                let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
-                self.registry.authorize(self.caller, mount, &rel, Access::Read, &path)?;
-                let rights = self.registry.mounts[mount].rights_at(&rel).0.as_str();
-                let modified = rfc3339(stat.modified.0);
-                return Ok(FileInfo { path, kind: "file", size: stat.size, modified, rights, version: Some(version) });
-            }
-            // Directories (and everything the fast path leaves alone) take the component walk.
-            Some(Err(error)) if error.kind() != crate::ErrorKind::NotAFile => return Err(error),
-            _ => {}
+        // Directories (and everything the quick route leaves alone) take the component walk.
+        if let Some((stat, version, rights)) = self.file_info_fast(&path)? {
+            let modified = rfc3339(stat.modified.0);
+            return Ok(FileInfo { path, kind: "file", size: stat.size, modified, rights, version: Some(version) });
         }
         let located = self.locate::<gate::Read>(&path, true, false)?;
         let store = self.store(located.mount);

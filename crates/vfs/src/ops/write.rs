@@ -373,12 +373,7 @@ impl Context<'_> {
 
     pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
         let path = Self::parse(input)?;
-        if self.registry.any_rules() {
-            // Creating a hidden name is refused as such, like any other create.
-            let (mount, components) = self.registry.route(self.caller, &path)?;
-            self.registry.check_names(self.caller, mount, &components, Access::Write, &path)?;
-        }
-        let located = self.locate::<gate::Read>(&path, true, true)?;
+        let located = self.locate_directory_to_make(&path)?;
         if Self::is_root(&located) {
             return Ok(CreateDirOutcome { path, created: false });
         }
@@ -548,10 +543,7 @@ impl Context<'_> {
     /// The destination of a move: nothing protected at or below it (checked lexically first,
     /// so that a refused move creates no parent directory), located with write rights.
     fn move_destination(&self, destination: &VirtualPath) -> Result<Place<gate::Write>, Error> {
-        let (routed, components) = self.registry.route(self.caller, destination)?;
-        let components: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
-        self.registry.guard_tree(self.caller, routed, &components, None, TreeChange::MoveTo, destination)?;
-        let to = self.locate::<gate::Write>(destination, false, true)?;
+        let to = self.locate_move_destination(destination)?;
         if Self::is_root(&to) {
             // No precondition could let a mount root be replaced: not an "already exists".
             return Err(Error::invalid_argument(agent_text![
