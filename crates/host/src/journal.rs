@@ -84,8 +84,12 @@ struct State {
     pending: Vec<Observed>,
     calls: HashMap<CallId, CallInfo>,
     intended: HashMap<CallId, Intended>,
-    /// Bytes of the images this process knows to be kept (`None`: not counted yet).
+    /// Bytes of the images this process knows to be kept (`None`: not counted yet, or
+    /// another process wrote to the journal since they were).
     image_bytes: Option<u64>,
+    /// Where the log ended after this process's last append, as far as it knows: a log found
+    /// longer was written by another process too, whose images this one has not counted.
+    log_end: Option<u64>,
 }
 
 /// The journal of one launch.
@@ -363,7 +367,7 @@ impl ChangeObserver for Journal {
         });
         let mut file = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(file) = file.as_mut()
-            && file.append(format!("{line}\n").as_bytes()).is_err()
+            && self.append_counted(file, format!("{line}\n").as_bytes()).is_err()
         {
             tracing::warn!(target: "vfs::journal", "journal intent not written");
         }
@@ -539,8 +543,23 @@ impl Journal {
             opened = access.open_append(LOG_FILE).map_err(|error| error.to_string())?;
             &mut opened
         };
-        file.append(lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
+        self.append_counted(file, lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
         file.sync().map_err(|_| format!("{LOG_FILE}: could not be synced"))
+    }
+
+    /// Appends `bytes` to the log. Several processes may share a journal (two stdio servers
+    /// on one project): a log that is not where this process left it was appended to by
+    /// another, whose images this one has not counted, so they are counted again from the log
+    /// before the bound is next applied.
+    fn append_counted(&self, file: &mut AppendFile, bytes: &[u8]) -> std::io::Result<()> {
+        let before = file.length().ok();
+        file.append(bytes)?;
+        let mut state = self.state();
+        if before.is_none() || before != state.log_end {
+            state.image_bytes = None;
+        }
+        state.log_end = before.map(|before| before + bytes.len() as u64);
+        Ok(())
     }
 }
 

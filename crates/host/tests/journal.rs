@@ -69,6 +69,61 @@ fn a_replaced_file_is_kept_by_a_link_to_its_own_inode_and_its_call_has_an_intent
     assert_eq!(entries.state(&entries.all()[0]), EntryState::Undoable);
 }
 
+/// The bytes of the images kept in the journal at `base` (each image a file, by link or copy).
+fn image_bytes(base: &Path) -> u64 {
+    let images = base.join("journal/images");
+    std::fs::read_dir(images).map_or(0, |entries| entries.map(|entry| entry.unwrap().metadata().unwrap().len()).sum())
+}
+
+#[test]
+fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
+    // Two launches on one journal, as two stdio servers on one project are: each replaces its
+    // own files (so each keeps images), taking turns. Each must count what the other kept.
+    let base = tempfile::tempdir().unwrap();
+    let bound = 2_000u64;
+    let entry = 400u64;
+    let open = || {
+        std::fs::create_dir_all(base.path().join("w")).unwrap();
+        let options = LaunchOptions {
+            mounts: vec![format!("{}:/w:rw", base.path().join("w").display())],
+            journal: Some(base.path().join("journal")),
+            journal_max_bytes: Some(bound),
+            no_read_before_edit: true,
+            current_dir: base.path().to_path_buf(),
+            ..LaunchOptions::default()
+        };
+        vfs_host::compose(&options).unwrap()
+    };
+    let (first, second) = (open(), open());
+    let tools = [first.tools(None), second.tools(None)];
+    for (index, tools) in tools.iter().enumerate() {
+        let path = format!("/w/{index}.txt");
+        call(tools, "write_file", &json!({ "path": path, "content": "x".repeat(entry as usize) }));
+    }
+    let mut bounded = 0;
+    for round in 0..12u8 {
+        for (index, tools) in tools.iter().enumerate() {
+            let path = format!("/w/{index}.txt");
+            let content = char::from(b'a' + round).to_string().repeat(entry as usize);
+            call(tools, "write_file", &json!({ "path": path, "content": content, "overwrite": true }));
+            let kept = image_bytes(base.path());
+            assert!(kept <= bound + entry, "round {round}, process {index}: {kept} bytes of images kept");
+            bounded += 1;
+        }
+    }
+    assert_eq!(bounded, 24);
+    // Both processes' entries are there, the oldest dropped, the newest of each undoable.
+    let entries = vfs_host::open_journal(&base.path().join("journal")).unwrap().entries();
+    let states: Vec<(String, EntryState)> =
+        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state(entry))).collect();
+    assert_eq!(states.len(), 26);
+    // 24 replacements kept 400 bytes each; 2,000 bytes hold five of them.
+    let dropped = states.iter().filter(|(_, state)| *state == EntryState::Dropped).count();
+    assert_eq!(dropped, 24 - 5, "{states:?}");
+    let newest: Vec<&(String, EntryState)> = states.iter().take(2).collect();
+    assert!(newest.iter().all(|(_, state)| *state == EntryState::Undoable), "{states:?}");
+}
+
 #[test]
 fn a_process_that_stops_between_a_change_and_its_entry_leaves_an_incomplete_entry_that_undo_skips() {
     let base = tempfile::tempdir().unwrap();

@@ -156,6 +156,12 @@ impl AppendFile {
     pub fn sync(&self) -> std::io::Result<()> {
         self.file.sync_data()
     }
+
+    /// The file's length now, appends of every writer included (another process may append
+    /// to the same file).
+    pub fn length(&self) -> std::io::Result<u64> {
+        self.file.len()
+    }
 }
 
 /// What must be at a place for a change to go ahead there: a write (whole, or a staged

@@ -134,6 +134,11 @@ impl OpenFile {
         self.0.sync_data()
     }
 
+    /// The file's length now.
+    pub(crate) fn len(&self) -> io::Result<u64> {
+        self.0.metadata().map(|metadata| metadata.len())
+    }
+
     /// Reads at `offset` without moving the file's position (`pread`): several readers of one
     /// open file need no lock between them.
     pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
