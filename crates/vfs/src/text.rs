@@ -10,9 +10,9 @@
 //! (rewriting it would lose data and tell an agent which guesses are real).
 //!
 //! Where a text refers to an operation, one of its arguments, or says what to do next, it
-//! holds the value ([`Operation`], [`Argument`], [`Hint`]), not a front end's words for it: the front end that
-//! renders the text words it ([`AgentText::render_with`]); `Display` uses the core's own
-//! [`Neutral`] wording.
+//! holds the value ([`Operation`], [`Argument`], [`Hint`]), not a front end's words for it:
+//! the front end that renders the text words it ([`AgentText::render_with`]), and the words
+//! are composed pieces. `Display` uses the core's own [`Neutral`] wording.
 //!
 //! Names read from disk may hold control characters; in text they are escaped (`\n`, `\x1b`),
 //! so a file name cannot forge lines of a listing. Structured content keeps the exact name.
@@ -23,7 +23,8 @@ use std::fmt;
 use crate::hint::{Argument, Hint, Neutral, Operation, Wording};
 use crate::path::VirtualPath;
 
-/// Text for an agent: composed pieces and passed pieces (see the module documentation).
+/// Text for an agent: composed pieces, passed pieces and terms a front end words (see the
+/// module documentation).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct AgentText {
     pieces: Vec<Piece>,
