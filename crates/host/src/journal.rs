@@ -28,6 +28,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use vfs::{AppendFile, Keeper, Saved};
 
 use serde_json::{Value, json};
+
+use crate::tools::words::error_text;
 use vfs::{
     AgentAccessor, Budget, CallId, Change, ChangeKind, ChangeObserver, ErrorKind, Image, MountRegistry, Precondition,
     PrivilegedAccessor, VirtualPath,
@@ -838,7 +840,7 @@ impl Journal {
                 | ErrorKind::DirectoryNotEmpty
                 | ErrorKind::NotAFile
                 | ErrorKind::NotADirectory => lines.push(format!("conflict {path}: changed since (left as it is)")),
-                _ => lines.push(format!("failed {path}: {error}")),
+                _ => lines.push(format!("failed {path}: {}", error_text(error))),
             }
             false
         };
@@ -910,7 +912,7 @@ impl Journal {
                     return false;
                 }
                 Err(error) => {
-                    lines.push(format!("failed {path}: {error}"));
+                    lines.push(format!("failed {path}: {}", error_text(&error)));
                     return false;
                 }
             }
@@ -923,11 +925,11 @@ impl Journal {
                         Some((content, mode)) => agent
                             .restore(&inner, &content, mode, &Precondition::Absent)
                             .map(|_| ())
-                            .map_err(|error| error.to_string()),
+                            .map_err(|error| error_text(&error)),
                         None => Err("its image is gone".to_owned()),
                     }
                 } else {
-                    agent.create_directory(&inner).map(|_| ()).map_err(|error| error.to_string())
+                    agent.create_directory(&inner).map(|_| ()).map_err(|error| error_text(&error))
                 };
                 if let Err(error) = done {
                     lines.push(format!("failed {inner}: {error}"));
@@ -951,7 +953,7 @@ impl Journal {
                 false
             }
             Err(error) => {
-                lines.push(format!("failed {path}: {error}"));
+                lines.push(format!("failed {path}: {}", error_text(&error)));
                 false
             }
         }

@@ -23,6 +23,7 @@ mod arguments;
 pub(crate) mod run;
 mod session;
 mod undo;
+pub(crate) mod words;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ListMountsArgs {}
@@ -769,7 +770,7 @@ impl ToolService {
     /// The read-before-edit refusal, as a tool error.
     fn unread(&self, path: &vfs::VirtualPath, why: session::Unread) -> ToolOutput {
         ToolOutput {
-            text: self.registry.render(&session::refusal(path, why)),
+            text: self.registry.render_with(&session::refusal(path, why), &words::Mcp),
             structured: None,
             media: None,
             is_error: true,
@@ -780,7 +781,7 @@ impl ToolService {
     /// The refusal of a recursive delete of `directory` that holds `file`, unread.
     fn unread_inside(&self, directory: &vfs::VirtualPath, file: &vfs::VirtualPath, why: session::Unread) -> ToolOutput {
         ToolOutput {
-            text: self.registry.render(&session::refusal_inside(directory, file, why)),
+            text: self.registry.render_with(&session::refusal_inside(directory, file, why), &words::Mcp),
             structured: None,
             media: None,
             is_error: true,
@@ -932,7 +933,7 @@ impl ToolService {
             other => json!({ "result": other }),
         };
         ToolOutput {
-            text: self.registry.render(text),
+            text: self.registry.render_with(text, &words::Mcp),
             structured: Some(structured),
             media: None,
             is_error: false,
@@ -942,7 +943,7 @@ impl ToolService {
 
     fn failure(&self, error: &vfs::Error) -> ToolOutput {
         ToolOutput {
-            text: self.registry.render(error.agent_text()),
+            text: self.registry.render_with(error.agent_text(), &words::Mcp),
             structured: None,
             media: None,
             is_error: true,
@@ -966,7 +967,7 @@ impl ToolService {
                 }
                 Err(error) => {
                     text.composed(": error: ").append(error.agent_text());
-                    let error = self.registry.render(error.agent_text());
+                    let error = self.registry.render_with(error.agent_text(), &words::Mcp);
                     files.push(FileOutput { path: path.clone(), ok: false, read: None, error: Some(error) });
                 }
             }

@@ -877,7 +877,7 @@ fn atomic_writes(factory: &dyn Factory) -> Outcome {
     expect_denial(
         agent.write("/output/dir/a.txt", "two\n", &Precondition::Absent),
         ErrorKind::AlreadyExists,
-        "`/output/dir/a.txt` already exists; pass `overwrite: true` to replace it",
+        "`/output/dir/a.txt` already exists; ask for an overwrite to replace it",
         "no overwrite by default",
     )?;
     world.show(&agent.write("/output/dir/a.txt", "two\n", &overwrite()))?;
@@ -959,7 +959,7 @@ fn bounded_results(factory: &dyn Factory) -> Outcome {
     ensure(
         world
             .show(&Ok::<_, Error>(listing))?
-            .ends_with("[truncated: showing 5 of 12 entries; narrow with search_files]\n"),
+            .ends_with("[truncated: showing 5 of 12 entries; narrow with a search of names]\n"),
         || "listing note".into(),
     )?;
     let tree = agent.tree("/src", None, &[]).map_err(|error| error.to_string())?;

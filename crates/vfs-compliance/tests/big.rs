@@ -64,7 +64,9 @@ fn big_inputs_stay_bounded() {
     assert_eq!((listing.entries.len(), listing.total, listing.truncated), (limit, 100_000, true));
     let text = world.show(&Ok::<_, vfs::Error>(listing)).unwrap();
     assert!(text.lines().count() <= limit + 1 && text.len() < 64 * 1024, "{} bytes", text.len());
-    assert!(text.ends_with(&format!("[truncated: showing {limit} of 100000 entries; narrow with search_files]\n")));
+    assert!(
+        text.ends_with(&format!("[truncated: showing {limit} of 100000 entries; narrow with a search of names]\n"))
+    );
     let tree = agent.tree("/output", None, &[]).unwrap();
     assert!(tree.truncated && tree.count <= limit);
     let search = agent.search_files("/output/many", "entry-09999*", &[]).unwrap();

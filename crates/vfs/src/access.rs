@@ -9,6 +9,7 @@
 use crate::budget::{Budget, Deadline};
 use crate::changes::{CallId, Keeper};
 use crate::error::Error;
+use crate::hint::Operation;
 use crate::mount::Caller;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
@@ -72,7 +73,7 @@ impl AgentAccessor {
     /// closed before the call returns, so its progress sink is never called after that.
     fn run<T: Audited>(
         &self,
-        operation: &'static str,
+        operation: Operation,
         path: &str,
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
@@ -115,24 +116,24 @@ impl AgentAccessor {
 
     /// Reads a text file, whole or a window of lines, bounded by the read cap.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        self.run("read_text_file", path, |context| context.read_text(path, window))
+        self.run(Operation::ReadText, path, |context| context.read_text(path, window))
     }
 
     /// Reads several text files; each gets its own result.
     pub fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
-        self.run("read_multiple_files", "", |context| context.read_multiple(paths))
+        self.run(Operation::ReadMultiple, "", |context| context.read_multiple(paths))
     }
 
     /// Reads an image or audio file as base64, bounded by the media cap.
     pub fn read_media(&self, path: &str) -> Result<MediaRead, Error> {
-        self.run("read_media_file", path, |context| context.read_media(path))
+        self.run(Operation::ReadMedia, path, |context| context.read_media(path))
     }
 
     /// Writes a file atomically, when `precondition` holds at its place (checked under the
     /// directory's lock): [`Precondition::Absent`] creates only, [`Precondition::Any`] creates
     /// or replaces, [`Precondition::Version`] replaces only that version.
     pub fn write(&self, path: &str, content: &str, precondition: &Precondition) -> Result<WriteOutcome, Error> {
-        self.run("write_file", path, |context| context.write(path, content.as_bytes(), precondition))
+        self.run(Operation::Write, path, |context| context.write(path, content.as_bytes(), precondition))
     }
 
     /// Puts `content` back at `path` with the permission bits `mode` (without its execute
@@ -145,12 +146,12 @@ impl AgentAccessor {
         mode: u32,
         precondition: &Precondition,
     ) -> Result<WriteOutcome, Error> {
-        self.run("restore", path, |context| context.write_mode(path, content, precondition, Some(mode)))
+        self.run(Operation::Restore, path, |context| context.write_mode(path, content, precondition, Some(mode)))
     }
 
     /// Applies exact-text edits to a file atomically and returns a unified diff.
     pub fn edit(&self, path: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
-        self.run("edit_file", path, |context| context.edit(path, edits, options))
+        self.run(Operation::Edit, path, |context| context.edit(path, edits, options))
     }
 
     /// Begins a staged write of a file: its next content, built at offsets and committed
@@ -160,43 +161,43 @@ impl AgentAccessor {
     /// end that writes files piece by piece (a file system view).
     pub fn stage(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
         let call = self.budget.call();
-        let (path, place, staged) = self.run("write_file", path, |context| context.stage(path, from))?;
+        let (path, place, staged) = self.run(Operation::Write, path, |context| context.stage(path, from))?;
         Ok(StagedWrite { registry: self.registry.clone(), call, path, place, staged })
     }
 
     /// Creates a directory and its parents; succeeds if it exists.
     pub fn create_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
-        self.run("create_directory", path, |context| context.create_directory(path))
+        self.run(Operation::CreateDirectory, path, |context| context.create_directory(path))
     }
 
     /// Lists a directory (`/` lists the agent-facing mounts).
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
-        self.run("list_directory", path, |context| context.list(path))
+        self.run(Operation::List, path, |context| context.list(path))
     }
 
     /// Lists a directory with each file's size and the totals.
     pub fn list_with_sizes(&self, path: &str, sort: SortBy) -> Result<SizedListing, Error> {
-        self.run("list_directory_with_sizes", path, |context| context.list_sized(path, sort))
+        self.run(Operation::ListSized, path, |context| context.list_sized(path, sort))
     }
 
     /// A bounded recursive tree.
     pub fn tree(&self, path: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
-        self.run("directory_tree", path, |context| context.tree(path, max_depth, excludes))
+        self.run(Operation::Tree, path, |context| context.tree(path, max_depth, excludes))
     }
 
     /// Finds files and directories whose names match a glob.
     pub fn search_files(&self, path: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
-        self.run("search_files", path, |context| context.search_files(path, pattern, excludes))
+        self.run(Operation::SearchNames, path, |context| context.search_files(path, pattern, excludes))
     }
 
     /// Searches file contents with the ripgrep crates.
     pub fn grep(&self, request: &GrepRequest) -> Result<GrepResult, Error> {
-        self.run("grep", request.path.as_deref().unwrap_or("/"), |context| context.grep(request))
+        self.run(Operation::Grep, request.path.as_deref().unwrap_or("/"), |context| context.grep(request))
     }
 
     /// Size, kind, times, rights and the version token.
     pub fn info(&self, path: &str) -> Result<FileInfo, Error> {
-        self.run("get_file_info", path, |context| context.info(path))
+        self.run(Operation::Info, path, |context| context.info(path))
     }
 
     /// Moves or renames a file or directory, when `at_source` holds of the source
@@ -213,14 +214,14 @@ impl AgentAccessor {
         at_source: &Precondition,
         at_destination: &Precondition,
     ) -> Result<MoveOutcome, Error> {
-        self.run("move_file", source, |context| context.move_path(source, destination, at_source, at_destination))
+        self.run(Operation::Move, source, |context| context.move_path(source, destination, at_source, at_destination))
     }
 
     /// Deletes a file, a link, or (with `recursive`) a directory tree, when `precondition`
     /// holds of what is there (checked under the store's lock; [`Precondition::Version`]
     /// for a file's version).
     pub fn delete(&self, path: &str, recursive: bool, precondition: &Precondition) -> Result<DeleteOutcome, Error> {
-        self.run("delete_file", path, |context| {
+        self.run(Operation::Delete, path, |context| {
             context.delete(path, recursive, crate::ops::DeleteGuard::Expected(precondition))
         })
     }
@@ -239,7 +240,9 @@ impl AgentAccessor {
         recursive: bool,
         seen: &dyn Fn(&VirtualPath) -> Precondition,
     ) -> Result<DeleteOutcome, Error> {
-        self.run("delete_file", path, |context| context.delete(path, recursive, crate::ops::DeleteGuard::Seen(seen)))
+        self.run(Operation::Delete, path, |context| {
+            context.delete(path, recursive, crate::ops::DeleteGuard::Seen(seen))
+        })
     }
 }
 
@@ -248,26 +251,26 @@ impl AgentAccessor {
 impl AgentAccessor {
     /// The attributes at `path` (no content is read: no version is computed).
     pub fn attributes(&self, path: &str) -> Result<crate::ops::Attributes, Error> {
-        self.run("view_attributes", path, |context| context.attributes(path))
+        self.run(Operation::Attributes, path, |context| context.attributes(path))
     }
 
     /// At most `len` bytes (and at most [`VIEW_READ_BYTES`](crate::VIEW_READ_BYTES)) of the
     /// file at `path` from `offset`: fewer at its end, none past it.
     pub fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
-        self.run("view_read", path, |context| context.read_at(path, offset, len))
+        self.run(Operation::ReadAt, path, |context| context.read_at(path, offset, len))
     }
 
     /// Every entry of a directory, up to [`VIEW_ENTRIES`](crate::VIEW_ENTRIES) (`/` and a
     /// virtual parent list the roots below them).
     pub fn entries(&self, path: &str) -> Result<Listing, Error> {
-        self.run("view_entries", path, |context| context.entries(path))
+        self.run(Operation::Entries, path, |context| context.entries(path))
     }
 
     /// Opens the file at `path` for reading at offsets, authorized once, now: its reads go to
     /// the file opened (as reads of an open file do), even if it is replaced, moved or removed
     /// meanwhile. A directory is refused as not a file.
     pub fn open_read(&self, path: &str) -> Result<ReadHandle, Error> {
-        let file = self.run("view_open", path, |context| context.open_read(path))?;
+        let file = self.run(Operation::OpenRead, path, |context| context.open_read(path))?;
         Ok(ReadHandle { accessor: self.clone(), file })
     }
 }
@@ -370,7 +373,7 @@ impl StagedWrite {
     pub fn commit(self, precondition: &Precondition) -> Result<WriteOutcome, Error> {
         let StagedWrite { registry, call, path, place, staged } = self;
         let context = Context::new(&registry.inner, Caller::Agent, Deadline::never(), call.clone());
-        let result = audited(Caller::Agent, "write_file", path.as_str(), &call, || {
+        let result = audited(Caller::Agent, Operation::Write, path.as_str(), &call, || {
             context.commit_staged(&path, &place, staged, precondition)
         });
         registry.inner.call_ended(&call);
@@ -402,7 +405,7 @@ impl PrivilegedAccessor {
     /// Runs one operation (infrastructure's own calls have no time budget), and audits it.
     fn run<T: Audited>(
         &self,
-        operation: &'static str,
+        operation: Operation,
         path: &str,
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
@@ -423,7 +426,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
-        self.run("read_text_file", path, |context| context.read_text(path, window))
+        self.run(Operation::ReadText, path, |context| context.read_text(path, window))
     }
 
     /// Writes a file under the root atomically, when `precondition` holds at its place (as
@@ -432,7 +435,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn write(&self, path: &str, content: &[u8], precondition: &Precondition) -> Result<WriteOutcome, Error> {
-        self.run("write_file", path, |context| context.write(path, content, precondition))
+        self.run(Operation::Write, path, |context| context.write(path, content, precondition))
     }
 
     /// Lists a directory under the root.
@@ -440,7 +443,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
-        self.run("list_directory", path, |context| context.list(path))
+        self.run(Operation::List, path, |context| context.list(path))
     }
 
     /// The bytes of a file under the root, up to `len` from `offset`.
@@ -448,7 +451,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
-        self.run("read_at", path, |context| context.read_at(path, offset, len))
+        self.run(Operation::ReadAt, path, |context| context.read_at(path, offset, len))
     }
 
     /// Deletes a file or a directory (with `recursive`) under the root.
@@ -456,7 +459,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn delete(&self, path: &str, recursive: bool) -> Result<DeleteOutcome, Error> {
-        self.run("delete", path, |context| {
+        self.run(Operation::Delete, path, |context| {
             context.delete(path, recursive, crate::ops::DeleteGuard::Expected(&Precondition::Any))
         })
     }
@@ -466,7 +469,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn open_append(&self, path: &str) -> Result<crate::ops::AppendFile, Error> {
-        self.run("open_append", path, |context| context.open_append(path))
+        self.run(Operation::OpenAppend, path, |context| context.open_append(path))
     }
 
     /// The directory at `path` under the root (made if missing) as a [`Keeper`]: where an
@@ -480,7 +483,7 @@ impl PrivilegedAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn keeper(&self, path: &str) -> Result<Keeper, Error> {
-        self.run("keeper", path, |context| context.keeper_at(path))
+        self.run(Operation::Keeper, path, |context| context.keeper_at(path))
     }
 
     /// Narrows this capability to appending: the form a logger holds.
@@ -512,7 +515,7 @@ impl AppendOnlyAccessor {
     /// # Privilege
     /// Reaches the internal root.
     pub fn open_append(&self, path: &str) -> Result<crate::ops::AppendFile, Error> {
-        self.inner.run("open_append", path, |context| context.open_append(path))
+        self.inner.run(Operation::OpenAppend, path, |context| context.open_append(path))
     }
 }
 
@@ -574,7 +577,7 @@ impl Audited for (VirtualPath, crate::gate::Place<crate::gate::Write>, crate::st
 /// asked; never content and never a physical path.
 fn audited<T: Audited>(
     caller: Caller,
-    operation: &'static str,
+    operation: Operation,
     path: &str,
     call: &CallId,
     run: impl FnOnce() -> Result<T, Error>,
@@ -585,6 +588,7 @@ fn audited<T: Audited>(
         Caller::Privileged(_) => "privileged",
     };
     let call = call.as_str();
+    let operation = operation.name();
     match &result {
         Ok(value) => {
             tracing::debug!(target: "vfs::audit", call, operation, path, bytes = value.bytes(), caller, outcome = "ok");

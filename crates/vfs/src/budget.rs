@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::changes::CallId;
 use crate::error::Error;
+use crate::hint::Operation;
 
 /// How far a long call got: a count that grows, the total when it is known, and a line that
 /// says what was counted (numbers and fixed wording only).
@@ -130,7 +131,11 @@ impl Budget {
     }
 
     /// The clock for one call of `operation`, started now.
-    pub(crate) fn start(&self, operation: &'static str) -> Deadline {
+    pub(crate) fn start(&self, operation: Operation) -> Deadline {
+        self.clock(Some(operation))
+    }
+
+    fn clock(&self, operation: Option<Operation>) -> Deadline {
         let started = Instant::now();
         Deadline {
             at: self.time.and_then(|time| started.checked_add(time)),
@@ -158,7 +163,8 @@ pub(crate) struct Deadline {
     at: Option<Instant>,
     seconds: u64,
     cancel: Option<Arc<AtomicBool>>,
-    operation: &'static str,
+    /// `None` for a clock that never runs out.
+    operation: Option<Operation>,
     progress: Option<Reporter>,
     started: Instant,
 }
@@ -189,7 +195,7 @@ impl std::fmt::Debug for Deadline {
 impl Deadline {
     /// A clock that never runs out (internal helpers, tests).
     pub(crate) fn never() -> Self {
-        Budget::unlimited().start("")
+        Budget::unlimited().clock(None)
     }
 
     /// `Err` once the call is cancelled or out of time.
@@ -197,8 +203,10 @@ impl Deadline {
         if self.cancelled() {
             return Err(Error::cancelled());
         }
-        if self.at.is_some_and(|at| Instant::now() >= at) {
-            return Err(Error::timed_out(self.operation, self.seconds, hint(self.operation)));
+        if let Some(operation) = self.operation
+            && self.at.is_some_and(|at| Instant::now() >= at)
+        {
+            return Err(Error::timed_out(operation, self.seconds));
         }
         Ok(())
     }
@@ -266,18 +274,6 @@ impl Deadline {
     }
 }
 
-/// What to narrow, per operation, for the out-of-time message.
-fn hint(operation: &str) -> &'static str {
-    match operation {
-        "grep" => "narrow it with `path`, `include` or a more specific pattern",
-        "directory_tree" => "pass a smaller `maxDepth`, `excludePatterns` or a deeper `path`",
-        "search_files" => "search below a deeper `path`, or with a more specific pattern",
-        "read_text_file" | "read_multiple_files" => "read a window nearer the start (`head`, or `offset` and `limit`)",
-        "edit_file" => "make fewer or smaller edits",
-        _ => "narrow the request",
-    }
-}
-
 /// The marker inside an I/O error that a [`Timed`] reader stopped.
 #[derive(Debug)]
 struct Stopped;
@@ -320,7 +316,7 @@ mod tests {
         let seen: Arc<std::sync::Mutex<Vec<Progress>>> = Arc::default();
         let sink = seen.clone();
         let budget = Budget::unlimited().with_progress(Arc::new(move |progress| sink.lock().unwrap().push(progress)));
-        let mut clock = budget.start("grep");
+        let mut clock = budget.start(Operation::Grep);
         clock.progress(1, Some(9), || "1 of 9".to_owned());
         clock.progress(2, Some(9), || unreachable!("built only when sent"));
         // As if the call had been running for a second.
@@ -356,7 +352,7 @@ mod tests {
     #[test]
     fn a_report_never_goes_back_and_a_dropped_one_does_not_hold_up_the_next() {
         let (budget, _, seen) = recorded();
-        let mut clock = budget.start("grep");
+        let mut clock = budget.start(Operation::Grep);
         clock.progress(5, None, || "5".to_owned());
         clock.started -= Duration::from_secs(1);
         clock.progress(4, None, || unreachable!("a smaller count is never sent"));
@@ -370,14 +366,14 @@ mod tests {
     #[test]
     fn nothing_is_reported_once_the_call_is_cancelled_or_closed() {
         let (budget, flag, seen) = recorded();
-        let mut clock = budget.start("grep");
+        let mut clock = budget.start(Operation::Grep);
         later(&mut clock, 1);
         flag.store(true, Ordering::Relaxed);
         later(&mut clock, 2);
         assert_eq!(*seen.lock().unwrap(), [1]);
 
         let (budget, _, seen) = recorded();
-        let mut clock = budget.start("grep");
+        let mut clock = budget.start(Operation::Grep);
         later(&mut clock, 1);
         clock.close();
         later(&mut clock, 2);
@@ -387,14 +383,16 @@ mod tests {
     #[test]
     fn a_spent_budget_stops_with_a_hint_and_a_cancel_flag_stops_at_once() {
         let budget = Budget::unlimited().with_time(Duration::ZERO);
-        let error = budget.start("grep").check().unwrap_err();
+        let error = budget.start(Operation::Grep).check().unwrap_err();
+        // The hint is a value; the words are the renderer's (here the core's own).
+        assert_eq!(error.hint(), Some(crate::Hint::Narrow(Operation::Grep)));
         assert_eq!(
             error.to_string(),
-            "`grep` ran past its 1 s time budget and was stopped; narrow it with `path`, `include` or a more specific pattern"
+            "`grep` ran past its 1 s time budget and was stopped; narrow it with a deeper path, a glob of names or a more specific pattern"
         );
         let flag = Arc::new(AtomicBool::new(false));
         let budget = Budget::unlimited().with_cancel_flag(flag.clone());
-        let clock = budget.start("grep");
+        let clock = budget.start(Operation::Grep);
         assert!(clock.check().is_ok());
         flag.store(true, Ordering::Relaxed);
         assert_eq!(clock.check().unwrap_err().kind(), crate::ErrorKind::Cancelled);

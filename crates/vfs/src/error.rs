@@ -5,11 +5,14 @@
 //! (whose text never carries a path). The message is an [`AgentText`]: the wording is composed,
 //! the paths and patterns it echoes are the agent's own input, passed as given. The unknown-root error is built in exactly one place,
 //! [`Error::unknown_root`], and internal roots use it too, so "internal" and "does not exist"
-//! are the same bytes (`docs/design.md`, resolution rule 4).
+//! are the same bytes (`docs/design.md`, resolution rule 4). What to do next is a [`Hint`]
+//! ([`Error::hint`]), worded in the text by the front end that renders it, as are the names of
+//! operations and arguments (see [`crate::Wording`]).
 
 use std::fmt;
 use std::sync::Arc;
 
+use crate::hint::{Argument, Hint, Operation};
 use crate::path::{ParsePathError, VirtualPath};
 use crate::spec::Access;
 use crate::text::{AgentText, agent_text, code};
@@ -86,6 +89,7 @@ struct Inner {
     message: AgentText,
     source: Option<std::io::Error>,
     unmet: Option<Unmet>,
+    hint: Option<Hint>,
 }
 
 /// An agent-safe error: a kind, the virtual path concerned, and a message naming only virtual
@@ -95,12 +99,19 @@ pub struct Error(Arc<Inner>);
 
 impl Error {
     fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText) -> Self {
-        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None, unmet: None }))
+        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None, unmet: None, hint: None }))
+    }
+
+    /// An error whose text says `hint` (the text holds it where it is to be worded).
+    fn build_hinted(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText, hint: Hint) -> Self {
+        debug_assert!(message.hints().any(|said| said == hint), "the text says the hint it carries");
+        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None, unmet: None, hint: Some(hint) }))
     }
 
     /// A refusal because `unmet` did not hold at `path`.
     fn build_unmet(kind: ErrorKind, path: &VirtualPath, message: AgentText, unmet: Unmet) -> Self {
-        Self(Arc::new(Inner { kind, path: Some(path.clone()), message, source: None, unmet: Some(unmet) }))
+        let hint = message.hints().next();
+        Self(Arc::new(Inner { kind, path: Some(path.clone()), message, source: None, unmet: Some(unmet), hint }))
     }
 
     /// The kind, to match on.
@@ -122,6 +133,16 @@ impl Error {
     #[must_use]
     pub fn unmet(&self) -> Option<Unmet> {
         self.0.unmet
+    }
+
+    /// What the caller can do next, when the error says it (the text holds it, for the front
+    /// end to word): [`Hint::Overwrite`] for an existing file at a create-only write or move,
+    /// [`Hint::ReplaceAll`] for edit text matching several places, [`Hint::Recursive`] for a
+    /// directory that is not empty, [`Hint::Literal`] for a pattern that is no usable regular
+    /// expression, [`Hint::Narrow`] for a call out of time.
+    #[must_use]
+    pub fn hint(&self) -> Option<Hint> {
+        self.0.hint
     }
 
     /// The message as the pieces it was built from: the server's wording, and the agent's
@@ -157,7 +178,7 @@ impl Error {
         Self::build_unmet(
             ErrorKind::AlreadyExists,
             path,
-            agent_text![code(path), " already exists; pass `overwrite: true` to replace it"],
+            agent_text![code(path), " already exists; ", Hint::Overwrite],
             Unmet::Absent,
         )
     }
@@ -391,18 +412,24 @@ impl Error {
                 edit.to_string(),
                 " for ",
                 code(path),
-                ": `oldText` was not found; read the file and copy the text exactly"
+                ": `",
+                Argument::OldText,
+                "` was not found; read the file and copy the text exactly"
             ]
         } else {
-            agent_text![
+            let message = agent_text![
                 "edit ",
                 edit.to_string(),
                 " for ",
                 code(path),
-                ": `oldText` matches ",
+                ": `",
+                Argument::OldText,
+                "` matches ",
                 count.to_string(),
-                " places; add surrounding lines to make it unique, or pass `replaceAll: true`"
-            ]
+                " places; ",
+                Hint::ReplaceAll
+            ];
+            return Self::build_hinted(ErrorKind::EditMismatch, Some(path), message, Hint::ReplaceAll);
         };
         Self::build(ErrorKind::EditMismatch, Some(path), message)
     }
@@ -424,14 +451,17 @@ impl Error {
         Self::build(ErrorKind::InvalidArgument, None, message.into())
     }
 
+    /// [`Error::invalid_argument`] or [`Error::too_large`] (`kind`) whose text says `hint`.
+    pub(crate) fn hinted(kind: ErrorKind, message: AgentText, hint: Hint) -> Self {
+        Self::build_hinted(kind, None, message, hint)
+    }
+
     pub(crate) fn not_empty(path: &VirtualPath) -> Self {
-        Self::build(
+        Self::build_hinted(
             ErrorKind::DirectoryNotEmpty,
             Some(path),
-            agent_text![
-                code(path),
-                " is a directory that is not empty; pass `recursive: true` to delete it with its contents"
-            ],
+            agent_text![code(path), " is a directory that is not empty; ", Hint::Recursive],
+            Hint::Recursive,
         )
     }
 
@@ -461,6 +491,7 @@ impl Error {
             message: agent_text![code(path), ": ", description],
             source: Some(error),
             unmet: None,
+            hint: None,
         }))
     }
 
@@ -475,11 +506,13 @@ impl Error {
         )
     }
 
-    /// A call stopped at its time budget: names the operation and what to narrow.
-    pub(crate) fn timed_out(operation: &str, seconds: u64, hint: &str) -> Self {
+    /// A call stopped at its time budget: names the operation and what to narrow
+    /// ([`Hint::Narrow`]).
+    pub(crate) fn timed_out(operation: Operation, seconds: u64) -> Self {
+        let hint = Hint::Narrow(operation);
         let message =
-            agent_text![format!("`{operation}` ran past its {seconds} s time budget and was stopped; "), hint];
-        Self::build(ErrorKind::TimedOut, None, message)
+            agent_text!["`", operation, format!("` ran past its {seconds} s time budget and was stopped; "), hint];
+        Self::build_hinted(ErrorKind::TimedOut, None, message, hint)
     }
 
     /// A call its caller cancelled (an MCP client sends no answer for it).
@@ -533,6 +566,7 @@ impl fmt::Debug for Error {
             .field("kind", &self.0.kind)
             .field("path", &self.0.path)
             .field("message", &self.0.message)
+            .field("hint", &self.0.hint)
             .finish_non_exhaustive()
     }
 }
@@ -560,6 +594,34 @@ mod tests {
         let error = Error::io(&path, os);
         assert_eq!(error.to_string(), "`/src/a`: the host reported: other error");
         assert!(std::error::Error::source(&error).is_some());
+    }
+
+    #[test]
+    fn an_error_carries_the_hint_its_text_says() {
+        let path = VirtualPath::new("/w/a").unwrap();
+        let cases = [
+            (Error::already_exists(&path), Some(Hint::Overwrite)),
+            (Error::not_empty(&path), Some(Hint::Recursive)),
+            (Error::edit_mismatch(&path, 1, 2), Some(Hint::ReplaceAll)),
+            (Error::timed_out(Operation::Tree, 3), Some(Hint::Narrow(Operation::Tree))),
+            (Error::edit_mismatch(&path, 1, 0), None),
+            (Error::exists(&path), None),
+            (Error::version_mismatch(&path, "v2"), None),
+            (Error::not_found(&path), None),
+        ];
+        for (error, hint) in cases {
+            assert_eq!(error.hint(), hint, "{error}");
+            assert_eq!(error.agent_text().hints().collect::<Vec<_>>(), Vec::from_iter(hint), "{error}");
+        }
+        assert_eq!(Error::already_exists(&path).unmet(), Some(Unmet::Absent));
+        assert_eq!(
+            Error::already_exists(&path).to_string(),
+            "`/w/a` already exists; ask for an overwrite to replace it"
+        );
+        assert_eq!(
+            Error::timed_out(Operation::Tree, 3).to_string(),
+            "`tree` ran past its 3 s time budget and was stopped; ask for less depth, more exclude patterns or a deeper path"
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub use changes::{
     Before, CallId, Change, ChangeKind, ChangeObserver, Image, Keeper, Saved, TREE_IMAGE_BYTES, TreeItem,
 };
 pub use error::{Error, ErrorKind, Unmet};
+pub use hint::{Argument, Hint, Neutral, Operation, Wording};
 pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, Attributes, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo,
@@ -74,6 +75,7 @@ mod budget;
 mod changes;
 mod error;
 mod gate;
+mod hint;
 mod mount;
 mod ops;
 mod path;

@@ -1077,6 +1077,12 @@ impl MountRegistry {
         text.render(|piece| self.inner.scrub.scrub(piece))
     }
 
+    /// [`MountRegistry::render`] with what the text refers to worded by a front end
+    /// (`wording`): the words are composed, and scrubbed with the wording around them.
+    pub fn render_with(&self, text: &crate::AgentText, wording: &dyn crate::Wording) -> String {
+        text.render_with(wording, |piece| self.inner.scrub.scrub(piece))
+    }
+
     /// The physical spellings the scrub knows (operator and test use: the leak checker).
     #[must_use]
     pub fn physical_spellings(&self) -> Vec<String> {
@@ -1128,7 +1134,7 @@ impl MountRegistry {
     pub fn writable_elsewhere(&self, path: &str) -> Result<Option<WritableElsewhere>, Error> {
         let path = VirtualPath::new(path).map_err(|error| Error::invalid_path(&error))?;
         let (serving, _) = self.inner.route(Caller::Agent, &path)?;
-        let deadline = crate::Budget::unlimited().start("check");
+        let deadline = crate::budget::Deadline::never();
         let context = crate::ops::Context::new(&self.inner, Caller::Agent, deadline, crate::CallId::new());
         let located = context.locate::<crate::gate::Read>(&path, true, false)?;
         let Some(landed) = self.inner.mounts[located.mount].storage.local() else { return Ok(None) };

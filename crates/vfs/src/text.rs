@@ -9,15 +9,22 @@
 //! passed piece is never rewritten: a file that mentions a physical path comes back as it is
 //! (rewriting it would lose data and tell an agent which guesses are real).
 //!
+//! Where a text refers to an operation, one of its arguments, or says what to do next, it
+//! holds the value ([`Operation`], [`Argument`], [`Hint`]), not a front end's words for it:
+//! the front end that renders the text words it ([`AgentText::render_with`]), and the words
+//! are composed pieces. `Display` uses the core's own [`Neutral`] wording.
+//!
 //! Names read from disk may hold control characters; in text they are escaped (`\n`, `\x1b`),
 //! so a file name cannot forge lines of a listing. Structured content keeps the exact name.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::hint::{Argument, Hint, Neutral, Operation, Wording};
 use crate::path::VirtualPath;
 
-/// Text for an agent: composed pieces and passed pieces (see the module documentation).
+/// Text for an agent: composed pieces, passed pieces and terms a front end words (see the
+/// module documentation).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct AgentText {
     pieces: Vec<Piece>,
@@ -27,6 +34,26 @@ pub struct AgentText {
 enum Piece {
     Composed(String),
     Passed(String),
+    /// Worded by the front end that renders the text; composed once worded.
+    Term(Term),
+}
+
+/// What a [`Piece::Term`] refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Term {
+    Operation(Operation),
+    Argument(Argument),
+    Hint(Hint),
+}
+
+impl Term {
+    fn words(self, wording: &dyn Wording) -> &'static str {
+        match self {
+            Term::Operation(operation) => wording.operation(operation),
+            Term::Argument(argument) => wording.argument(argument),
+            Term::Hint(hint) => wording.hint(hint),
+        }
+    }
 }
 
 impl AgentText {
@@ -69,15 +96,45 @@ impl AgentText {
         self.composed("`").name(path.as_str()).composed("`")
     }
 
+    /// Appends what to do next, worded by the front end that renders the text.
+    pub fn hint(&mut self, hint: Hint) -> &mut Self {
+        self.pieces.push(Piece::Term(Term::Hint(hint)));
+        self
+    }
+
+    /// Appends the name of an operation, worded by the front end that renders the text.
+    pub fn operation(&mut self, operation: Operation) -> &mut Self {
+        self.pieces.push(Piece::Term(Term::Operation(operation)));
+        self
+    }
+
+    /// Appends the name of an argument, worded by the front end that renders the text.
+    pub fn argument(&mut self, argument: Argument) -> &mut Self {
+        self.pieces.push(Piece::Term(Term::Argument(argument)));
+        self
+    }
+
     /// Appends other text, keeping its pieces.
     pub fn append(&mut self, other: &AgentText) -> &mut Self {
         for piece in &other.pieces {
             match piece {
                 Piece::Composed(text) => self.composed(text),
                 Piece::Passed(text) => self.passed(text),
+                Piece::Term(term) => {
+                    self.pieces.push(Piece::Term(*term));
+                    &mut *self
+                }
             };
         }
         self
+    }
+
+    /// The hints the text carries, in order.
+    pub fn hints(&self) -> impl Iterator<Item = Hint> + '_ {
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Term(Term::Hint(hint)) => Some(*hint),
+            _ => None,
+        })
     }
 
     /// True when nothing was appended.
@@ -86,24 +143,54 @@ impl AgentText {
         self.pieces.is_empty()
     }
 
-    /// The text, with every composed piece passed through `scrub` and every passed piece as it
-    /// is.
-    pub fn render<'t>(&'t self, mut scrub: impl FnMut(&'t str) -> Cow<'t, str>) -> String {
-        let mut text = String::with_capacity(self.pieces.iter().map(|piece| piece.text().len()).sum());
-        for piece in &self.pieces {
+    /// The text in the core's own wording ([`Neutral`]), with every composed piece passed
+    /// through `scrub` and every passed piece as it is.
+    pub fn render(&self, scrub: impl FnMut(&str) -> Cow<'_, str>) -> String {
+        self.render_with(&Neutral, scrub)
+    }
+
+    /// The text with what it refers to worded by `wording` (a front end's), every composed
+    /// piece (the words with the wording around them) passed through `scrub` and every passed
+    /// piece as it is.
+    pub fn render_with(&self, wording: &dyn Wording, mut scrub: impl FnMut(&str) -> Cow<'_, str>) -> String {
+        let worded = self.worded(wording);
+        let mut text = String::with_capacity(worded.pieces.iter().map(|piece| piece.text(wording).len()).sum());
+        for piece in &worded.pieces {
             match piece {
                 Piece::Composed(composed) => text.push_str(&scrub(composed)),
                 Piece::Passed(passed) => text.push_str(passed),
+                Piece::Term(term) => text.push_str(&scrub(term.words(wording))),
             }
         }
         text
     }
+
+    /// The text as `wording` words it, unscrubbed (a front end's `Display`).
+    #[must_use]
+    pub fn to_string_with(&self, wording: &dyn Wording) -> String {
+        self.pieces.iter().map(|piece| piece.text(wording)).collect()
+    }
+
+    /// This text with its terms worded: composed pieces, joined to the composed pieces beside
+    /// them, so that the scrub sees the words and the wording around them as one.
+    fn worded(&self, wording: &dyn Wording) -> AgentText {
+        let mut worded = AgentText::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Composed(text) => worded.composed(text),
+                Piece::Passed(text) => worded.passed(text),
+                Piece::Term(term) => worded.composed(term.words(wording)),
+            };
+        }
+        worded
+    }
 }
 
 impl Piece {
-    fn text(&self) -> &str {
+    fn text<'p>(&'p self, wording: &dyn Wording) -> &'p str {
         match self {
             Piece::Composed(text) | Piece::Passed(text) => text,
+            Piece::Term(term) => term.words(wording),
         }
     }
 }
@@ -111,7 +198,7 @@ impl Piece {
 impl fmt::Display for AgentText {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         for piece in &self.pieces {
-            formatter.write_str(piece.text())?;
+            formatter.write_str(piece.text(&Neutral))?;
         }
         Ok(())
     }
@@ -169,6 +256,24 @@ impl Push for &String {
 impl Push for &AgentText {
     fn push_onto(self, text: &mut AgentText) {
         text.append(self);
+    }
+}
+
+impl Push for Hint {
+    fn push_onto(self, text: &mut AgentText) {
+        text.hint(self);
+    }
+}
+
+impl Push for Operation {
+    fn push_onto(self, text: &mut AgentText) {
+        text.operation(self);
+    }
+}
+
+impl Push for Argument {
+    fn push_onto(self, text: &mut AgentText) {
+        text.argument(self);
     }
 }
 
@@ -252,6 +357,53 @@ mod tests {
     fn adjacent_composed_pieces_are_scrubbed_as_one() {
         let text = agent_text!["/home", "/op"];
         assert_eq!(text.render(|piece| Cow::Owned(piece.replace("/home/op", "[x]"))), "[x]");
+    }
+
+    /// A front end's words, to tell them from the core's own.
+    struct Loud;
+
+    impl Wording for Loud {
+        fn operation(&self, _: Operation) -> &'static str {
+            "OP"
+        }
+        fn argument(&self, _: Argument) -> &'static str {
+            "ARG"
+        }
+        fn hint(&self, hint: Hint) -> &'static str {
+            match hint {
+                Hint::Overwrite => "/home/op OVERWRITE",
+                _ => "OTHER",
+            }
+        }
+    }
+
+    #[test]
+    fn terms_are_worded_by_the_renderer_and_scrubbed_with_the_words_around_them() {
+        let text =
+            agent_text!["`", Operation::Grep, "` and `", Argument::OldText, "`; ", passed("/home/op"), Hint::Overwrite];
+        assert_eq!(text.to_string(), "`grep` and `old_text`; /home/opask for an overwrite to replace it");
+        assert_eq!(text.to_string_with(&Loud), "`OP` and `ARG`; /home/op/home/op OVERWRITE");
+        // The passed piece stays as it is; the words are composed, scrubbed with the composed
+        // text beside them as one.
+        let mut seen = Vec::new();
+        let rendered = text.render_with(&Loud, |piece| {
+            seen.push(piece.to_owned());
+            Cow::Owned(piece.replace("/home/op", "[x]"))
+        });
+        assert_eq!(rendered, "`OP` and `ARG`; /home/op[x] OVERWRITE");
+        assert_eq!(seen, ["`OP` and `ARG`; ", "/home/op OVERWRITE"]);
+        assert_eq!(text.render(|piece| Cow::Borrowed(piece)), text.to_string());
+    }
+
+    #[test]
+    fn a_text_carries_its_hints_through_append() {
+        let mut text = agent_text!["[truncated; ", Hint::Truncated(Operation::Tree), "]"];
+        assert_eq!(text.hints().collect::<Vec<_>>(), [Hint::Truncated(Operation::Tree)]);
+        let mut outer = AgentText::from("a ");
+        outer.append(&text).hint(Hint::Literal);
+        assert_eq!(outer.hints().collect::<Vec<_>>(), [Hint::Truncated(Operation::Tree), Hint::Literal]);
+        text = AgentText::from("plain");
+        assert_eq!(text.hints().count(), 0);
     }
 
     #[test]

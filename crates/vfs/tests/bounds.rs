@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::Fixture;
-use vfs::{Budget, Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, Precondition, ReadWindow};
+use vfs::{
+    Budget, Edit, EditOptions, ErrorKind, GrepRequest, Hint, MountRegistry, Operation, Precondition, ReadWindow,
+};
 
 fn registry(fixture: &Fixture) -> MountRegistry {
     MountRegistry::builder().mount(fixture.spec("data", "/data", "rw")).build().unwrap()
@@ -46,18 +48,19 @@ fn a_call_past_its_time_budget_stops_and_says_what_to_narrow() {
     let spent = registry.agent().with_budget(Budget::unlimited().with_time(Duration::ZERO));
     let grep = spent.grep(&GrepRequest { pattern: "needle".into(), ..GrepRequest::default() }).unwrap_err();
     assert_eq!(grep.kind(), ErrorKind::TimedOut);
+    assert_eq!(grep.hint(), Some(Hint::Narrow(Operation::Grep)));
     assert_eq!(
         grep.to_string(),
-        "`grep` ran past its 1 s time budget and was stopped; narrow it with `path`, `include` or a more specific pattern"
+        "`grep` ran past its 1 s time budget and was stopped; narrow it with a deeper path, a glob of names or a more specific pattern"
     );
     assert_eq!(
         spent.tree("/data", None, &[]).unwrap_err().to_string(),
-        "`directory_tree` ran past its 1 s time budget and was stopped; pass a smaller `maxDepth`, `excludePatterns` or a deeper `path`"
+        "`tree` ran past its 1 s time budget and was stopped; ask for less depth, more exclude patterns or a deeper path"
     );
     assert_eq!(spent.search_files("/data", "*.txt", &[]).unwrap_err().kind(), ErrorKind::TimedOut);
     assert_eq!(
         spent.read_text("/data/dir0/file.txt", &ReadWindow::default()).unwrap_err().to_string(),
-        "`read_text_file` ran past its 1 s time budget and was stopped; read a window nearer the start (`head`, or `offset` and `limit`)"
+        "`read_text` ran past its 1 s time budget and was stopped; read a window nearer the start"
     );
     // The default budget (30 s) lets the same calls through.
     let found = registry.agent().grep(&GrepRequest { pattern: "needle".into(), ..GrepRequest::default() }).unwrap();

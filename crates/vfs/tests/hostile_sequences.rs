@@ -431,7 +431,7 @@ fn overrides_protect_their_sub_paths_on_object_storage_too() {
             )
             .unwrap_err()
             .to_string(),
-        "`/ov/stage/vendor/lib.txt` already exists; pass `overwrite: true` to replace it"
+        "`/ov/stage/vendor/lib.txt` already exists; ask for an overwrite to replace it"
     );
     let read = agent.read_text("/ov/stage/vendor/lib.txt", &ReadWindow::default()).unwrap();
     assert_eq!(read.content, "planted\n");

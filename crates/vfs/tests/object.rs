@@ -26,7 +26,7 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
     let version = created.version.clone().expect("an ETag");
     assert_eq!(
         agent.write("/data/notes/a.txt", "x", &Precondition::Absent).unwrap_err().to_string(),
-        "`/data/notes/a.txt` already exists; pass `overwrite: true` to replace it"
+        "`/data/notes/a.txt` already exists; ask for an overwrite to replace it"
     );
     let read = agent.read_text("/data/notes/a.txt", &ReadWindow::default()).unwrap();
     assert_eq!(read.content, "one\ntwo\nthree\n");

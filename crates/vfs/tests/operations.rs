@@ -4,7 +4,9 @@
 mod common;
 
 use common::{Fixture, assert_no_leak};
-use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, Limits, MountRegistry, Precondition, ReadWindow};
+use vfs::{
+    Edit, EditOptions, ErrorKind, GrepRequest, Hint, Limits, MountRegistry, Operation, Precondition, ReadWindow,
+};
 
 fn setup() -> (Fixture, MountRegistry) {
     let fixture = Fixture::new();
@@ -107,7 +109,7 @@ fn binary_and_missing_files() {
     let agent = registry.agent();
     assert_eq!(
         agent.read_text("/src/blob.bin", &ReadWindow::default()).unwrap_err().to_string(),
-        "`/src/blob.bin` looks binary (it contains NUL bytes); use read_media_file for images and audio"
+        "`/src/blob.bin` looks binary (it contains NUL bytes); use read_media for images and audio"
     );
     assert_eq!(
         agent.read_text("/src/none.txt", &ReadWindow::default()).unwrap_err().to_string(),
@@ -146,7 +148,9 @@ fn writes_are_atomic_and_guarded() {
     let version = created.version.clone().unwrap();
     assert_eq!(created.to_text(), format!("created `/output/a/b/new.txt` (6 bytes, version {version})"));
     let exists = agent.write("/output/a/b/new.txt", "again", &Precondition::Absent).unwrap_err();
-    assert_eq!(exists.to_string(), "`/output/a/b/new.txt` already exists; pass `overwrite: true` to replace it");
+    // What to do next is a value; the front end words it (here `Display`, the core's own).
+    assert_eq!(exists.hint(), Some(Hint::Overwrite));
+    assert_eq!(exists.to_string(), "`/output/a/b/new.txt` already exists; ask for an overwrite to replace it");
     let stale = Precondition::Version("0000000000000000".into());
     let mismatch = agent.write("/output/a/b/new.txt", "again", &stale).unwrap_err();
     assert_eq!(
@@ -264,9 +268,10 @@ fn edits_need_a_unique_match_and_return_a_diff() {
     let agent = registry.agent();
     let edit = |old: &str, new: &str| Edit { old_text: old.into(), new_text: new.into() };
     let ambiguous = agent.edit("/output/code.rs", &[edit("= 1;", "= 9;")], &EditOptions::default()).unwrap_err();
+    assert_eq!(ambiguous.hint(), Some(Hint::ReplaceAll));
     assert_eq!(
         ambiguous.to_string(),
-        "edit 1 for `/output/code.rs`: `oldText` matches 2 places; add surrounding lines to make it unique, or pass `replaceAll: true`"
+        "edit 1 for `/output/code.rs`: `old_text` matches 2 places; add surrounding lines to make it unique, or ask to replace every occurrence"
     );
     let dry = EditOptions { dry_run: true, ..EditOptions::default() };
     let preview = agent.edit("/output/code.rs", &[edit("let b = 2;", "let b = $1;")], &dry).unwrap();
@@ -303,7 +308,7 @@ fn directories_moves_and_deletes() {
     agent.write("/output/g.txt", "g", &Precondition::Absent).unwrap();
     let refused =
         agent.move_path("/output/g.txt", "/output/x/y/f.txt", &Precondition::Any, &Precondition::Absent).unwrap_err();
-    assert_eq!(refused.to_string(), "`/output/x/y/f.txt` already exists; pass `overwrite: true` to replace it");
+    assert_eq!(refused.to_string(), "`/output/x/y/f.txt` already exists; ask for an overwrite to replace it");
     agent.move_path("/output/g.txt", "/output/x/y/f.txt", &Precondition::Any, &Precondition::Any).unwrap();
     assert_eq!(fixture.read("out/x/y/f.txt"), "g");
     let moved = agent.move_path("/output/x/y/f.txt", "/keep/f.txt", &Precondition::Any, &Precondition::Absent).unwrap();
@@ -329,9 +334,11 @@ fn directories_moves_and_deletes() {
         "cannot delete `/src/notes.md`: `/src` is mounted ro; mounts that grant delete: `/output` (rw)"
     );
     assert_eq!((fixture.read("keep/f.txt"), fixture.path("out/f.txt").exists()), ("g".to_owned(), false));
+    let not_empty = agent.delete("/output/x", false, &Precondition::Any).unwrap_err();
+    assert_eq!(not_empty.hint(), Some(Hint::Recursive));
     assert_eq!(
-        agent.delete("/output/x", false, &Precondition::Any).unwrap_err().to_string(),
-        "`/output/x` is a directory that is not empty; pass `recursive: true` to delete it with its contents"
+        not_empty.to_string(),
+        "`/output/x` is a directory that is not empty; ask for a recursive delete to delete it with its contents"
     );
     assert!(fixture.path("out/x/y").is_dir(), "the refused delete kept the directory");
     assert_eq!(agent.delete("/output/x", true, &Precondition::Any).unwrap().to_text(), "deleted directory `/output/x`");
@@ -371,7 +378,8 @@ fn bounded_listing_says_how_to_narrow() {
     let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
     let listing = registry.agent().list("/src").unwrap();
     assert_eq!(listing.entries.len(), 10);
-    assert!(listing.to_text().ends_with("[truncated: showing 10 of 30 entries; narrow with search_files]\n"));
+    assert!(listing.to_text().ends_with("[truncated: showing 10 of 30 entries; narrow with a search of names]\n"));
+    assert_eq!(listing.agent_text().hints().collect::<Vec<_>>(), [Hint::Truncated(Operation::List)]);
     let tree = registry.agent().tree("/src", None, &[]).unwrap();
     assert!(tree.truncated);
 }
@@ -402,12 +410,14 @@ fn grep_honours_gitignore_and_skips_binary() {
     assert_eq!(result.matches, 1);
     assert!(result.truncated);
     assert_eq!(result.lines[0].text, "pub fn hello() {}");
+    assert_eq!(result.agent_text().hints().collect::<Vec<_>>(), [Hint::Truncated(Operation::Grep)]);
     let literal = GrepRequest { pattern: "println!(".into(), literal: true, ..GrepRequest::default() };
     assert_eq!(agent.grep(&literal).unwrap().matches, 1);
     let bad = GrepRequest { pattern: "(".into(), ..GrepRequest::default() };
+    assert_eq!(agent.grep(&bad).unwrap_err().hint(), Some(Hint::Literal));
     assert_eq!(
         agent.grep(&bad).unwrap_err().to_string(),
-        "`(` is not a valid regular expression; pass `literal: true` to search for the text as written"
+        "`(` is not a valid regular expression; ask for a literal search to search for the text as written"
     );
 }
 
@@ -532,7 +542,7 @@ fn a_recursive_delete_removes_stale_temporary_files() {
     assert!(!fixture.path("out/d").exists());
     assert_eq!(
         agent.delete("/output/f", false, &Precondition::Any).unwrap_err().to_string(),
-        "`/output/f` is a directory that is not empty; pass `recursive: true` to delete it with its contents"
+        "`/output/f` is a directory that is not empty; ask for a recursive delete to delete it with its contents"
     );
     assert_eq!(agent.delete("/output/f", true, &Precondition::Any).unwrap().to_text(), "deleted directory `/output/f`");
     assert!(!fixture.path("out/f").exists());

@@ -67,7 +67,7 @@ fn exercise(registry: &MountRegistry, changes: &Kinds) {
     let staged = agent.stage("/w/b.txt", StageFrom::Empty).unwrap();
     assert_eq!(
         staged.commit(&Precondition::Absent).unwrap_err().to_string(),
-        "`/w/b.txt` already exists; pass `overwrite: true` to replace it"
+        "`/w/b.txt` already exists; ask for an overwrite to replace it"
     );
 
     // Dropped: nothing changes.

@@ -9,6 +9,7 @@ use crate::budget::Deadline;
 use crate::changes::{Before, ChangeKind};
 use crate::error::Error;
 use crate::gate;
+use crate::hint::Argument;
 use crate::path::VirtualPath;
 use crate::storage::{Kind, Located, PutWhen};
 use crate::text::{AgentText, agent_text, code, passed};
@@ -99,7 +100,11 @@ pub(crate) fn apply(
     for (index, edit) in edits.iter().enumerate() {
         bounds.deadline.check()?;
         if edit.old_text.is_empty() {
-            return Err(Error::invalid_argument(agent_text![format!("edit {}: `oldText` is empty", index + 1)]));
+            return Err(Error::invalid_argument(agent_text![
+                format!("edit {}: `", index + 1),
+                Argument::OldText,
+                "` is empty"
+            ]));
         }
         let (old, new) = if crlf && !edit.old_text.contains("\r\n") {
             (edit.old_text.replace('\n', "\r\n"), edit.new_text.replace('\n', "\r\n"))
@@ -169,7 +174,15 @@ impl Context<'_> {
     pub(crate) fn edit(&self, input: &str, edits: &[Edit], options: &EditOptions) -> Result<EditOutcome, Error> {
         let path = Self::parse(input)?;
         if edits.is_empty() {
-            return Err(Error::invalid_argument("`edits` is empty; give at least one {oldText, newText}"));
+            return Err(Error::invalid_argument(agent_text![
+                "`",
+                Argument::Edits,
+                "` is empty; give at least one {",
+                Argument::OldText,
+                ", ",
+                Argument::NewText,
+                "}"
+            ]));
         }
         let most = self.registry.limits.edits_per_call;
         if edits.len() > most {
@@ -258,9 +271,11 @@ mod tests {
     #[test]
     fn ambiguous_match_names_the_count() {
         let error = apply(&path(), "x x x", &[edit("x", "y")], false, &bounds()).unwrap_err();
+        // The hint is a value the front end words; `Display` is the core's own wording.
+        assert_eq!(error.hint(), Some(crate::Hint::ReplaceAll));
         assert_eq!(
             error.to_string(),
-            "edit 1 for `/w/a.txt`: `oldText` matches 3 places; add surrounding lines to make it unique, or pass `replaceAll: true`"
+            "edit 1 for `/w/a.txt`: `old_text` matches 3 places; add surrounding lines to make it unique, or ask to replace every occurrence"
         );
         let (text, count) = apply(&path(), "x x x", &[edit("x", "y")], true, &bounds()).unwrap();
         assert_eq!((text.as_str(), count), ("y y y", 3));
@@ -269,9 +284,10 @@ mod tests {
     #[test]
     fn missing_match_is_an_error() {
         let error = apply(&path(), "abc", &[edit("zzz", "y")], false, &bounds()).unwrap_err();
+        assert_eq!(error.hint(), None);
         assert_eq!(
             error.to_string(),
-            "edit 1 for `/w/a.txt`: `oldText` was not found; read the file and copy the text exactly"
+            "edit 1 for `/w/a.txt`: `old_text` was not found; read the file and copy the text exactly"
         );
     }
 

@@ -14,6 +14,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use super::Context;
 use crate::error::Error;
 use crate::gate;
+use crate::hint::{Argument, Hint, Operation};
 use crate::path::VirtualPath;
 use crate::policy::RuleEffect;
 use crate::storage::local::descriptor_budget;
@@ -324,10 +325,9 @@ impl GrepResult {
             text.composed(&super::walk::unreadable_note(self.unreadable));
         }
         if self.truncated && self.unreadable == 0 {
-            text.composed(&format!(
-                "[truncated at {} matches; narrow with `path`, `include` or a more specific pattern, or raise `maxResults`]\n",
-                self.matches
-            ));
+            text.composed(&format!("[truncated at {} matches; ", self.matches))
+                .hint(Hint::Truncated(Operation::Grep))
+                .composed("]\n");
         }
         text
     }
@@ -408,7 +408,7 @@ impl Context<'_> {
         let limits = &self.registry.limits;
         let matcher = super::pattern::regex(&request.pattern, request.case_insensitive, request.literal, limits)?;
         let include = match &request.include {
-            Some(glob) => Some((glob.contains('/'), super::pattern::glob("include", glob, limits)?)),
+            Some(glob) => Some((glob.contains('/'), super::pattern::glob(Argument::Include, glob, limits)?)),
             None => None,
         };
         let context = request.context.unwrap_or(0).min(20);

@@ -10,7 +10,8 @@
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
+use crate::hint::{Argument, Hint};
 use crate::mount::Limits;
 use crate::text::{agent_text, passed};
 
@@ -25,22 +26,26 @@ fn guarded<T>(compile: impl FnOnce() -> T) -> Option<T> {
 }
 
 /// Refuses a pattern longer than `most` bytes, naming the argument.
-fn check_length(argument: &str, pattern: &str, most: usize) -> Result<(), Error> {
+fn check_length(argument: Argument, pattern: &str, most: usize) -> Result<(), Error> {
     if pattern.len() > most {
         return Err(Error::too_large(
             None,
-            agent_text![format!(
-                "`{argument}` has {} bytes, more than the {most}-byte limit for a pattern; use a shorter one",
-                pattern.len()
-            )],
+            agent_text![
+                "`",
+                argument,
+                format!(
+                    "` has {} bytes, more than the {most}-byte limit for a pattern; use a shorter one",
+                    pattern.len()
+                )
+            ],
         ));
     }
     Ok(())
 }
 
 /// A glob on names, or on relative paths when it holds a `/` (then `*` stops at `/`).
-/// `argument` names the tool argument in refusals (`pattern`, `include`).
-pub(crate) fn glob(argument: &str, pattern: &str, limits: &Limits) -> Result<GlobMatcher, Error> {
+/// `argument` is the argument named in refusals (the pattern, the include glob).
+pub(crate) fn glob(argument: Argument, pattern: &str, limits: &Limits) -> Result<GlobMatcher, Error> {
     check_length(argument, pattern, limits.glob_bytes)?;
     let by_path = pattern.contains('/');
     let compiled =
@@ -58,8 +63,8 @@ pub(crate) fn glob(argument: &str, pattern: &str, limits: &Limits) -> Result<Glo
     }
 }
 
-fn too_complex(argument: &str) -> Error {
-    Error::too_large(None, agent_text![format!("`{argument}` is too complex to compile; use a simpler pattern")])
+fn too_complex(argument: Argument) -> Error {
+    Error::too_large(None, agent_text!["`", argument, "` is too complex to compile; use a simpler pattern"])
 }
 
 /// Exclude patterns: each matches a name or a relative path at any depth.
@@ -67,16 +72,16 @@ pub(crate) fn exclude_set(patterns: &[String], limits: &Limits) -> Result<GlobSe
     if patterns.len() > limits.excludes {
         return Err(Error::too_large(
             None,
-            agent_text![format!(
-                "{} `excludePatterns` given, at most {}; combine them with braces, like `{{target,dist}}`",
-                patterns.len(),
-                limits.excludes
-            )],
+            agent_text![
+                format!("{} `", patterns.len()),
+                Argument::Excludes,
+                format!("` given, at most {}; combine them with braces, like `{{target,dist}}`", limits.excludes)
+            ],
         ));
     }
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
-        check_length("excludePatterns", pattern, limits.glob_bytes)?;
+        check_length(Argument::Excludes, pattern, limits.glob_bytes)?;
         let pattern = pattern.trim_end_matches('/');
         for candidate in [pattern.to_owned(), format!("**/{pattern}"), format!("**/{pattern}/**")] {
             let glob = Glob::new(&candidate).map_err(|_| {
@@ -88,7 +93,7 @@ pub(crate) fn exclude_set(patterns: &[String], limits: &Limits) -> Result<GlobSe
     match guarded(|| builder.build()) {
         Some(Ok(set)) => Ok(set),
         Some(Err(_)) => Err(Error::invalid_argument("exclude patterns are not valid globs")),
-        None => Err(too_complex("excludePatterns")),
+        None => Err(too_complex(Argument::Excludes)),
     }
 }
 
@@ -100,9 +105,9 @@ pub(crate) fn regex(
     limits: &Limits,
 ) -> Result<RegexMatcher, Error> {
     if pattern.is_empty() {
-        return Err(Error::invalid_argument("`pattern` is empty"));
+        return Err(Error::invalid_argument(agent_text!["`", Argument::Pattern, "` is empty"]));
     }
-    check_length("pattern", pattern, limits.regex_bytes)?;
+    check_length(Argument::Pattern, pattern, limits.regex_bytes)?;
     let compiled = guarded(|| {
         RegexMatcherBuilder::new()
             .case_insensitive(case_insensitive)
@@ -114,19 +119,23 @@ pub(crate) fn regex(
     });
     match compiled {
         Some(Ok(matcher)) => Ok(matcher),
-        Some(Err(error)) if error.to_string().contains("size limit") => Err(Error::too_large(
-            None,
+        Some(Err(error)) if error.to_string().contains("size limit") => Err(Error::hinted(
+            ErrorKind::TooLarge,
             agent_text![
-                "`pattern` compiles to more than the size limit (long repetitions such as `\\w{1000}` grow it); \
-                 simplify it, or pass `literal: true` to search for the text as written"
+                "`",
+                Argument::Pattern,
+                "` compiles to more than the size limit (long repetitions such as `\\w{1000}` grow it); \
+                 simplify it, or ",
+                Hint::Literal
             ],
+            Hint::Literal,
         )),
-        Some(Err(_)) => Err(Error::invalid_argument(agent_text![
-            "`",
-            passed(pattern),
-            "` is not a valid regular expression; pass `literal: true` to search for the text as written"
-        ])),
-        None => Err(too_complex("pattern")),
+        Some(Err(_)) => Err(Error::hinted(
+            ErrorKind::InvalidArgument,
+            agent_text!["`", passed(pattern), "` is not a valid regular expression; ", Hint::Literal],
+            Hint::Literal,
+        )),
+        None => Err(too_complex(Argument::Pattern)),
     }
 }
 
@@ -138,19 +147,26 @@ mod tests {
     fn hostile_patterns_are_refused_before_they_are_compiled() {
         let limits = Limits::default();
         let branches: String = (0..150_000).map(|index| format!("a{index}")).collect::<Vec<_>>().join(",");
-        let error = glob("pattern", &format!("{{{branches}}}"), &limits).unwrap_err();
+        let error = glob(Argument::Pattern, &format!("{{{branches}}}"), &limits).unwrap_err();
         assert_eq!(
             error.to_string(),
             "`pattern` has 1088891 bytes, more than the 1024-byte limit for a pattern; use a shorter one"
         );
         let nested = format!("{}a{}", "{".repeat(400), "}".repeat(400));
-        assert_eq!(glob("include", &nested, &limits).unwrap_err().kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(glob(Argument::Include, &nested, &limits).unwrap_err().kind(), crate::ErrorKind::InvalidArgument);
         let error = regex("\\w{1000}\\w{1000}\\w{1000}", false, false, &limits).unwrap_err();
         assert!(error.to_string().starts_with("`pattern` compiles to more than the size limit"), "{error}");
+        assert_eq!((error.kind(), error.hint()), (crate::ErrorKind::TooLarge, Some(Hint::Literal)));
+        let error = regex("(", false, false, &limits).unwrap_err();
+        assert_eq!((error.kind(), error.hint()), (crate::ErrorKind::InvalidArgument, Some(Hint::Literal)));
+        assert_eq!(
+            error.to_string(),
+            "`(` is not a valid regular expression; ask for a literal search to search for the text as written"
+        );
         let excludes = vec!["x".to_owned(); 65];
         assert_eq!(
             exclude_set(&excludes, &limits).unwrap_err().to_string(),
-            "65 `excludePatterns` given, at most 64; combine them with braces, like `{target,dist}`"
+            "65 `excludes` given, at most 64; combine them with braces, like `{target,dist}`"
         );
         assert!(regex("fn main", false, false, &limits).is_ok());
     }

@@ -12,6 +12,7 @@ use super::{Context, rfc3339};
 use crate::budget::Deadline;
 use crate::error::Error;
 use crate::gate;
+use crate::hint::{Argument, Operation};
 use crate::path::VirtualPath;
 use crate::storage::Kind;
 use crate::storage::local::version_of_bytes;
@@ -186,7 +187,11 @@ impl Context<'_> {
     pub(crate) fn read_multiple(&self, paths: &[String]) -> Result<Vec<FileResult>, Error> {
         let limit = self.registry.limits.files_per_call;
         if paths.is_empty() {
-            return Err(Error::invalid_argument("`paths` is empty; give one or more virtual paths"));
+            return Err(Error::invalid_argument(agent_text![
+                "`",
+                Argument::Paths,
+                "` is empty; give one or more virtual paths"
+            ]));
         }
         if paths.len() > limit {
             return Err(Error::too_large(
@@ -373,16 +378,46 @@ pub(crate) fn take_forward(mut bytes: Vec<u8>, limit: Option<u64>, cap: u64) -> 
 pub(crate) fn validate_window(window: &ReadWindow) -> Result<(), Error> {
     let lines = [window.head, window.tail, window.limit];
     if lines.iter().flatten().any(|&count| count == 0) {
-        return Err(Error::invalid_argument("`head`, `tail` and `limit` must be at least 1"));
+        return Err(Error::invalid_argument(agent_text![
+            "`",
+            Argument::Head,
+            "`, `",
+            Argument::Tail,
+            "` and `",
+            Argument::Limit,
+            "` must be at least 1"
+        ]));
     }
     if window.offset == Some(0) {
-        return Err(Error::invalid_argument("`offset` is 1-based: the first line is `offset: 1`"));
+        return Err(Error::invalid_argument(agent_text![
+            "`",
+            Argument::Offset,
+            "` is 1-based: the first line is `",
+            Argument::Offset,
+            ": 1`"
+        ]));
     }
     if window.head.is_some() && window.tail.is_some() {
-        return Err(Error::invalid_argument("give `head` or `tail`, not both"));
+        return Err(Error::invalid_argument(agent_text![
+            "give `",
+            Argument::Head,
+            "` or `",
+            Argument::Tail,
+            "`, not both"
+        ]));
     }
     if (window.head.is_some() || window.tail.is_some()) && (window.offset.is_some() || window.limit.is_some()) {
-        return Err(Error::invalid_argument("`head`/`tail` do not mix with `offset`/`limit`; use one pair"));
+        return Err(Error::invalid_argument(agent_text![
+            "`",
+            Argument::Head,
+            "`/`",
+            Argument::Tail,
+            "` do not mix with `",
+            Argument::Offset,
+            "`/`",
+            Argument::Limit,
+            "`; use one pair"
+        ]));
     }
     Ok(())
 }
@@ -522,7 +557,9 @@ pub(crate) fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, E
     if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
         return Err(Error::invalid_argument(agent_text![
             code(path),
-            " looks binary (it contains NUL bytes); use read_media_file for images and audio"
+            " looks binary (it contains NUL bytes); use ",
+            Operation::ReadMedia,
+            " for images and audio"
         ]));
     }
     match String::from_utf8(bytes) {
@@ -536,7 +573,9 @@ pub(crate) fn decode(path: &VirtualPath, mut bytes: Vec<u8>) -> Result<String, E
             } else {
                 Err(Error::invalid_argument(agent_text![
                     code(path),
-                    " is not UTF-8 text; use read_media_file for binary content"
+                    " is not UTF-8 text; use ",
+                    Operation::ReadMedia,
+                    " for binary content"
                 ]))
             }
         }

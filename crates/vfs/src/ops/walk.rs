@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use super::Context;
 use crate::error::Error;
 use crate::gate;
+use crate::hint::{Argument, Hint, Operation};
 use crate::mount::Visibility;
 use crate::path::VirtualPath;
 use crate::policy::{NamePolicy, RuleEffect};
@@ -94,7 +95,7 @@ impl Listing {
             text.code(&self.path).composed(" is empty\n");
         }
         if self.truncated {
-            text.composed(&truncation_note(self.entries.len(), self.total));
+            text.append(&truncation_note(self.entries.len(), self.total, Operation::List));
         }
         text
     }
@@ -166,7 +167,7 @@ impl SizedListing {
             human_size(self.bytes)
         ));
         if self.truncated {
-            text.composed(&truncation_note(self.entries.len(), self.total));
+            text.append(&truncation_note(self.entries.len(), self.total, Operation::ListSized));
         }
         text
     }
@@ -263,10 +264,9 @@ impl Tree {
             text.composed(&unreadable_note(self.unreadable));
         }
         if self.truncated && self.unreadable == 0 {
-            text.composed(&format!(
-                "[truncated after {} entries; pass a smaller maxDepth, excludePatterns, or a deeper path]\n",
-                self.count
-            ));
+            text.composed(&format!("[truncated after {} entries; ", self.count))
+                .hint(Hint::Truncated(Operation::Tree))
+                .composed("]\n");
         }
         text
     }
@@ -307,10 +307,9 @@ impl NameSearch {
             text.composed(&unreadable_note(self.unreadable));
         }
         if self.truncated && self.unreadable == 0 {
-            text.composed(&format!(
-                "[truncated at {} matches; use a more specific pattern or path]\n",
-                self.matches.len()
-            ));
+            text.composed(&format!("[truncated at {} matches; ", self.matches.len()))
+                .hint(Hint::Truncated(Operation::SearchNames))
+                .composed("]\n");
         }
         text
     }
@@ -594,7 +593,7 @@ impl Context<'_> {
         let limit = self.registry.limits.entries;
         let depth_cap = self.registry.limits.depth;
         if max_depth == Some(0) {
-            return Err(Error::invalid_argument("`maxDepth` must be at least 1"));
+            return Err(Error::invalid_argument(agent_text!["`", Argument::MaxDepth, "` must be at least 1"]));
         }
         // The first report goes out at the start: a store that lists whole trees at once
         // takes a while to reach the first entry.
@@ -682,10 +681,14 @@ impl Context<'_> {
     ) -> Result<NameSearch, Error> {
         let path = Self::parse(input)?;
         if pattern.is_empty() {
-            return Err(Error::invalid_argument("`pattern` is empty; use a glob such as `*.rs` or `**/test_*.py`"));
+            return Err(Error::invalid_argument(agent_text![
+                "`",
+                Argument::Pattern,
+                "` is empty; use a glob such as `*.rs` or `**/test_*.py`"
+            ]));
         }
         let by_path = pattern.contains('/');
-        let matcher = super::pattern::glob("pattern", pattern, &self.registry.limits)?;
+        let matcher = super::pattern::glob(Argument::Pattern, pattern, &self.registry.limits)?;
         let limit = self.registry.limits.entries;
         // The first report goes out at the start, as in `tree_from`.
         scanned.report(self, limit, 0);
@@ -774,7 +777,7 @@ fn close_level(stack: &mut Vec<Vec<TreeNode>>, depths: &mut Vec<usize>) {
     node.children = Some(children);
 }
 
-/// The last line of a listing cut at the entry limit.
-fn truncation_note(shown: usize, total: usize) -> String {
-    format!("[truncated: showing {shown} of {total} entries; narrow with search_files]\n")
+/// The last line of a listing (of `operation`) cut at the entry limit.
+fn truncation_note(shown: usize, total: usize, operation: Operation) -> AgentText {
+    agent_text![format!("[truncated: showing {shown} of {total} entries; "), Hint::Truncated(operation), "]\n"]
 }
