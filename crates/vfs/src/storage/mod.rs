@@ -16,6 +16,7 @@
 //! registry, bound to one caller) whether a directory it passes is another mount's root, and
 //! the registry decides rights on the [`Located`] place resolution returns.
 
+pub(crate) mod ambient;
 pub(crate) mod local;
 #[cfg(feature = "s3")]
 pub(crate) mod object;
