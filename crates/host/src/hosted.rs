@@ -145,7 +145,7 @@ impl Loaded {
     /// The crew's directory as an internal mount at its runner root, for the other endpoints.
     fn hidden(&self) -> Entry {
         Entry {
-            spec: MountSpec::new(path_text(&self.place.directory), self.root.clone(), Rights::ReadOnly),
+            spec: MountSpec::local(self.place.directory.clone(), self.root.clone(), Rights::ReadOnly),
             visibility: Visibility::Internal,
             origin: format!("runner (hosted crew `{}`)", self.name),
         }
@@ -271,7 +271,7 @@ fn compose_crew(
         return Err(Problems(problems));
     }
     selected.push(Entry {
-        spec: MountSpec::new(path_text(&loaded.place.directory), runner_root("/crew"), Rights::ReadOnly),
+        spec: MountSpec::local(loaded.place.directory.clone(), runner_root("/crew"), Rights::ReadOnly),
         visibility: Visibility::AgentFacing,
         origin: format!("runner (--crew, hosted at {})", loaded.root),
     });

@@ -305,8 +305,8 @@ pub fn open_journal(
     directory: &std::path::Path,
     _authority: vfs::AmbientAuthority,
 ) -> Result<Journal, crate::HostError> {
-    let spec = vfs::MountSpec::new(
-        crate::launch::path_text(directory),
+    let spec = vfs::MountSpec::local(
+        directory.to_path_buf(),
         crate::launch::runner_root(JOURNAL_ROOT),
         vfs::Rights::ReadWrite,
     );

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use vfs::host_path::{self, HostKind, HostPathError};
-use vfs::{AmbientAuthority, MountId, MountRegistry, MountRoot, MountSpec, Rights, Visibility};
+use vfs::{AmbientAuthority, Location, MountId, MountRegistry, MountRoot, MountSpec, Rights, Visibility};
 
 use crate::crew::Crew;
 use crate::error::{HostError, Problems};
@@ -244,7 +244,7 @@ pub(crate) fn compose_beside(
             "default (current directory)"
         };
         selected.push(Entry {
-            spec: MountSpec::new(path_text(&options.current_dir), root, rights),
+            spec: MountSpec::local(options.current_dir.clone(), root, rights),
             visibility: Visibility::AgentFacing,
             origin: origin.to_owned(),
         });
@@ -259,7 +259,7 @@ pub(crate) fn compose_beside(
 
     if let Some(place) = &crew_place {
         selected.push(Entry {
-            spec: MountSpec::new(path_text(&place.directory), runner_root("/crew"), Rights::ReadOnly),
+            spec: MountSpec::local(place.directory.clone(), runner_root("/crew"), Rights::ReadOnly),
             visibility: Visibility::AgentFacing,
             origin: "runner (--crew)".to_owned(),
         });
@@ -329,7 +329,7 @@ pub(crate) fn finish(
             None => ensure_directory(&directory, authority)?,
         }
         selected.push(Entry {
-            spec: MountSpec::new(path_text(&directory), runner_root(LOG_ROOT), Rights::ReadWrite),
+            spec: MountSpec::local(directory.clone(), runner_root(LOG_ROOT), Rights::ReadWrite),
             visibility: Visibility::Internal,
             origin: "runner (--llm-log)".to_owned(),
         });
@@ -340,11 +340,7 @@ pub(crate) fn finish(
             let directory = absolute(&options.current_dir, directory);
             ensure_directory(&directory, authority)?;
             selected.push(Entry {
-                spec: MountSpec::new(
-                    path_text(&directory),
-                    runner_root(crate::journal::JOURNAL_ROOT),
-                    Rights::ReadWrite,
-                ),
+                spec: MountSpec::local(directory.clone(), runner_root(crate::journal::JOURNAL_ROOT), Rights::ReadWrite),
                 visibility: Visibility::Internal,
                 origin: "runner (--journal)".to_owned(),
             });
@@ -454,18 +450,16 @@ pub(crate) fn reserved_purpose(root: &str) -> &'static str {
     }
 }
 
-/// Makes a relative physical path absolute against `base` (lexically; the registry opens it).
+/// Makes a relative local directory absolute against `base` (lexically; the registry opens it).
+/// An object store's location is not a path: nothing to resolve.
 fn resolve(spec: MountSpec, base: &Path) -> MountSpec {
-    // An object-store URL (`s3://bucket/prefix`) is not a path: nothing to resolve.
-    if spec.physical().contains("://") {
-        return spec;
+    match spec.location() {
+        Some(Location::Local(directory)) if !directory.is_absolute() => {
+            let joined = absolute(base, directory);
+            spec.with_directory(joined)
+        }
+        _ => spec,
     }
-    let physical = Path::new(spec.physical());
-    if physical.is_absolute() {
-        return spec;
-    }
-    let joined = path_text(&absolute(base, physical));
-    spec.with_physical(joined)
 }
 
 pub(crate) fn absolute(base: &Path, path: &Path) -> PathBuf {
@@ -995,6 +989,28 @@ mod tests {
             refusal(&|options| options.journal = Some(PathBuf::from("file"))),
             "cannot use `[TMP]/file` as the exchange log directory: it is not a directory"
         );
+    }
+
+    /// The launch decides local or object by the parsed location (one rule, `Location::parse`):
+    /// a relative directory resolves against the launch's directory, even one named like a URL
+    /// (quoted), and an object URL stays as written.
+    #[test]
+    fn relative_directories_resolve_and_object_urls_stay_as_written() {
+        let base = Path::new("/base");
+        let resolved = |text: &str| resolve(text.parse().unwrap(), base).physical().to_owned();
+        assert_eq!(resolved("memory://team/x:/m"), "memory://team/x");
+        assert_eq!(resolved("s3://team-data/x:/m"), "s3://team-data/x");
+        assert_eq!(resolved("\"a://b\":/m"), "/base/a:/b");
+        assert_eq!(resolved("./data:/m"), "/base/data");
+        assert_eq!(resolved("/abs:/m"), "/abs");
+        let setup = Setup::new();
+        std::fs::create_dir_all(setup.dir.path().join("a:/b")).unwrap();
+        let mut options = setup.options();
+        options.mounts = vec!["\"a://b\":/odd".to_owned()];
+        let launch = compose(&options, vfs::ambient_authority()).unwrap();
+        let view = launch.registry().operator_view();
+        let odd = view.iter().find(|mount| mount.root == "/odd").unwrap();
+        assert_eq!(odd.physical.replace(&setup.dir.path().display().to_string(), "[TMP]"), "[TMP]/a:/b");
     }
 
     #[test]

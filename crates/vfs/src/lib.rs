@@ -57,7 +57,10 @@ pub use registry::{
     WritableElsewhere,
 };
 pub use scrub::REDACTED;
-pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights, SubPathRule};
+pub use spec::{
+    Access, Location, MountId, MountRoot, MountSpec, ObjectScheme, ObjectUrl, Rights, SpecError, SpecPart,
+    SubPathRights, SubPathRule,
+};
 pub use storage::Capabilities;
 pub use storage::ambient::{AmbientAuthority, ambient_authority};
 pub use text::{AgentText, escape_controls};
