@@ -13,6 +13,9 @@
 //! - [`AgentAccessor`] is what tools use; [`PrivilegedAccessor`] is the capability that reaches
 //!   one internal root, minted in one place ([`MountRegistry::mint_privileged`]).
 //! - [`Error`] is safe to show to an agent by construction.
+//! - [`AmbientAuthority`] opens the operator's own host paths ([`host_path`]); only
+//!   [`ambient_authority`] makes one, and only the binary's `main` calls it (ADR 0010).
+//! - [`Location`]: a mount's physical side, parsed once (a local directory or an object URL).
 //!
 //! # Example
 //!

@@ -235,6 +235,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_authority_is_zero_sized() {
+        assert_eq!(std::mem::size_of::<AmbientAuthority>(), 0);
+    }
+
+    #[test]
     fn a_text_file_is_read_and_every_refusal_has_its_own_variant() {
         let dir = tempfile::tempdir().unwrap();
         let authority = ambient_authority();
