@@ -47,7 +47,7 @@ pub(crate) struct Selection {
     session: Option<String>,
 }
 
-pub(crate) fn list(command: JournalCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) -> anyhow::Result<ExitCode> {
     let JournalCommand::List { journal, session, since, json } = command;
     if let Some(since) = &since
         && !is_rfc3339(since)
@@ -58,7 +58,7 @@ pub(crate) fn list(command: JournalCommand) -> anyhow::Result<ExitCode> {
         }
         .into());
     }
-    let opened = vfs_host::open_journal(&journal).map_err(vfs_host::Problems::from)?;
+    let opened = vfs_host::open_journal(&journal, authority).map_err(vfs_host::Problems::from)?;
     let entries = opened.entries();
     let shown: Vec<&Entry> = entries
         .all()
@@ -122,7 +122,12 @@ fn selected<'e>(entries: &'e Entries, selection: &Selection) -> Result<Vec<&'e E
     Ok(entries.undoable_newest(selection.session.as_deref()))
 }
 
-pub(crate) fn undo(launch: LaunchArgs, selection: &Selection, dry_run: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn undo(
+    launch: LaunchArgs,
+    selection: &Selection,
+    dry_run: bool,
+    authority: vfs::AmbientAuthority,
+) -> anyhow::Result<ExitCode> {
     let mut options = launch.into_options()?;
     // Each undo syncs what it restored once (`Journal::undo`), not each file twice: 3.6-4.1 s
     // -> 1.1-1.3 s for 10,000 files (docs/performance.md, the journal).
@@ -134,7 +139,7 @@ pub(crate) fn undo(launch: LaunchArgs, selection: &Selection, dry_run: bool) -> 
         }
         .into());
     }
-    let composed = vfs_host::compose(&options)?;
+    let composed = vfs_host::compose(&options, authority)?;
     let journal: &Journal = composed.journal().ok_or_else(|| anyhow::anyhow!("the journal did not open"))?;
     let entries = journal.entries();
     let chosen = selected(&entries, selection)?;

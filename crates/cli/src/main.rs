@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use vfs::AmbientAuthority;
 use vfs_host::{LaunchOptions, Problems};
 
 mod journal;
@@ -395,7 +396,12 @@ fn main() -> ExitCode {
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let command = ServeOnly::parse(&arguments).unwrap_or_else(|| Cli::parse_from(&arguments).command);
     output::init_logging();
-    match run(command) {
+    // The one mint of the ambient authority (ADR 0010): every host path the operator names
+    // (mount sources, settings, crew and token files, the log and journal directories) is
+    // opened with this token, handed down from here; `vfs-compliance check` refuses a mint
+    // anywhere else.
+    let authority = vfs::ambient_authority();
+    match run(command, authority) {
         Ok(code) => code,
         Err(error) => {
             if let Some(problems) = error.downcast_ref::<Problems>() {
@@ -427,32 +433,37 @@ impl std::fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-fn run(command: Command) -> anyhow::Result<ExitCode> {
+fn run(command: Command, authority: AmbientAuthority) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(ServeArgs { launch, daemon, run }) => {
             if let Some(listen) = daemon.listen {
-                serve_http(&launch.into_options()?, &daemon, &run, listen)
+                serve_http(&launch.into_options()?, &daemon, &run, listen, authority)
             } else {
                 daemon.refuse_without_listen()?;
-                serve(&launch.into_options()?, &run)
+                serve(&launch.into_options()?, &run, authority)
             }
         }
-        Command::Mounts { prompt, launch, daemon } => mounts(prompt, launch, &daemon),
-        Command::Check { launch, daemon, run } => check(launch, &daemon, &run),
-        Command::Tools { launch, daemon } => tools(launch, &daemon),
-        Command::Call { tool, arguments, launch, run } => call(&tool, &arguments, launch, &run),
+        Command::Mounts { prompt, launch, daemon } => mounts(prompt, launch, &daemon, authority),
+        Command::Check { launch, daemon, run } => check(launch, &daemon, &run, authority),
+        Command::Tools { launch, daemon } => tools(launch, &daemon, authority),
+        Command::Call { tool, arguments, launch, run } => call(&tool, &arguments, launch, &run, authority),
         Command::Run { launch, limits, cwd, timeout, command } => {
-            run_one(&launch.into_options()?, &limits, cwd, timeout, command)
+            run_one(&launch.into_options()?, &limits, cwd, timeout, command, authority)
         }
-        Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?),
-        Command::Journal { command } => journal::list(command),
-        Command::Undo { selection, dry_run, launch } => journal::undo(launch, &selection, dry_run),
+        Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?, authority),
+        Command::Journal { command } => journal::list(command, authority),
+        Command::Undo { selection, dry_run, launch } => journal::undo(launch, &selection, dry_run, authority),
     }
 }
 
 /// `vfs mounts`: the operator's table, or the agents' prompt table; each endpoint's with
 /// `--listen`.
-fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
+fn mounts(
+    prompt: bool,
+    launch: LaunchArgs,
+    daemon: &DaemonArgs,
+    authority: AmbientAuthority,
+) -> anyhow::Result<ExitCode> {
     let options = launch.into_options()?;
     let show = |registry: &vfs::MountRegistry| {
         if prompt {
@@ -463,7 +474,7 @@ fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Resu
         }
     };
     if daemon.listen.is_some() {
-        for (index, served) in daemon.plan(&options, false)?.endpoints.iter().enumerate() {
+        for (index, served) in daemon.plan(&options, false, authority)?.endpoints.iter().enumerate() {
             if index > 0 {
                 output::line("");
             }
@@ -472,23 +483,28 @@ fn mounts(prompt: bool, launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Resu
         }
     } else {
         daemon.refuse_without_listen()?;
-        show(vfs_host::compose(&options)?.registry());
+        show(vfs_host::compose(&options, authority)?.registry());
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `vfs check`: `OK`, or every problem one per line.
-fn check(launch: LaunchArgs, daemon: &DaemonArgs, run: &RunArgs) -> anyhow::Result<ExitCode> {
+fn check(
+    launch: LaunchArgs,
+    daemon: &DaemonArgs,
+    run: &RunArgs,
+    authority: AmbientAuthority,
+) -> anyhow::Result<ExitCode> {
     let options = launch.into_options()?;
     // With --allow-run, each endpoint's sandbox is started and tried once.
     let try_run = |registry: &vfs::MountRegistry| run.runner(registry).map(drop).map_err(|error| Problems(vec![error]));
     let checked = if daemon.listen.is_some() {
         daemon
-            .plan(&options, true)
+            .plan(&options, true, authority)
             .and_then(|hosting| hosting.endpoints.iter().try_for_each(|served| try_run(served.launch().registry())))
     } else {
         daemon.refuse_without_listen()?;
-        vfs_host::compose(&options).and_then(|launch| try_run(launch.registry()))
+        vfs_host::compose(&options, authority).and_then(|launch| try_run(launch.registry()))
     };
     match checked {
         Ok(()) => {
@@ -506,11 +522,11 @@ fn check(launch: LaunchArgs, daemon: &DaemonArgs, run: &RunArgs) -> anyhow::Resu
 
 /// `vfs tools`: the tools a launch lists (all of them by default); each endpoint's with
 /// `--listen`.
-fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
+fn tools(launch: LaunchArgs, daemon: &DaemonArgs, authority: AmbientAuthority) -> anyhow::Result<ExitCode> {
     let options = launch.into_options()?;
     let listed = |launch: &vfs_host::Launch| launch.tools(None).listed_tools();
     let tools = if daemon.listen.is_some() {
-        let endpoints = daemon.plan(&options, false)?.endpoints;
+        let endpoints = daemon.plan(&options, false, authority)?.endpoints;
         let by_endpoint: serde_json::Map<String, serde_json::Value> = endpoints
             .iter()
             .map(|served| Ok((served.path(), serde_json::to_value(listed(served.launch()))?)))
@@ -522,7 +538,7 @@ fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_value(vfs_host::all_tools()).context("cannot encode the tool list")?
     } else {
         daemon.refuse_without_listen()?;
-        let launch = vfs_host::compose(&options)?;
+        let launch = vfs_host::compose(&options, authority)?;
         serde_json::to_value(listed(&launch)).context("cannot encode the tool list")?
     };
     output::json(&tools);
@@ -530,7 +546,13 @@ fn tools(launch: LaunchArgs, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `vfs call`: one tool call, printed as the agent would see it.
-fn call(tool: &str, arguments: &str, launch: LaunchArgs, run: &RunArgs) -> anyhow::Result<ExitCode> {
+fn call(
+    tool: &str,
+    arguments: &str,
+    launch: LaunchArgs,
+    run: &RunArgs,
+    authority: AmbientAuthority,
+) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(arguments).map_err(|error| Refusal {
         message: format!("the arguments are not valid JSON: {error}"),
         hint: Some(r#"pass one JSON object, like '{"path": "/workspace/README.md"}'"#.to_owned()),
@@ -542,7 +564,7 @@ fn call(tool: &str, arguments: &str, launch: LaunchArgs, run: &RunArgs) -> anyho
         }
         .into());
     };
-    let launch = vfs_host::compose(&launch.into_options()?)?;
+    let launch = vfs_host::compose(&launch.into_options()?, authority)?;
     let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?;
     let runner = run.runner(launch.registry()).map_err(|error| Problems(vec![error]))?;
     let service = launch.tools(logger).with_runner(runner);
@@ -609,9 +631,14 @@ impl DaemonArgs {
     }
 
     /// What the daemon would serve; with `require_tokens`, no token is refused.
-    fn plan(&self, options: &LaunchOptions, require_tokens: bool) -> Result<vfs_host::Hosting, Problems> {
+    fn plan(
+        &self,
+        options: &LaunchOptions,
+        require_tokens: bool,
+        authority: AmbientAuthority,
+    ) -> Result<vfs_host::Hosting, Problems> {
         let environment = std::env::var("VFS_TOKEN").ok();
-        vfs_host::host(options, self.token_file.as_deref(), environment.as_deref(), require_tokens)
+        vfs_host::host(options, self.token_file.as_deref(), environment.as_deref(), require_tokens, authority)
     }
 }
 
@@ -629,9 +656,10 @@ fn serve_http(
     daemon: &DaemonArgs,
     run: &RunArgs,
     listen: std::net::SocketAddr,
+    authority: AmbientAuthority,
 ) -> anyhow::Result<ExitCode> {
     let descriptors = vfs::raise_open_file_limit();
-    let hosting = daemon.plan(options, true)?;
+    let hosting = daemon.plan(options, true, authority)?;
     let mut summary = Vec::new();
     let mut endpoints = Vec::new();
     for served in &hosting.endpoints {
@@ -673,7 +701,7 @@ fn serve_http(
     Ok(ExitCode::SUCCESS)
 }
 
-fn serve(options: &LaunchOptions, run: &RunArgs) -> anyhow::Result<ExitCode> {
+fn serve(options: &LaunchOptions, run: &RunArgs, authority: AmbientAuthority) -> anyhow::Result<ExitCode> {
     vfs::raise_open_file_limit();
     // An MCP host starts this process for each session and waits for its first answer: the
     // name rules' automata, most of the start-up's own time, are built beside it. A rule set
@@ -682,7 +710,7 @@ fn serve(options: &LaunchOptions, run: &RunArgs) -> anyhow::Result<ExitCode> {
     // With --allow-run the sandbox mounts a view before serving, which an exit from that
     // thread would leave behind, and costs far more than the rules: they are compiled first.
     let options = &LaunchOptions { defer_name_rules: !run.allow_run, ..options.clone() };
-    let launch = vfs_host::compose(options)?;
+    let launch = vfs_host::compose(options, authority)?;
     let compiling = launch.registry().clone();
     std::thread::Builder::new()
         .name("vfs-name-rules".to_owned())
@@ -717,9 +745,13 @@ fn serve(options: &LaunchOptions, run: &RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `vfs fuse`: the agent's tree as a FUSE file system, until a signal or an unmount.
-fn fuse(mountpoint: &std::path::Path, options: &LaunchOptions) -> anyhow::Result<ExitCode> {
+fn fuse(
+    mountpoint: &std::path::Path,
+    options: &LaunchOptions,
+    authority: AmbientAuthority,
+) -> anyhow::Result<ExitCode> {
     vfs::raise_open_file_limit();
-    let launch = vfs_host::compose(options)?;
+    let launch = vfs_host::compose(options, authority)?;
     let registry = launch.registry();
     let refusals =
         vfs_host::ExchangeLogger::open(registry).map_err(Problems::from)?.map(|logger| Arc::new(logger).refusal_sink());
@@ -778,10 +810,11 @@ fn run_one(
     cwd: Option<String>,
     timeout: Option<u64>,
     command: Vec<String>,
+    authority: AmbientAuthority,
 ) -> anyhow::Result<ExitCode> {
     use std::io::Write as _;
     vfs::raise_open_file_limit();
-    let launch = vfs_host::compose(options)?;
+    let launch = vfs_host::compose(options, authority)?;
     let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?.map(Arc::new);
     // SIGINT and SIGTERM end the command (every process of it), as a cancellation; listened
     // for before the sandbox mounts its view, so that one during the start cannot end vfs by

@@ -20,7 +20,7 @@ fn tools(base: &Path, name: &str, journal: bool) -> vfs_host::ToolService {
         current_dir: base.to_path_buf(),
         ..vfs_host::LaunchOptions::default()
     };
-    vfs_host::compose(&options).unwrap().tools(None)
+    vfs_host::compose(&options, vfs::ambient_authority()).unwrap().tools(None)
 }
 
 fn call(tools: &vfs_host::ToolService, tool: &str, arguments: &serde_json::Value) -> Duration {

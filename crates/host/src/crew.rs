@@ -1,9 +1,9 @@
 //! Crew definitions: the part of a crew file the service needs, its `mounts:` block.
 //!
 //! The crew format belongs to the crew framework, so this module reads only `mounts:` and keeps
-//! every other key as it was written ([`Crew::definition`]). The file is read through the VFS,
-//! from the runner root `/crew`, never by host path: the crew is data the agents can see too,
-//! and reading it the same way keeps one path of access to audit.
+//! every other key as it was written ([`Crew::definition`]). The file is read beneath its
+//! directory's handle with the operator's ambient authority (`launch::read_crew`), a link
+//! followed only while it stays inside: exactly what the agents see at `/crew/<file>`.
 
 use vfs::{MountId, MountRoot};
 

@@ -44,7 +44,7 @@ pub enum HostError {
         /// The path as given.
         path: String,
         /// Why.
-        reason: String,
+        reason: vfs::host_path::HostPathError,
     },
     /// The settings file is not the expected JSON.
     #[error("invalid settings file `{path}`: {reason}")]
@@ -60,7 +60,23 @@ pub enum HostError {
         /// The path as given.
         path: String,
         /// Why.
-        reason: String,
+        reason: vfs::host_path::HostPathError,
+    },
+    /// The crew's directory holds no definition where its agents would see it.
+    #[error("cannot read crew `{path}`: `{at}` does not exist")]
+    CrewFileMissing {
+        /// The path as given.
+        path: String,
+        /// Where the crew's agents would see the definition (`/crew/crew.yaml`).
+        at: String,
+    },
+    /// The crew file is larger than the read cap.
+    #[error("cannot read crew `{path}`: the crew file is larger than {limit} bytes, the most it may be")]
+    CrewTooLarge {
+        /// The path as given.
+        path: String,
+        /// The read cap.
+        limit: u64,
     },
     /// The crew file is not YAML, or its `mounts:` block is not a list.
     #[error("invalid crew `{path}`: {reason}")]
@@ -186,15 +202,23 @@ pub enum HostError {
     /// The exchange log directory could not be created or opened.
     #[error("cannot use `{path}` as the exchange log directory: {reason}")]
     LogDir {
-        /// The path as given.
+        /// The directory, made absolute.
         path: String,
         /// Why.
-        reason: String,
+        reason: vfs::host_path::HostPathError,
     },
     /// `--listen` without any token: authentication is never off.
     #[error("--listen needs a bearer token: give --token-file FILE or set VFS_TOKEN")]
     NoToken,
-    /// The token file cannot be read, or a line of it is malformed.
+    /// The token file cannot be read.
+    #[error("token file `{path}`: {reason}")]
+    TokenFileRead {
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: vfs::host_path::HostPathError,
+    },
+    /// A line of the token file is malformed, or `VFS_TOKEN` is too short.
     #[error("token file `{path}`: {reason}")]
     TokenFile {
         /// The path as given.
@@ -282,7 +306,7 @@ impl HostError {
             HostError::SettingsParse { .. } => Some(
                 r#"the settings file is JSON like {"mounts": ["./data:/src:ro"], "internal_mounts": []}"#.to_owned(),
             ),
-            HostError::CrewRead { .. } => Some("--crew takes a crew YAML file, or a directory holding `crew.yaml`".to_owned()),
+            HostError::CrewRead { .. } | HostError::CrewFileMissing { .. } | HostError::CrewTooLarge { .. } => Some("--crew takes a crew YAML file, or a directory holding `crew.yaml`".to_owned()),
             HostError::CrewMount { .. } | HostError::CrewParse { .. } => Some(
                 "a crew's `mounts:` block is a list of `/root` or `<ulid>|/root`, like `mounts: [\"/src\", \"01J9Z3K4M5N6P7Q8R9S0T1V2W3|/output\"]`".to_owned(),
             ),
@@ -294,7 +318,7 @@ impl HostError {
             )),
             HostError::Registry(error) => Some(error.hint().to_owned()),
             HostError::LogDir { .. } => Some("--llm-log takes a directory; it is created if missing".to_owned()),
-            HostError::NoToken | HostError::TokenFile { .. } => Some(
+            HostError::NoToken | HostError::TokenFile { .. } | HostError::TokenFileRead { .. } => Some(
                 "a token file holds one token per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; make tokens with `openssl rand -hex 32`".to_owned(),
             ),
             HostError::NeedsListen { .. } => Some("add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned()),

@@ -4,8 +4,9 @@
 //! `/mcp` serves the launch's own mounts; each `--crew` is hosted at `/mcp/<name>` with a
 //! registry of its own: its directory at `/crew` (read-only) and the roots its `mounts:` block
 //! selects, nothing else. The daemon mounts the hosted crews' directories read-only at
-//! `/crews`, `/crews-1`, `/crews-2`, … in launch order (the runner roots the design reserves)
-//! and reads each definition through the VFS from there, never by host path.
+//! `/crews`, `/crews-1`, `/crews-2`, … in launch order (the runner roots the design reserves).
+//! Each definition is read with the operator's [`AmbientAuthority`] beneath its directory, as
+//! the crew's agents see it at `/crew` (`launch::read_crew`).
 //!
 //! Isolation between crews is the registries' own rules, not a second mechanism: in every
 //! endpoint's registry, every *other* crew's directory is an internal mount at its runner root.
@@ -18,14 +19,14 @@
 
 use std::path::Path;
 
-use vfs::{MountRegistry, MountRoot, MountSpec, Rights, Visibility};
+use vfs::{AmbientAuthority, MountRoot, MountSpec, Rights, Visibility};
 
 use crate::crew::Crew;
 use crate::error::{HostError, Problems};
 use crate::http::Tokens;
 use crate::launch::{
     CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_beside, crew_out_of_reach, crew_place, finish,
-    path_text, read_crew_from, read_through_vfs, runner_root, select, sources, unprovided,
+    path_text, read_crew, read_limit, runner_root, select, sources, unprovided,
 };
 
 /// One endpoint of the daemon.
@@ -83,32 +84,34 @@ pub struct Hosting {
 /// Plans the daemon: reads the crews and the tokens, and composes each endpoint's registry.
 /// `/mcp` is served when no crew is hosted or when a token grants it. With `require_tokens`,
 /// no token at all is refused; without, tokens are read only when given (`vfs mounts`).
+/// `authority` opens the host paths the options name (see [`crate::compose`]) and the token file.
 pub fn host(
     options: &LaunchOptions,
     token_file: Option<&Path>,
     environment: Option<&str>,
     require_tokens: bool,
+    authority: AmbientAuthority,
 ) -> Result<Hosting, Problems> {
     let mut problems = Vec::new();
-    let loaded = load_crews(options, &mut problems);
+    let loaded = load_crews(options, &mut problems, authority);
     if !problems.is_empty() {
         return Err(Problems(problems));
     }
     let names: Vec<String> = loaded.iter().map(|crew| crew.name.clone()).collect();
     let tokens = if require_tokens || token_file.is_some() || environment.is_some() {
-        Some(tokens(token_file, environment, &options.current_dir, &names, require_tokens)?)
+        Some(tokens(token_file, environment, &options.current_dir, &names, require_tokens, authority)?)
     } else {
         None
     };
     let hidden: Vec<Entry> = loaded.iter().map(Loaded::hidden).collect();
-    let sources = sources(options, &mut problems);
+    let sources = sources(options, &mut problems, authority);
     if !problems.is_empty() {
         return Err(Problems(problems));
     }
 
     let mut endpoints = Vec::new();
     if loaded.is_empty() || tokens.as_ref().is_some_and(Tokens::grants_default) {
-        match compose_beside(options, None, &hidden) {
+        match compose_beside(options, None, &hidden, authority) {
             Ok(launch) => endpoints.push(Served { crew: None, launch }),
             Err(Problems(found)) => problems.extend(found),
         }
@@ -116,7 +119,7 @@ pub fn host(
     for (index, crew) in loaded.iter().enumerate() {
         let others: Vec<Entry> =
             hidden.iter().enumerate().filter(|(other, _)| *other != index).map(|(_, entry)| entry.clone()).collect();
-        match compose_crew(options, &sources, crew, others) {
+        match compose_crew(options, &sources, crew, others, authority) {
             Ok(launch) => endpoints.push(Served {
                 crew: Some(HostedCrew { name: crew.name.clone(), runner_root: crew.root.clone() }),
                 launch,
@@ -142,7 +145,7 @@ impl Loaded {
     /// The crew's directory as an internal mount at its runner root, for the other endpoints.
     fn hidden(&self) -> Entry {
         Entry {
-            spec: MountSpec::new(path_text(&self.place.directory), self.root.clone(), Rights::ReadOnly),
+            spec: MountSpec::local(self.place.directory.clone(), self.root.clone(), Rights::ReadOnly),
             visibility: Visibility::Internal,
             origin: format!("runner (hosted crew `{}`)", self.name),
         }
@@ -154,12 +157,12 @@ fn crews_root(index: usize) -> MountRoot {
     if index == 0 { runner_root("/crews") } else { runner_root(&format!("/crews-{index}")) }
 }
 
-/// Reads every `--crew` through one registry that mounts their directories at `/crews`,
-/// `/crews-1`, …, and names them.
-fn load_crews(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<Loaded> {
+/// Reads every `--crew` beneath its directory, gives each its runner root (`/crews`,
+/// `/crews-1`, …) and names them.
+fn load_crews(options: &LaunchOptions, problems: &mut Vec<HostError>, authority: AmbientAuthority) -> Vec<Loaded> {
     let mut places = Vec::new();
     for path in &options.crews {
-        match crew_place(options, path) {
+        match crew_place(options, path, authority) {
             Ok(place) => places.push(place),
             Err(error) => problems.push(error),
         }
@@ -183,21 +186,10 @@ fn load_crews(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Vec<Loa
     if !problems.is_empty() || places.is_empty() {
         return Vec::new();
     }
-    let mut builder = MountRegistry::builder();
-    for (index, place) in places.iter().enumerate() {
-        builder.mount(MountSpec::new(path_text(&place.directory), crews_root(index), Rights::ReadOnly));
-    }
-    let registry = match builder.build() {
-        Ok(registry) => registry,
-        Err(error) => {
-            problems.push(HostError::from(error));
-            return Vec::new();
-        }
-    };
     let mut loaded: Vec<Loaded> = Vec::new();
     for (index, place) in places.into_iter().enumerate() {
         let root = crews_root(index);
-        let crew = match read_crew_from(&place, &registry, root.as_str()) {
+        let crew = match read_crew(&place, authority) {
             Ok(crew) => crew,
             Err(Problems(found)) => {
                 problems.extend(found);
@@ -268,6 +260,7 @@ fn compose_crew(
     sources: &Sources,
     loaded: &Loaded,
     others: Vec<Entry>,
+    authority: AmbientAuthority,
 ) -> Result<Launch, Problems> {
     let only: Vec<&MountRoot> = loaded.crew.mounts().iter().map(|mount| &mount.root).collect();
     let mut problems = Vec::new();
@@ -278,12 +271,13 @@ fn compose_crew(
         return Err(Problems(problems));
     }
     selected.push(Entry {
-        spec: MountSpec::new(path_text(&loaded.place.directory), runner_root("/crew"), Rights::ReadOnly),
+        spec: MountSpec::local(loaded.place.directory.clone(), runner_root("/crew"), Rights::ReadOnly),
         visibility: Visibility::AgentFacing,
         origin: format!("runner (--crew, hosted at {})", loaded.root),
     });
     selected.extend(others);
-    let launch = finish(options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()))?;
+    let launch =
+        finish(options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()), authority)?;
     crew_out_of_reach(&launch, &loaded.place)?;
     Ok(launch)
 }
@@ -295,20 +289,22 @@ const MIN_TOKEN_CHARS: usize = 16;
 /// `/mcp`, `CREW TOKEN` grants `/mcp/CREW`; blank lines and `#` comments are ignored) and from
 /// `VFS_TOKEN` (a token for `/mcp`). `crews` are the hosted crews' names: a line for any other
 /// crew is refused. With `required`, no token at all is refused: authentication is never off.
+/// `authority` opens the token file.
 pub fn tokens(
     token_file: Option<&Path>,
     environment: Option<&str>,
     current_dir: &Path,
     crews: &[String],
     required: bool,
+    authority: AmbientAuthority,
 ) -> Result<Tokens, Problems> {
     let mut tokens = Tokens::default();
     let mut problems = Vec::new();
     if let Some(file) = token_file {
         let shown = path_text(file);
-        match read_through_vfs(&absolute(current_dir, file)) {
+        match vfs::host_path::read_text_file(&absolute(current_dir, file), read_limit(), authority) {
             Ok(text) => parse_tokens(&shown, &text, crews, &mut tokens, &mut problems),
-            Err(reason) => problems.push(HostError::TokenFile { path: shown, reason }),
+            Err(reason) => problems.push(HostError::TokenFileRead { path: shown, reason }),
         }
     }
     if let Some(token) = environment.map(str::trim).filter(|token| !token.is_empty()) {

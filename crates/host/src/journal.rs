@@ -302,13 +302,17 @@ impl Journal {
     }
 }
 
-/// Opens the journal in `directory` for reading (`vfs journal list`).
+/// Opens the journal in `directory` for reading (`vfs journal list`), a host path the operator
+/// named, with the operator's `authority`.
 ///
 /// # Errors
 /// The directory does not exist or cannot be mounted.
-pub fn open_journal(directory: &std::path::Path) -> Result<Journal, crate::HostError> {
-    let spec = vfs::MountSpec::new(
-        crate::launch::path_text(directory),
+pub fn open_journal(
+    directory: &std::path::Path,
+    _authority: vfs::AmbientAuthority,
+) -> Result<Journal, crate::HostError> {
+    let spec = vfs::MountSpec::local(
+        directory.to_path_buf(),
         crate::launch::runner_root(JOURNAL_ROOT),
         vfs::Rights::ReadWrite,
     );

@@ -2,9 +2,10 @@
 //!
 //! Everything a launch can refuse is refused here, before anything is served, and each refusal
 //! is one [`HostError`]. Files the launch reads (the settings file, the crew file) and the
-//! directory it may create (the exchange log) are reached through `vfs` registries like every
-//! other file, never by ambient host paths: the workspace allows raw file-system calls in one
-//! backend module only.
+//! directories it may create (the exchange log's, the journal's) are host paths the operator
+//! named: they are opened with the [`AmbientAuthority`] that `main` mints once and passes in
+//! (ADR 0010), through `vfs::host_path`, the one place besides the stores that opens a host
+//! path. The crew file is read beneath its directory, as agents see it at `/crew`.
 //!
 //! # Selection rules, per virtual root
 //! 1. A `--mount` for the root replaces every settings entry of that root.
@@ -19,7 +20,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use vfs::{ConfigError, MountId, MountRegistry, MountRoot, MountSpec, Rights, Visibility};
+use vfs::host_path::{self, HostKind, HostPathError};
+use vfs::{AmbientAuthority, Location, MountId, MountRegistry, MountRoot, MountSpec, Rights, Visibility};
 
 use crate::crew::Crew;
 use crate::error::{HostError, Problems};
@@ -170,12 +172,12 @@ pub(crate) struct Sources {
 }
 
 /// Reads the `--mount`, `--mount-id` and settings options, recording every problem.
-pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>) -> Sources {
+pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>, authority: AmbientAuthority) -> Sources {
     let flags = flag_mounts(options, problems);
     let mount_ids = mount_ids(options, problems);
     let mut rules = if options.no_default_hide { Vec::new() } else { vfs::NameRule::defaults() };
     let settings = match &options.settings {
-        Some(path) => match settings_entries(options, path) {
+        Some(path) => match settings_entries(options, path, authority) {
             Ok((entries, hide)) => {
                 let origin = format!("settings {}", path_text(path));
                 rules.extend(hide.iter().map(|glob| vfs::NameRule::hide(glob, &origin)));
@@ -192,12 +194,14 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>) ->
     Sources { flags, mount_ids, settings, rules }
 }
 
-/// Composes a launch, or returns every problem found (one line each).
-pub fn compose(options: &LaunchOptions) -> Result<Launch, Problems> {
+/// Composes a launch, or returns every problem found (one line each). `authority` opens the
+/// host paths the options name: the mounts' directories, the settings and crew files, the
+/// exchange log's and the journal's directories.
+pub fn compose(options: &LaunchOptions, authority: AmbientAuthority) -> Result<Launch, Problems> {
     if options.crews.len() > 1 {
         return Err(HostError::ManyCrews { count: options.crews.len() }.into());
     }
-    compose_beside(options, options.crews.first().map(PathBuf::as_path), &[])
+    compose_beside(options, options.crews.first().map(PathBuf::as_path), &[], authority)
 }
 
 /// Composes a launch with at most one crew, beside the hidden mounts `hidden` (the daemon's
@@ -207,17 +211,18 @@ pub(crate) fn compose_beside(
     options: &LaunchOptions,
     crew: Option<&Path>,
     hidden: &[Entry],
+    authority: AmbientAuthority,
 ) -> Result<Launch, Problems> {
     let mut problems: Vec<HostError> = Vec::new();
-    let Sources { flags: flag_mounts, mount_ids, settings, rules } = sources(options, &mut problems);
-    let crew_place = match crew.map(|path| crew_place(options, path)).transpose() {
+    let Sources { flags: flag_mounts, mount_ids, settings, rules } = sources(options, &mut problems, authority);
+    let crew_place = match crew.map(|path| crew_place(options, path, authority)).transpose() {
         Ok(place) => place,
         Err(error) => {
             problems.push(error);
             None
         }
     };
-    let crew = match crew_place.as_ref().map(read_crew).transpose() {
+    let crew = match crew_place.as_ref().map(|place| read_crew(place, authority)).transpose() {
         Ok(crew) => crew,
         Err(Problems(found)) => {
             problems.extend(found);
@@ -239,7 +244,7 @@ pub(crate) fn compose_beside(
             "default (current directory)"
         };
         selected.push(Entry {
-            spec: MountSpec::new(path_text(&options.current_dir), root, rights),
+            spec: MountSpec::local(options.current_dir.clone(), root, rights),
             visibility: Visibility::AgentFacing,
             origin: origin.to_owned(),
         });
@@ -254,13 +259,13 @@ pub(crate) fn compose_beside(
 
     if let Some(place) = &crew_place {
         selected.push(Entry {
-            spec: MountSpec::new(path_text(&place.directory), runner_root("/crew"), Rights::ReadOnly),
+            spec: MountSpec::local(place.directory.clone(), runner_root("/crew"), Rights::ReadOnly),
             visibility: Visibility::AgentFacing,
             origin: "runner (--crew)".to_owned(),
         });
     }
     selected.extend(hidden.iter().cloned());
-    let launch = finish(options, selected, &rules, crew, None)?;
+    let launch = finish(options, selected, &rules, crew, None, authority)?;
     if let Some(place) = &crew_place {
         crew_out_of_reach(&launch, place)?;
     }
@@ -315,15 +320,16 @@ pub(crate) fn finish(
     rules: &[vfs::NameRule],
     crew: Option<Crew>,
     log_folder: Option<String>,
+    authority: AmbientAuthority,
 ) -> Result<Launch, Problems> {
     if let Some(directory) = &options.llm_log {
         let directory = absolute(&options.current_dir, directory);
         match &log_folder {
-            Some(folder) => ensure_directory(&directory.join(folder))?,
-            None => ensure_directory(&directory)?,
+            Some(folder) => ensure_directory(&directory.join(folder), authority)?,
+            None => ensure_directory(&directory, authority)?,
         }
         selected.push(Entry {
-            spec: MountSpec::new(path_text(&directory), runner_root(LOG_ROOT), Rights::ReadWrite),
+            spec: MountSpec::local(directory.clone(), runner_root(LOG_ROOT), Rights::ReadWrite),
             visibility: Visibility::Internal,
             origin: "runner (--llm-log)".to_owned(),
         });
@@ -332,13 +338,9 @@ pub(crate) fn finish(
     let journal = match &options.journal {
         Some(directory) => {
             let directory = absolute(&options.current_dir, directory);
-            ensure_directory(&directory)?;
+            ensure_directory(&directory, authority)?;
             selected.push(Entry {
-                spec: MountSpec::new(
-                    path_text(&directory),
-                    runner_root(crate::journal::JOURNAL_ROOT),
-                    Rights::ReadWrite,
-                ),
+                spec: MountSpec::local(directory.clone(), runner_root(crate::journal::JOURNAL_ROOT), Rights::ReadWrite),
                 visibility: Visibility::Internal,
                 origin: "runner (--journal)".to_owned(),
             });
@@ -448,18 +450,16 @@ pub(crate) fn reserved_purpose(root: &str) -> &'static str {
     }
 }
 
-/// Makes a relative physical path absolute against `base` (lexically; the registry opens it).
+/// Makes a relative local directory absolute against `base` (lexically; the registry opens it).
+/// An object store's location is not a path: nothing to resolve.
 fn resolve(spec: MountSpec, base: &Path) -> MountSpec {
-    // An object-store URL (`s3://bucket/prefix`) is not a path: nothing to resolve.
-    if spec.physical().contains("://") {
-        return spec;
+    match spec.location() {
+        Some(Location::Local(directory)) if !directory.is_absolute() => {
+            let joined = absolute(base, directory);
+            spec.with_directory(joined)
+        }
+        _ => spec,
     }
-    let physical = Path::new(spec.physical());
-    if physical.is_absolute() {
-        return spec;
-    }
-    let joined = path_text(&absolute(base, physical));
-    spec.with_physical(joined)
 }
 
 pub(crate) fn absolute(base: &Path, path: &Path) -> PathBuf {
@@ -472,36 +472,9 @@ pub(crate) fn path_text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Reads a file by mounting its directory read-only in a throwaway registry, so that the read
-/// goes through the same confined code as every other read.
-pub(crate) fn read_through_vfs(file: &Path) -> Result<String, String> {
-    let (Some(directory), Some(name)) = (file.parent(), file.file_name()) else {
-        return Err("not a file path".to_owned());
-    };
-    let directory = if directory.as_os_str().is_empty() { Path::new(".") } else { directory };
-    let spec = MountSpec::new(path_text(directory), runner_root("/read"), Rights::ReadOnly);
-    let registry = MountRegistry::builder().mount(spec).build().map_err(|error| match error {
-        ConfigError::Missing { .. } => "no such file or directory".to_owned(),
-        other => other.to_string(),
-    })?;
-    let virtual_path = format!("/read/{}", name.to_string_lossy());
-    let read = registry
-        .agent()
-        .read_text(&virtual_path, &vfs::ReadWindow::default())
-        .map_err(|error| describe_read_error(&error))?;
-    if read.truncated {
-        return Err(format!("the file is larger than {} bytes", registry.limits().read_bytes));
-    }
-    Ok(read.content)
-}
-
-fn describe_read_error(error: &vfs::Error) -> String {
-    match error.kind() {
-        vfs::ErrorKind::NotFound => "no such file".to_owned(),
-        vfs::ErrorKind::NotAFile => "it is a directory, not a file".to_owned(),
-        vfs::ErrorKind::InvalidPath => "the file name is not usable".to_owned(),
-        _ => error.to_string().replace("/read/", ""),
-    }
+/// The most the launch reads of an operator's file (settings, crew, tokens): the read cap.
+pub(crate) fn read_limit() -> u64 {
+    vfs::Limits::default().read_bytes
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -516,10 +489,15 @@ struct SettingsFile {
 }
 
 /// A settings file's mount entries and its `hide` globs.
-fn settings_entries(options: &LaunchOptions, path: &Path) -> Result<(Vec<Entry>, Vec<String>), Problems> {
+fn settings_entries(
+    options: &LaunchOptions,
+    path: &Path,
+    authority: AmbientAuthority,
+) -> Result<(Vec<Entry>, Vec<String>), Problems> {
     let shown = path_text(path);
     let file = absolute(&options.current_dir, path);
-    let text = read_through_vfs(&file).map_err(|reason| HostError::SettingsRead { path: shown.clone(), reason })?;
+    let text = host_path::read_text_file(&file, read_limit(), authority)
+        .map_err(|reason| HostError::SettingsRead { path: shown.clone(), reason })?;
     let settings: SettingsFile = serde_json::from_str(&text)
         .map_err(|error| HostError::SettingsParse { path: shown.clone(), reason: error.to_string() })?;
     let base = file.parent().map_or_else(|| options.current_dir.clone(), Path::to_path_buf);
@@ -577,15 +555,21 @@ impl CrewPlace {
     }
 }
 
-pub(crate) fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPlace, HostError> {
+/// Where the crew `path` lives: a directory holding `crew.yaml`, or a file and its directory.
+pub(crate) fn crew_place(
+    options: &LaunchOptions,
+    path: &Path,
+    authority: AmbientAuthority,
+) -> Result<CrewPlace, HostError> {
     let shown = path_text(path);
     let full = absolute(&options.current_dir, path);
-    let probe = MountSpec::new(path_text(&full), runner_root("/crew"), Rights::ReadOnly);
-    match MountRegistry::builder().mount(probe).build() {
-        Ok(_) => Ok(CrewPlace { shown, directory: full, file: "crew.yaml".to_owned(), given_directory: true }),
-        Err(ConfigError::NotADirectory { .. }) => {
+    match host_path::probe(&full, authority) {
+        Ok(HostKind::Directory) => {
+            Ok(CrewPlace { shown, directory: full, file: "crew.yaml".to_owned(), given_directory: true })
+        }
+        Ok(HostKind::Other) => {
             let (Some(directory), Some(name)) = (full.parent(), full.file_name()) else {
-                return Err(HostError::CrewRead { path: shown, reason: "not a file or directory".to_owned() });
+                return Err(HostError::CrewRead { path: shown, reason: HostPathError::NotAFile });
             };
             Ok(CrewPlace {
                 shown,
@@ -594,36 +578,25 @@ pub(crate) fn crew_place(options: &LaunchOptions, path: &Path) -> Result<CrewPla
                 given_directory: false,
             })
         }
-        Err(ConfigError::Missing { .. }) => {
-            Err(HostError::CrewRead { path: shown, reason: "no such file or directory".to_owned() })
-        }
-        Err(other) => Err(HostError::CrewRead { path: shown, reason: other.to_string() }),
+        Err(reason) => Err(HostError::CrewRead { path: shown, reason }),
     }
 }
 
-/// Reads the crew definition through a registry that mounts the crew directory at `/crew`,
-/// exactly as agents will see it.
-fn read_crew(place: &CrewPlace) -> Result<Crew, Problems> {
-    let spec = MountSpec::new(path_text(&place.directory), runner_root("/crew"), Rights::ReadOnly);
-    let registry = MountRegistry::builder().mount(spec).build().map_err(HostError::from)?;
-    read_crew_from(place, &registry, "/crew")
-}
-
-/// Reads the crew definition at `<root>/<file>` through `registry`'s agent view.
-pub(crate) fn read_crew_from(place: &CrewPlace, registry: &MountRegistry, root: &str) -> Result<Crew, Problems> {
-    let virtual_path = format!("{root}/{}", place.file);
-    let read = registry.agent().read_text(&virtual_path, &vfs::ReadWindow::default()).map_err(|error| {
-        let reason = match error.kind() {
-            vfs::ErrorKind::NotFound => format!("`{virtual_path}` does not exist"),
-            _ => error.to_string(),
-        };
-        HostError::CrewRead { path: place.shown.clone(), reason }
-    })?;
-    if read.truncated {
-        let reason = format!("the crew file is larger than {} bytes, the most it may be", registry.limits().read_bytes);
-        return Err(HostError::CrewRead { path: place.shown.clone(), reason }.into());
-    }
-    Crew::parse(&place.file_shown(), &virtual_path, &read.content)
+/// Reads the crew definition beneath its directory, exactly as its agents will see it at
+/// `/crew/<file>`: a link in the directory is followed only while it stays inside.
+pub(crate) fn read_crew(place: &CrewPlace, authority: AmbientAuthority) -> Result<Crew, Problems> {
+    let at = format!("/crew/{}", place.file);
+    let limit = read_limit();
+    let text =
+        host_path::read_text_file_beneath(&place.directory, &place.file, limit, authority).map_err(|reason| {
+            let path = place.shown.clone();
+            match reason {
+                HostPathError::NoFile => HostError::CrewFileMissing { path, at: at.clone() },
+                HostPathError::TooLarge { limit } => HostError::CrewTooLarge { path, limit },
+                reason => HostError::CrewRead { path, reason },
+            }
+        })?;
+    Crew::parse(&place.file_shown(), &at, &text)
 }
 
 /// Applies the selection rules (module docs) to the settings entries; with `only`, to the
@@ -751,39 +724,10 @@ fn ambiguous(root: &MountRoot, group: &[&Entry]) -> HostError {
     HostError::AmbiguousRoot { root: root.to_string(), count: group.len(), ids: ids.join(", ") }
 }
 
-/// Creates `directory` if missing: mounts its nearest existing ancestor read-write in a
-/// throwaway registry and creates the rest through it.
-pub(crate) fn ensure_directory(directory: &Path) -> Result<(), HostError> {
-    let shown = path_text(directory);
-    let fail = |reason: String| HostError::LogDir { path: shown.clone(), reason };
-    let mut ancestor = directory.to_path_buf();
-    let mut missing: Vec<String> = Vec::new();
-    loop {
-        let spec = MountSpec::new(path_text(&ancestor), runner_root("/base"), Rights::ReadWrite);
-        match MountRegistry::builder().mount(spec).build() {
-            Ok(registry) => {
-                if missing.is_empty() {
-                    return Ok(());
-                }
-                missing.reverse();
-                let virtual_path = format!("/base/{}", missing.join("/"));
-                return registry
-                    .agent()
-                    .create_directory(&virtual_path)
-                    .map(|_| ())
-                    .map_err(|error| fail(error.to_string().replace("/base/", "")));
-            }
-            Err(ConfigError::Missing { .. }) => {
-                let (Some(parent), Some(name)) = (ancestor.parent(), ancestor.file_name()) else {
-                    return Err(fail("no part of the path exists".to_owned()));
-                };
-                missing.push(name.to_string_lossy().into_owned());
-                ancestor = parent.to_path_buf();
-            }
-            Err(ConfigError::NotADirectory { .. }) => return Err(fail("it is not a directory".to_owned())),
-            Err(other) => return Err(fail(other.to_string())),
-        }
-    }
+/// Creates `directory` and its missing parents, with the operator's authority.
+pub(crate) fn ensure_directory(directory: &Path, authority: AmbientAuthority) -> Result<(), HostError> {
+    host_path::create_directories(directory, authority)
+        .map_err(|reason| HostError::LogDir { path: path_text(directory), reason })
 }
 
 #[cfg(test)]
@@ -861,23 +805,23 @@ mod tests {
         options.settings = Some(setup.settings(&two_entries));
 
         // Rule 5: nothing selects.
-        let problems = compose(&options).unwrap_err();
+        let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
         assert!(matches!(problems.0.as_slice(), [HostError::AmbiguousRoot { count: 2, .. }]));
 
         // Rule 3: the crew's id.
         options.crews = vec![setup.crew(&format!("mounts: ['{ID_B}|/src']\n"))];
-        assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "two");
+        assert_eq!(physical_of(&compose(&options, vfs::ambient_authority()).unwrap(), "/src"), "two");
 
         // Rule 2: `--mount-id` before the crew.
         options.mount_ids = vec![ID_A.to_owned()];
-        assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "one");
+        assert_eq!(physical_of(&compose(&options, vfs::ambient_authority()).unwrap(), "/src"), "one");
 
         // Rule 1: `--mount` replaces the settings entries (and conflicts with `--mount-id`).
         options.mounts = vec!["three:/src".to_owned()];
-        let problems = compose(&options).unwrap_err();
+        let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
         assert!(matches!(problems.0.as_slice(), [HostError::ConflictingSelection { .. }]));
         options.mount_ids.clear();
-        assert_eq!(physical_of(&compose(&options).unwrap(), "/src"), "three");
+        assert_eq!(physical_of(&compose(&options, vfs::ambient_authority()).unwrap(), "/src"), "three");
     }
 
     #[test]
@@ -885,7 +829,7 @@ mod tests {
         let setup = Setup::new();
         let mut options = setup.options();
         options.settings = Some(setup.settings(r#"{"mounts": ["one:/src:rw"], "internal_mounts": ["two:/secret"]}"#));
-        let launch = compose(&options).unwrap();
+        let launch = compose(&options, vfs::ambient_authority()).unwrap();
         let roots: Vec<String> = launch.registry().operator_view().into_iter().map(|view| view.root).collect();
         assert_eq!(roots, ["/src", "/secret"]);
         assert_eq!(launch.registry().internal_roots(), ["/secret"]);
@@ -896,16 +840,16 @@ mod tests {
         let setup = Setup::new();
         let mut options = setup.options();
         options.settings = Some(setup.settings(r#"{"internal_mounts": ["two:/secret"]}"#));
-        let launch = compose(&options).unwrap();
+        let launch = compose(&options, vfs::ambient_authority()).unwrap();
         let mounts = launch.registry().agent_mounts();
         assert_eq!(mounts.len(), 1);
         assert_eq!((mounts[0].root.as_str(), mounts[0].rights.as_str()), ("/workspace", "ro"));
         // Writable, the default workspace would hold the internal directory where an agent
         // could create its name: refused, with the fix.
         options.allow_write = true;
-        let problems = compose(&options).unwrap_err();
+        let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
         assert_eq!(problems.0.len(), 1);
-        assert!(matches!(&problems.0[0], HostError::Registry(ConfigError::InternalInsideWritable { .. })));
+        assert!(matches!(&problems.0[0], HostError::Registry(vfs::ConfigError::InternalInsideWritable { .. })));
     }
 
     #[test]
@@ -914,7 +858,7 @@ mod tests {
         let mut options = setup.options();
         options.settings = Some(setup.settings(r#"{"internal_mounts": ["two:/secret"]}"#));
         options.crews = vec![setup.crew("mounts: [/secret]\n")];
-        let problems = compose(&options).unwrap_err();
+        let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
         assert!(matches!(problems.0.as_slice(), [HostError::UnprovidedRoot { root }] if root == "/secret"));
     }
 
@@ -923,7 +867,7 @@ mod tests {
         let setup = Setup::new();
         let mut options = setup.options();
         options.crews = vec![setup.crew("name: x\nmounts: [/workspace]\n")];
-        let launch = compose(&options).unwrap();
+        let launch = compose(&options, vfs::ambient_authority()).unwrap();
         let crew = launch.crew().unwrap();
         assert_eq!(crew.path(), "/crew/crew.yaml");
         assert_eq!(crew.mounts()[0].root.as_str(), "/workspace");
@@ -949,7 +893,7 @@ mod tests {
             options.mounts = mounts.iter().map(|&mount| mount.to_owned()).collect();
             options.crews = vec![PathBuf::from(crew)];
             options.allow_write = allow_write;
-            match compose(&options) {
+            match compose(&options, vfs::ambient_authority()) {
                 Ok(_) => "OK".to_owned(),
                 Err(problems) => problems.to_string().replace(&root.display().to_string(), "[TMP]"),
             }
@@ -991,12 +935,90 @@ mod tests {
         assert_eq!(check(&[], "team.yaml", false), "OK");
     }
 
+    /// Each host path the launch opens with the ambient authority is refused in one line of
+    /// its own wording: the settings file, the crew (read beneath its directory, as its agents
+    /// see it), the exchange log's and the journal's directories.
+    #[test]
+    fn operator_paths_are_refused_in_one_line_each() {
+        let setup = Setup::new();
+        let root = setup.dir.path();
+        std::fs::write(root.join("binary.json"), "{\0}").unwrap();
+        std::fs::write(root.join("file"), "").unwrap();
+        std::fs::create_dir_all(root.join("crews/empty")).unwrap();
+        std::fs::create_dir_all(root.join("crews/out")).unwrap();
+        std::fs::create_dir_all(root.join("work")).unwrap();
+        std::fs::write(root.join("work/crew.yaml"), "name: out\n").unwrap();
+        std::os::unix::fs::symlink("../../work/crew.yaml", root.join("crews/out/crew.yaml")).unwrap();
+        let refusal = |change: &dyn Fn(&mut LaunchOptions)| -> String {
+            let mut options = setup.options();
+            change(&mut options);
+            match compose(&options, vfs::ambient_authority()) {
+                Ok(_) => "OK".to_owned(),
+                Err(problems) => problems.to_string().replace(&root.display().to_string(), "[TMP]"),
+            }
+        };
+        assert_eq!(
+            refusal(&|options| options.settings = Some(PathBuf::from("one"))),
+            "cannot read settings file `one`: it is a directory, not a file"
+        );
+        assert_eq!(
+            refusal(&|options| options.settings = Some(PathBuf::from("binary.json"))),
+            "cannot read settings file `binary.json`: it looks binary (it contains NUL bytes), not text"
+        );
+        assert_eq!(
+            refusal(&|options| options.settings = Some(PathBuf::from("none/vfs.json"))),
+            "cannot read settings file `none/vfs.json`: no such file or directory"
+        );
+        assert_eq!(
+            refusal(&|options| options.crews = vec![PathBuf::from("crews/empty")]),
+            "cannot read crew `crews/empty`: `/crew/crew.yaml` does not exist"
+        );
+        // The crew file's link leads into a writable mount: read as agents see it, it is not there.
+        assert_eq!(
+            refusal(&|options| {
+                options.crews = vec![PathBuf::from("crews/out")];
+                options.mounts = vec!["work:/work:rw".to_owned()];
+            }),
+            "cannot read crew `crews/out`: it is a link that leads out of its directory"
+        );
+        assert_eq!(
+            refusal(&|options| options.llm_log = Some(PathBuf::from("file/logs"))),
+            "cannot use `[TMP]/file/logs` as the exchange log directory: it is not a directory"
+        );
+        assert_eq!(
+            refusal(&|options| options.journal = Some(PathBuf::from("file"))),
+            "cannot use `[TMP]/file` as the exchange log directory: it is not a directory"
+        );
+    }
+
+    /// The launch decides local or object by the parsed location (one rule, `Location::parse`):
+    /// a relative directory resolves against the launch's directory, even one named like a URL
+    /// (quoted), and an object URL stays as written.
+    #[test]
+    fn relative_directories_resolve_and_object_urls_stay_as_written() {
+        let base = Path::new("/base");
+        let resolved = |text: &str| resolve(text.parse().unwrap(), base).physical().to_owned();
+        assert_eq!(resolved("memory://team/x:/m"), "memory://team/x");
+        assert_eq!(resolved("s3://team-data/x:/m"), "s3://team-data/x");
+        assert_eq!(resolved("\"a://b\":/m"), "/base/a:/b");
+        assert_eq!(resolved("./data:/m"), "/base/data");
+        assert_eq!(resolved("/abs:/m"), "/abs");
+        let setup = Setup::new();
+        std::fs::create_dir_all(setup.dir.path().join("a:/b")).unwrap();
+        let mut options = setup.options();
+        options.mounts = vec!["\"a://b\":/odd".to_owned()];
+        let launch = compose(&options, vfs::ambient_authority()).unwrap();
+        let view = launch.registry().operator_view();
+        let odd = view.iter().find(|mount| mount.root == "/odd").unwrap();
+        assert_eq!(odd.physical.replace(&setup.dir.path().display().to_string(), "[TMP]"), "[TMP]/a:/b");
+    }
+
     #[test]
     fn the_log_directory_is_created_beneath_its_nearest_existing_ancestor() {
         let setup = Setup::new();
         let mut options = setup.options();
         options.llm_log = Some(PathBuf::from("a/b/c"));
-        let launch = compose(&options).unwrap();
+        let launch = compose(&options, vfs::ambient_authority()).unwrap();
         assert!(launch.has_exchange_log());
         assert!(std::fs::metadata(setup.dir.path().join("a/b/c")).unwrap().is_dir());
         assert_eq!(launch.registry().internal_roots(), [LOG_ROOT]);

@@ -9,7 +9,7 @@
 //! - [`LaunchOptions`] and [`compose`]: the launch composition (`--mount`, `--mount-id`,
 //!   `--settings`, `--crew`, `--llm-log`, `--allow-write`), every refusal one line, before
 //!   anything is served.
-//! - [`Crew`]: a crew definition, read through the VFS from the runner root `/crew`.
+//! - [`Crew`]: a crew definition, read beneath its directory as agents see it at `/crew`.
 //! - [`host`]: the HTTP daemon's plan: `/mcp` and each hosted crew's `/mcp/<name>`, each with
 //!   its own registry, and the bearer tokens; [`serve_http`] serves it over MCP streamable
 //!   HTTP.

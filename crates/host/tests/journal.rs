@@ -27,7 +27,7 @@ fn launch_with(base: &Path, more: &[String]) -> vfs_host::Launch {
         current_dir: base.to_path_buf(),
         ..LaunchOptions::default()
     };
-    vfs_host::compose(&options).unwrap()
+    vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
 }
 
 /// The journal's log, a JSON value per line.
@@ -64,7 +64,7 @@ fn a_replaced_file_is_kept_by_a_link_to_its_own_inode_and_its_call_has_an_intent
     assert_eq!(std::fs::metadata(&image).unwrap().ino(), inode, "the old inode itself, not a copy");
     assert_eq!(std::fs::read(&image).unwrap(), b"before\n");
 
-    let entries = vfs_host::open_journal(&base.path().join("journal")).unwrap().entries();
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
     assert_eq!(entries.all().len(), 1);
     assert_eq!(entries.state(&entries.all()[0]), EntryState::Undoable);
 }
@@ -135,7 +135,7 @@ fn a_process_that_stops_between_a_change_and_its_entry_leaves_an_incomplete_entr
         let launch = launch(base.path());
         launch.registry().agent().write("/w/a.txt", "after\n", &Precondition::Any).unwrap();
     }
-    let journal = vfs_host::open_journal(&base.path().join("journal")).unwrap();
+    let journal = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap();
     let entries = journal.entries();
     let [entry] = entries.all() else { panic!("{:?}", entries.all()) };
     assert!(entry.incomplete);

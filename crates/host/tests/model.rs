@@ -305,7 +305,7 @@ impl World {
     }
 
     fn launch(&self) -> (ToolService, LeakChecker) {
-        let launch = vfs_host::compose(&self.options).unwrap();
+        let launch = vfs_host::compose(&self.options, vfs::ambient_authority()).unwrap();
         let logger = ExchangeLogger::open(launch.registry()).unwrap();
         let checker = LeakChecker::new(launch.registry()).with_spelling(&self.dir.path().to_string_lossy());
         // The model is about rights and places; the read-before-edit rule (its own model:
@@ -704,7 +704,7 @@ mod fuse_lane {
 
     pub(super) fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         let world = World::new();
-        let launch = vfs_host::compose(&world.options).unwrap();
+        let launch = vfs_host::compose(&world.options, vfs::ambient_authority()).unwrap();
         // Outside the tree: the invariants walk the tree on the disk, not through the view.
         let outside = tempfile::tempdir().unwrap();
         let mountpoint = outside.path().to_owned();
@@ -778,7 +778,7 @@ mod fuse_lane {
         let journal = tempfile::tempdir().unwrap();
         world.options.journal = Some(journal.path().join("journal"));
         let start = tree(world.dir.path());
-        let launch = vfs_host::compose(&world.options).unwrap();
+        let launch = vfs_host::compose(&world.options, vfs::ambient_authority()).unwrap();
         let outside = tempfile::tempdir().unwrap();
         let mountpoint = outside.path().to_owned();
         let Ok(view) = vfs_fuse::mount(launch.registry(), &mountpoint, &vfs_fuse::FuseOptions::default()) else {

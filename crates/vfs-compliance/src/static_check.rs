@@ -4,7 +4,8 @@
 //! any `#[expect]` silences it with whatever reason the author typed. This check parses every
 //! Rust file of the workspace with `syn` and holds the doctrine's code-level rules on its own:
 //! where raw filesystem access may live, which public types may carry a host path, where the
-//! privileged capability may be minted, and what may be formatted into agent-facing text. Every
+//! privileged capability and the ambient authority may be minted, and what may be formatted
+//! into agent-facing text. Every
 //! exemption must carry a reason from a short ratified list ([`REASONS`]), so a new exemption is
 //! a reviewed decision, not a keystroke. `docs/compliance.md` documents each rule with an example.
 //!
@@ -30,6 +31,8 @@ pub const RAW_FS: &str = "raw-fs";
 pub const PATH_FIELD: &str = "path-field";
 /// The privileged capability minted outside the allowed sites.
 pub const MINT: &str = "mint-privileged";
+/// The ambient authority minted outside the binary's `main`.
+pub const AMBIENT: &str = "ambient-authority";
 /// An `io::Error` or a host path formatted into agent-facing text.
 pub const AGENT_TEXT: &str = "agent-text";
 /// `clippy.toml` no longer lists a disallowed method or type.
@@ -66,6 +69,11 @@ pub const RULES: &[Rule] = &[
         id: MINT,
         summary: "MountRegistry::mint_privileged called outside the host's exchange logger and journal modules (test code needs a stated reason)",
         fix: "take the capability from the exchange logger, or mint it there; in a test, add #[expect(clippy::disallowed_methods, reason = \"…\")]",
+    },
+    Rule {
+        id: AMBIENT,
+        summary: "vfs::ambient_authority() called (or named as a value) outside crates/cli/src/main.rs and test code",
+        fix: "take the AmbientAuthority as a parameter from the caller; only the binary's main mints it (ADR 0010)",
     },
     Rule {
         id: AGENT_TEXT,
@@ -108,6 +116,10 @@ pub const MINT_SITES: &[&str] = &[
     "crates/host/src/logger/",
     "crates/host/src/journal.rs",
 ];
+
+/// Files (relative to the workspace) where `ambient_authority()` may be called: the binary's
+/// `main`, which mints the one token a launch opens host paths with (test code may mint too).
+pub const AMBIENT_SITES: &[&str] = &["crates/cli/src/main.rs"];
 
 /// Disallowed methods `clippy.toml` must keep listing.
 pub const REQUIRED_METHODS: &[&str] = &[
@@ -255,12 +267,13 @@ fn collect_rust_files(root: &Path, directory: &Path, files: &mut Vec<String>) ->
 
 /// Where a file sits, which decides the rules in scope.
 #[derive(Debug, Clone, Copy, Default)]
-#[expect(clippy::struct_excessive_bools, reason = "four independent facts about a file's place")]
+#[expect(clippy::struct_excessive_bools, reason = "five independent facts about a file's place")]
 struct Scope {
     storage: bool,
     test_file: bool,
     agent_facing: bool,
     mint_site: bool,
+    ambient_site: bool,
 }
 
 impl Scope {
@@ -288,6 +301,7 @@ impl Scope {
             mint_site: MINT_SITES
                 .iter()
                 .any(|site| relative == *site || (site.ends_with('/') && relative.starts_with(site))),
+            ambient_site: AMBIENT_SITES.contains(&relative),
         }
     }
 }
@@ -353,6 +367,7 @@ pub fn check_source(relative: &str, source: &str) -> Vec<Finding> {
         let out_of_scope = match raw.rule {
             RAW_FS => scope.storage || test,
             MINT => scope.mint_site,
+            AMBIENT => scope.ambient_site || test,
             _ => false,
         };
         if out_of_scope || commented(raw.rule, raw.line) {
@@ -1079,6 +1094,15 @@ impl<'ast> Visit<'ast> for Scan {
     fn visit_path(&mut self, path: &'ast syn::Path) {
         self.check_path(&path_names(path), path.span().start().line);
         visit::visit_path(self, path);
+    }
+
+    /// Rule `ambient-authority`: a call of `ambient_authority`, or the function named as a
+    /// value (a `use` that only names it, as the crate's re-export does, mints nothing).
+    fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
+        if path.path.segments.last().is_some_and(|segment| segment.ident == "ambient_authority") {
+            self.push(AMBIENT, path.span().start().line, "the ambient authority is minted here".to_owned());
+        }
+        visit::visit_expr_path(self, path);
     }
 
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {

@@ -110,6 +110,35 @@ fn minting_fires_outside_the_logger_and_in_unexplained_tests() {
 }
 
 #[test]
+fn the_ambient_authority_is_minted_only_in_the_binarys_main_and_in_tests() {
+    let source = "fn f() {\n    let authority = vfs::ambient_authority();\n    let again = ambient_authority();\n    let minter = vfs::ambient_authority;\n    assert!(g(vfs::ambient_authority()));\n}\n";
+    let findings = check_source("crates/host/src/launch.rs", source);
+    assert_eq!(
+        rules(&findings),
+        [("ambient-authority", 2), ("ambient-authority", 3), ("ambient-authority", 4), ("ambient-authority", 5)]
+    );
+    assert_eq!(findings[0].message, "the ambient authority is minted here");
+    assert_eq!(
+        findings[0].fix(),
+        "take the AmbientAuthority as a parameter from the caller; only the binary's main mints it (ADR 0010)"
+    );
+    // Another file of the binary is not its `main`.
+    assert_eq!(rules(&check_source("crates/cli/src/journal.rs", source)).len(), 4);
+    assert_eq!(check_source("crates/cli/src/main.rs", source), []);
+    // Tests mint their own: test files, and `#[cfg(test)]` or `#[test]` items anywhere.
+    assert_eq!(check_source("crates/host/tests/launch.rs", source), []);
+    let in_module = format!("#[cfg(test)]\nmod tests {{\n{source}}}\n");
+    assert_eq!(check_source("crates/host/src/launch.rs", &in_module), []);
+    // Naming the function in a `use` (the core's re-export) or a signature mints nothing.
+    let named =
+        "pub use storage::ambient::{AmbientAuthority, ambient_authority};\nfn f(authority: vfs::AmbientAuthority) {}\n";
+    assert_eq!(check_source("crates/vfs/src/lib.rs", named), []);
+    // A ratified comment exempts it like any exemptable rule.
+    let exempted = "fn f() {\n    // vfs-compliance: allow(ambient-authority) reason=tooling: a dev tool's own main\n    let authority = vfs::ambient_authority();\n}\n";
+    assert_eq!(check_source("crates/app/src/main.rs", exempted), []);
+}
+
+#[test]
 fn agent_text_fires_on_io_errors_and_host_paths() {
     let source = r#"use std::path::Path;
 fn a(path: &Path) -> String {
@@ -216,15 +245,28 @@ fn every_rule_fires_in_a_planted_workspace() {
         "fn f(p: &std::path::Path) -> String {\n    format!(\"{}\", p.display())\n}\n",
     );
     layout.file("crates/app/src/bad.rs", "// vfs-compliance: allow(raw-fs)\nfn f() {}\n");
+    layout.file("crates/host/src/launch.rs", "fn f() {\n    let _ = vfs::ambient_authority();\n}\n");
     layout.file("crates/app/src/broken.rs", "fn (");
     layout.file("target/debug/build/generated.rs", RAW);
     layout.file(".hidden/x.rs", RAW);
     let report = static_check::check_workspace(layout.base()).unwrap();
-    assert_eq!(report.files, 7);
+    assert_eq!(report.files, 8);
     let mut fired: Vec<&str> = report.findings.iter().map(|finding| finding.rule).collect();
     fired.sort_unstable();
     fired.dedup();
-    assert_eq!(fired, ["agent-text", "clippy-list", "exemption", "mint-privileged", "parse", "path-field", "raw-fs"]);
+    assert_eq!(
+        fired,
+        [
+            "agent-text",
+            "ambient-authority",
+            "clippy-list",
+            "exemption",
+            "mint-privileged",
+            "parse",
+            "path-field",
+            "raw-fs"
+        ]
+    );
     for rule in static_check::RULES {
         assert!(fired.contains(&rule.id), "rule {} never fired", rule.id);
     }
@@ -237,7 +279,7 @@ fn every_rule_fires_in_a_planted_workspace() {
         "{stdout}"
     );
     assert!(
-        stdout.ends_with(&format!("vfs-compliance: {} finding(s) in 7 Rust files checked\n", report.findings.len()))
+        stdout.ends_with(&format!("vfs-compliance: {} finding(s) in 8 Rust files checked\n", report.findings.len()))
     );
 }
 

@@ -13,6 +13,9 @@
 //! - [`AgentAccessor`] is what tools use; [`PrivilegedAccessor`] is the capability that reaches
 //!   one internal root, minted in one place ([`MountRegistry::mint_privileged`]).
 //! - [`Error`] is safe to show to an agent by construction.
+//! - [`AmbientAuthority`] opens the operator's own host paths ([`host_path`]); only
+//!   [`ambient_authority`] makes one, and only the binary's `main` calls it (ADR 0010).
+//! - [`Location`]: a mount's physical side, parsed once (a local directory or an object URL).
 //!
 //! # Example
 //!
@@ -58,8 +61,12 @@ pub use registry::{
     WritableElsewhere,
 };
 pub use scrub::REDACTED;
-pub use spec::{Access, MountId, MountRoot, MountSpec, Rights, SpecError, SpecPart, SubPathRights, SubPathRule};
+pub use spec::{
+    Access, Location, MountId, MountRoot, MountSpec, ObjectScheme, ObjectUrl, Rights, SpecError, SpecPart,
+    SubPathRights, SubPathRule,
+};
 pub use storage::Capabilities;
+pub use storage::ambient::{AmbientAuthority, ambient_authority};
 pub use text::{AgentText, escape_controls};
 
 /// Raises the process's soft open-file limit to its hard limit (at most 1,048,576), for a
@@ -68,6 +75,14 @@ pub use text::{AgentText, escape_controls};
 #[expect(clippy::must_use_candidate, reason = "raising the limit is the point; the value is for a log line")]
 pub fn raise_open_file_limit() -> u64 {
     storage::local::raise_open_file_limit()
+}
+
+/// The operator's own host paths (settings, crew and token files, the log's and the journal's
+/// directories), opened by path with the [`AmbientAuthority`] (ADR 0010).
+pub mod host_path {
+    pub use crate::storage::ambient::{
+        HostKind, HostPathError, create_directories, probe, read_text_file, read_text_file_beneath,
+    };
 }
 
 mod access;

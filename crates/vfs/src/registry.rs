@@ -209,8 +209,9 @@ fn check_object_nesting<'a>(specs: impl Iterator<Item = &'a MountSpec>) -> Resul
     // A location that does not parse is refused where the store is opened, with its reason.
     let keyed: Vec<(&MountSpec, Vec<&str>)> = specs
         .filter_map(|spec| {
-            let location = crate::spec::object_location(spec.physical()).ok()??;
-            let parts = [location.scheme, location.bucket].into_iter().chain(location.prefix);
+            let Some(crate::spec::Location::Object(url)) = spec.location() else { return None };
+            let parts =
+                [url.scheme().as_str(), url.bucket()].into_iter().chain(url.prefix().iter().map(String::as_str));
             Some((spec, parts.collect()))
         })
         .collect();

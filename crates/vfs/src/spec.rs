@@ -11,6 +11,7 @@
 //! parsing it gives back an equal [`MountSpec`].
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::policy::{RuleEffect, anchored_glob, folded, is_glob, same_name};
@@ -261,6 +262,9 @@ impl SubPathRule {
 pub struct MountSpec {
     id: Option<MountId>,
     physical: String,
+    /// What `physical` names, parsed once; the rule it breaks for a spec built in code from
+    /// an object URL that is not valid (refused when the registry opens it).
+    location: Result<Location, String>,
     root: MountRoot,
     rights: Rights,
     overrides: Vec<SubPathRights>,
@@ -321,10 +325,21 @@ impl SpecError {
 }
 
 impl MountSpec {
-    /// Builds a spec from parts (for embedders that do not start from a string).
+    /// Builds a spec from parts (for embedders that do not start from a string); `physical` is
+    /// read as the unquoted physical side of a mount string ([`Location::parse`]).
     #[must_use]
     pub fn new(physical: impl Into<String>, root: MountRoot, rights: Rights) -> Self {
-        Self { id: None, physical: physical.into(), root, rights, overrides: Vec::new(), rules: Vec::new() }
+        let physical = physical.into();
+        let location = Location::parse(&physical);
+        Self { id: None, physical, location, root, rights, overrides: Vec::new(), rules: Vec::new() }
+    }
+
+    /// Builds a spec for a directory on this machine, whatever its name looks like.
+    #[must_use]
+    pub fn local(directory: PathBuf, root: MountRoot, rights: Rights) -> Self {
+        let physical = directory.to_string_lossy().into_owned();
+        let location = Ok(Location::Local(directory));
+        Self { id: None, physical, location, root, rights, overrides: Vec::new(), rules: Vec::new() }
     }
 
     /// The optional settings-entry id.
@@ -339,10 +354,33 @@ impl MountSpec {
         &self.physical
     }
 
-    /// Replaces the physical path (used by launchers that resolve relative paths).
+    /// Where the mount's tree lies, parsed once from the physical side; `None` only for a spec
+    /// built by [`MountSpec::new`] from an object URL that is not valid.
+    #[must_use]
+    pub fn location(&self) -> Option<&Location> {
+        self.location.as_ref().ok()
+    }
+
+    /// The location, or the rule an object URL given to [`MountSpec::new`] breaks.
+    #[cfg(feature = "s3")]
+    pub(crate) fn checked_location(&self) -> Result<&Location, &str> {
+        self.location.as_ref().map_err(String::as_str)
+    }
+
+    /// Replaces the physical path (used by launchers that resolve relative paths), read as
+    /// [`MountSpec::new`] reads it.
     #[must_use]
     pub fn with_physical(mut self, physical: impl Into<String>) -> Self {
         self.physical = physical.into();
+        self.location = Location::parse(&self.physical);
+        self
+    }
+
+    /// Replaces a local mount's directory (used by launchers that resolve relative paths).
+    #[must_use]
+    pub fn with_directory(mut self, directory: PathBuf) -> Self {
+        self.physical = directory.to_string_lossy().into_owned();
+        self.location = Ok(Location::Local(directory));
         self
     }
 
@@ -382,39 +420,120 @@ const SHAPE_HINT: &str = "write it as `<physical>:<virtual>[:ro|rw|rwnd]`, for e
 
 const OBJECT_HINT: &str = "write `s3://bucket[/prefix]` with an S3 bucket name (3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit) and a prefix without empty, `.` or `..` segments";
 
-/// Where an object-storage mount points: the scheme (`s3` or `memory`), the bucket (or store
-/// name) and the key prefix's segments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ObjectLocation<'a> {
-    pub(crate) scheme: &'a str,
-    pub(crate) bucket: &'a str,
-    pub(crate) prefix: Vec<&'a str>,
+/// Where a mount's tree physically lies, parsed once from the physical side of a mount string.
+/// It has no `Display`: an operator-facing line shows the spelling the operator wrote
+/// ([`MountSpec::physical`]), and nothing agent-facing shows either.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Location {
+    /// A directory on this machine, as written (a relative one resolves against the launch's
+    /// directory).
+    Local(PathBuf),
+    /// An object store's bucket and key prefix.
+    Object(ObjectUrl),
 }
 
-/// Reads `s3://bucket[/prefix]` or `memory://name[/prefix]`: `Ok(None)` for a local path,
-/// `Err(rule)` for an object URL that is not valid. The bucket goes into request URLs as
-/// written, so only S3's own bucket names pass: a `.` or `..` "bucket" would be normalised
-/// away by the URL and land in another mount's bucket, and upper case or `%` could name the
-/// same bucket two ways and slip past the nesting check. One trailing `/` is allowed.
-pub(crate) fn object_location(physical: &str) -> Result<Option<ObjectLocation<'_>>, String> {
-    let Some((scheme, rest)) = physical.split_once("://") else { return Ok(None) };
-    if !matches!(scheme, "s3" | "memory") {
-        return Ok(None);
+/// `s3://bucket[/prefix]` or `memory://name[/prefix]`, checked: an S3 bucket name, a prefix
+/// without empty, `.` or `..` segments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectUrl {
+    scheme: ObjectScheme,
+    bucket: String,
+    prefix: Vec<String>,
+}
+
+/// The object stores vfs knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ObjectScheme {
+    /// An S3-compatible bucket (`s3://`).
+    S3,
+    /// An in-process store (`memory://`).
+    Memory,
+}
+
+impl ObjectScheme {
+    /// `s3` or `memory`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectScheme::S3 => "s3",
+            ObjectScheme::Memory => "memory",
+        }
     }
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let mut parts = rest.split('/');
-    let bucket = parts.next().unwrap_or_default();
-    let prefix: Vec<&str> = parts.collect();
-    if bucket.is_empty() {
-        return Err(format!("the URL `{physical}` names no bucket"));
+}
+
+impl ObjectUrl {
+    /// The store.
+    #[must_use]
+    pub fn scheme(&self) -> ObjectScheme {
+        self.scheme
     }
-    if scheme == "s3" && !valid_bucket(bucket) {
-        return Err(format!("`{bucket}` is not an S3 bucket name"));
+
+    /// The bucket (or the in-process store's name).
+    #[must_use]
+    pub fn bucket(&self) -> &str {
+        &self.bucket
     }
-    if prefix.iter().any(|segment| segment.is_empty() || matches!(*segment, "." | "..")) {
-        return Err(format!("the prefix of `{physical}` has an empty, `.` or `..` segment"));
+
+    /// The key prefix's segments.
+    #[must_use]
+    pub fn prefix(&self) -> &[String] {
+        &self.prefix
     }
-    Ok(Some(ObjectLocation { scheme, bucket, prefix }))
+}
+
+impl Location {
+    /// Reads an unquoted physical side. **The one rule:** text that starts with a URL scheme
+    /// of two or more characters (a letter, then letters, digits, `+`, `.` or `-`) and `://`
+    /// is an object URL, and must be a valid `s3://` or `memory://` one; anything else is a
+    /// local path (a one-letter scheme is a drive letter, `C://x`). A quoted physical side is
+    /// always a local path: quoting is how a directory named like a URL is mounted.
+    ///
+    /// # Errors
+    /// The rule an object URL breaks: an unknown scheme, no bucket, a bucket S3 would not
+    /// name, a prefix with an empty, `.` or `..` segment. The bucket goes into request URLs as
+    /// written, so only S3's own bucket names pass: a `.` or `..` "bucket" would be normalised
+    /// away by the URL and land in another mount's bucket, and upper case or `%` could name
+    /// the same bucket two ways and slip past the nesting check. One trailing `/` is allowed.
+    pub fn parse(physical: &str) -> Result<Location, String> {
+        let Some((scheme, rest)) = url_scheme(physical) else {
+            return Ok(Location::Local(PathBuf::from(physical)));
+        };
+        let scheme = match scheme {
+            "s3" => ObjectScheme::S3,
+            "memory" => ObjectScheme::Memory,
+            other => {
+                return Err(format!(
+                    "`{other}://` is not an object store vfs knows (`s3://`, `memory://`); quote a local path that looks like a URL"
+                ));
+            }
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let mut parts = rest.split('/');
+        let bucket = parts.next().unwrap_or_default();
+        let prefix: Vec<&str> = parts.collect();
+        if bucket.is_empty() {
+            return Err(format!("the URL `{physical}` names no bucket"));
+        }
+        if scheme == ObjectScheme::S3 && !valid_bucket(bucket) {
+            return Err(format!("`{bucket}` is not an S3 bucket name"));
+        }
+        if prefix.iter().any(|segment| segment.is_empty() || matches!(*segment, "." | "..")) {
+            return Err(format!("the prefix of `{physical}` has an empty, `.` or `..` segment"));
+        }
+        let prefix = prefix.into_iter().map(str::to_owned).collect();
+        Ok(Location::Object(ObjectUrl { scheme, bucket: bucket.to_owned(), prefix }))
+    }
+
+    /// The local directory, for a local location.
+    #[must_use]
+    pub fn local(&self) -> Option<&Path> {
+        match self {
+            Location::Local(path) => Some(path),
+            Location::Object(_) => None,
+        }
+    }
 }
 
 /// S3's bucket naming rules: 3 to 63 characters of `[a-z0-9.-]`, a letter or digit at both
@@ -431,17 +550,21 @@ fn valid_bucket(bucket: &str) -> bool {
         && !ip_like
 }
 
-/// `s3://bucket/x` → `bucket/x`: a URL scheme, like a drive letter, needs no quoting.
-fn strip_scheme(physical: &str) -> Option<&str> {
+/// `s3://bucket/x` → (`s3`, `bucket/x`): the one test of "is this an object URL"
+/// ([`Location::parse`]); a one-letter scheme is a drive letter.
+fn url_scheme(physical: &str) -> Option<(&str, &str)> {
     let (scheme, rest) = physical.split_once("://")?;
     let mut characters = scheme.chars();
     let first = characters.next()?;
-    (first.is_ascii_alphabetic() && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
-        .then_some(rest)
+    (scheme.len() >= 2
+        && first.is_ascii_alphabetic()
+        && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
+    .then_some((scheme, rest))
 }
 
+/// Whether a local path must be quoted to read back as itself (an object URL never is).
 fn needs_quotes(physical: &str) -> bool {
-    let body = strip_drive(physical).or_else(|| strip_scheme(physical)).unwrap_or(physical);
+    let body = strip_drive(physical).unwrap_or(physical);
     let bytes = physical.as_bytes();
     // `A` or `A:` alone would read back as a drive letter followed by the virtual root.
     let drive_like = bytes.first().is_some_and(u8::is_ascii_alphabetic)
@@ -449,6 +572,7 @@ fn needs_quotes(physical: &str) -> bool {
     drive_like
         || physical.is_empty()
         || body.contains([':', ';', '|'])
+        || url_scheme(physical).is_some()
         || physical.ends_with('\\')
         || physical.starts_with('"')
 }
@@ -475,11 +599,11 @@ impl FromStr for MountSpec {
     fn from_str(spec: &str) -> Result<Self, SpecError> {
         check_shape(spec)?;
         let (id, rest) = split_id(spec)?;
-        let (physical, rest) = split_physical(spec, rest)?;
+        let (physical, location, rest) = split_physical(spec, rest)?;
         let mut parts = rest.split(';');
         let (root, rights) = parse_head(spec, parts.next().unwrap_or_default())?;
         let (overrides, rules) = parse_overrides(spec, parts)?;
-        Ok(Self { id, physical: physical.to_owned(), root, rights, overrides, rules })
+        Ok(Self { id, physical: physical.to_owned(), location: Ok(location), root, rights, overrides, rules })
     }
 }
 
@@ -510,9 +634,10 @@ fn split_id(spec: &str) -> Result<(Option<MountId>, &str), SpecError> {
     Ok((Some(id), after))
 }
 
-/// The physical side (quoted, a drive path, an object URL, or everything up to the first `:`)
-/// and what follows its `:`.
-fn split_physical<'s>(spec: &str, rest: &'s str) -> Result<(&'s str, &'s str), SpecError> {
+/// The physical side (quoted, a drive path, an object URL, or everything up to the first `:`),
+/// what it names, and what follows its `:`.
+fn split_physical<'s>(spec: &str, rest: &'s str) -> Result<(&'s str, Location, &'s str), SpecError> {
+    let quoted = rest.starts_with('"');
     let (physical, rest) = match rest.strip_prefix('"') {
         Some(quoted) => split_quoted(spec, quoted)?,
         None => split_unquoted(spec, rest)?,
@@ -525,10 +650,12 @@ fn split_physical<'s>(spec: &str, rest: &'s str) -> Result<(&'s str, &'s str), S
             "name a directory on this machine, for example `./data:/src:ro`",
         ));
     }
-    if let Err(rule) = object_location(physical) {
-        return Err(SpecError::new(spec, SpecPart::Physical, rule, OBJECT_HINT));
-    }
-    Ok((physical, rest))
+    let location = if quoted {
+        Location::Local(PathBuf::from(physical))
+    } else {
+        Location::parse(physical).map_err(|rule| SpecError::new(spec, SpecPart::Physical, rule, OBJECT_HINT))?
+    };
+    Ok((physical, location, rest))
 }
 
 fn split_quoted<'s>(spec: &str, quoted: &'s str) -> Result<(&'s str, &'s str), SpecError> {
@@ -554,7 +681,7 @@ fn split_quoted<'s>(spec: &str, quoted: &'s str) -> Result<(&'s str, &'s str), S
 fn split_unquoted<'s>(spec: &str, rest: &'s str) -> Result<(&'s str, &'s str), SpecError> {
     let skip = if strip_drive(rest).is_some() {
         2
-    } else if let Some(body) = strip_scheme(rest) {
+    } else if let Some((_, body)) = url_scheme(rest) {
         rest.len() - body.len()
     } else {
         0
@@ -756,7 +883,7 @@ impl fmt::Display for MountSpec {
         if let Some(id) = &self.id {
             write!(formatter, "{id}|")?;
         }
-        if needs_quotes(&self.physical) {
+        if matches!(self.location, Ok(Location::Local(_))) && needs_quotes(&self.physical) {
             write!(formatter, "\"{}\"", self.physical)?;
         } else {
             formatter.write_str(&self.physical)?;
@@ -1153,6 +1280,56 @@ mod tests {
     fn hints_give_a_fix() {
         let error = "./out:/output:rx".parse::<MountSpec>().unwrap_err();
         assert_eq!(error.hint(), "use `ro` (read only), `rw` (read and write) or `rwnd` (read and write, no delete)");
+    }
+
+    refuses!(
+        unknown_scheme,
+        "ftp://host/x:/src",
+        SpecPart::Physical,
+        "invalid mount `ftp://host/x:/src`: `ftp://` is not an object store vfs knows (`s3://`, `memory://`); quote a local path that looks like a URL"
+    );
+    parses!(
+        quoted_url_is_a_path,
+        "\"s3://team-data\":/src",
+        "s3://team-data",
+        "/src",
+        Rights::ReadOnly,
+        "\"s3://team-data\":/src:ro"
+    );
+    parses!(drive_with_slashes, "C://data:/src", "C://data", "/src", Rights::ReadOnly, "C://data:/src:ro");
+
+    /// The one rule of "is this an object URL" (`Location::parse`), wherever a location is made:
+    /// a mount string, `MountSpec::new`, `MountSpec::local`.
+    #[test]
+    fn a_location_is_parsed_once_by_one_rule() {
+        let location = |text: &str| text.parse::<MountSpec>().unwrap().location().cloned();
+        let Some(Location::Object(url)) = location("s3://team-data/in/put/:/src") else { panic!("an object URL") };
+        assert_eq!(
+            (url.scheme(), url.bucket(), url.prefix()),
+            (ObjectScheme::S3, "team-data", &["in".to_owned(), "put".to_owned()][..])
+        );
+        let Some(Location::Object(url)) = location("memory://Any/x:/m") else { panic!("an object URL") };
+        assert_eq!((url.scheme().as_str(), url.bucket()), ("memory", "Any"));
+        assert_eq!(location("./data:/src"), Some(Location::Local(PathBuf::from("./data"))));
+        assert_eq!(location("\"memory://x\":/src"), Some(Location::Local(PathBuf::from("memory://x"))));
+        assert_eq!(location("C://data:/src"), Some(Location::Local(PathBuf::from("C://data"))));
+        let root = || MountRoot::new("/r").unwrap();
+        // Built in code, the same rule; an object URL that breaks it is refused when opened.
+        let built = MountSpec::new("s3://team-data", root(), Rights::ReadOnly);
+        assert!(matches!(built.location(), Some(Location::Object(_))));
+        assert_eq!(MountSpec::new("ftp://x", root(), Rights::ReadOnly).location(), None);
+        assert_eq!(MountSpec::new("s3://Team", root(), Rights::ReadOnly).location(), None);
+        // A directory named like a URL is a local path, and shows quoted so that it reads back.
+        let odd = MountSpec::local(PathBuf::from("/srv/s3://odd"), root(), Rights::ReadOnly);
+        assert_eq!(odd.location(), Some(&Location::Local(PathBuf::from("/srv/s3://odd"))));
+        let named = MountSpec::local(PathBuf::from("s3://odd"), root(), Rights::ReadOnly);
+        assert_eq!(named.to_string(), "\"s3://odd\":/r:ro");
+        assert_eq!(named.to_string().parse::<MountSpec>().unwrap(), named);
+        let moved = "./data:/src".parse::<MountSpec>().unwrap().with_directory(PathBuf::from("/base/data"));
+        assert_eq!(
+            (moved.physical(), moved.location()),
+            ("/base/data", Some(&Location::Local(PathBuf::from("/base/data"))))
+        );
     }
 
     #[test]

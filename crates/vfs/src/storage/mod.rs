@@ -16,6 +16,7 @@
 //! registry, bound to one caller) whether a directory it passes is another mount's root, and
 //! the registry decides rights on the [`Located`] place resolution returns.
 
+pub(crate) mod ambient;
 pub(crate) mod local;
 #[cfg(feature = "s3")]
 pub(crate) mod object;
@@ -527,17 +528,17 @@ macro_rules! with_node {
 }
 
 impl Backend {
-    /// Opens the storage a spec names: `s3://…` and `memory://…` are object stores, anything
-    /// else a local directory.
+    /// Opens the storage a spec's location names: an object store, or a local directory.
     pub(crate) fn open(spec: &MountSpec, sync: bool) -> Result<Self, ConfigError> {
-        let physical = spec.physical();
-        if physical.starts_with("s3://") || physical.starts_with("memory://") {
+        // A location that is not valid is only ever an object URL (`MountSpec::new`): the
+        // object store refuses it with its rule.
+        if !matches!(spec.location(), Some(crate::spec::Location::Local(_))) {
             #[cfg(feature = "s3")]
             return object::ObjectRoot::open(spec).map(Backend::Object);
             #[cfg(not(feature = "s3"))]
             return Err(ConfigError::Store {
                 root: spec.root().as_str().to_owned(),
-                physical: physical.to_owned(),
+                physical: spec.physical().to_owned(),
                 reason: "this build has no object-storage support (cargo feature `s3`)".to_owned(),
             });
         }

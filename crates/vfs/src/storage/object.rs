@@ -133,13 +133,13 @@ impl ObjectRoot {
             .build()
             .map_err(|error| config_error(spec, format!("cannot start the object-store runtime: {error}")))?;
         // Mount strings were checked when parsed; a spec built in code is checked here.
-        let location = match crate::spec::object_location(physical) {
-            Ok(Some(location)) => location,
-            Ok(None) => return Err(config_error(spec, "not an object-storage URL")),
+        let location = match spec.checked_location() {
+            Ok(crate::spec::Location::Object(location)) => location,
+            Ok(_) => return Err(config_error(spec, "not an object-storage URL")),
             Err(rule) => return Err(config_error(spec, format!("{rule}; write it as `s3://bucket/prefix`"))),
         };
-        let (scheme, bucket) = (location.scheme, location.bucket);
-        let prefix: Vec<String> = location.prefix.iter().map(|&part| part.to_owned()).collect();
+        let (scheme, bucket) = (location.scheme().as_str(), location.bucket());
+        let prefix: Vec<String> = location.prefix().to_vec();
         let mut spellings = vec![physical.trim_end_matches('/').to_owned(), format!("{scheme}://{bucket}")];
         let store: Arc<dyn ObjectStore> = if scheme == "memory" {
             memory_store(bucket)

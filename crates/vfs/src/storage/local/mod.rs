@@ -210,7 +210,7 @@ impl LocalRoot {
         let root = spec.root().as_str().to_owned();
         let physical = spec.physical().to_owned();
         let fail = |source| ConfigError::Open { root: root.clone(), physical: physical.clone(), source };
-        let given = Path::new(spec.physical());
+        let given = spec.location().and_then(crate::spec::Location::local).unwrap_or(Path::new(spec.physical()));
         let absolute =
             if given.is_absolute() { given.to_path_buf() } else { std::env::current_dir().map_err(fail)?.join(given) };
         match std::fs::metadata(&absolute) {
