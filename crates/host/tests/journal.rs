@@ -92,7 +92,7 @@ fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
             current_dir: base.path().to_path_buf(),
             ..LaunchOptions::default()
         };
-        vfs_host::compose(&options).unwrap()
+        vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
     };
     let (first, second) = (open(), open());
     let tools = [first.tools(None), second.tools(None)];
@@ -113,7 +113,7 @@ fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
     }
     assert_eq!(bounded, 24);
     // Both processes' entries are there, the oldest dropped, the newest of each undoable.
-    let entries = vfs_host::open_journal(&base.path().join("journal")).unwrap().entries();
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
     let states: Vec<(String, EntryState)> =
         entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state(entry))).collect();
     assert_eq!(states.len(), 26);
