@@ -23,11 +23,11 @@ use vfs::{AmbientAuthority, MountRoot, MountSpec, Rights, Visibility};
 
 use crate::crew::Crew;
 use crate::error::{HostError, Problems};
-use crate::http::Tokens;
 use crate::launch::{
     CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_beside, crew_out_of_reach, crew_place, finish,
     path_text, read_crew, read_limit, runner_root, select, sources, unprovided,
 };
+use crate::tokens::Tokens;
 
 /// One endpoint of the daemon.
 #[derive(Debug, Clone)]

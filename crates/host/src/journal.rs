@@ -29,7 +29,7 @@ use vfs::{AppendFile, Keeper, Saved};
 
 use serde_json::{Value, json};
 
-use crate::tools::words::error_text;
+use crate::words::error_text;
 use vfs::{
     AgentAccessor, Budget, CallId, Change, ChangeKind, ChangeObserver, ErrorKind, Image, MountRegistry, Precondition,
     PrivilegedAccessor, VirtualPath,

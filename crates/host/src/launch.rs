@@ -100,6 +100,7 @@ pub struct Launch {
     /// The folder under `/llm-logs` that this launch's sessions log into (a hosted crew's).
     log_folder: Option<String>,
     /// Whether a file must be read in a session before it is edited or overwritten.
+    #[cfg_attr(not(feature = "mcp"), expect(dead_code, reason = "the MCP tools read it"))]
     read_before_edit: bool,
     /// The journal, with `--journal`.
     journal: Option<std::sync::Arc<crate::Journal>>,
@@ -127,6 +128,7 @@ impl Launch {
     /// The tools for one session: this launch's registry and read-before-edit rule, logging to
     /// `logger`.
     #[must_use]
+    #[cfg(feature = "mcp")]
     pub fn tools(&self, logger: Option<crate::ExchangeLogger>) -> crate::ToolService {
         crate::ToolService::new(self.registry.clone(), logger)
             .read_before_edit(self.read_before_edit)

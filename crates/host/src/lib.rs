@@ -21,30 +21,44 @@
 //!   shared by the MCP server ([`serve_stdio`]) and `vfs call`.
 //! - [`HostError`]: the crate's one error type, operator-facing, with a separate hint.
 
+#[cfg(feature = "mcp")]
 pub use client_log::ClientLogLayer;
 pub use crew::{Crew, CrewMount};
 pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
-pub use http::{
-    Endpoint, HttpOptions, Listener, Principal, SessionFactory, Tokens, serve_http, serve_until, shutdown_signal,
-};
+#[cfg(feature = "mcp")]
+pub use http::{Endpoint, HttpOptions, Listener, SessionFactory, serve_http, serve_until, shutdown_signal};
 pub use journal::{DEFAULT_MAX_BYTES, Entries, Entry, EntryState, JOURNAL_ROOT, Journal, open_journal, parse_bytes};
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;
+#[cfg(feature = "mcp")]
 pub use server::{VfsServer, serve_stdio};
+pub use tokens::{Principal, Tokens};
+#[cfg(feature = "mcp")]
 pub use tools::run::{RunOptions, Runner, check_run_env};
+#[cfg(feature = "mcp")]
 pub use tools::{CallError, Media, ToolOutput, ToolService, all_tools};
 
+// The MCP surface and its transports (feature `mcp`, on by default): without it, the launch
+// composition, crews, the hosted plan, the exchange logger and the journal build without
+// rmcp, hyper or tokio, for a front end of its own.
+#[cfg(feature = "mcp")]
 mod client_log;
 mod crew;
 mod error;
 mod hosted;
+#[cfg(feature = "mcp")]
 mod http;
 mod journal;
 mod launch;
 mod logger;
 mod nesting;
+#[cfg(feature = "mcp")]
 mod pool;
+#[cfg(feature = "mcp")]
 mod server;
 mod time;
+mod tokens;
+#[cfg(feature = "mcp")]
 mod tools;
+mod words;

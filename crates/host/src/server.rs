@@ -102,7 +102,7 @@ impl VfsServer {
         if let Some(session) = http.session.get() {
             return Ok((session.tools.clone(), vec![session.share.clone(), endpoint]));
         }
-        let principal = request_extension::<crate::http::Principal>(context);
+        let principal = request_extension::<crate::tokens::Principal>(context);
         let Some(principal) = principal else {
             tracing::error!("an HTTP request reached the tools without a principal; this is a bug");
             return Err(ErrorData::internal_error("the server cannot take this request now; try again", None));

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use vfs::{AgentAccessor, MountRegistry};
 
 use crate::logger::{Exchange, ExchangeLogger, stamp};
+use crate::words;
 
 mod arguments;
 mod handlers;
@@ -28,7 +29,6 @@ mod schemas;
 mod session;
 mod table;
 mod undo;
-pub(crate) mod words;
 
 use handlers::parse;
 use schemas::{FileOutput, FilesOutput};
