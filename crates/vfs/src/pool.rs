@@ -63,7 +63,8 @@ struct Shared {
     started: Once,
     /// Threads that could be started.
     alive: AtomicUsize,
-    /// Tickets waiting in the queue: read without the lock by the threads between two units.
+    /// Tickets waiting in the queue: read without the lock by the threads between two units
+    /// (and updated, as `Group::queued`, under it).
     waiting: AtomicUsize,
 }
 
@@ -83,6 +84,9 @@ struct Ticket {
 struct Group {
     pending: Mutex<usize>,
     done: Condvar,
+    /// Of `Shared::waiting`, the tickets of this call: a thread does not pass its turn to
+    /// another share of its own call.
+    queued: AtomicUsize,
 }
 
 impl Group {
@@ -115,17 +119,19 @@ impl Shared {
                         return;
                     }
                     if let Some(ticket) = state.queue.pop_front() {
+                        ticket.group.queued.fetch_sub(1, Ordering::Relaxed);
                         self.publish(&state);
                         break ticket;
                     }
                     state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
                 }
             };
-            let others_wait = || self.waiting.load(Ordering::Relaxed) > 0;
+            let others_wait = || self.waiting.load(Ordering::Relaxed) > ticket.group.queued.load(Ordering::Relaxed);
             // A task that panicked lost what it held; the thread stays for the next.
             match catch_unwind(AssertUnwindSafe(|| ticket.task.run(&others_wait))) {
                 Ok(Ran::Yielded) => {
                     let mut state = self.lock();
+                    ticket.group.queued.fetch_add(1, Ordering::Relaxed);
                     state.queue.push_back(ticket);
                     self.publish(&state);
                 }
@@ -196,7 +202,8 @@ impl WorkerPool {
             while let Ran::Yielded = task.run(&|| false) {}
             return;
         }
-        let group = Arc::new(Group { pending: Mutex::new(workers), done: Condvar::new() });
+        let group =
+            Arc::new(Group { pending: Mutex::new(workers), done: Condvar::new(), queued: AtomicUsize::new(workers) });
         let mut state = shared.lock();
         for _ in 0..workers {
             state.queue.push_back(Ticket { task: Arc::clone(task), group: Arc::clone(&group) });
