@@ -349,6 +349,7 @@ pub(crate) fn finish(
     };
 
     let mut builder = MountRegistry::builder();
+    builder.pool(crate::pool::search_workers());
     if let Some(journal) = &journal {
         builder.observe(journal.clone());
     }
@@ -889,6 +890,14 @@ mod tests {
         let roots: Vec<String> = launch.registry().operator_view().into_iter().map(|view| view.root).collect();
         assert_eq!(roots, ["/src", "/secret"]);
         assert_eq!(launch.registry().internal_roots(), ["/secret"]);
+    }
+
+    #[test]
+    fn every_launch_searches_on_the_one_worker_pool_of_the_process() {
+        let setup = Setup::new();
+        let first = compose(&setup.options()).unwrap();
+        let second = compose(&setup.options()).unwrap();
+        assert_eq!(first.registry().pool(), second.registry().pool());
     }
 
     #[test]

@@ -18,6 +18,13 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// The core's worker pool for content searches, one for the process: every registry a launch
+/// builds (one per endpoint of the daemon) searches on the same threads, one per core.
+pub(crate) fn search_workers() -> vfs::WorkerPool {
+    static WORKERS: std::sync::OnceLock<vfs::WorkerPool> = std::sync::OnceLock::new();
+    WORKERS.get_or_init(vfs::WorkerPool::with_available_parallelism).clone()
+}
+
 /// The tools whose calls walk or search a tree, and so may run for seconds.
 const LONG: [&str; 4] = ["grep", "directory_tree", "search_files", "read_multiple_files"];
 

@@ -225,6 +225,15 @@ impl Default for WorkerPool {
     }
 }
 
+/// Two handles are equal when they are of the same pool (the same threads).
+impl PartialEq for WorkerPool {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.handle, &other.handle)
+    }
+}
+
+impl Eq for WorkerPool {}
+
 impl std::fmt::Debug for WorkerPool {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.debug_struct("WorkerPool").field("threads", &self.threads()).finish_non_exhaustive()
@@ -265,6 +274,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_pool_equals_its_clones_only() {
+        let pool = WorkerPool::new(2);
+        assert_eq!(pool.clone(), pool);
+        assert_ne!(WorkerPool::new(2), pool);
     }
 
     #[test]
