@@ -470,6 +470,8 @@ impl Context<'_> {
         // files is searched on the registry's worker pool and merged in order, so memory and
         // open directory handles stay bounded however large the tree is.
         let mut batch = Batch::new(matcher, self, context, limit);
+        // The pool's threads wake while the walk finds the first files.
+        self.registry.pool.rouse();
         // The first report goes out at the start: a walk may pass many entries before it has a
         // file to search, and one large file may take long to search.
         batch.report();
