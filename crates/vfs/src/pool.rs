@@ -5,8 +5,9 @@
 //! pool hands its threads round the calls that want them, so one tenant's long search cannot
 //! hold every thread while another's waits: between two files, a thread that sees another
 //! call waiting puts its call's work at the back of the queue and takes the one at the front.
-//! The threads start with the first search, and end once the last handle of the pool is
-//! dropped.
+//! The threads start with the first search, are woken as each search begins its walk and
+//! look for its work a moment before they sleep again ([`LINGER`]), and end once the last
+//! handle of the pool is dropped.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -14,10 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How long a thread that found no work keeps looking (yielding the core to anything else that
-/// runs) before it sleeps. A call's batches come one walk apart, and waking a sleeping thread
-/// on an idle core took about a tenth of a millisecond here (more than a batch of a few large
-/// files costs to hand out); a thread still looking takes the next batch at once.
+/// How long a thread woken by a search about to hand out work ([`WorkerPool::rouse`]) keeps
+/// looking for it (yielding the core to anything else that runs) before it sleeps again.
+/// Waking a sleeping thread on an idle core took about a tenth of a millisecond here, more than
+/// a batch of a few large files costs to hand out; woken while the walk runs, the threads take
+/// the batch at once.
 const LINGER: Duration = Duration::from_millis(1);
 
 /// Most of the pool's threads one call uses at once: a bound on one call's open files and
@@ -121,6 +123,7 @@ impl Shared {
         loop {
             let ticket = {
                 let mut state = self.lock();
+                let mut woken = false;
                 loop {
                     if state.shutdown {
                         return;
@@ -130,16 +133,20 @@ impl Shared {
                         self.publish(&state);
                         break ticket;
                     }
-                    // No work: look for some a moment longer before sleeping (see `LINGER`).
-                    drop(state);
-                    let until = Instant::now() + LINGER;
-                    while self.waiting.load(Ordering::Relaxed) == 0 && Instant::now() < until {
-                        std::thread::yield_now();
+                    // No work: just woken (by a search about to hand some out), look for it a
+                    // moment longer before sleeping again (see `LINGER`).
+                    if woken {
+                        woken = false;
+                        drop(state);
+                        let until = Instant::now() + LINGER;
+                        while self.waiting.load(Ordering::Relaxed) == 0 && Instant::now() < until {
+                            std::thread::yield_now();
+                        }
+                        state = self.lock();
+                        continue;
                     }
-                    state = self.lock();
-                    if state.queue.is_empty() && !state.shutdown {
-                        state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
-                    }
+                    state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
+                    woken = true;
                 }
             };
             let others_wait = || self.waiting.load(Ordering::Relaxed) > ticket.group.queued.load(Ordering::Relaxed);
