@@ -353,6 +353,7 @@ pub(crate) fn finish(
     };
 
     let mut builder = MountRegistry::builder();
+    builder.pool(search_workers());
     if let Some(journal) = &journal {
         builder.observe(journal.clone());
     }
@@ -732,6 +733,13 @@ pub(crate) fn ensure_directory(directory: &Path, authority: AmbientAuthority) ->
         .map_err(|reason| HostError::LogDir { path: path_text(directory), reason })
 }
 
+/// The core's worker pool for content searches, one for the process: every registry a launch
+/// builds (one per endpoint of the daemon) searches on the same threads, one per core.
+pub(crate) fn search_workers() -> vfs::WorkerPool {
+    static WORKERS: std::sync::OnceLock<vfs::WorkerPool> = std::sync::OnceLock::new();
+    WORKERS.get_or_init(vfs::WorkerPool::with_available_parallelism).clone()
+}
+
 #[cfg(test)]
 #[expect(clippy::disallowed_methods, reason = "fixture: tests build fixtures on disk")]
 mod tests {
@@ -835,6 +843,14 @@ mod tests {
         let roots: Vec<String> = launch.registry().operator_view().into_iter().map(|view| view.root).collect();
         assert_eq!(roots, ["/src", "/secret"]);
         assert_eq!(launch.registry().internal_roots(), ["/secret"]);
+    }
+
+    #[test]
+    fn every_launch_searches_on_the_one_worker_pool_of_the_process() {
+        let setup = Setup::new();
+        let first = compose(&setup.options(), vfs::ambient_authority()).unwrap();
+        let second = compose(&setup.options(), vfs::ambient_authority()).unwrap();
+        assert_eq!(first.registry().pool(), second.registry().pool());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use vfs::{Access, MountRegistry, MountSpec, NameRule, Precondition, ReadWindow};
+use vfs::{Access, GrepRequest, MountRegistry, MountSpec, NameRule, Precondition, ReadWindow};
 
 fn spec(path: &std::path::Path, root: &str, rights: &str) -> MountSpec {
     format!("{}:{root}:{rights}", path.display()).parse().unwrap()
@@ -146,6 +146,48 @@ fn list(c: &mut Criterion) {
     group.finish();
 }
 
+/// Content search (`grep`): many small files (the walk and the per-file work dominate), a search
+/// that stops at `maxResults` early, and a few large files (the searching itself dominates).
+fn grep(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    for index in 0..1000 {
+        let directory = small.join(format!("d{:02}", index / 50));
+        std::fs::create_dir_all(&directory).unwrap();
+        let needle = if index % 100 == 7 { "let needle = 1;\n" } else { "" };
+        let body = format!("fn function_{index}() {{\n    let value = {index};\n{needle}    value + 1\n}}\n");
+        std::fs::write(directory.join(format!("f{index:04}.rs")), body.repeat(20)).unwrap();
+    }
+    let large = dir.path().join("large");
+    std::fs::create_dir_all(&large).unwrap();
+    let line = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu\n";
+    for index in 0..8 {
+        std::fs::write(large.join(format!("l{index}.txt")), line.repeat(1024 * 1024 / line.len())).unwrap();
+    }
+    let registry = MountRegistry::builder()
+        .mount(spec(&small, "/small", "ro"))
+        .mount(spec(&large, "/large", "ro"))
+        .build()
+        .unwrap();
+    let agent = registry.agent();
+    let request = |pattern: &str, path: &str, max_results: Option<usize>| GrepRequest {
+        pattern: pattern.to_owned(),
+        path: Some(path.to_owned()),
+        max_results,
+        ..GrepRequest::default()
+    };
+    let mut group = c.benchmark_group("grep");
+    let all = request("needle", "/small", Some(1000));
+    group.bench_function("1,000 small files, 10 of them matching", |b| b.iter(|| agent.grep(black_box(&all)).unwrap()));
+    let first = request("value", "/small", Some(10));
+    group.bench_function("1,000 small files, stopped at 10 matches", |b| {
+        b.iter(|| agent.grep(black_box(&first)).unwrap());
+    });
+    let scan = request(r"\bomega\w+", "/large", None);
+    group.bench_function("8 files of 1 MiB, no match", |b| b.iter(|| agent.grep(black_box(&scan)).unwrap()));
+    group.finish();
+}
+
 fn scrub(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let mut builder = MountRegistry::builder();
@@ -162,5 +204,5 @@ fn scrub(c: &mut Criterion) {
     c.bench_function("scrub 64 KiB of clean agent-bound text", |b| b.iter(|| registry.scrub(black_box(&text)).len()));
 }
 
-criterion_group!(benches, resolve, read_and_info, write, list, scrub);
+criterion_group!(benches, resolve, read_and_info, write, list, grep, scrub);
 criterion_main!(benches);

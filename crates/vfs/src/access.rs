@@ -80,7 +80,9 @@ impl AgentAccessor {
         let context =
             Context::new(&self.registry.inner, Caller::Agent, self.budget.start(operation), self.budget.call());
         let result = audited(Caller::Agent, operation, path, &context.call, || {
+            let entered = context.deadline.enter();
             let result = work(&context);
+            drop(entered);
             context.deadline.close();
             result
         });
@@ -410,7 +412,10 @@ impl PrivilegedAccessor {
         work: impl FnOnce(&Context<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let context = Context::new(&self.registry.inner, self.caller(), Deadline::never(), CallId::new());
-        let result = audited(self.caller(), operation, path, &context.call, || work(&context));
+        let result = audited(self.caller(), operation, path, &context.call, || {
+            let _entered = context.deadline.enter();
+            work(&context)
+        });
         self.registry.inner.call_ended(&context.call);
         result
     }

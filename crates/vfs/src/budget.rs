@@ -9,11 +9,17 @@
 //! check. A caller that wants to know how far a long call got gives a progress sink: walks,
 //! searches and multi-file reads report to it, at most four times a second.
 //!
-//! Only a call's `Deadline` calls the sink, and the deadline lives in the call's own scope
-//! (the search's workers are scoped threads). It serializes the reports, so they reach the sink
-//! one at a time and in order, and it is closed before the call returns: what a sink is told is
-//! always about a call still running.
+//! Only a call's `Deadline` calls the sink, and the call waits for the search's helpers (the
+//! registry's worker pool) to leave its work before it returns. The deadline serializes the
+//! reports, so they reach the sink one at a time and in order, and it is closed before the call
+//! returns: what a sink is told is always about a call still running.
+//!
+//! A thread working for a call holds the call's deadline as its current one
+//! ([`Deadline::enter`]: the accessor's thread for the whole call, a pool thread for as long as
+//! it helps a search), so that storage that waits on the network (object stores) bounds each
+//! request by the call's time and cancel flag without every primitive taking the clock.
 
+use std::cell::RefCell;
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -216,6 +222,19 @@ impl Deadline {
         self.at
     }
 
+    /// True when the call can end early: it has a time limit or a cancel flag.
+    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores wait on the network"))]
+    pub(crate) fn bounded(&self) -> bool {
+        self.at.is_some() || self.cancel.is_some()
+    }
+
+    /// Makes this the current thread's deadline ([`current`]) until the guard is dropped,
+    /// which puts back the one before.
+    pub(crate) fn enter(self: &Arc<Self>) -> Entered {
+        let previous = CURRENT.with(|current| current.replace(Some(Arc::clone(self))));
+        Entered { previous }
+    }
+
     /// Reports progress: the first time at once, then at most every quarter second, and only a
     /// `done` larger than the last one sent (a worker that counted a little earlier than
     /// another may come second; its report is dropped, not sent out of order). Nothing is sent
@@ -274,6 +293,35 @@ impl Deadline {
     }
 }
 
+thread_local! {
+    /// The deadline of the call the thread works for, if any ([`Deadline::enter`]).
+    static CURRENT: RefCell<Option<Arc<Deadline>>> = const { RefCell::new(None) };
+}
+
+/// The deadline of the call the current thread works for, if any.
+#[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores wait on the network"))]
+pub(crate) fn current() -> Option<Arc<Deadline>> {
+    CURRENT.with(|current| current.borrow().clone())
+}
+
+/// While it lives, a deadline is its thread's current one (see [`Deadline::enter`]).
+pub(crate) struct Entered {
+    previous: Option<Arc<Deadline>>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        CURRENT.with(|current| *current.borrow_mut() = previous);
+    }
+}
+
+/// The I/O error of a read that the call's clock stopped: [`Deadline::io_error`] turns it into
+/// the budget's error (for readers that wait on the clock themselves, like an object's ranges).
+pub(crate) fn stopped() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, Stopped)
+}
+
 /// The marker inside an I/O error that a [`Timed`] reader stopped.
 #[derive(Debug)]
 struct Stopped;
@@ -295,7 +343,7 @@ pub(crate) struct Timed<'d, R> {
 impl<R: Read> Read for Timed<'_, R> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         if self.deadline.check().is_err() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, Stopped));
+            return Err(stopped());
         }
         self.inner.read(buffer)
     }

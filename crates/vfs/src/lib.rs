@@ -56,6 +56,7 @@ pub use ops::{
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};
+pub use pool::WorkerPool;
 pub use registry::{
     DecidedBy, Decision, MountInfo, MountRegistry, MountRegistryBuilder, OperatorMountView, OverrideInfo, Subscription,
     WritableElsewhere,
@@ -95,6 +96,7 @@ mod mount;
 mod ops;
 mod path;
 mod policy;
+mod pool;
 mod registry;
 mod scrub;
 mod spec;

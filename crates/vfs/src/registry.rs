@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::mount::{Caller, ConfigError, Limits, Visibility};
 use crate::path::VirtualPath;
 use crate::policy::{Loosening, NamePolicy, NameRule, RuleEffect, is_glob, same_name};
+use crate::pool::WorkerPool;
 use crate::scrub::Scrubber;
 use crate::spec::{Access, MountId, MountRoot, MountSpec, Rights, SubPathRights};
 use crate::storage::local::LocalRoot;
@@ -35,6 +36,8 @@ pub struct MountRegistryBuilder {
     deferred_rules: bool,
     rules: Vec<NameRule>,
     observers: Vec<Arc<dyn ChangeObserver>>,
+    workers: Option<usize>,
+    pool: Option<WorkerPool>,
 }
 
 impl MountRegistryBuilder {
@@ -118,6 +121,23 @@ impl MountRegistryBuilder {
         self
     }
 
+    /// Gives the registry a worker pool of its own of `threads` threads for its content
+    /// searches (default: as many as the machine runs at once,
+    /// [`WorkerPool::with_available_parallelism`]). One search uses at most eight threads, its
+    /// caller's own included.
+    pub fn workers(&mut self, threads: usize) -> &mut Self {
+        self.workers = Some(threads);
+        self.pool = None;
+        self
+    }
+
+    /// Runs the registry's content searches on `pool`, which other registries may share (a
+    /// host that builds a registry per crew gives them one pool), instead of a pool of its own.
+    pub fn pool(&mut self, pool: WorkerPool) -> &mut Self {
+        self.pool = Some(pool);
+        self
+    }
+
     /// Checks every mount and opens each root directory once.
     pub fn build(&self) -> Result<MountRegistry, ConfigError> {
         let mut seen: HashMap<String, String> = HashMap::new();
@@ -195,6 +215,9 @@ impl MountRegistryBuilder {
                     .chain(self.observers.iter().cloned())
                     .collect(),
                 subscribers: std::sync::RwLock::new(Subscribers::default()),
+                pool: self.pool.clone().unwrap_or_else(|| {
+                    self.workers.map_or_else(WorkerPool::with_available_parallelism, WorkerPool::new)
+                }),
             }),
         })
     }
@@ -546,6 +569,8 @@ pub(crate) struct RegistryInner {
     pub(crate) observers: Vec<Arc<dyn ChangeObserver>>,
     /// Observers added after the launch ([`MountRegistry::subscribe`]), told after those.
     pub(crate) subscribers: std::sync::RwLock<Subscribers>,
+    /// The threads that help content searches (`crate::pool`).
+    pub(crate) pool: WorkerPool,
 }
 
 impl RegistryInner {
@@ -811,6 +836,13 @@ pub struct MountRegistry {
 }
 
 impl MountRegistry {
+    /// The worker pool this registry's content searches run on: to build another registry on
+    /// the same threads ([`MountRegistryBuilder::pool`]).
+    #[must_use]
+    pub fn pool(&self) -> &WorkerPool {
+        &self.inner.pool
+    }
+
     /// Adds an observer of the change feed to this registry, already built: told of every
     /// change committed from now on, after the observers of the launch, until the returned
     /// [`Subscription`] is dropped. For a front end that caches what it showed (a FUSE view

@@ -7,16 +7,20 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::Context;
+use crate::budget::Deadline;
 use crate::error::Error;
 use crate::gate;
 use crate::hint::{Argument, Hint, Operation};
 use crate::path::VirtualPath;
 use crate::policy::RuleEffect;
+use crate::pool::{MAX_WORKERS, Ran, Task, WorkerPool};
+use crate::registry::RegistryInner;
 use crate::storage::local::descriptor_budget;
 use crate::storage::{Backend, Flow, Kind, Located, Node, Walked};
 use crate::text::AgentText;
@@ -44,12 +48,22 @@ struct Job {
 /// Files searched per parallel batch: bounds memory and open directory handles.
 const BATCH: usize = 4096;
 
-/// The files waiting to be searched and the merged output so far, in walk order.
-struct Batch<'m> {
-    matcher: &'m grep_regex::RegexMatcher,
-    context: &'m Context<'m>,
+/// What every file of one call is searched with, shared with the worker pool's threads that
+/// search them (so it is owned, not borrowed from the call).
+struct Search {
+    registry: Arc<RegistryInner>,
+    deadline: Arc<Deadline>,
+    matcher: grep_regex::RegexMatcher,
     lines_around: usize,
     limit: usize,
+    /// The whole call's progress, counted by the workers as each file finishes.
+    tally: Tally,
+}
+
+/// The files waiting to be searched and the merged output so far, in walk order.
+struct Batch<'m> {
+    search: Arc<Search>,
+    pool: &'m WorkerPool,
     jobs: Vec<Job>,
     /// Distinct directory handles the waiting jobs hold open.
     handles: usize,
@@ -58,8 +72,6 @@ struct Batch<'m> {
     files_searched: usize,
     unreadable: usize,
     truncated: bool,
-    /// The whole call's progress, counted by the workers as each file finishes.
-    tally: Tally,
 }
 
 /// Files searched and matches found so far in the whole call, counted by the workers as each
@@ -71,24 +83,7 @@ struct Tally {
     matches: AtomicU64,
 }
 
-impl<'m> Batch<'m> {
-    fn new(matcher: &'m grep_regex::RegexMatcher, call: &'m Context<'m>, context: usize, limit: usize) -> Self {
-        Self {
-            matcher,
-            context: call,
-            lines_around: context,
-            limit,
-            jobs: Vec::new(),
-            handles: 0,
-            lines: Vec::new(),
-            matches: 0,
-            files_searched: 0,
-            unreadable: 0,
-            truncated: false,
-            tally: Tally::default(),
-        }
-    }
-
+impl Search {
     fn searcher(&self) -> Searcher {
         SearcherBuilder::new()
             .line_number(true)
@@ -99,9 +94,113 @@ impl<'m> Batch<'m> {
             .build()
     }
 
+    /// Counts a file a worker has just searched, and reports from that worker: an atomic add
+    /// per file, and the deadline's rate-limited report.
+    fn count(&self, outcome: &FileOutcome) {
+        if outcome.searched {
+            self.tally.files.fetch_add(1, Ordering::Relaxed);
+            self.tally.matches.fetch_add(outcome.matches as u64, Ordering::Relaxed);
+        }
+        self.report();
+    }
+
+    /// Reports the files searched and matches found so far. Matches past `limit` are found
+    /// (a worker finishes the file it is in) but never returned, so they are not counted:
+    /// the last count is the result's.
+    fn report(&self) {
+        let files = self.tally.files.load(Ordering::Relaxed);
+        let matches = self.tally.matches.load(Ordering::Relaxed).min(self.limit as u64);
+        self.deadline.progress(files, None, || format!("{files} files searched, {matches} matches"));
+    }
+
+    /// Searches one file; each read checks the call's clock. A file that vanished is left
+    /// out; one that cannot be opened or searched (permissions, I/O, a line longer than
+    /// [`HEAP_LIMIT`]) is counted as unreadable.
+    fn search_one(&self, searcher: &mut Searcher, job: &Job) -> FileOutcome {
+        let mut outcome = FileOutcome::default();
+        let deadline = &self.deadline;
+        let opened = match self.registry.mounts[job.mount].storage.open_file(&job.node, None, &job.path) {
+            Ok(opened) => opened,
+            Err(error) => {
+                outcome.unreadable = error.kind() != crate::ErrorKind::Changed;
+                return outcome;
+            }
+        };
+        outcome.searched = true;
+        let mut sink =
+            Collector { path: &job.path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit: self.limit };
+        if searcher.search_reader(&self.matcher, deadline.reader(opened.reader), &mut sink).is_err() {
+            // A search the clock stopped is reported by the caller, as the whole call's end.
+            outcome.unreadable = deadline.check().is_ok();
+        }
+        outcome
+    }
+}
+
+/// One batch being searched: its files, each taken once, in order, by whichever of the pool's
+/// threads working on it is free, and what each gave.
+struct Flush {
+    search: Arc<Search>,
+    jobs: Vec<Job>,
+    next: AtomicUsize,
+    /// Matches found in the batch so far: the workers stop taking files at `remaining`.
+    found: AtomicUsize,
+    remaining: usize,
+    outcomes: Mutex<Vec<(usize, FileOutcome)>>,
+}
+
+impl Task for Flush {
+    fn run(&self, others_wait: &dyn Fn() -> bool) -> Ran {
+        // The pool's thread works for this call: its object requests wait on the call's clock.
+        let _entered = self.search.deadline.enter();
+        let mut searcher = self.search.searcher();
+        let mut done = Vec::new();
+        let ran = loop {
+            if self.found.load(Ordering::Relaxed) >= self.remaining || self.search.deadline.check().is_err() {
+                break Ran::Done;
+            }
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = self.jobs.get(index) else { break Ran::Done };
+            let outcome = self.search.search_one(&mut searcher, job);
+            self.found.fetch_add(outcome.matches, Ordering::Relaxed);
+            self.search.count(&outcome);
+            done.push((index, outcome));
+            // Another call waits for a thread: its turn, after this file.
+            if others_wait() {
+                break Ran::Yielded;
+            }
+        };
+        self.outcomes.lock().unwrap_or_else(PoisonError::into_inner).extend(done);
+        ran
+    }
+}
+
+impl<'m> Batch<'m> {
+    fn new(matcher: grep_regex::RegexMatcher, call: &'m Context<'m>, context: usize, limit: usize) -> Self {
+        let search = Search {
+            registry: Arc::clone(call.registry),
+            deadline: Arc::clone(&call.deadline),
+            matcher,
+            lines_around: context,
+            limit,
+            tally: Tally::default(),
+        };
+        Self {
+            search: Arc::new(search),
+            pool: &call.registry.pool,
+            jobs: Vec::new(),
+            handles: 0,
+            lines: Vec::new(),
+            matches: 0,
+            files_searched: 0,
+            unreadable: 0,
+            truncated: false,
+        }
+    }
+
     /// True once `limit` matches are merged: nothing more needs searching.
     fn full(&self) -> bool {
-        self.matches >= self.limit
+        self.matches >= self.search.limit
     }
 
     /// Queues a file; searches the batch once it holds [`BATCH`] files or as many directory
@@ -136,90 +235,42 @@ impl<'m> Batch<'m> {
         }
     }
 
-    /// Counts a file a worker has just searched, and reports from that worker: an atomic add
-    /// per file, and the deadline's rate-limited report.
-    fn count(&self, outcome: &FileOutcome) {
-        if outcome.searched {
-            self.tally.files.fetch_add(1, Ordering::Relaxed);
-            self.tally.matches.fetch_add(outcome.matches as u64, Ordering::Relaxed);
-        }
-        self.report();
-    }
-
-    /// Reports the files searched and matches found so far. Matches past `limit` are found
-    /// (a worker finishes the file it is in) but never returned, so they are not counted:
-    /// the last count is the result's.
+    /// Reports the progress so far (see [`Search::report`]).
     fn report(&self) {
-        let files = self.tally.files.load(Ordering::Relaxed);
-        let matches = self.tally.matches.load(Ordering::Relaxed).min(self.limit as u64);
-        self.context.deadline.progress(files, None, || format!("{files} files searched, {matches} matches"));
+        self.search.report();
     }
 
-    /// Searches the waiting files on every core. Workers take files in order, so the files
-    /// searched are always a prefix of the batch, and the merged output is exactly the first
-    /// matches in walk order.
+    /// Searches the waiting files on the registry's worker pool ([`WorkerPool`]): on as many
+    /// of its threads as it has (by default one per core), at most [`MAX_WORKERS`], while the
+    /// call's thread waits. Workers take files in order, so the files searched are always a
+    /// prefix of the batch, and the merged output is exactly the first matches in walk order.
     fn flush(&mut self) {
         if self.jobs.is_empty() {
             return;
         }
         let jobs = std::mem::take(&mut self.jobs);
         self.handles = 0;
-        let remaining = self.limit.saturating_sub(self.matches);
-        let next = AtomicUsize::new(0);
-        let found = AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 8);
-        let this = &*self;
-        let mut outcomes: Vec<(usize, FileOutcome)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers.min(jobs.len()))
-                .map(|_| {
-                    let (jobs, next, found) = (&jobs, &next, &found);
-                    scope.spawn(move || {
-                        let mut searcher = this.searcher();
-                        let mut done = Vec::new();
-                        while found.load(Ordering::Relaxed) < remaining && this.context.deadline.check().is_ok() {
-                            let index = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(job) = jobs.get(index) else { break };
-                            let outcome = this.search_one(&mut searcher, job);
-                            found.fetch_add(outcome.matches, Ordering::Relaxed);
-                            this.count(&outcome);
-                            done.push((index, outcome));
-                        }
-                        done
-                    })
-                })
-                .collect();
-            handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
+        let total = jobs.len();
+        let workers = self.pool.threads().min(MAX_WORKERS).min(total);
+        let flush = Arc::new(Flush {
+            search: Arc::clone(&self.search),
+            jobs,
+            next: AtomicUsize::new(0),
+            found: AtomicUsize::new(0),
+            remaining: self.search.limit.saturating_sub(self.matches),
+            outcomes: Mutex::new(Vec::new()),
         });
+        let task: Arc<dyn Task> = flush.clone();
+        // Returns once no thread of the pool holds the batch any more.
+        self.pool.run(&task, workers);
+        let mut outcomes = std::mem::take(&mut *flush.outcomes.lock().unwrap_or_else(PoisonError::into_inner));
         outcomes.sort_unstable_by_key(|(index, _)| *index);
-        if outcomes.len() < jobs.len() {
+        if outcomes.len() < total {
             self.truncated = true;
         }
         for (_, outcome) in outcomes {
             self.merge(outcome);
         }
-    }
-
-    /// Searches one file; each read checks the call's clock. A file that vanished is left
-    /// out; one that cannot be opened or searched (permissions, I/O, a line longer than
-    /// [`HEAP_LIMIT`]) is counted as unreadable.
-    fn search_one(&self, searcher: &mut Searcher, job: &Job) -> FileOutcome {
-        let mut outcome = FileOutcome::default();
-        let deadline = &self.context.deadline;
-        let opened = match self.context.store(job.mount).open_file(&job.node, None, &job.path) {
-            Ok(opened) => opened,
-            Err(error) => {
-                outcome.unreadable = error.kind() != crate::ErrorKind::Changed;
-                return outcome;
-            }
-        };
-        outcome.searched = true;
-        let mut sink =
-            Collector { path: &job.path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit: self.limit };
-        if searcher.search_reader(self.matcher, deadline.reader(opened.reader), &mut sink).is_err() {
-            // A search the clock stopped is reported by the caller, as the whole call's end.
-            outcome.unreadable = deadline.check().is_ok();
-        }
-        outcome
     }
 
     /// The result; `directories` counts what the walk itself could not read.
@@ -416,9 +467,11 @@ impl Context<'_> {
         let start = Self::parse(request.path.as_deref().unwrap_or("/"))?;
 
         // The walk is sequential and lists files to search in walk order; every batch of
-        // files is searched on every core and merged in order, so memory and open directory
-        // handles stay bounded however large the tree is.
-        let mut batch = Batch::new(&matcher, self, context, limit);
+        // files is searched on the registry's worker pool and merged in order, so memory and
+        // open directory handles stay bounded however large the tree is.
+        let mut batch = Batch::new(matcher, self, context, limit);
+        // The pool's threads wake while the walk finds the first files.
+        self.registry.pool.rouse();
         // The first report goes out at the start: a walk may pass many entries before it has a
         // file to search, and one large file may take long to search.
         batch.report();

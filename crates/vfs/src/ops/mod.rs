@@ -26,6 +26,8 @@ pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListi
 pub(crate) use write::DeleteGuard;
 pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOutcome};
 
+use std::sync::Arc;
+
 use crate::budget::Deadline;
 use crate::changes::{Before, CallId, Change, ChangeKind, Image, Saved, TreeItem};
 use crate::error::Error;
@@ -37,15 +39,16 @@ use crate::storage::{Backend, Flow, Kind, Located, Resolve, Stat};
 
 /// One request's view: the registry, who is asking, the call's clock, and its id.
 pub(crate) struct Context<'r> {
-    pub(crate) registry: &'r RegistryInner,
+    /// Shared (not only borrowed), so that work handed to the registry's worker pool can hold it.
+    pub(crate) registry: &'r Arc<RegistryInner>,
     pub(crate) caller: Caller,
-    pub(crate) deadline: Deadline,
+    pub(crate) deadline: Arc<Deadline>,
     pub(crate) call: CallId,
 }
 
 impl<'r> Context<'r> {
-    pub(crate) fn new(registry: &'r RegistryInner, caller: Caller, deadline: Deadline, call: CallId) -> Self {
-        Self { registry, caller, deadline, call }
+    pub(crate) fn new(registry: &'r Arc<RegistryInner>, caller: Caller, deadline: Deadline, call: CallId) -> Self {
+        Self { registry, caller, deadline: Arc::new(deadline), call }
     }
 
     /// Tells the registry's observers of a change this call committed (`crate::changes`),

@@ -5,16 +5,20 @@
 //! Object stores have no links, no hard links, no special files and no nested mounts, so
 //! resolution is routing plus key construction; what this module adds is the mapping of each
 //! operation onto the store's own primitives (ranged GETs, delimiter listings, conditional
-//! puts) behind a small synchronous facade. The store is driven by a private tokio runtime, and
-//! every future runs there, so the facade works from any thread, inside or outside an async
-//! runtime. Bucket, endpoint and prefix are physical information: they appear in
+//! puts) behind a small synchronous facade. Every object mount of the process is driven by
+//! one tokio runtime of this module's own ([`runtime`]), and every future runs there, so the
+//! facade works from any thread, inside or outside an async runtime. The calling thread waits
+//! for each request no longer than the call it works for may run ([`crate::budget::current`]):
+//! a call out of time or cancelled gets the budget's error at once, and its request is
+//! dropped. Bucket, endpoint and prefix are physical information: they appear in
 //! [`ObjectRoot::spellings`] for the scrub and never in an error text.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt as _;
 use object_store::path::Path as Key;
@@ -47,16 +51,48 @@ pub(crate) const CAPABILITIES: Capabilities = Capabilities {
 /// as every `s3://bucket` mount shares the bucket (so a test can fill a store through one
 /// registry and serve it through another). It lives as long as the process.
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
-    static STORES: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, Arc<dyn ObjectStore>>>> =
-        std::sync::OnceLock::new();
-    let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut stores = memory_stores();
     let store = stores.entry(name.to_owned()).or_insert_with(|| Arc::new(object_store::memory::InMemory::new()));
     Arc::clone(store)
+}
+
+type MemoryStores = std::collections::HashMap<String, Arc<dyn ObjectStore>>;
+
+/// The in-process stores by name.
+fn memory_stores() -> std::sync::MutexGuard<'static, MemoryStores> {
+    static STORES: std::sync::OnceLock<std::sync::Mutex<MemoryStores>> = std::sync::OnceLock::new();
+    STORES.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Worker threads of the object stores' one runtime: the requests are waits on the network;
+/// a second thread keeps one slow response (a long listing to parse) from holding the others.
+const RUNTIME_THREADS: usize = 2;
+
+/// How often a thread waiting on a request looks at its call's cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// The runtime every object mount of the process runs its requests on, started by the first
+/// mount opened (and never stopped: it lives as long as the process, as the stores do).
+fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> = std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(RUNTIME_THREADS)
+                .thread_name("vfs-object-store")
+                .enable_all()
+                .build()
+                .map_err(|error| format!("cannot start the object-store runtime: {error}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// What an object operation failed with, before it is described to an agent.
 #[derive(Debug)]
 pub(crate) enum StoreError {
+    /// The call ran out of time or was cancelled while it waited: the budget's own error.
+    Stopped(Error),
     NotFound,
     AlreadyExists,
     /// A conditional put lost against another writer.
@@ -102,7 +138,7 @@ impl ObjectInfo {
 pub(crate) struct ObjectRoot {
     store: Arc<dyn ObjectStore>,
     prefix: Vec<String>,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: &'static tokio::runtime::Runtime,
     spellings: Vec<String>,
     /// `scheme://bucket`: two mounts of one bucket can copy between each other.
     bucket: String,
@@ -126,12 +162,7 @@ impl ObjectRoot {
     /// from the standard `AWS_*` variables) or `memory://name`, and checks that it answers.
     pub(crate) fn open(spec: &MountSpec) -> Result<Self, ConfigError> {
         let physical = spec.physical();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("vfs-object-store")
-            .enable_all()
-            .build()
-            .map_err(|error| config_error(spec, format!("cannot start the object-store runtime: {error}")))?;
+        let runtime = runtime().map_err(|reason| config_error(spec, reason))?;
         // Mount strings were checked when parsed; a spec built in code is checked here.
         let location = match spec.checked_location() {
             Ok(crate::spec::Location::Object(location)) => location,
@@ -171,8 +202,7 @@ impl ObjectRoot {
                 Arc::new(store)
             }
         };
-        let root =
-            Self { store, prefix, runtime: Arc::new(runtime), spellings, bucket: format!("{scheme}://{bucket}") };
+        let root = Self { store, prefix, runtime, spellings, bucket: format!("{scheme}://{bucket}") };
         root.check().map_err(|reason| config_error(spec, reason))?;
         Ok(root)
     }
@@ -181,7 +211,11 @@ impl ObjectRoot {
     fn check(&self) -> Result<(), String> {
         let store = self.store.clone();
         let prefix = self.key(&[] as &[&str]);
-        match self.block(async move { store.list_with_delimiter(Some(&prefix)).await }) {
+        let listed = match self.block(async move { store.list_with_delimiter(Some(&prefix)).await }) {
+            Ok(listed) => listed,
+            Err(error) => return Err(format!("the check of the object store was stopped ({error:?})")),
+        };
+        match listed {
             Ok(_) => Ok(()),
             Err(object_store::Error::NotFound { .. }) => {
                 Err("the bucket does not exist or cannot be listed; create it or fix the name".to_owned())
@@ -211,13 +245,37 @@ impl ObjectRoot {
         &self.spellings
     }
 
-    /// Runs a future on the store's own runtime and waits for it, from any thread.
-    fn block<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> T {
+    /// Runs a future on the object stores' runtime and waits for it, from any thread, no
+    /// longer than the call the thread works for may run: once that call is out of time or
+    /// cancelled (looked at every [`CANCEL_POLL`]), the request is dropped and the budget's
+    /// error returned, as a local operation's clock check gives it.
+    fn block<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> Result<T, StoreError> {
+        let deadline = crate::budget::current().filter(|deadline| deadline.bounded());
+        if let Some(deadline) = &deadline {
+            deadline.check().map_err(StoreError::Stopped)?;
+        }
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
+        let task = self.runtime.spawn(async move {
             let _ = sender.send(future.await);
         });
-        receiver.recv().expect("the object-store runtime runs every task it is given")
+        let Some(deadline) = deadline else {
+            return Ok(receiver.recv().expect("the object-store runtime runs every task it is given"));
+        };
+        loop {
+            let wait = deadline.at().map_or(CANCEL_POLL, |at| at.saturating_duration_since(Instant::now()));
+            match receiver.recv_timeout(wait.min(CANCEL_POLL)) {
+                Ok(value) => return Ok(value),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(error) = deadline.check() {
+                        task.abort();
+                        return Err(StoreError::Stopped(error));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    unreachable!("the object-store runtime runs every task it is given")
+                }
+            }
+        }
     }
 
     /// The object key for a mount-relative path.
@@ -232,7 +290,7 @@ impl ObjectRoot {
         }
         let store = self.store.clone();
         let key = self.key(rel);
-        match self.block(async move { store.head(&key).await }) {
+        match self.block(async move { store.head(&key).await })? {
             Ok(meta) => Ok(Some(ObjectInfo::from_meta(&meta))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(error.into()),
@@ -256,7 +314,7 @@ impl ObjectRoot {
             let options = GetOptions { range: Some(GetRange::Bounded(range)), if_match: etag, ..GetOptions::default() };
             let result = store.get_opts(&key, options).await?;
             result.bytes().await
-        });
+        })?;
         Ok(result?.to_vec())
     }
 
@@ -296,7 +354,7 @@ impl ObjectRoot {
                 bytes.extend_from_slice(&chunk[..take]);
             }
             Ok(Some((bytes, info)))
-        })?;
+        })??;
         Ok(result)
     }
 
@@ -329,7 +387,7 @@ impl ObjectRoot {
         };
         let result = self.block(async move {
             store.put_opts(&key, PutPayload::from(bytes), PutOptions { mode, ..PutOptions::default() }).await
-        })?;
+        })??;
         Ok(result.e_tag.map(|etag| etag.trim_matches('"').to_owned()))
     }
 
@@ -339,7 +397,7 @@ impl ObjectRoot {
         let store = self.store.clone();
         let key = self.key(rel);
         let prefix = if rel.is_empty() && self.prefix.is_empty() { None } else { Some(key) };
-        let listing = self.block(async move { store.list_with_delimiter(prefix.as_ref()).await })?;
+        let listing = self.block(async move { store.list_with_delimiter(prefix.as_ref()).await })??;
         let directories =
             listing.common_prefixes.iter().filter_map(|path| path.filename().map(str::to_owned)).collect();
         let files = listing
@@ -368,7 +426,7 @@ impl ObjectRoot {
                 metas.push(meta);
             }
             Ok::<_, object_store::Error>(metas)
-        })?;
+        })??;
         let truncated = metas.len() > limit;
         let mut objects: Vec<(Vec<String>, ObjectInfo)> = metas
             .iter()
@@ -406,7 +464,7 @@ impl ObjectRoot {
                 }
                 other => other,
             }
-        })?;
+        })??;
         Ok(())
     }
 
@@ -414,7 +472,7 @@ impl ObjectRoot {
     fn delete_object(&self, rel: &[String]) -> Result<(), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
-        self.block(async move { store.delete(&key).await })?;
+        self.block(async move { store.delete(&key).await })??;
         Ok(())
     }
 }
@@ -444,6 +502,7 @@ enum Listed {
 /// and endpoint); the failure is logged for the operator.
 fn store_error(path: &VirtualPath, error: StoreError) -> Error {
     match error {
+        StoreError::Stopped(error) => error,
         StoreError::NotFound => Error::not_found(path),
         StoreError::AlreadyExists => Error::already_exists(path),
         StoreError::Precondition => Error::version_mismatch(path, "a newer one"),
@@ -918,6 +977,8 @@ impl Read for ObjectReader<'_> {
                 self.root.get_range(self.key.clone(), self.position..end, self.etag.clone()).map_err(|error| {
                     match error {
                         StoreError::Precondition => io::Error::other(crate::error::ChangedDuringRead),
+                        // `Deadline::io_error` turns it into the budget's error.
+                        StoreError::Stopped(_) => crate::budget::stopped(),
                         _ => io::Error::other("the object store failed to return a range"),
                     }
                 })?;
@@ -951,6 +1012,112 @@ impl Seek for ObjectReader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Budget, ErrorKind, GrepRequest, MountRegistry, ReadWindow};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+
+    /// A registry of `memory://name` mounted at `/data`, holding `/data/file.txt`, whose reads
+    /// take a minute each (listings answer at once): a store that stops answering.
+    fn hanging(name: &str) -> MountRegistry {
+        let config = object_store::throttle::ThrottleConfig {
+            wait_get_per_call: Duration::from_mins(1),
+            ..object_store::throttle::ThrottleConfig::default()
+        };
+        let store = object_store::throttle::ThrottledStore::new(object_store::memory::InMemory::new(), config);
+        let key = Key::from("file.txt");
+        runtime().unwrap().block_on(store.put(&key, PutPayload::from("a needle\n"))).unwrap();
+        memory_stores().insert(name.to_owned(), Arc::new(store));
+        let spec: MountSpec = format!("memory://{name}:/data:ro").parse().unwrap();
+        MountRegistry::builder().mount(spec).build().unwrap()
+    }
+
+    /// A budget whose cancel flag is set `after` from now, on another thread.
+    fn cancelled_after(after: Duration) -> Budget {
+        let flag = Arc::new(AtomicBool::new(false));
+        let cancel = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            cancel.store(true, Ordering::Relaxed);
+        });
+        Budget::unlimited().with_cancel_flag(flag)
+    }
+
+    /// What the clock of a call of `operation` says once it is cancelled, or out of time: the
+    /// error every local operation gives.
+    fn budget_error(operation: crate::Operation, cancelled: bool) -> String {
+        let budget = if cancelled {
+            Budget::unlimited().with_cancel_flag(Arc::new(AtomicBool::new(true)))
+        } else {
+            Budget::unlimited().with_time(Duration::ZERO)
+        };
+        budget.start(operation).check().unwrap_err().to_string()
+    }
+
+    /// Runs `call`, and checks that it ended between `after` and a second later (the store
+    /// would have answered after a minute) with `kind`.
+    fn returns_promptly(after: Duration, kind: ErrorKind, call: impl FnOnce() -> crate::Error) -> String {
+        let started = Instant::now();
+        let error = call();
+        let took = started.elapsed();
+        assert!(took >= after && took < after + Duration::from_secs(1), "returned after {took:?}");
+        assert_eq!(error.kind(), kind, "{error}");
+        error.to_string()
+    }
+
+    const SOON: Duration = Duration::from_millis(300);
+
+    #[test]
+    fn a_read_waiting_on_the_store_ends_when_the_call_is_cancelled() {
+        let registry = hanging("hanging-read-cancel");
+        let agent = registry.agent().with_budget(cancelled_after(SOON));
+        let error = returns_promptly(SOON, ErrorKind::Cancelled, || {
+            agent.read_text("/data/file.txt", &ReadWindow::default()).unwrap_err()
+        });
+        assert_eq!(error, budget_error(crate::Operation::ReadText, true));
+    }
+
+    #[test]
+    fn a_read_waiting_on_the_store_ends_when_the_call_is_out_of_time() {
+        let registry = hanging("hanging-read-time");
+        let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
+        let error = returns_promptly(SOON, ErrorKind::TimedOut, || {
+            agent.read_text("/data/file.txt", &ReadWindow::default()).unwrap_err()
+        });
+        assert_eq!(error, budget_error(crate::Operation::ReadText, false));
+    }
+
+    /// The search's reads run on the registry's worker pool, which works under the call's clock.
+    #[test]
+    fn a_grep_waiting_on_the_store_ends_when_the_call_is_cancelled_or_out_of_time() {
+        let registry = hanging("hanging-grep");
+        let request = GrepRequest { pattern: "needle".into(), path: Some("/data".into()), ..GrepRequest::default() };
+        let agent = registry.agent().with_budget(cancelled_after(SOON));
+        let error = returns_promptly(SOON, ErrorKind::Cancelled, || agent.grep(&request).unwrap_err());
+        assert_eq!(error, budget_error(crate::Operation::Grep, true));
+        let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
+        let error = returns_promptly(SOON, ErrorKind::TimedOut, || agent.grep(&request).unwrap_err());
+        assert_eq!(error, budget_error(crate::Operation::Grep, false));
+    }
+
+    /// Every object mount's requests run on one runtime: opening more mounts starts no thread.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test counts the process's threads in /proc")]
+    fn every_object_mount_runs_on_the_one_runtime() {
+        let runtime_threads = || {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+                // `vfs-object-store`, cut to the kernel's 15 bytes.
+                .filter(|name| name.starts_with("vfs-object-sto"))
+                .count()
+        };
+        let open = |name: &str| ObjectRoot::open(&format!("memory://{name}:/data:ro").parse().unwrap()).unwrap();
+        let first = open("one-runtime-0");
+        assert_eq!(runtime_threads(), RUNTIME_THREADS);
+        let others: Vec<ObjectRoot> = (1..5).map(|index| open(&format!("one-runtime-{index}"))).collect();
+        assert_eq!(runtime_threads(), RUNTIME_THREADS);
+        assert!(others.iter().all(|root| std::ptr::eq(root.runtime, first.runtime)));
+    }
 
     /// A read that spans several ranged requests is pinned to the version it started on: an
     /// object replaced between two ranges fails the read as changed.
