@@ -267,6 +267,10 @@ impl ObjectRoot {
                 Ok(value) => return Ok(value),
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(error) = deadline.check() {
+                        // An answer that came as the clock ran out is still the answer.
+                        if let Ok(value) = receiver.try_recv() {
+                            return Ok(value);
+                        }
                         task.abort();
                         return Err(StoreError::Stopped(error));
                     }
@@ -276,6 +280,32 @@ impl ObjectRoot {
                 }
             }
         }
+    }
+
+    /// Runs a request that changes the bucket (a put, a copy, a delete): the call's clock is
+    /// looked at before it is sent, never after. A change the server may already have made is
+    /// not cut off: its answer is waited for (within the object store's own request timeout),
+    /// so a call is never told "stopped" about a change that happened, and every change made
+    /// reaches the change feed.
+    fn block_change<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if let Some(deadline) = crate::budget::current().filter(|deadline| deadline.bounded()) {
+            deadline.check().map_err(StoreError::Stopped)?;
+        }
+        Ok(self.finish_change(future))
+    }
+
+    /// Runs a request that changes the bucket and waits for its answer, whatever the call's
+    /// clock says: the second half of a change whose first half was made (a move's delete of
+    /// its source, once the copy is there).
+    fn finish_change<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> T {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = sender.send(future.await);
+        });
+        receiver.recv().expect("the object-store runtime runs every task it is given")
     }
 
     /// The object key for a mount-relative path.
@@ -385,7 +415,7 @@ impl ObjectRoot {
                 PutMode::Update(UpdateVersion { e_tag: Some(format!("\"{token}\"")), version: None })
             }
         };
-        let result = self.block(async move {
+        let result = self.block_change(async move {
             store.put_opts(&key, PutPayload::from(bytes), PutOptions { mode, ..PutOptions::default() }).await
         })??;
         Ok(result.e_tag.map(|etag| etag.trim_matches('"').to_owned()))
@@ -445,7 +475,7 @@ impl ObjectRoot {
     /// Copies one object; with `overwrite` false, fails if the destination exists.
     fn copy_keys(&self, from: Key, to: Key, overwrite: bool) -> Result<(), StoreError> {
         let store = self.store.clone();
-        self.block(async move {
+        self.block_change(async move {
             if overwrite {
                 return store.copy(&from, &to).await;
             }
@@ -472,7 +502,7 @@ impl ObjectRoot {
     fn delete_object(&self, rel: &[String]) -> Result<(), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
-        self.block(async move { store.delete(&key).await })??;
+        self.block_change(async move { store.delete(&key).await })??;
         Ok(())
     }
 }
@@ -580,7 +610,11 @@ impl ObjectRoot {
             return if replace { Ok(()) } else { Err(Error::already_exists(path)) };
         }
         self.copy_keys(source_key, target_key, replace).map_err(|error| store_error(path, error))?;
-        self.delete_object(&from.rel).map_err(|error| store_error(path, error))
+        // The copy is made: the source goes too, whatever the clock says now, so that a move
+        // is never left half done by a call's time limit.
+        let store = self.store.clone();
+        let key = self.key(&from.rel);
+        self.finish_change(async move { store.delete(&key).await }).map_err(|error| store_error(path, error.into()))
     }
 }
 
@@ -1097,6 +1131,28 @@ mod tests {
         let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
         let error = returns_promptly(SOON, ErrorKind::TimedOut, || agent.grep(&request).unwrap_err());
         assert_eq!(error, budget_error(crate::Operation::Grep, false));
+    }
+
+    /// A change the store is making is not cut off by the call's clock: a put sent before the
+    /// call ran out of time is waited for and reported as made (a server may have committed
+    /// it), and the file holds it.
+    #[test]
+    fn a_put_under_way_when_the_call_runs_out_of_time_is_finished_and_reported() {
+        let config = object_store::throttle::ThrottleConfig {
+            wait_put_per_call: Duration::from_secs(1),
+            ..object_store::throttle::ThrottleConfig::default()
+        };
+        let store = object_store::throttle::ThrottledStore::new(object_store::memory::InMemory::new(), config);
+        memory_stores().insert("slow-put".to_owned(), Arc::new(store));
+        let spec: MountSpec = "memory://slow-put:/data:rw".parse().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build().unwrap();
+        let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
+        let started = Instant::now();
+        let written = agent.write("/data/new.txt", "made\n", &crate::Precondition::Absent).unwrap();
+        assert!(started.elapsed() >= Duration::from_secs(1), "the put was not waited for");
+        assert!(written.created && written.version.is_some(), "{written:?}");
+        let read = registry.agent().read_text("/data/new.txt", &ReadWindow::default()).unwrap();
+        assert_eq!(read.content, "made\n");
     }
 
     /// Every object mount's requests run on one runtime: opening more mounts starts no thread.
