@@ -283,8 +283,12 @@ impl Scope {
         let test_file = components.iter().any(|part| matches!(*part, "tests" | "benches"))
             || relative.starts_with("fuzz/")
             || matches!(file_name, "tests.rs" | "testutil.rs");
+        // The MCP surface: files named for it, every part of it under `tools/` (handlers,
+        // table, schemas), and the words it gives the core's hints.
         let host_tool = relative.starts_with("crates/host/src/")
-            && ["tool", "mcp", "server"].iter().any(|word| file_name.contains(word));
+            && (["tool", "mcp", "server"].iter().any(|word| file_name.contains(word))
+                || relative.starts_with("crates/host/src/tools/")
+                || relative == "crates/host/src/words.rs");
         let agent_facing = relative.starts_with("crates/vfs/src/ops/")
             || matches!(
                 relative,
@@ -679,7 +683,7 @@ impl Scan {
         }
         if path.is_ident("cfg") {
             if let Meta::List(list) = &attribute.meta
-                && mentions_test(list.tokens.clone())
+                && list.parse_args::<Meta>().is_ok_and(|predicate| requires_test(&predicate))
             {
                 self.tests.push((start, end));
             }
@@ -801,22 +805,34 @@ impl Scan {
     }
 }
 
-fn mentions_test(tokens: TokenStream) -> bool {
-    let mut negated = false;
-    for tree in tokens {
-        match tree {
-            TokenTree::Ident(ident) if ident == "test" => return true,
-            TokenTree::Ident(ident) => negated = ident == "not",
-            TokenTree::Group(group) => {
-                if !negated && mentions_test(group.stream()) {
-                    return true;
-                }
-                negated = false;
+/// True when a `cfg` predicate holds only in test builds: `test`, `all(…)` with a part that
+/// does, `any(…)` whose every part does. (`any(test, unix)` builds in production too.)
+fn requires_test(predicate: &Meta) -> bool {
+    match predicate {
+        Meta::Path(path) => path.is_ident("test"),
+        Meta::List(list) => {
+            let Ok(parts) = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) else {
+                return false;
+            };
+            if list.path.is_ident("all") {
+                parts.iter().any(requires_test)
+            } else if list.path.is_ident("any") {
+                !parts.is_empty() && parts.iter().all(requires_test)
+            } else {
+                false
             }
-            _ => {}
         }
+        Meta::NameValue(_) => false,
     }
-    false
+}
+
+/// True when `tokens` name `ident` anywhere, groups included.
+fn names_ident(tokens: TokenStream, ident: &str) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        TokenTree::Ident(found) => found == ident,
+        TokenTree::Group(group) => names_ident(group.stream(), ident),
+        _ => false,
+    })
 }
 
 fn derives_json_schema(attribute: &Attribute) -> bool {
@@ -1117,9 +1133,30 @@ impl<'ast> Visit<'ast> for Scan {
         visit::visit_expr_method_call(self, call);
     }
 
+    /// Rule `ambient-authority` again: a renamed import would let a call go unseen.
+    fn visit_use_rename(&mut self, rename: &'ast syn::UseRename) {
+        if rename.ident == "ambient_authority" {
+            self.push(
+                AMBIENT,
+                rename.span().start().line,
+                format!("`ambient_authority` is imported as `{}`; call it by its own name", rename.rename),
+            );
+        }
+        visit::visit_use_rename(self, rename);
+    }
+
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
         visit::visit_macro(self, mac);
         let Ok(arguments) = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) else {
+            // A body that is not a list of expressions (a `macro_rules!`, a DSL) is not walked:
+            // a mint inside it is found by its name.
+            if names_ident(mac.tokens.clone(), "ambient_authority") {
+                self.push(
+                    AMBIENT,
+                    mac.span().start().line,
+                    "the ambient authority is named in a macro here".to_owned(),
+                );
+            }
             return;
         };
         let name = mac.path.segments.last().map(|segment| segment.ident.to_string()).unwrap_or_default();

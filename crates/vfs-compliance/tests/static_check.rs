@@ -85,6 +85,9 @@ pub struct Wrapped {
     // Host tool types are agent-facing by file, and anything deriving JsonSchema by its derive.
     let tool = "#[derive(Debug, schemars::JsonSchema)]\npub struct ReadArgs {\n    pub path: std::path::PathBuf,\n}\n";
     assert_eq!(rules(&check_source("crates/host/src/tools.rs", tool)), [("path-field", 3)]);
+    // Every part of the surface is, whatever its file's name.
+    assert_eq!(rules(&check_source("crates/host/src/tools/handlers.rs", source))[0], ("path-field", 3));
+    assert_eq!(rules(&check_source("crates/host/src/words.rs", source))[0], ("path-field", 3));
     assert_eq!(rules(&check_source("crates/host/src/settings.rs", tool)), [("path-field", 3)]);
     assert_eq!(rules(&check_source("crates/host/src/mcp.rs", source))[0], ("path-field", 3));
 }
@@ -136,6 +139,26 @@ fn the_ambient_authority_is_minted_only_in_the_binarys_main_and_in_tests() {
     // A ratified comment exempts it like any exemptable rule.
     let exempted = "fn f() {\n    // vfs-compliance: allow(ambient-authority) reason=tooling: a dev tool's own main\n    let authority = vfs::ambient_authority();\n}\n";
     assert_eq!(check_source("crates/app/src/main.rs", exempted), []);
+}
+
+#[test]
+fn the_ambient_authority_cannot_be_minted_out_of_sight() {
+    // Renamed on import, the call would not read as a mint: the rename is the finding.
+    let renamed = "use vfs::ambient_authority as mint;\nfn f() {\n    let authority = mint();\n}\n";
+    let findings = check_source("crates/host/src/launch.rs", renamed);
+    assert_eq!(rules(&findings), [("ambient-authority", 1)]);
+    assert_eq!(findings[0].message, "`ambient_authority` is imported as `mint`; call it by its own name");
+    // Inside a macro whose body is not a list of expressions.
+    let in_macro = "macro_rules! authority {\n    () => { vfs::ambient_authority() };\n}\n";
+    assert_eq!(rules(&check_source("crates/host/src/launch.rs", in_macro)), [("ambient-authority", 1)]);
+    // Code that builds in production too is not test code: `any(test, unix)` holds on unix.
+    let call = "fn f() {\n    let authority = vfs::ambient_authority();\n}\n";
+    let either = format!("#[cfg(any(test, unix))]\n{call}");
+    assert_eq!(rules(&check_source("crates/host/src/launch.rs", &either)), [("ambient-authority", 3)]);
+    let only_tests = format!("#[cfg(all(unix, test))]\n{call}");
+    assert_eq!(check_source("crates/host/src/launch.rs", &only_tests), []);
+    let not_tests = format!("#[cfg(not(test))]\n{call}");
+    assert_eq!(rules(&check_source("crates/host/src/launch.rs", &not_tests)), [("ambient-authority", 3)]);
 }
 
 #[test]
