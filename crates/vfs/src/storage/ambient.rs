@@ -77,6 +77,10 @@ pub enum HostPathError {
     /// A link that leads out of the directory the file was to be read beneath.
     #[error("it is a link that leads out of its directory")]
     Escapes,
+    /// A link, where the system cannot tell where a link leads without following it (no
+    /// `openat2`, or a filter refuses it): no link is followed there.
+    #[error("it is a link, and links are not followed on this system; name the file itself")]
+    Link,
     /// No component of a directory to create exists.
     #[error("no part of the path exists")]
     NothingExists,
@@ -147,24 +151,41 @@ pub fn read_text_file_beneath(
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     match open_beneath(&handle, name, flags) {
         Ok(fd) => read_open(&fd, limit),
-        Err(Errno::NOENT) => Err(HostPathError::NoFile),
-        Err(Errno::XDEV | Errno::LOOP) => Err(HostPathError::Escapes),
-        Err(errno) => Err(os(errno)),
+        Err((Errno::NOENT, _)) => Err(HostPathError::NoFile),
+        Err((Errno::LOOP, Beneath::NoFollow)) => Err(HostPathError::Link),
+        Err((Errno::XDEV | Errno::LOOP, _)) => Err(HostPathError::Escapes),
+        Err((errno, _)) => Err(os(errno)),
     }
 }
 
+/// How [`open_beneath`] opened, or failed to: following links that stay beneath the
+/// directory, or following none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Beneath {
+    Resolved,
+    NoFollow,
+}
+
+/// Opens `name` beneath `directory`, following only links that stay beneath it. Where
+/// `openat2` is missing or refused for this call (an old kernel, a seccomp filter or an LSM
+/// answering `EPERM`, `EACCES` or `EINVAL`, as the local store also meets them), no link is
+/// followed at all.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn open_beneath(directory: &OwnedFd, name: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+fn open_beneath(directory: &OwnedFd, name: &str, flags: OFlags) -> Result<OwnedFd, (Errno, Beneath)> {
     let resolve = rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_MAGICLINKS;
     match rustix::fs::openat2(directory, name, flags, Mode::empty(), resolve) {
-        Err(Errno::NOSYS) => rustix::fs::openat(directory, name, flags | OFlags::NOFOLLOW, Mode::empty()),
-        other => other,
+        Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS | Errno::INVAL) => {
+            rustix::fs::openat(directory, name, flags | OFlags::NOFOLLOW, Mode::empty())
+                .map_err(|errno| (errno, Beneath::NoFollow))
+        }
+        other => other.map_err(|errno| (errno, Beneath::Resolved)),
     }
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn open_beneath(directory: &OwnedFd, name: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+fn open_beneath(directory: &OwnedFd, name: &str, flags: OFlags) -> Result<OwnedFd, (Errno, Beneath)> {
     rustix::fs::openat(directory, name, flags | OFlags::NOFOLLOW, Mode::empty())
+        .map_err(|errno| (errno, Beneath::NoFollow))
 }
 
 /// The text of an opened file: a regular file of at most `limit` bytes, without NUL, UTF-8.
