@@ -92,6 +92,9 @@ struct State {
     /// Where the log ended after this process's last append, as far as it knows: a log found
     /// longer was written by another process too, whose images this one has not counted.
     log_end: Option<u64>,
+    /// Moved on each time `image_bytes` is found stale, so that a count made before cannot be
+    /// stored over the finding.
+    generation: u64,
 }
 
 /// The journal of one launch.
@@ -273,12 +276,22 @@ impl Journal {
     fn bound(&self, access: &PrivilegedAccessor, added: u64) {
         // Never read the journal with the state locked: the read is a call, whose end is
         // told to this observer (`call_ended`), which takes the state.
-        let known = self.state().image_bytes;
+        let (known, generation) = {
+            let state = self.state();
+            (state.image_bytes, state.generation)
+        };
+        // A count is kept only if no other process's lines were found meanwhile.
+        let keep = |count: u64| {
+            let mut state = self.state();
+            if state.generation == generation {
+                state.image_bytes = Some(count);
+            }
+        };
         let total = match known {
             Some(known) => known + added,
             None => load(access).iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum(),
         };
-        self.state().image_bytes = Some(total);
+        keep(total);
         if total <= self.max_bytes {
             return;
         }
@@ -298,7 +311,7 @@ impl Journal {
                 left -= entry.image_bytes;
             }
         }
-        self.state().image_bytes = Some(left);
+        keep(left);
     }
 }
 
@@ -563,6 +576,7 @@ impl Journal {
         let mut state = self.state();
         if before.is_none() || before != state.log_end {
             state.image_bytes = None;
+            state.generation += 1;
         }
         state.log_end = before.map(|before| before + bytes.len() as u64);
         Ok(())
