@@ -430,6 +430,11 @@ fn sdk_config(
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins.clone())
         .with_max_request_body_bytes(options.max_request_bytes)
+        // A fresh session stream opens with a priming event (id `0`), which `CommonIds`
+        // relies on to number the real events apart from it: set here, not left to the SDK's
+        // default. (No event store is set either: the SDK's session cache is the one
+        // `resume_after` and `CommonIds` are written against.)
+        .with_sse_retry(Some(SSE_RETRY))
         .with_cancellation_token(end);
     (config, origins)
 }
@@ -814,6 +819,10 @@ fn resume_after(headers: &mut http::HeaderMap) -> bool {
 
 const LAST_EVENT_ID: &str = "last-event-id";
 
+/// How long a client waits before it reconnects a stream that ended, as the priming event of
+/// each stream tells it.
+const SSE_RETRY: Duration = Duration::from_secs(3);
+
 /// The body, read within its size and time bounds, and checked to be JSON: the answers for a
 /// body too large, too slow or not JSON are the server's own, before anything is parsed
 /// further.
@@ -1052,6 +1061,15 @@ mod tests {
         let body = Frames(frames.iter().map(|frame| Bytes::copy_from_slice(frame.as_bytes())).collect()).boxed();
         let collected = CommonIds::new(body, fresh).collect().await.unwrap().to_bytes();
         String::from_utf8(collected.to_vec()).unwrap()
+    }
+
+    /// `CommonIds` numbers a fresh stream's events apart from its priming event: the SDK must
+    /// send one.
+    #[test]
+    fn the_sdk_primes_each_stream_and_keeps_its_own_events() {
+        let options = HttpOptions::new("127.0.0.1:8080".parse().unwrap(), Tokens::default(), 1024);
+        let (config, _) = sdk_config("127.0.0.1:8080".parse().unwrap(), &options, CancellationToken::new());
+        assert_eq!(config.sse_retry, Some(SSE_RETRY));
     }
 
     #[tokio::test]

@@ -123,8 +123,8 @@ impl MountRegistryBuilder {
 
     /// Gives the registry a worker pool of its own of `threads` threads for its content
     /// searches (default: as many as the machine runs at once,
-    /// [`WorkerPool::with_available_parallelism`]). One search uses at most eight threads, its
-    /// caller's own included.
+    /// [`WorkerPool::with_available_parallelism`]). One search uses at most eight of the pool's
+    /// threads; its caller walks the tree and waits for them.
     pub fn workers(&mut self, threads: usize) -> &mut Self {
         self.workers = Some(threads);
         self.pool = None;
