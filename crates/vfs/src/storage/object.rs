@@ -596,7 +596,9 @@ impl ObjectRoot {
         let target_key = target.key(&to.rel);
         let exists = self.head_object(&from.rel).map_err(|error| store_error(path, error))?;
         if exists.is_none() {
-            return Err(if self.has_prefix(&from.rel).unwrap_or(false) {
+            // A request the clock stopped answers as stopped, not as "not found".
+            let directory = self.has_prefix(&from.rel).map_err(|error| store_error(path, error))?;
+            return Err(if directory {
                 Error::invalid_argument(agent_text![
                     "cannot move directory ",
                     code(path),
@@ -760,7 +762,10 @@ impl crate::storage::Store for ObjectRoot {
         match self.put_object(&node.rel, bytes.to_vec(), when) {
             Ok(version) => Ok(version),
             Err(StoreError::Precondition) => {
-                let current = self.head_object(&node.rel).ok().flatten().and_then(|info| info.token());
+                let current = self
+                    .head_object(&node.rel)
+                    .map_err(|error| store_error(path, error))?
+                    .and_then(|info| info.token());
                 Err(Error::version_mismatch(path, current.as_deref().unwrap_or("none (the file does not exist)")))
             }
             Err(error) => Err(store_error(path, error)),
