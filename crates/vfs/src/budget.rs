@@ -223,7 +223,6 @@ impl Deadline {
     }
 
     /// True when the call can end early: it has a time limit or a cancel flag.
-    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores wait on the network"))]
     pub(crate) fn bounded(&self) -> bool {
         self.at.is_some() || self.cancel.is_some()
     }
@@ -299,7 +298,6 @@ thread_local! {
 }
 
 /// The deadline of the call the current thread works for, if any.
-#[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores wait on the network"))]
 pub(crate) fn current() -> Option<Arc<Deadline>> {
     CURRENT.with(|current| current.borrow().clone())
 }

@@ -117,6 +117,17 @@ impl Shared {
         self.waiting.store(state.queue.len(), Ordering::Relaxed);
     }
 
+    /// Takes `group`'s tickets out of the queue; how many.
+    fn withdraw(&self, group: &Arc<Group>) -> usize {
+        let mut state = self.lock();
+        let before = state.queue.len();
+        state.queue.retain(|ticket| !Arc::ptr_eq(&ticket.group, group));
+        let withdrawn = before - state.queue.len();
+        group.queued.fetch_sub(withdrawn, Ordering::Relaxed);
+        self.publish(&state);
+        withdrawn
+    }
+
     /// A pool thread: takes the ticket at the front, runs it, and puts it at the back if it
     /// yielded, until the pool is dropped.
     fn serve(&self) {
@@ -241,12 +252,31 @@ impl WorkerPool {
         shared.publish(&state);
         drop(state);
         shared.wake.notify_all();
+        // The call's clock (`budget::current`): once it stops the call, the shares still
+        // queued behind other calls' work are withdrawn (they would only see the clock and
+        // end), and the call waits only for the shares a thread is running.
+        let deadline = crate::budget::current().filter(|deadline| deadline.bounded());
         let mut pending = group.pending.lock().unwrap_or_else(PoisonError::into_inner);
         while *pending > 0 {
-            pending = group.done.wait(pending).unwrap_or_else(PoisonError::into_inner);
+            let Some(deadline) = &deadline else {
+                pending = group.done.wait(pending).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            };
+            pending = group.done.wait_timeout(pending, STOP_POLL).unwrap_or_else(PoisonError::into_inner).0;
+            if *pending > 0 && deadline.check().is_err() {
+                drop(pending);
+                let withdrawn = shared.withdraw(&group);
+                if withdrawn > 0 {
+                    group.finish(withdrawn);
+                }
+                pending = group.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            }
         }
     }
 }
+
+/// How often a call waiting for its shares looks at its clock.
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 impl Default for WorkerPool {
     /// [`WorkerPool::with_available_parallelism`].
@@ -328,6 +358,50 @@ mod tests {
         assert_eq!(count.elsewhere.load(Ordering::Relaxed), 0);
         drop(task);
         assert_eq!(Arc::strong_count(&count), 1);
+    }
+
+    /// The pool's one thread is busy with one call's single long unit (a large file); a second
+    /// call whose clock runs out meanwhile does not wait for the thread to come free: its
+    /// queued share is withdrawn, it returns with its clock, and its task never ran.
+    #[test]
+    fn a_call_stopped_by_its_clock_does_not_wait_behind_another_calls_work() {
+        struct Long(AtomicBool);
+        impl Task for Long {
+            fn run(&self, _: &dyn Fn() -> bool) -> Ran {
+                std::thread::sleep(Duration::from_secs(2));
+                self.0.store(true, Ordering::Relaxed);
+                Ran::Done
+            }
+        }
+        let pool = WorkerPool::new(1);
+        let long = Arc::new(Long(AtomicBool::new(false)));
+        let first = std::thread::spawn({
+            let (pool, long) = (pool.clone(), long.clone());
+            move || pool.run(&(long as Arc<dyn Task>), 1)
+        });
+        // The thread has taken the first call's share.
+        while pool.handle.shared.waiting.load(Ordering::Relaxed) > 0 || !pool.handle.shared.started.is_completed() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let count = Arc::new(Count {
+            units: 5,
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            elsewhere: AtomicUsize::new(0),
+        });
+        let deadline =
+            Arc::new(crate::Budget::unlimited().with_time(Duration::from_millis(200)).start(crate::Operation::Grep));
+        let _entered = deadline.enter();
+        let started = Instant::now();
+        pool.run(&(count.clone() as Arc<dyn Task>), 1);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(1), "returned after {took:?}");
+        assert_eq!(count.done.load(Ordering::Relaxed), 0, "the stopped call's task ran");
+        assert!(!long.0.load(Ordering::Relaxed), "the first call's unit was to be still running");
+        first.join().unwrap();
+        assert!(long.0.load(Ordering::Relaxed));
+        assert_eq!(pool.handle.shared.waiting.load(Ordering::Relaxed), 0);
     }
 
     /// The pool's one thread, busy with one call's long task, turns to another call's task
