@@ -9,8 +9,6 @@
 //! interleaved with another writer's, whether a thread or another process; where it has none,
 //! the put itself is conditional.
 
-use std::io::Write as _;
-
 use super::Context;
 use crate::changes::{Before, ChangeKind, Image};
 use crate::error::Error;
@@ -18,7 +16,6 @@ use crate::gate::{self, Place};
 use crate::path::VirtualPath;
 use crate::registry::TreeChange;
 use crate::spec::Access;
-use crate::storage::local::OpenFile;
 use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Staged, Start, Stat};
 use crate::text::{AgentText, agent_text, code};
 
@@ -141,15 +138,14 @@ impl DeleteOutcome {
 /// and a killed process leaves only whole records.
 #[derive(Debug)]
 pub struct AppendFile {
-    file: OpenFile,
+    file: crate::storage::Appender,
 }
 
 impl AppendFile {
     /// Appends one record (for a JSON-lines log: one line, newline included) and flushes it to
     /// the kernel.
     pub fn append(&mut self, record: &[u8]) -> std::io::Result<()> {
-        self.file.write_all(record)?;
-        self.file.flush()
+        self.file.append(record)
     }
 
     /// Flushes to stable storage.

@@ -406,6 +406,9 @@ pub(crate) trait Store {
     /// A place in the store, as resolution or a walk found it.
     type Node;
 
+    /// A file opened for appending (a store that cannot append has none: `Infallible`).
+    type Appender;
+
     /// What the store can do.
     fn capabilities(&self) -> Capabilities;
 
@@ -494,7 +497,52 @@ pub(crate) trait Store {
     fn lock(&self, node: &Self::Node, path: &VirtualPath) -> Result<Lock, Error>;
 
     /// Opens (creating if needed) a file for appending, never through a link.
-    fn open_append(&self, node: &Self::Node, path: &VirtualPath) -> Result<local::OpenFile, Error>;
+    fn open_append(&self, node: &Self::Node, path: &VirtualPath) -> Result<Self::Appender, Error>;
+
+    /// Moves `from` to `to` within this store, or to `to` in `target`, another mount of the
+    /// same kind: `None` when this store cannot move there in one step (the caller copies and
+    /// removes), else what the move gave. Never through a link; a directory at `to` is never
+    /// replaced, and anything else only with `replace`.
+    fn rename(
+        &self,
+        from: &Self::Node,
+        to: &Self::Node,
+        target: &Self,
+        replace: bool,
+        path: &VirtualPath,
+    ) -> Option<Result<(), Error>>;
+}
+
+/// A file opened for appending, of whichever store: what an append-only log writes to.
+#[derive(Debug)]
+pub(crate) enum Appender {
+    Local(local::OpenFile),
+}
+
+impl Appender {
+    /// Appends `bytes` whole, and hands them to the system.
+    pub(crate) fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Appender::Local(file) => {
+                io::Write::write_all(file, bytes)?;
+                io::Write::flush(file)
+            }
+        }
+    }
+
+    /// Flushes what was appended to stable storage.
+    pub(crate) fn sync_data(&self) -> io::Result<()> {
+        match self {
+            Appender::Local(file) => file.sync_data(),
+        }
+    }
+
+    /// The file's length now, every writer's appends included.
+    pub(crate) fn len(&self) -> io::Result<u64> {
+        match self {
+            Appender::Local(file) => file.len(),
+        }
+    }
 }
 
 /// A mount's storage: a local directory, or (feature `s3`) an object store. Every operation
@@ -783,8 +831,14 @@ impl Backend {
     }
 
     /// Opens (creating if needed) a file for appending, never through a link.
-    pub(crate) fn open_append(&self, place: &Place<Write>, path: &VirtualPath) -> Result<local::OpenFile, Error> {
-        with_node!(self, &place.node, path, |store, node| store.open_append(node, path))
+    pub(crate) fn open_append(&self, place: &Place<Write>, path: &VirtualPath) -> Result<Appender, Error> {
+        match (self, &place.node) {
+            (Backend::Local(store), Node::Local(node)) => store.open_append(node, path).map(Appender::Local),
+            #[cfg(feature = "s3")]
+            (Backend::Object(store), Node::Object(node)) => store.open_append(node, path).map(|never| match never {}),
+            #[cfg(feature = "s3")]
+            _ => Err(foreign(path)),
+        }
     }
 }
 
@@ -830,14 +884,12 @@ pub(crate) fn rename(
     path: &VirtualPath,
 ) -> Option<Result<(), Error>> {
     match (source, &from.node, target, &to.node) {
-        (Backend::Local(_), Node::Local(from), Backend::Local(_), Node::Local(to)) => {
-            local::rename(from, to, replace, path)
+        (Backend::Local(source), Node::Local(from), Backend::Local(target), Node::Local(to)) => {
+            source.rename(from, to, target, replace, path)
         }
         #[cfg(feature = "s3")]
-        (Backend::Object(source), Node::Object(from), Backend::Object(target), Node::Object(to))
-            if source.bucket() == target.bucket() =>
-        {
-            Some(source.rename(from, to, target, replace, path))
+        (Backend::Object(source), Node::Object(from), Backend::Object(target), Node::Object(to)) => {
+            source.rename(from, to, target, replace, path)
         }
         #[cfg(feature = "s3")]
         _ => None,

@@ -584,7 +584,7 @@ impl ObjectRoot {
     /// Moves an object within this bucket: copy (if absent, unless `replace`), then delete. Not
     /// atomic: a failure between the two leaves both copies, never neither. A move onto itself
     /// moves nothing.
-    pub(crate) fn rename(
+    pub(crate) fn move_object(
         &self,
         from: &Node,
         to: &Node,
@@ -622,6 +622,7 @@ impl ObjectRoot {
 
 impl crate::storage::Store for ObjectRoot {
     type Node = Node;
+    type Appender = std::convert::Infallible;
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
@@ -850,11 +851,24 @@ impl crate::storage::Store for ObjectRoot {
         Ok(crate::storage::Lock::None)
     }
 
-    fn open_append(&self, _node: &Node, path: &VirtualPath) -> Result<crate::storage::local::OpenFile, Error> {
+    fn open_append(&self, _node: &Node, path: &VirtualPath) -> Result<std::convert::Infallible, Error> {
         Err(Error::invalid_argument(agent_text![
             code(path),
             " is in object storage, where this operation is not available"
         ]))
+    }
+
+    /// Within one bucket, a copy and a delete ([`ObjectRoot::move_object`]); across buckets,
+    /// the caller's copy and remove.
+    fn rename(
+        &self,
+        from: &Node,
+        to: &Node,
+        target: &Self,
+        replace: bool,
+        path: &VirtualPath,
+    ) -> Option<Result<(), Error>> {
+        (self.bucket() == target.bucket()).then(|| self.move_object(from, to, target, replace, path))
     }
 }
 

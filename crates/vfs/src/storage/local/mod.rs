@@ -352,6 +352,7 @@ impl LocalRoot {
 
 impl super::Store for LocalRoot {
     type Node = Node;
+    type Appender = OpenFile;
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
@@ -533,6 +534,19 @@ impl super::Store for LocalRoot {
     fn open_append(&self, node: &Node, path: &VirtualPath) -> Result<OpenFile, Error> {
         let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
         files::open_append(&node.parent, name, path)
+    }
+
+    /// `renameat2` between the two places' directories (`files::rename`); `None` where the
+    /// kernel cannot (another file system).
+    fn rename(
+        &self,
+        from: &Node,
+        to: &Node,
+        _target: &Self,
+        replace: bool,
+        path: &VirtualPath,
+    ) -> Option<Result<(), Error>> {
+        rename(from, to, replace, path)
     }
 }
 
