@@ -423,32 +423,7 @@ fn links_lead_nowhere_out(lane: &Lane) {
 }
 
 fn physical_nesting() {
-    let layout = Layout::new();
-    layout
-        .file("work/notes.txt", "n\n")
-        .file("work/logs/secret.jsonl", "{}\n")
-        .file("work/vendor/lib.rs", "lib\n")
-        .symlink("logs", "work/log-alias")
-        .symlink("vendor", "work/vendor-alias");
-    let plan = Plan {
-        mounts: vec![
-            PlannedMount {
-                directory: "work",
-                root: "/work",
-                rights: "rw;logs:ro",
-                visibility: Visibility::AgentFacing,
-            },
-            PlannedMount { directory: "work/logs", root: "/llm-logs", rights: "rw", visibility: Visibility::Internal },
-            PlannedMount {
-                directory: "work/vendor",
-                root: "/vendor",
-                rights: "ro",
-                visibility: Visibility::AgentFacing,
-            },
-        ],
-        limits: Limits::default(),
-    };
-    let lane = Lane::mount(layout, &plan);
+    let lane = Lane::mount(kit::nesting_layout(), &kit::nesting_plan());
     guarded(&lane, |lane| {
         for path in ["/work/logs/secret.jsonl", "/work/log-alias/secret.jsonl", "/work/./logs/secret.jsonl"] {
             lane.refused(fs::read(lane.at(path)), ENOENT, None, path);

@@ -769,7 +769,10 @@ fn symlink_policy(factory: &dyn Factory) -> Outcome {
     Ok(())
 }
 
-fn nesting_layout() -> Layout {
+/// The nesting scenario's layout: `work` holding an internal `logs` and a read-only `vendor`,
+/// each also reached through a link.
+#[must_use]
+pub fn nesting_layout() -> Layout {
     let layout = Layout::new();
     layout
         .file("work/notes.txt", "n\n")
@@ -780,11 +783,12 @@ fn nesting_layout() -> Layout {
     layout
 }
 
-fn physical_nesting(factory: &dyn Factory) -> Outcome {
-    let layout = nesting_layout();
-    // An internal directory may lie only where the outer mount grants no write (below, the
-    // plan with `/work` writable all through is refused); there it is a missing name.
-    let plan = Plan {
+/// The nesting scenario's mounts over [`nesting_layout`]: `/work` (rw, its `logs` ro), the
+/// internal `/llm-logs` inside it, and `/vendor` (ro) nested in it. An internal directory may
+/// lie only where the outer mount grants no write; there it is a missing name.
+#[must_use]
+pub fn nesting_plan() -> Plan<'static> {
+    Plan {
         mounts: vec![
             PlannedMount {
                 directory: "work",
@@ -801,7 +805,13 @@ fn physical_nesting(factory: &dyn Factory) -> Outcome {
             },
         ],
         limits: Limits::default(),
-    };
+    }
+}
+
+fn physical_nesting(factory: &dyn Factory) -> Outcome {
+    let layout = nesting_layout();
+    // The plan with `/work` writable all through is refused (below).
+    let plan = nesting_plan();
     if !factory.capabilities()?.identities {
         // Object keys have no directory a walk could recognise as another mount's root, so
         // nesting is refused when the registry is built, before anything is served.
