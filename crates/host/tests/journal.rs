@@ -125,6 +125,57 @@ fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
 }
 
 #[test]
+fn two_processes_writing_at_once_into_one_journal_all_succeed_and_end_within_its_bound() {
+    // The same two launches, now at once: every write succeeds, and once both are done the
+    // images are within the bound and one entry (the last bound applied saw every line).
+    let base = tempfile::tempdir().unwrap();
+    let (bound, entry) = (2_000u64, 400usize);
+    let open = || {
+        std::fs::create_dir_all(base.path().join("w")).unwrap();
+        let options = LaunchOptions {
+            mounts: vec![format!("{}:/w:rw", base.path().join("w").display())],
+            journal: Some(base.path().join("journal")),
+            journal_max_bytes: Some(bound),
+            no_read_before_edit: true,
+            current_dir: base.path().to_path_buf(),
+            ..LaunchOptions::default()
+        };
+        vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
+    };
+    let launches = [open(), open()];
+    let written: Vec<usize> = std::thread::scope(|scope| {
+        let workers: Vec<_> = launches
+            .iter()
+            .enumerate()
+            .map(|(index, launch)| {
+                scope.spawn(move || {
+                    let tools = launch.tools(None);
+                    let path = format!("/w/{index}.txt");
+                    call(&tools, "write_file", &json!({ "path": path, "content": "x".repeat(entry) }));
+                    for round in 0..15u8 {
+                        let content = char::from(b'a' + round).to_string().repeat(entry);
+                        call(&tools, "write_file", &json!({ "path": path, "content": content, "overwrite": true }));
+                    }
+                    16
+                })
+            })
+            .collect();
+        workers.into_iter().map(|worker| worker.join().unwrap()).collect()
+    });
+    assert_eq!(written, [16, 16]);
+    let kept = image_bytes(base.path());
+    assert!(kept <= bound + entry as u64, "{kept} bytes of images kept");
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
+    assert_eq!(entries.all().len(), 32);
+    // Each of the 30 replacements kept one image; those not dropped still have it on the disk,
+    // and no dropped one left its image behind (none dropped twice over a kept one).
+    let dropped = entries.all().iter().filter(|entry| entries.state(entry) == EntryState::Dropped).count();
+    let files = std::fs::read_dir(base.path().join("journal/images")).unwrap().count();
+    assert_eq!(files, 30 - dropped, "{dropped} entries dropped");
+    assert!(dropped >= 30 - (bound as usize / entry) - 1, "{dropped} entries dropped");
+}
+
+#[test]
 fn a_process_that_stops_between_a_change_and_its_entry_leaves_an_incomplete_entry_that_undo_skips() {
     let base = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(base.path().join("w")).unwrap();
