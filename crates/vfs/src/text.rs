@@ -153,14 +153,30 @@ impl AgentText {
     /// piece (the words with the wording around them) passed through `scrub` and every passed
     /// piece as it is.
     pub fn render_with(&self, wording: &dyn Wording, mut scrub: impl FnMut(&str) -> Cow<'_, str>) -> String {
-        let worded = self.worded(wording);
-        let mut text = String::with_capacity(worded.pieces.iter().map(|piece| piece.text(wording).len()).sum());
-        for piece in &worded.pieces {
-            match piece {
-                Piece::Composed(composed) => text.push_str(&scrub(composed)),
-                Piece::Passed(passed) => text.push_str(passed),
-                Piece::Term(term) => text.push_str(&scrub(term.words(wording))),
+        let mut text = String::with_capacity(self.pieces.iter().map(|piece| piece.text(wording).len()).sum());
+        // A term's words and the composed pieces beside it are one run, scrubbed as one, so
+        // that nothing hides in a seam between them. Passed pieces (a file's content, a
+        // tree's names) go straight into the text, never copied on the way.
+        let mut run: Option<Cow<'_, str>> = None;
+        for piece in &self.pieces {
+            if let Piece::Passed(passed) = piece {
+                if let Some(words) = run.take() {
+                    text.push_str(&scrub(&words));
+                }
+                text.push_str(passed);
+                continue;
             }
+            let words = piece.text(wording);
+            run = Some(match run.take() {
+                None => Cow::Borrowed(words),
+                Some(mut joined) => {
+                    joined.to_mut().push_str(words);
+                    joined
+                }
+            });
+        }
+        if let Some(words) = run {
+            text.push_str(&scrub(&words));
         }
         text
     }
@@ -169,20 +185,6 @@ impl AgentText {
     #[must_use]
     pub fn to_string_with(&self, wording: &dyn Wording) -> String {
         self.pieces.iter().map(|piece| piece.text(wording)).collect()
-    }
-
-    /// This text with its terms worded: composed pieces, joined to the composed pieces beside
-    /// them, so that the scrub sees the words and the wording around them as one.
-    fn worded(&self, wording: &dyn Wording) -> AgentText {
-        let mut worded = AgentText::new();
-        for piece in &self.pieces {
-            match piece {
-                Piece::Composed(text) => worded.composed(text),
-                Piece::Passed(text) => worded.passed(text),
-                Piece::Term(term) => worded.composed(term.words(wording)),
-            };
-        }
-        worded
     }
 }
 
