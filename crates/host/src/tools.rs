@@ -367,7 +367,15 @@ impl ToolService {
                 }
             }
         }
-        self.success(&text, serde_json::to_value(FilesOutput { files }).unwrap_or(Value::Null))
+        let mut structured = serde_json::to_value(FilesOutput { files }).unwrap_or(Value::Null);
+        if let Some(Value::Array(files)) = structured.get_mut("files") {
+            for (file, (_, result)) in files.iter_mut().zip(results) {
+                if let (Some(read), Ok(result)) = (file.get_mut("read"), result) {
+                    words::word_read_on(read, result.next);
+                }
+            }
+        }
+        self.success(&text, structured)
     }
 }
 
@@ -528,6 +536,14 @@ mod tests {
         assert_eq!(
             (output.is_error, output.text.as_str()),
             (false, "one\n[more lines follow; read on with offset: 2]")
+        );
+        // The structured content says how to read on in the tools' words, without the text.
+        assert_eq!(
+            output.structured,
+            Some(json!({
+                "path": "/src/a.txt", "startLine": 1, "lineCount": 1, "size": 8, "truncated": true,
+                "next": "more lines follow; read on with offset: 2",
+            }))
         );
         assert_eq!(
             output.notes,

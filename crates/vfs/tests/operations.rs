@@ -5,7 +5,7 @@ mod common;
 
 use common::{Fixture, assert_no_leak};
 use vfs::{
-    Edit, EditOptions, ErrorKind, GrepRequest, Hint, Limits, MountRegistry, Operation, Precondition, ReadWindow,
+    Edit, EditOptions, ErrorKind, GrepRequest, Hint, Limits, MountRegistry, Operation, Precondition, ReadOn, ReadWindow,
 };
 
 fn setup() -> (Fixture, MountRegistry) {
@@ -66,8 +66,10 @@ fn the_byte_cap_bounds_what_is_read() {
     assert_eq!(read.content.len(), 1_000);
     assert_eq!(read.line_count, 10);
     assert!(read.truncated);
+    assert_eq!(read.next, Some(ReadOn::Capped { cap: 1_000, size: 10_000, next: 11 }));
+    assert_eq!(read.next.and_then(|next| next.offset()), Some(11));
     assert_eq!(
-        read.next.as_deref(),
+        read.next.map(|next| next.agent_text().to_string()).as_deref(),
         Some(
             "truncated at the 1000-byte cap; the file has 10000 bytes; read on with offset: 11 (or use head/tail/limit)"
         )
@@ -94,12 +96,32 @@ fn a_line_cut_by_the_cap_is_read_again() {
     );
     let on = agent.read_text("/src/cut.txt", &window(None, None, Some(2), None)).unwrap();
     assert_eq!((on.content.as_str(), on.truncated), ("abcdefghij\nrest\n", false));
+    assert_eq!(read.next, Some(ReadOn::CutInside { cap: 16, line: 2, size: 27 }));
     let wide = agent.read_text("/src/wide.txt", &ReadWindow::default()).unwrap();
+    assert_eq!(wide.next, Some(ReadOn::LineOverCap { cap: 16, line: 1, size: 46, next: 2 }));
     assert_eq!(
-        wide.next.as_deref(),
+        wide.next.map(|next| next.agent_text().to_string()).as_deref(),
         Some("line 1 alone is longer than the 16-byte cap and is cut; the file has 46 bytes; read on with offset: 2")
     );
     assert_eq!(agent.read_text("/src/wide.txt", &window(None, None, Some(2), None)).unwrap().content, "next\n");
+}
+
+/// A tail whose last lines exceed the cap shows what fits and says to page from the start:
+/// the note carries the numbers, and the window's arguments as terms a front end words.
+#[test]
+fn a_tail_over_the_cap_says_to_page_from_the_start() {
+    let fixture = Fixture::new();
+    fixture.file("data/cut.txt", "0123456789\nabcdefghij\nrest\n");
+    let mut limits = Limits::default();
+    limits.read_bytes = 16;
+    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let read = registry.agent().read_text("/src/cut.txt", &window(None, Some(3), None, None)).unwrap();
+    assert_eq!(read.next, Some(ReadOn::TailOverCap { cap: 16, lines: 2 }));
+    assert_eq!(read.next.and_then(|next| next.offset()), None);
+    assert_eq!(
+        read.to_text(),
+        "abcdefghij\nrest\n[the last lines exceed the 16-byte cap; showing the last 2 whole or partial lines; use offset/limit to page from the start]"
+    );
 }
 
 #[test]

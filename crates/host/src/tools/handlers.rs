@@ -60,11 +60,16 @@ pub(super) fn run_read_text_file(
     if let Ok(read) = &read {
         tools.saw(&read.path, read.version.as_deref());
     }
+    let next = read.as_ref().ok().and_then(|read| read.next);
     let mut output = tools.finish(read, vfs::TextRead::agent_text);
     // The file's text goes once, in the text content; the structured content keeps what
-    // programs need (version, window, truncation) without a second copy.
-    if let Some(Value::Object(fields)) = &mut output.structured {
-        fields.remove("content");
+    // programs need (version, window, truncation) without a second copy, and says how to
+    // read on in the tools' words.
+    if let Some(structured) = &mut output.structured {
+        if let Value::Object(fields) = structured {
+            fields.remove("content");
+        }
+        crate::words::word_read_on(structured, next);
     }
     Ok(output)
 }

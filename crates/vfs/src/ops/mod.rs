@@ -19,7 +19,7 @@ mod write;
 pub use edit::{Edit, EditOptions, EditOutcome};
 
 pub use grep::{GrepLine, GrepRequest, GrepResult};
-pub use read::{FileInfo, FileResult, MediaRead, ReadWindow, TextRead};
+pub use read::{FileInfo, FileResult, MediaRead, ReadOn, ReadWindow, TextRead};
 pub(crate) use view::ViewFile;
 pub use view::{Attributes, FileStamp, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};

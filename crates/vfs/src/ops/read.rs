@@ -50,9 +50,11 @@ pub struct TextRead {
     pub size: u64,
     /// True when more of the file follows what was returned.
     pub truncated: bool,
-    /// How to read on, when truncated.
+    /// How to read on, when truncated (a text in the core's words when serialized; a front
+    /// end words it with [`ReadOn::agent_text`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+    pub next: Option<ReadOn>,
     /// The version token, when the whole file was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
@@ -74,9 +76,131 @@ impl TextRead {
             if !self.content.is_empty() && !self.content.ends_with('\n') {
                 text.composed("\n");
             }
-            text.composed("[").composed(next).composed("]");
+            text.composed("[").append(&next.agent_text()).composed("]");
         }
         text
+    }
+}
+
+/// How to read on from a window that stopped before the end of the file: the lines and the
+/// sizes involved, as values. The core words no front end's arguments; [`ReadOn::agent_text`]
+/// refers to them as [`Argument`]s for the front end to word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadOn {
+    /// The last lines asked for exceed the byte cap: the last `lines` whole or partial lines
+    /// are shown; page from the start instead.
+    TailOverCap {
+        /// The byte cap.
+        cap: u64,
+        /// How many lines are shown.
+        lines: u64,
+    },
+    /// The cap cut inside `line`, shown in part: read on from that line again.
+    CutInside {
+        /// The byte cap.
+        cap: u64,
+        /// The line the cap cut.
+        line: u64,
+        /// The file's size in bytes.
+        size: u64,
+    },
+    /// `line`, the only line shown, is longer than the cap by itself and is cut: read on
+    /// from `next`.
+    LineOverCap {
+        /// The byte cap.
+        cap: u64,
+        /// The line shown in part.
+        line: u64,
+        /// The file's size in bytes.
+        size: u64,
+        /// The line to read on from.
+        next: u64,
+    },
+    /// The cap ended the window at the end of a line: read on from `next`.
+    Capped {
+        /// The byte cap.
+        cap: u64,
+        /// The file's size in bytes.
+        size: u64,
+        /// The line to read on from.
+        next: u64,
+    },
+    /// The window asked for ended before the file did: read on from `next`.
+    MoreLines {
+        /// The line to read on from.
+        next: u64,
+    },
+}
+
+impl ReadOn {
+    /// The line a next window starts at, when reading on goes forward.
+    #[must_use]
+    pub fn offset(&self) -> Option<u64> {
+        match *self {
+            ReadOn::TailOverCap { .. } => None,
+            ReadOn::CutInside { line, .. } => Some(line),
+            ReadOn::LineOverCap { next, .. } | ReadOn::Capped { next, .. } | ReadOn::MoreLines { next } => Some(next),
+        }
+    }
+
+    /// The note, with the window's arguments as terms a front end words.
+    #[must_use]
+    pub fn agent_text(&self) -> AgentText {
+        let mut text = AgentText::new();
+        let offset = |text: &mut AgentText, line: u64| {
+            text.composed("read on with ").argument(Argument::Offset).composed(&format!(": {line}"));
+        };
+        let or_window = |text: &mut AgentText| {
+            text.composed(" (or use ")
+                .argument(Argument::Head)
+                .composed("/")
+                .argument(Argument::Tail)
+                .composed("/")
+                .argument(Argument::Limit)
+                .composed(")");
+        };
+        match *self {
+            ReadOn::TailOverCap { cap, lines } => {
+                text.composed(&format!(
+                    "the last lines exceed the {cap}-byte cap; showing the last {lines} whole or partial lines; use "
+                ))
+                .argument(Argument::Offset)
+                .composed("/")
+                .argument(Argument::Limit)
+                .composed(" to page from the start");
+            }
+            ReadOn::CutInside { cap, line, size } => {
+                text.composed(&format!(
+                    "truncated at the {cap}-byte cap inside line {line}; the file has {size} bytes; "
+                ));
+                offset(&mut text, line);
+                or_window(&mut text);
+            }
+            ReadOn::LineOverCap { cap, line, size, next } => {
+                text.composed(&format!(
+                    "line {line} alone is longer than the {cap}-byte cap and is cut; the file has {size} bytes; "
+                ));
+                offset(&mut text, next);
+            }
+            ReadOn::Capped { cap, size, next } => {
+                text.composed(&format!("truncated at the {cap}-byte cap; the file has {size} bytes; "));
+                offset(&mut text, next);
+                or_window(&mut text);
+            }
+            ReadOn::MoreLines { next } => {
+                text.composed("more lines follow; ");
+                offset(&mut text, next);
+            }
+        }
+        text
+    }
+}
+
+impl serde::Serialize for ReadOn {
+    /// The note in the core's own words (a front end replaces it with its own).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.agent_text().to_string())
     }
 }
 
@@ -296,10 +420,7 @@ fn finish_window(
     let whole = read.start_line <= 1 && !read.more && window.tail.is_none_or(|_| read.start_line == 1);
     let version = if whole { version_of(&content) } else { None };
     let next = if read.more && window.tail.is_some() {
-        Some(format!(
-            "the last lines exceed the {cap}-byte cap; showing the last {} whole or partial lines; use offset/limit to page from the start",
-            read.line_count
-        ))
+        Some(ReadOn::TailOverCap { cap, lines: read.line_count })
     } else if read.more {
         let first = read.start_line.max(1);
         let next_line = first + read.line_count;
@@ -308,20 +429,13 @@ fn finish_window(
         // longer than the cap, and pointing back would never get past it).
         let cut = read.capped && !content.is_empty() && !content.ends_with('\n');
         Some(if cut && read.line_count >= 2 {
-            let cut_line = next_line - 1;
-            format!(
-                "truncated at the {cap}-byte cap inside line {cut_line}; the file has {size} bytes; read on with offset: {cut_line} (or use head/tail/limit)"
-            )
+            ReadOn::CutInside { cap, line: next_line - 1, size }
         } else if cut {
-            format!(
-                "line {first} alone is longer than the {cap}-byte cap and is cut; the file has {size} bytes; read on with offset: {next_line}"
-            )
+            ReadOn::LineOverCap { cap, line: first, size, next: next_line }
         } else if read.capped {
-            format!(
-                "truncated at the {cap}-byte cap; the file has {size} bytes; read on with offset: {next_line} (or use head/tail/limit)"
-            )
+            ReadOn::Capped { cap, size, next: next_line }
         } else {
-            format!("more lines follow; read on with offset: {next_line}")
+            ReadOn::MoreLines { next: next_line }
         })
     } else {
         None
