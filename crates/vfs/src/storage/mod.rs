@@ -409,8 +409,32 @@ pub(crate) trait Store {
     /// A file opened for appending (a store that cannot append has none: `Infallible`).
     type Appender;
 
+    /// A file opened in one step from the mount's root (a store without that step has none:
+    /// `Infallible`).
+    type Direct;
+
     /// What the store can do.
     fn capabilities(&self) -> Capabilities;
+
+    /// Opens a regular file for reading in one step from the mount's root, when the store can
+    /// do that faster than locating the place and opening it, and only where no link and no
+    /// nested mount lies on the way (so the path as written is the canonical one the gate
+    /// judged); `None` means "locate it". `components` are the path's beneath the mount.
+    fn open_direct(
+        &self,
+        table: &dyn MountTable,
+        components: &[&str],
+        path: &VirtualPath,
+    ) -> Option<Result<(Self::Direct, Stat), Error>>;
+
+    /// A regular file's metadata and version in one step from the mount's root, on the terms
+    /// of [`Store::open_direct`]; `None` means "locate it".
+    fn info_direct(
+        &self,
+        table: &dyn MountTable,
+        components: &[&str],
+        path: &VirtualPath,
+    ) -> Option<Result<(Stat, String), Error>>;
 
     /// What the place is, as far as resolution or a listing saw it (no I/O where it can), or
     /// `None` when it does not exist.
@@ -650,8 +674,8 @@ impl Backend {
         }
     }
 
-    /// Opens a file for reading in one step from the mount's root, when the store can do that
-    /// faster than [`Backend::locate`] and [`Backend::open`]; `None` means "take those".
+    /// Opens a file for reading in one step from the mount's root ([`Store::open_direct`]);
+    /// `None` means "locate it and open the place".
     pub(crate) fn open_fast(
         &self,
         table: &dyn MountTable,
@@ -659,14 +683,16 @@ impl Backend {
         path: &VirtualPath,
     ) -> Option<Result<(local::OpenFile, Stat), Error>> {
         match self {
-            Backend::Local(root) => local::open_direct(root, table, components, path),
+            Backend::Local(root) => root.open_direct(table, components, path),
             #[cfg(feature = "s3")]
-            Backend::Object(_) => None,
+            Backend::Object(root) => {
+                root.open_direct(table, components, path).map(|opened| opened.map(|(never, _)| match never {}))
+            }
         }
     }
 
-    /// A file's metadata and version in one step from the mount's root, when the store can
-    /// do that faster than [`Backend::locate`]; `None` means "take that".
+    /// A file's metadata and version in one step from the mount's root
+    /// ([`Store::info_direct`]); `None` means "locate it".
     pub(crate) fn info_fast(
         &self,
         table: &dyn MountTable,
@@ -674,12 +700,9 @@ impl Backend {
         path: &VirtualPath,
     ) -> Option<Result<(Stat, String), Error>> {
         match self {
-            Backend::Local(root) => local::open_direct(root, table, components, path).map(|opened| {
-                let (mut file, stat) = opened?;
-                root.version_of_open(&mut file, &stat, path).map(|version| (stat, version))
-            }),
+            Backend::Local(root) => root.info_direct(table, components, path),
             #[cfg(feature = "s3")]
-            Backend::Object(_) => None,
+            Backend::Object(root) => root.info_direct(table, components, path),
         }
     }
 

@@ -353,9 +353,31 @@ impl LocalRoot {
 impl super::Store for LocalRoot {
     type Node = Node;
     type Appender = OpenFile;
+    type Direct = OpenFile;
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
+    }
+
+    fn open_direct(
+        &self,
+        table: &dyn MountTable,
+        components: &[&str],
+        path: &VirtualPath,
+    ) -> Option<Result<(OpenFile, Stat), Error>> {
+        open_direct(self, table, components, path)
+    }
+
+    fn info_direct(
+        &self,
+        table: &dyn MountTable,
+        components: &[&str],
+        path: &VirtualPath,
+    ) -> Option<Result<(Stat, String), Error>> {
+        open_direct(self, table, components, path).map(|opened| {
+            let (mut file, stat) = opened?;
+            self.version_of_open(&mut file, &stat, path).map(|version| (stat, version))
+        })
     }
 
     // The seam's primitives (see `storage::Backend`).
