@@ -77,6 +77,7 @@ pub(crate) fn error_text(error: &vfs::Error) -> String {
 
 /// Words the structured `next` of a text read (`read`, a serialized [`vfs::TextRead`]) in the
 /// tools' words: the core serializes it in its own.
+#[cfg(feature = "mcp")]
 pub(crate) fn word_read_on(read: &mut serde_json::Value, next: Option<vfs::ReadOn>) {
     if let (Some(next), serde_json::Value::Object(fields)) = (next, read) {
         fields.insert("next".to_owned(), serde_json::Value::String(next.agent_text().to_string_with(&Mcp)));
