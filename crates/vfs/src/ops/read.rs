@@ -50,8 +50,9 @@ pub struct TextRead {
     pub size: u64,
     /// True when more of the file follows what was returned.
     pub truncated: bool,
-    /// How to read on, when truncated (a text in the core's words when serialized; a front
-    /// end words it with [`ReadOn::agent_text`]).
+    /// How to read on, when truncated.
+    //  (Serialized as a text in the core's words; a front end words it with
+    //  `ReadOn::agent_text`. This doc comment is the schema's description, shown to agents.)
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub next: Option<ReadOn>,
