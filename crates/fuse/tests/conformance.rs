@@ -76,7 +76,8 @@ type Told = (String, String, i32, String);
 impl Lane {
     /// Mounts the view of a world built by the local factory from `layout` and `plan`.
     fn mount(layout: Layout, plan: &Plan<'_>) -> Self {
-        let world = World::build(&LocalFactory, layout, plan).expect("the kit's world builds");
+        let world =
+            World::build(&LocalFactory(vfs::ambient_authority()), layout, plan).expect("the kit's world builds");
         let mountpoint = tempfile::tempdir().unwrap();
         let refusals: Arc<Mutex<Vec<Told>>> = Arc::default();
         let sink = {

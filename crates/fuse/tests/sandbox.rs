@@ -45,7 +45,7 @@ impl Fixture {
             .mount(spec("w", "/w:rw;docs:ro"))
             .internal(spec("logs", "/llm-logs:rw"))
             .name_rules(NameRule::defaults())
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap();
         Fixture { dir, registry }
     }

@@ -105,7 +105,7 @@ fn standard(fixture: &Fixture) -> MountRegistry {
         .mount(fixture.spec("keep", "/keep:rwnd"))
         .internal(fixture.spec("logs", "/llm-logs:rw"))
         .name_rules(NameRule::defaults())
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap()
 }
 
@@ -288,7 +288,7 @@ fn a_change_on_the_disk_shows_through_the_view() {
 fn pages_kept_between_opens_never_hide_a_change() {
     let Some(view) = mount(|fixture| {
         fixture.file("w/c.txt", b"one\n");
-        MountRegistry::builder().mount(fixture.spec("w", "/w:rw")).build().unwrap()
+        MountRegistry::builder().mount(fixture.spec("w", "/w:rw")).build(vfs::ambient_authority()).unwrap()
     }) else {
         return;
     };
@@ -320,7 +320,7 @@ fn a_change_by_the_tools_shows_through_the_view_at_once() {
     let Some(view) = mount(|fixture| {
         fixture.file("w/a.txt", b"one\n");
         fixture.file("w/d/in.txt", b"in\n");
-        MountRegistry::builder().mount(fixture.spec("w", "/w:rw")).build().unwrap()
+        MountRegistry::builder().mount(fixture.spec("w", "/w:rw")).build(vfs::ambient_authority()).unwrap()
     }) else {
         return;
     };

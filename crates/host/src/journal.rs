@@ -322,14 +322,14 @@ impl Journal {
 /// The directory does not exist or cannot be mounted.
 pub fn open_journal(
     directory: &std::path::Path,
-    _authority: vfs::AmbientAuthority,
+    authority: vfs::AmbientAuthority,
 ) -> Result<Journal, crate::HostError> {
     let spec = vfs::MountSpec::local(
         directory.to_path_buf(),
         crate::launch::runner_root(JOURNAL_ROOT),
         vfs::Rights::ReadWrite,
     );
-    let registry = MountRegistry::builder().internal(spec).build().map_err(crate::HostError::from)?;
+    let registry = MountRegistry::builder().internal(spec).build(authority).map_err(crate::HostError::from)?;
     let journal = Journal::new(DEFAULT_MAX_BYTES);
     journal.attach(&registry);
     Ok(journal)

@@ -372,7 +372,7 @@ pub(crate) fn finish(
     for entry in &selected {
         builder.mount_from(entry.spec.clone(), entry.visibility, entry.origin.clone());
     }
-    let registry = builder.build().map_err(HostError::from)?;
+    let registry = builder.build(authority).map_err(HostError::from)?;
     if let Some(journal) = &journal {
         journal.attach(&registry);
     }

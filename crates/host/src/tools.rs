@@ -415,7 +415,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = vfs::MountRoot::new("/src").unwrap();
         let spec = vfs::MountSpec::new(dir.path().to_str().unwrap(), root, rights.parse().unwrap());
-        let registry = MountRegistry::builder().mount(spec).build().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
         (dir, ToolService::new(registry, None))
     }
 
@@ -598,7 +598,7 @@ mod tests {
         let registry = MountRegistry::builder()
             .mount(spec("src", "/src", "rw"))
             .internal(spec("logs", "/llm-logs", "rw"))
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap();
         let tools = ToolService::new(registry, None);
         let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
@@ -649,7 +649,7 @@ mod tests {
             .mount(spec("src", "/src", "ro"))
             .mount(spec("out", "/output", "rw"))
             .internal(spec("logs", "/llm-logs", "rw"))
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap();
         let checker = vfs_compliance::leak::LeakChecker::new(&registry);
         let tools = ToolService::new(registry, None);

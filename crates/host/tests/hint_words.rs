@@ -20,7 +20,7 @@ fn service(files: &[(&str, &[u8])], limits: Limits) -> (tempfile::TempDir, ToolS
         std::fs::write(path, content).unwrap();
     }
     let spec = MountSpec::new(dir.path().to_str().unwrap(), MountRoot::new("/src").unwrap(), "rw".parse().unwrap());
-    let registry = MountRegistry::builder().mount(spec).limits(limits).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).limits(limits).build(vfs::ambient_authority()).unwrap();
     (dir, ToolService::new(registry, None))
 }
 

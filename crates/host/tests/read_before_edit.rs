@@ -173,7 +173,7 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
         model.content.insert(index, "start\n".to_owned());
     }
     let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
-    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
     let tools = ToolService::new(registry, None);
     for step in steps {
         let path = |index: usize| format!("/w/{}", FILES[index]);
@@ -251,7 +251,7 @@ fn a_file_and_a_directory() -> (tempfile::TempDir, ToolService) {
     std::fs::create_dir_all(root.join("d")).unwrap();
     std::fs::write(root.join("a.txt"), "theirs\n").unwrap();
     let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
-    (dir, ToolService::new(MountRegistry::builder().mount(spec).build().unwrap(), None))
+    (dir, ToolService::new(MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap(), None))
 }
 
 /// A move onto an existing file replaces it: the file must have been read, as for an

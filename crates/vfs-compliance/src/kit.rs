@@ -81,9 +81,10 @@ pub trait Factory {
     }
 }
 
-/// The local-directory backend: mounts the layout's directories directly.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LocalFactory;
+/// The local-directory backend: mounts the layout's directories directly, with the authority
+/// to open them by their host paths (the test's own, [`vfs::ambient_authority`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalFactory(pub vfs::AmbientAuthority);
 
 impl Factory for LocalFactory {
     fn name(&self) -> &'static str {
@@ -101,7 +102,7 @@ impl Factory for LocalFactory {
                 Visibility::AgentFacing => builder.mount(spec),
             };
         }
-        builder.build().map_err(|error| error.to_string())
+        builder.build(self.0).map_err(|error| error.to_string())
     }
 }
 

@@ -176,7 +176,7 @@ mod tests {
         MountRegistry::builder()
             .mount(layout.spec("data", "/src", "ro").unwrap())
             .internal(layout.spec("logs", "/llm-logs", "rw").unwrap())
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap()
     }
 
@@ -205,7 +205,7 @@ mod tests {
         alias.symlink(real.base(), "alias");
         let through = alias.path("alias/data").to_string_lossy().into_owned();
         let spec = format!("{through}:/src:ro").parse().unwrap();
-        let registry = MountRegistry::builder().mount(spec).build().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
         let checker = LeakChecker::new(&registry);
         let canonical = std::fs::canonicalize(real.path("data")).unwrap().to_string_lossy().into_owned();
         for text in [format!("at {through}/a.txt"), format!("at {canonical}/a.txt"), format!("{through}/")] {

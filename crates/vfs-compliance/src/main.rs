@@ -40,7 +40,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        ["leaks", options @ ..] => leaks(&mut out, &mut err, options),
+        ["leaks", options @ ..] => leaks(&mut out, &mut err, options, vfs::ambient_authority()),
         ["-h" | "--help" | "help"] => {
             let _ = writeln!(out, "{USAGE}");
             ExitCode::SUCCESS
@@ -104,7 +104,14 @@ fn dependencies(out: &mut impl std::io::Write, err: &mut impl std::io::Write, di
     }
 }
 
-fn leaks(out: &mut impl std::io::Write, err: &mut impl std::io::Write, options: &[&str]) -> ExitCode {
+/// Checks text for leaks against the mounts named in `options`, opened with the operator's
+/// `authority`.
+fn leaks(
+    out: &mut impl std::io::Write,
+    err: &mut impl std::io::Write,
+    options: &[&str],
+    authority: vfs::AmbientAuthority,
+) -> ExitCode {
     let mut builder = vfs::MountRegistry::builder();
     let mut spellings = Vec::new();
     let mut pairs = options.chunks(2);
@@ -135,7 +142,7 @@ fn leaks(out: &mut impl std::io::Write, err: &mut impl std::io::Write, options: 
             return ExitCode::from(2);
         }
     }
-    let registry = match builder.build() {
+    let registry = match builder.build(authority) {
         Ok(registry) => registry,
         Err(error) => {
             let _ = writeln!(err, "error: {error}");

@@ -72,7 +72,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: AMBIENT,
-        summary: "vfs::ambient_authority() called (or named as a value) outside crates/cli/src/main.rs and test code",
+        summary: "vfs::ambient_authority() called (or named as a value) outside the binaries' main (crates/cli, crates/vfs-compliance), examples and test code",
         fix: "take the AmbientAuthority as a parameter from the caller; only the binary's main mints it (ADR 0010)",
     },
     Rule {
@@ -117,9 +117,10 @@ pub const MINT_SITES: &[&str] = &[
     "crates/host/src/journal.rs",
 ];
 
-/// Files (relative to the workspace) where `ambient_authority()` may be called: the binary's
-/// `main`, which mints the one token a launch opens host paths with (test code may mint too).
-pub const AMBIENT_SITES: &[&str] = &["crates/cli/src/main.rs"];
+/// Files (relative to the workspace) where `ambient_authority()` may be called: the binaries'
+/// `main`s, which mint the one token a launch (or the leak checker) opens host paths with.
+/// Test code and examples (programs of their own, each with its `main`) may mint too.
+pub const AMBIENT_SITES: &[&str] = &["crates/cli/src/main.rs", "crates/vfs-compliance/src/main.rs"];
 
 /// Disallowed methods `clippy.toml` must keep listing.
 pub const REQUIRED_METHODS: &[&str] = &[
@@ -305,7 +306,7 @@ impl Scope {
             mint_site: MINT_SITES
                 .iter()
                 .any(|site| relative == *site || (site.ends_with('/') && relative.starts_with(site))),
-            ambient_site: AMBIENT_SITES.contains(&relative),
+            ambient_site: AMBIENT_SITES.contains(&relative) || components.contains(&"examples"),
         }
     }
 }

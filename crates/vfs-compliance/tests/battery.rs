@@ -86,7 +86,7 @@ fn check(world: &World, outside_before: &vfs_compliance::fixture::Snapshot, case
 
 /// The standard world plus hostile furniture.
 fn hostile_world() -> World {
-    let world = standard(&LocalFactory).expect("the standard world builds");
+    let world = standard(&LocalFactory(vfs::ambient_authority())).expect("the standard world builds");
     let layout = &world.layout;
     layout
         .file("outside/sub/deeper.txt", format!("{SECRET} deeper\n"))
@@ -339,7 +339,7 @@ fn links_into_a_nested_read_only_mount_stay_read_only() {
         ],
         limits: vfs::Limits::default(),
     };
-    let world = World::build(&LocalFactory, layout, &plan).unwrap();
+    let world = World::build(&LocalFactory(vfs::ambient_authority()), layout, &plan).unwrap();
     let agent = world.agent();
     let outside = world.layout.snapshot("outside");
     let vendor = world.layout.snapshot("work/vendor");

@@ -23,7 +23,7 @@ fn peak_kib() -> u64 {
 
 #[test]
 fn big_inputs_stay_bounded() {
-    let world = standard(&LocalFactory).unwrap();
+    let world = standard(&LocalFactory(vfs::ambient_authority())).unwrap();
     let layout = &world.layout;
     let agent = world.agent();
 

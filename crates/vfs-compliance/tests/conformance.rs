@@ -4,7 +4,7 @@ use vfs_compliance::kit::{self, LocalFactory};
 
 #[test]
 fn the_local_backend_passes_every_scenario() {
-    let report = kit::run_all(&LocalFactory);
+    let report = kit::run_all(&LocalFactory(vfs::ambient_authority()));
     report.assert_all_passed();
     assert_eq!(report.passed.len(), kit::scenarios().len());
 }
@@ -34,7 +34,7 @@ impl kit::Factory for Careless {
                 mount.rights = "rw";
             }
         }
-        LocalFactory.build(layout, &careless)
+        LocalFactory(vfs::ambient_authority()).build(layout, &careless)
     }
 }
 
@@ -64,11 +64,11 @@ impl kit::Factory for Understated {
         layout: &vfs_compliance::fixture::Layout,
         plan: &kit::Plan<'_>,
     ) -> Result<vfs::MountRegistry, String> {
-        LocalFactory.build(layout, plan)
+        LocalFactory(vfs::ambient_authority()).build(layout, plan)
     }
 
     fn capabilities(&self) -> Result<vfs::Capabilities, String> {
-        let mut capabilities = LocalFactory.capabilities()?;
+        let mut capabilities = LocalFactory(vfs::ambient_authority()).capabilities()?;
         capabilities.links = false;
         Ok(capabilities)
     }

@@ -31,7 +31,8 @@ static PREFIXES: AtomicUsize = AtomicUsize::new(0);
 
 fn upload(directory: &Path, url: &str) -> Result<(), String> {
     let spec: MountSpec = format!("{url}:/upload:rw").parse().map_err(|error: vfs::SpecError| error.to_string())?;
-    let registry = MountRegistry::builder().mount(spec).build().map_err(|error| error.to_string())?;
+    let registry =
+        MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).map_err(|error| error.to_string())?;
     let agent = registry.agent();
     // Planned directories may nest (the nesting scenario), so an object may come twice.
     let overwrite = Precondition::Any;
@@ -78,7 +79,7 @@ impl Factory for ObjectFactory {
                 Visibility::AgentFacing => builder.mount(spec),
             };
         }
-        builder.build().map_err(|error| error.to_string())
+        builder.build(vfs::ambient_authority()).map_err(|error| error.to_string())
     }
 }
 

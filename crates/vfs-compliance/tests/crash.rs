@@ -16,7 +16,7 @@ const ROUNDS: usize = 5;
 
 fn registry(directory: &str) -> MountRegistry {
     let spec = format!("{directory}:/output:rw").parse().unwrap();
-    MountRegistry::builder().mount(spec).build().unwrap()
+    MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap()
 }
 
 /// The writer: overwrites every file with a whole block of one letter, forever.

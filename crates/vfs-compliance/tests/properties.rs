@@ -209,7 +209,7 @@ proptest! {
             1..12,
         ),
     ) {
-        let world = standard(&LocalFactory).unwrap();
+        let world = standard(&LocalFactory(vfs::ambient_authority())).unwrap();
         let outside = world.layout.snapshot("outside");
         let logs = world.layout.snapshot("logs");
         let agent = world.agent();

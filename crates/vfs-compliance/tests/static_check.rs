@@ -128,6 +128,11 @@ fn the_ambient_authority_is_minted_only_in_the_binarys_main_and_in_tests() {
     // Another file of the binary is not its `main`.
     assert_eq!(rules(&check_source("crates/cli/src/journal.rs", source)).len(), 4);
     assert_eq!(check_source("crates/cli/src/main.rs", source), []);
+    // The leak checker's `main` mounts what its operator names; an example is a program of
+    // its own. Another file of the compliance crate (the kit) is neither.
+    assert_eq!(check_source("crates/vfs-compliance/src/main.rs", source), []);
+    assert_eq!(check_source("crates/vfs/examples/agent_view.rs", source), []);
+    assert_eq!(rules(&check_source("crates/vfs-compliance/src/kit.rs", source)).len(), 4);
     // Tests mint their own: test files, and `#[cfg(test)]` or `#[test]` items anywhere.
     assert_eq!(check_source("crates/host/tests/launch.rs", source), []);
     let in_module = format!("#[cfg(test)]\nmod tests {{\n{source}}}\n");

@@ -20,7 +20,7 @@ fn resolve(c: &mut Criterion) {
         std::fs::create_dir_all(&physical).unwrap();
         builder.mount(spec(&physical, &format!("/mount{index}"), "rw"));
     }
-    let registry = builder.build().unwrap();
+    let registry = builder.build(vfs::ambient_authority()).unwrap();
     c.bench_function("resolve/5-segment path, 20 mounts (no I/O)", |b| {
         b.iter(|| registry.decide(black_box("/mount13/app/src/module/file.rs"), Access::Read).unwrap());
     });
@@ -31,7 +31,10 @@ fn read_and_info(c: &mut Criterion) {
     let file = dir.path().join("data/app/src/file.txt");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "x".repeat(4096)).unwrap();
-    let registry = MountRegistry::builder().mount(spec(&dir.path().join("data"), "/src", "ro")).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(spec(&dir.path().join("data"), "/src", "ro"))
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     let mut group = c.benchmark_group("read 4 KiB");
     group.bench_function("std::fs::read", |b| b.iter(|| std::fs::read(black_box(&file)).unwrap()));
@@ -41,7 +44,7 @@ fn read_and_info(c: &mut Criterion) {
     let ruled = MountRegistry::builder()
         .mount(spec(&dir.path().join("data"), "/src", "ro"))
         .name_rules(NameRule::defaults())
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let ruled = ruled.agent();
     group.bench_function("vfs read_text_file, default name rules", |b| {
@@ -82,11 +85,14 @@ fn write(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
     std::fs::create_dir_all(dir.path().join("fast")).unwrap();
-    let durable = MountRegistry::builder().mount(spec(&dir.path().join("out"), "/out", "rw")).build().unwrap();
+    let durable = MountRegistry::builder()
+        .mount(spec(&dir.path().join("out"), "/out", "rw"))
+        .build(vfs::ambient_authority())
+        .unwrap();
     let fast = MountRegistry::builder()
         .mount(spec(&dir.path().join("fast"), "/out", "rw"))
         .sync_writes(false)
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let content = "y".repeat(4096);
     let raw = dir.path().join("raw.txt");
@@ -115,7 +121,7 @@ fn list(c: &mut Criterion) {
     for index in 0..1000 {
         std::fs::write(data.join(format!("entry-{index:04}.txt")), "").unwrap();
     }
-    let registry = MountRegistry::builder().mount(spec(&data, "/src", "ro")).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec(&data, "/src", "ro")).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     let mut group = c.benchmark_group("list 1,000 entries");
     group.bench_function("std::fs::read_dir + file_type", |b| {
@@ -130,15 +136,22 @@ fn list(c: &mut Criterion) {
         });
     });
     group.bench_function("vfs list_directory", |b| b.iter(|| agent.list(black_box("/src")).unwrap()));
-    let ruled =
-        MountRegistry::builder().mount(spec(&data, "/src", "ro")).name_rules(NameRule::defaults()).build().unwrap();
+    let ruled = MountRegistry::builder()
+        .mount(spec(&data, "/src", "ro"))
+        .name_rules(NameRule::defaults())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let ruled = ruled.agent();
     group.bench_function("vfs list_directory, default name rules", |b| {
         b.iter(|| ruled.list(black_box("/src")).unwrap());
     });
     let placed: MountSpec =
         format!("{}:/src:ro;**/*.key:hidden;secrets:hidden;docs/*.md:ro", data.display()).parse().unwrap();
-    let placed = MountRegistry::builder().mount(placed).name_rules(NameRule::defaults()).build().unwrap();
+    let placed = MountRegistry::builder()
+        .mount(placed)
+        .name_rules(NameRule::defaults())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let placed = placed.agent();
     group.bench_function("vfs list_directory, default and mount-string rules", |b| {
         b.iter(|| placed.list(black_box("/src")).unwrap());
@@ -167,7 +180,7 @@ fn grep(c: &mut Criterion) {
     let registry = MountRegistry::builder()
         .mount(spec(&small, "/small", "ro"))
         .mount(spec(&large, "/large", "ro"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     let request = |pattern: &str, path: &str, max_results: Option<usize>| GrepRequest {
@@ -198,7 +211,7 @@ fn scrub(c: &mut Criterion) {
     }
     std::fs::create_dir_all(dir.path().join("logs")).unwrap();
     builder.internal(spec(&dir.path().join("logs"), "/llm-logs", "rw"));
-    let registry = builder.build().unwrap();
+    let registry = builder.build(vfs::ambient_authority()).unwrap();
     let line = "/mount1/src/some/file.rs:120:    let value = compute(input, &options)?; // virtual paths only\n";
     let text = line.repeat(64 * 1024 / line.len() + 1);
     c.bench_function("scrub 64 KiB of clean agent-bound text", |b| b.iter(|| registry.scrub(black_box(&text)).len()));

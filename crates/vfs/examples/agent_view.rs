@@ -6,7 +6,7 @@ use vfs::{MountRegistry, MountRoot, MountSpec, Rights};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let spec = MountSpec::new(".", MountRoot::new("/workspace")?, Rights::ReadOnly);
-    let registry = MountRegistry::builder().mount(spec).build()?;
+    let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority())?;
     let agent = registry.agent();
     println!("{}", registry.prompt_table());
     println!("$ list_directory /\n{}", agent.list("/")?.to_text());

@@ -13,7 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let spec = MountSpec::new(directory, MountRoot::new("/data")?, Rights::ReadOnly);
     let mut limits = Limits::default();
     limits.matches = 1_000_000;
-    let registry = MountRegistry::builder().mount(spec).limits(limits).build()?;
+    let registry = MountRegistry::builder().mount(spec).limits(limits).build(vfs::ambient_authority())?;
     let request = GrepRequest { pattern, max_results: Some(1_000_000), ..GrepRequest::default() };
     let result = registry.agent().grep(&request)?;
     print!("{}", result.to_text());

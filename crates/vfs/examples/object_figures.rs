@@ -66,7 +66,7 @@ fn run(
     let mut limits = Limits::default();
     limits.read_bytes = OBJECT_BYTES as u64 + 1;
     let spec: MountSpec = format!("s3://{bucket}/{prefix}:/data:ro").parse()?;
-    let registry = MountRegistry::builder().mount(spec).limits(limits).build()?;
+    let registry = MountRegistry::builder().mount(spec).limits(limits).build(vfs::ambient_authority())?;
     read_figures(runtime, store, &registry, &big, &content)?;
     listing_figures(runtime, store, &registry, prefix)
 }

@@ -33,7 +33,7 @@ fn registries(data: &std::path::Path) -> [(&'static str, MountRegistry); 3] {
         if defaults {
             builder.name_rules(NameRule::defaults());
         }
-        builder.build().unwrap()
+        builder.build(vfs::ambient_authority()).unwrap()
     };
     [
         ("none", build(plain(""), false)),

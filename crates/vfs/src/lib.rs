@@ -25,7 +25,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("hello.txt"), "hi\n").unwrap();
 //! let spec = format!("{}:/src:ro", dir.path().display()).parse()?;
-//! let registry = MountRegistry::builder().mount(spec).build()?;
+//! let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority())?;
 //! let agent = registry.agent();
 //!
 //! let read = agent.read_text("/src/hello.txt", &ReadWindow::default())?;

@@ -138,8 +138,10 @@ impl MountRegistryBuilder {
         self
     }
 
-    /// Checks every mount and opens each root directory once.
-    pub fn build(&self) -> Result<MountRegistry, ConfigError> {
+    /// Checks every mount and opens each root directory once, by the host path its spec
+    /// names: with the operator's `authority` ([`crate::ambient_authority`], minted in the
+    /// binary's `main`), as every open of an operator's host path is.
+    pub fn build(&self, authority: crate::AmbientAuthority) -> Result<MountRegistry, ConfigError> {
         let mut seen: HashMap<String, String> = HashMap::new();
         for (spec, _, _) in &self.entries {
             let root = spec.root().as_str();
@@ -157,7 +159,7 @@ impl MountRegistryBuilder {
         for (spec, visibility, origin) in &self.entries {
             let root = spec.root().as_str();
             let deferred = self.defer_agent_syncs && *visibility == Visibility::AgentFacing;
-            let storage = Backend::open(spec, !self.skip_sync && !deferred)?;
+            let storage = Backend::open(spec, !self.skip_sync && !deferred, authority)?;
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
             };
@@ -1252,7 +1254,7 @@ mod tests {
             .mount(spec("w", "/w"))
             .internal(spec("logs", "/llm-logs"))
             .defer_agent_syncs()
-            .build()
+            .build(crate::ambient_authority())
             .expect("registry");
         let syncs = |root: &str| {
             let mount = registry.inner.mounts.iter().find(|mount| mount.root.as_str() == root).expect("the mount");
@@ -1264,7 +1266,8 @@ mod tests {
         agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
         agent.sync_deferred_writes().expect("one sync");
         assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
-        let default = MountRegistry::builder().mount(spec("w", "/w")).build().expect("registry");
+        let default =
+            MountRegistry::builder().mount(spec("w", "/w")).build(crate::ambient_authority()).expect("registry");
         assert!(default.inner.mounts[0].storage.local().expect("local").syncs_each_write());
     }
 
@@ -1284,7 +1287,7 @@ mod tests {
             if defer {
                 builder.defer_name_rules();
             }
-            builder.build()
+            builder.build(crate::ambient_authority())
         };
         let refused = build(vec![crate::NameRule::hide("[", "--hide")], true).expect_err("a malformed rule");
         assert_eq!(refused.to_string(), "the name rule `[` is not valid: unclosed character class; missing ']'");
@@ -1339,7 +1342,7 @@ mod tests {
         for (physical, root, rights) in others {
             builder.mount(spec(physical, root, *rights));
         }
-        builder.build().expect("a registry")
+        builder.build(crate::ambient_authority()).expect("a registry")
     }
 
     #[test]

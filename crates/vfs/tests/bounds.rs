@@ -14,7 +14,7 @@ use vfs::{
 };
 
 fn registry(fixture: &Fixture) -> MountRegistry {
-    MountRegistry::builder().mount(fixture.spec("data", "/data", "rw")).build().unwrap()
+    MountRegistry::builder().mount(fixture.spec("data", "/data", "rw")).build(vfs::ambient_authority()).unwrap()
 }
 
 #[test]

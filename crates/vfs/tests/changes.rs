@@ -88,8 +88,11 @@ fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its
     let fixture = Fixture::new();
     fixture.file("p/keep.txt", "keep\n");
     let recorder = Arc::new(Recorder { base: fixture.path("p"), seen: Mutex::new(Vec::new()) });
-    let registry =
-        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(recorder.clone()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .observe(recorder.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
 
     // A write that makes two directories on the way: each is a change, then the file.
@@ -165,8 +168,11 @@ fn a_change_carries_the_call_id_its_budget_was_given() {
     let fixture = Fixture::new();
     fixture.mkdir("p");
     let recorder = Arc::new(Recorder { base: fixture.path("p"), seen: Mutex::new(Vec::new()) });
-    let registry =
-        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(recorder.clone()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .observe(recorder.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let call = CallId::new();
     let agent = registry.agent().with_budget(Budget::unlimited().with_call(call.clone()));
     agent.write("/p/one.txt", "1\n", &Precondition::Absent).unwrap();
@@ -215,7 +221,7 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
         .mount(fixture.spec("p", "/p", "rw"))
         .observe(keeper.clone())
         .observe(blind.clone())
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     agent.write("/p/a.bin", "text\n", &Precondition::Any).unwrap();
@@ -267,8 +273,11 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
     assert_eq!(blind.images.lock().unwrap().len(), 6);
     let blind_only = Arc::new(Keeper { keep: false, images: Mutex::new(Vec::new()) });
     fixture.file("q/a.txt", "a\n");
-    let registry =
-        MountRegistry::builder().mount(fixture.spec("q", "/q", "rw")).observe(blind_only.clone()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("q", "/q", "rw"))
+        .observe(blind_only.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
     registry.agent().write("/q/a.txt", "b\n", &Precondition::Any).unwrap();
     assert_eq!(blind_only.images.lock().unwrap()[0].2, None, "no observer keeps images: none is taken");
 }
@@ -319,7 +328,7 @@ fn linked(fixture: &Fixture) -> (MountRegistry, Arc<Linker>) {
         .mount(fixture.spec("p", "/p", "rw"))
         .internal(fixture.spec("k", "/keep", "rw"))
         .observe(linker.clone())
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
     let privileged = registry.mint_privileged("/keep").unwrap();
@@ -633,8 +642,11 @@ fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
     let fixture = Fixture::new();
     fixture.file("p/a.txt", "a\n");
     let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
-    let registry =
-        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).observe(keeper.clone()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .observe(keeper.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     agent.move_path("/p/a.txt", "/p/a.txt", &Precondition::Any, &Precondition::Any).unwrap();
     assert!(keeper.images.lock().unwrap().is_empty(), "a move onto itself is no change");

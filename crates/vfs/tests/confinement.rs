@@ -32,7 +32,7 @@ fn standard() -> (Fixture, MountRegistry) {
         .mount(fixture.spec("data", "/src", "ro"))
         .mount(fixture.spec("out", "/output", "rw"))
         .internal(fixture.spec("logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     (fixture, registry)
 }
@@ -257,8 +257,11 @@ fn internal_directory_nested_in_a_mount_is_absent() {
     // Inside the writable part the launch refuses it (hostile_sequences.rs); inside a part
     // agents may only read, it is a name that does not exist.
     let spec = format!("{}:/work:rw;logs:ro", fixture.path("work").display()).parse().unwrap();
-    let registry =
-        MountRegistry::builder().mount(spec).internal(fixture.spec("work/logs", "/llm-logs", "rw")).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(spec)
+        .internal(fixture.spec("work/logs", "/llm-logs", "rw"))
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     let missing = read(&registry, "/work/no-such.jsonl").unwrap_err().to_string();
     assert_eq!(missing, "`/work/no-such.jsonl` does not exist");
@@ -295,7 +298,7 @@ fn read_only_mount_nested_in_a_writable_one_stays_read_only() {
     let registry = MountRegistry::builder()
         .mount(fixture.spec("work", "/work", "rw"))
         .mount(fixture.spec("work/vendor", "/vendor", "ro"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     let options = Precondition::Any;
@@ -326,7 +329,7 @@ fn sub_path_overrides_hold_however_the_path_is_spelled() {
     fixture.file("work/vendor/x", "v\n");
     fixture.mkdir("work/a");
     let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
-    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
     let options = Precondition::Any;
     for path in ["/work/vendor/x", "/work/./vendor/x", "/work/a/../vendor/x", "/work//vendor/x"] {
         let error = registry.agent().write(path, "pwned", &options).unwrap_err();
@@ -352,21 +355,23 @@ fn registry_refusals_are_operator_lines() {
     let duplicate = MountRegistry::builder()
         .mount(fixture.spec("a", "/src", "ro"))
         .mount(fixture.spec("a", "/src", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap_err();
     assert_eq!(duplicate.to_string(), "the virtual root `/src` is mounted twice");
     let case = MountRegistry::builder()
         .mount(fixture.spec("a", "/src", "ro"))
         .mount(fixture.spec("a", "/SRC", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap_err();
     assert_eq!(case.to_string(), "the virtual roots `/src` and `/SRC` differ only by case");
-    let missing = MountRegistry::builder().mount(fixture.spec("nope", "/src", "ro")).build().unwrap_err();
+    let missing =
+        MountRegistry::builder().mount(fixture.spec("nope", "/src", "ro")).build(vfs::ambient_authority()).unwrap_err();
     assert_eq!(
         missing.to_string(),
         format!("the directory `{}` for mount `/src` does not exist", fixture.path("nope").display())
     );
-    let file = MountRegistry::builder().mount(fixture.spec("file", "/src", "ro")).build().unwrap_err();
+    let file =
+        MountRegistry::builder().mount(fixture.spec("file", "/src", "ro")).build(vfs::ambient_authority()).unwrap_err();
     assert_eq!(file.to_string(), format!("`{}` for mount `/src` is not a directory", fixture.path("file").display()));
 }
 
@@ -378,7 +383,7 @@ fn nested_object_prefixes_are_refused() {
         let specs: Vec<vfs::MountSpec> = [first, second].iter().map(|text| text.parse().unwrap()).collect();
         let mut builder = MountRegistry::builder();
         builder.mount(specs[0].clone()).internal(specs[1].clone());
-        builder.build().err().map(|error| (error.to_string(), error.hint()))
+        builder.build(vfs::ambient_authority()).err().map(|error| (error.to_string(), error.hint()))
     };
     let hint = "give the mounts prefixes side by side, such as `s3://bucket/work` and `s3://bucket/vendor`, or keep only the outer one";
     assert_eq!(
@@ -426,7 +431,7 @@ fn racing_symlink_swaps_never_escape() {
     let registry = MountRegistry::builder()
         .mount(fixture.spec("data", "/src", "ro"))
         .mount(fixture.spec("out", "/output", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let data = fixture.path("data");
@@ -508,7 +513,8 @@ fn single_mount_fast_path_keeps_every_rule() {
         0,
     )
     .unwrap();
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build().unwrap();
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build(vfs::ambient_authority()).unwrap();
     assert_eq!(read(&registry, "/src/dir/a.txt").unwrap(), "alpha\n");
     assert_eq!(read(&registry, "/src/inside-link").unwrap(), "alpha\n");
     assert_denied(
@@ -545,7 +551,8 @@ fn racing_symlink_swaps_never_escape_with_one_mount() {
     let fixture = Fixture::new();
     fixture.file("data/dir/file.txt", "inside\n");
     fixture.file("outside/file.txt", "SECRET\n");
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build().unwrap();
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).build(vfs::ambient_authority()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let (data, outside) = (fixture.path("data"), fixture.path("outside"));
     let swapper = {

@@ -69,7 +69,7 @@ fn pwned(directory: &Path) -> bool {
 
 fn registry(fixture: &Fixture, mount: &str) -> MountRegistry {
     let spec: MountSpec = format!("{}:{mount}", fixture.path("p").display()).parse().unwrap();
-    MountRegistry::builder().mount(spec).name_rules(NameRule::defaults()).build().unwrap()
+    MountRegistry::builder().mount(spec).name_rules(NameRule::defaults()).build(vfs::ambient_authority()).unwrap()
 }
 
 fn refused(answer: Result<impl std::fmt::Debug, vfs::Error>) -> String {
@@ -190,13 +190,17 @@ fn the_guard_goes_with_the_git_rule() {
     assert_eq!(git(&fixture, &fixture.path("p"), &["symbolic-ref", "HEAD"]).stdout, b"refs/heads/topic\n");
     // Without the default rules (`--no-default-hide`) nothing is guarded.
     let spec: MountSpec = format!("{}:/p:rw", fixture.path("p").display()).parse().unwrap();
-    let bare = MountRegistry::builder().mount(spec).build().unwrap();
+    let bare = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
     bare.agent().write("/p/vendor/HEAD", "ref: refs/heads/main\n", &OVERWRITE).unwrap();
     // An object store is guarded as a disk is (it may be synced to one).
     #[cfg(feature = "s3")]
     {
         let memory: MountSpec = "memory://git-guard:/m:rw".parse().unwrap();
-        let objects = MountRegistry::builder().mount(memory).name_rules(NameRule::defaults()).build().unwrap();
+        let objects = MountRegistry::builder()
+            .mount(memory)
+            .name_rules(NameRule::defaults())
+            .build(vfs::ambient_authority())
+            .unwrap();
         let agent = objects.agent();
         agent.write("/m/x/objects/info/packs", "", &OVERWRITE).unwrap();
         assert_eq!(

@@ -20,7 +20,7 @@ fn overrides() -> (Fixture, MountRegistry) {
     fixture.file("ov/dir/own.txt", "own\n");
     fixture.file("ov/stage/vendor/lib.txt", "planted\n");
     let text = format!("{}:/ov:rw;dir/vendor:ro;dir/keep:rwnd;later/vendor:ro", fixture.path("ov").display());
-    let registry = MountRegistry::builder().mount(spec(&text)).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec(&text)).build(vfs::ambient_authority()).unwrap();
     (fixture, registry)
 }
 
@@ -77,7 +77,7 @@ fn a_protection_holds_in_any_case_and_a_grant_only_as_written() {
     fixture.file("ro/out/a.txt", "a\n");
     fixture.file("ro/OUT/a.txt", "a\n");
     let text = format!("{}:/ro:ro;out:rw", fixture.path("ro").display());
-    let registry = MountRegistry::builder().mount(spec(&text)).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec(&text)).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     agent.write("/ro/out/a.txt", "changed\n", &OVERWRITE).unwrap();
     assert_eq!(
@@ -98,7 +98,12 @@ fn a_sub_path_that_grants_more_cannot_take_its_own_name_out_of_the_mount() {
     let ro = format!("{}:/ro:ro;out:rw;cfg.toml:rw", fixture.path("ro").display());
     let nd = format!("{}:/nd:rwnd;tmp:rw", fixture.path("nd").display());
     let w = format!("{}:/w:rw", fixture.path("w").display());
-    let registry = MountRegistry::builder().mount(spec(&ro)).mount(spec(&nd)).mount(spec(&w)).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(spec(&ro))
+        .mount(spec(&nd))
+        .mount(spec(&w))
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     let refusal = |path: &str, scope: &str, rights: &str| {
         format!(
@@ -179,7 +184,7 @@ fn a_no_delete_sub_path_cannot_be_moved_or_deleted_with_its_parent() {
         );
     }
     let text = format!("{}:/ov:rw;dir/keep:rwnd", fixture.path("ov").display());
-    let registry = MountRegistry::builder().mount(spec(&text)).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec(&text)).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     assert_eq!(
         agent.delete("/ov/dir", true, &Precondition::Any).unwrap_err().to_string(),
@@ -208,7 +213,7 @@ fn build_nested(fixture: &Fixture) -> MountRegistry {
     MountRegistry::builder()
         .mount(fixture.spec("outer", "/w", "rw"))
         .mount(fixture.spec("outer/p/ro", "/r", "ro"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap()
 }
 
@@ -250,7 +255,7 @@ fn an_internal_root_inside_a_writable_part_is_refused_at_launch() {
     let refused = MountRegistry::builder()
         .mount(fixture.spec("outer", "/w", "rw"))
         .internal(fixture.spec("outer/sub/logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap_err();
     assert!(matches!(refused, ConfigError::InternalInsideWritable { .. }), "{refused}");
     let physical = fixture.path("outer/sub/logs").display().to_string();
@@ -269,7 +274,7 @@ fn an_internal_root_inside_a_writable_part_is_refused_at_launch() {
     let refused = MountRegistry::builder()
         .mount(spec(&text))
         .internal(fixture.spec("outer/sub/logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap_err();
     assert!(matches!(refused, ConfigError::InternalInsideWritable { rights: vfs::Rights::ReadWriteNoDelete, .. }));
     // Under a read-only override, or in a read-only mount, it is allowed.
@@ -277,19 +282,19 @@ fn an_internal_root_inside_a_writable_part_is_refused_at_launch() {
     MountRegistry::builder()
         .mount(spec(&text))
         .internal(fixture.spec("outer/sub/logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     MountRegistry::builder()
         .mount(fixture.spec("outer", "/w", "ro"))
         .internal(fixture.spec("outer/sub/logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     // A read-only mount nested in the writable one decides for what lies inside it.
     MountRegistry::builder()
         .mount(fixture.spec("outer", "/w", "rw"))
         .mount(fixture.spec("outer/sub", "/s", "ro"))
         .internal(fixture.spec("outer/sub/logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
 }
 
@@ -301,7 +306,7 @@ fn a_mount_of_the_internal_directory_or_inside_it_is_refused() {
         let refused = MountRegistry::builder()
             .mount(fixture.spec(agent, "/w", rights))
             .internal(fixture.spec("m/logs", "/llm-logs", "rw"))
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap_err();
         let physical = fixture.path(agent).display().to_string();
         assert_eq!(
@@ -322,7 +327,7 @@ fn an_internal_root_nested_virtually_with_an_agent_facing_one_is_refused() {
         let refused = MountRegistry::builder()
             .mount(fixture.spec("src", agent, "ro"))
             .internal(fixture.spec("hidden", internal, "rw"))
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap_err();
         assert_eq!(
             refused.to_string(),
@@ -345,7 +350,7 @@ fn an_internal_root_under_a_read_only_part_answers_as_a_missing_name() {
     let registry = MountRegistry::builder()
         .mount(spec(&text))
         .internal(fixture.spec("outer/sub/logs", "/llm-logs", "rw"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     let answer = |name: &str| -> Vec<String> {
@@ -398,10 +403,11 @@ fn an_internal_root_under_a_read_only_part_answers_as_a_missing_name() {
 fn overrides_protect_their_sub_paths_on_object_storage_too() {
     let bucket = format!("memory://hostile-{}", std::process::id());
     let text = format!("{bucket}:/ov:rw;dir/vendor:ro;later/vendor:ro");
-    let registry = MountRegistry::builder().mount(spec(&text)).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec(&text)).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     // Seed through a second registry without the override, as an operator would upload.
-    let seeding = MountRegistry::builder().mount(spec(&format!("{bucket}:/ov:rw"))).build().unwrap();
+    let seeding =
+        MountRegistry::builder().mount(spec(&format!("{bucket}:/ov:rw"))).build(vfs::ambient_authority()).unwrap();
     seeding.agent().write("/ov/dir/vendor/lib.txt", "library\n", &Precondition::Absent).unwrap();
     seeding.agent().write("/ov/stage/vendor/lib.txt", "planted\n", &Precondition::Absent).unwrap();
     assert_eq!(
@@ -442,7 +448,8 @@ fn overrides_protect_their_sub_paths_on_object_storage_too() {
 #[cfg(feature = "s3")]
 #[test]
 fn a_bucket_named_like_a_root_does_not_garble_paths() {
-    let registry = MountRegistry::builder().mount(spec("memory://data:/data:rw")).build().unwrap();
+    let registry =
+        MountRegistry::builder().mount(spec("memory://data:/data:rw")).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     let written = agent.write("/data/data/x.txt", "data\n", &Precondition::Absent).unwrap();
     let version = written.version.clone().unwrap();

@@ -21,7 +21,7 @@ fn registry(text: &str) -> MountRegistry {
         .mount(spec)
         .name_rules(NameRule::defaults())
         .name_rules([NameRule::hide("*.sqlite", "--hide")])
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap()
 }
 
@@ -237,7 +237,7 @@ fn without_rules_a_registry_shows_everything() {
     let fixture = Fixture::new();
     fixture.file("p/.env", SECRET);
     let spec: MountSpec = format!("{}:/p:rw", fixture.path("p").display()).parse().unwrap();
-    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
     assert_eq!(registry.agent().read_text("/p/.env", &ReadWindow::default()).unwrap().content, SECRET);
     assert!(registry.name_rules().is_empty());
 }
@@ -260,7 +260,10 @@ type Seed = fn(&dyn Fn(&str, &str));
 #[cfg(feature = "s3")]
 /// Seeds `location` through a registry without rules, as an operator would upload.
 fn seed_object_store(location: &str, seed: Seed) -> MountRegistry {
-    let seeding = MountRegistry::builder().mount(format!("{location}:/p:rw").parse().unwrap()).build().unwrap();
+    let seeding = MountRegistry::builder()
+        .mount(format!("{location}:/p:rw").parse().unwrap())
+        .build(vfs::ambient_authority())
+        .unwrap();
     seed(&|relative, content| {
         seeding.agent().write(&format!("/p/{relative}"), content, &Precondition::Absent).unwrap();
     });
@@ -395,7 +398,10 @@ fn places_stay_protected(agent: &AgentAccessor) {
 }
 
 fn places_registry(location: &str) -> MountRegistry {
-    MountRegistry::builder().mount(format!("{location}:/p:rw{PLACES}").parse().unwrap()).build().unwrap()
+    MountRegistry::builder()
+        .mount(format!("{location}:/p:rw{PLACES}").parse().unwrap())
+        .build(vfs::ambient_authority())
+        .unwrap()
 }
 
 #[test]
@@ -479,8 +485,11 @@ fn a_nested_mount_keeps_its_rules_in_walks_from_the_outer_one() {
     fixture.file("p/inner/y.txt", "y\n");
     let outer = format!("{}:/p:rw", fixture.path("p").display());
     let inner = format!("{}:/q:ro;*.key:hidden", fixture.path("p/inner").display());
-    let registry =
-        MountRegistry::builder().mount(outer.parse().unwrap()).mount(inner.parse().unwrap()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(outer.parse().unwrap())
+        .mount(inner.parse().unwrap())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     let found = agent.search_files("/p", "*", &[]).unwrap();
     let paths: Vec<&str> = found.matches.iter().map(vfs::VirtualPath::as_str).collect();
@@ -539,7 +548,7 @@ fn grep_never_reads_a_hidden_gitignore() {
     let location = fixture.path("p").display().to_string();
     let request = GrepRequest { pattern: "needle".to_owned(), path: Some("/p".to_owned()), ..GrepRequest::default() };
     let searched = |spec: String| {
-        let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build().unwrap();
+        let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build(vfs::ambient_authority()).unwrap();
         let grep = registry.agent().grep(&request).unwrap();
         (grep.matches, grep.files_searched)
     };
@@ -554,7 +563,10 @@ fn grep_never_reads_a_hidden_gitignore() {
 #[test]
 fn a_delete_too_large_to_check_is_refused_on_object_storage() {
     let location = format!("memory://cut-{}", std::process::id());
-    let seeding = MountRegistry::builder().mount(format!("{location}:/p:rw").parse().unwrap()).build().unwrap();
+    let seeding = MountRegistry::builder()
+        .mount(format!("{location}:/p:rw").parse().unwrap())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let mut limits = vfs::Limits::default();
     limits.entries = 2;
     let seed = |relative: &str| {
@@ -572,7 +584,7 @@ fn a_delete_too_large_to_check_is_refused_on_object_storage() {
         .mount(format!("{location}:/p:rw").parse().unwrap())
         .name_rules(NameRule::defaults())
         .limits(limits)
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     assert_eq!(
@@ -629,7 +641,7 @@ fn deep_registry(location: &str) -> MountRegistry {
         .mount(format!("{location}:/p:rw{DEEP_PLACES}").parse().unwrap())
         .name_rules(NameRule::defaults())
         .name_rules(DEEP_HIDE.iter().map(|glob| NameRule::hide(glob, "--hide")))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap()
 }
 
@@ -757,7 +769,7 @@ fn names_meet_in_nfc(rule_cafe: &str, rule_menu: &str, disk_cafe: &str, disk_men
     let registry = MountRegistry::builder()
         .mount(spec.parse().unwrap())
         .name_rules([NameRule::hide(rule_cafe, "--hide")])
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     let mut hidden = Vec::new();
@@ -803,7 +815,7 @@ fn an_override_protects_every_normalization_of_its_name() {
     let fixture = Fixture::new();
     fixture.file(&format!("p/{NFD_CAFE}/x.txt"), "x\n");
     let spec = format!("{}:/p:rw;{NFC_CAFE}:ro", fixture.path("p").display());
-    let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec.parse().unwrap()).build(vfs::ambient_authority()).unwrap();
     let path = format!("/p/{NFD_CAFE}/x.txt");
     assert_eq!(
         registry.agent().write(&path, "y", &OVERWRITE).unwrap_err().to_string(),
@@ -824,7 +836,7 @@ fn loosened_registry(fixture: &Fixture, p_spec: &str) -> Result<MountRegistry, v
         .mount(format!("{}:/q:rw", fixture.path("q").display()).parse().unwrap())
         .name_rules(NameRule::defaults())
         .name_rules([NameRule::hide("secrets", "--hide")])
-        .build()
+        .build(vfs::ambient_authority())
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn registry_with(data: &str, local: Option<&Fixture>) -> MountRegistry {
     if let Some(fixture) = local {
         builder.mount(fixture.spec("src", "/src", "rw"));
     }
-    builder.build().unwrap()
+    builder.build(vfs::ambient_authority()).unwrap()
 }
 
 fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
@@ -129,11 +129,17 @@ fn moves_across_local_and_object_mounts() {
 #[test]
 fn read_only_object_mount_refuses_writes() {
     let spec: MountSpec = "memory://ro:/data:ro".parse().unwrap();
-    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
     assert!(registry.has_object_storage());
     let fixture = Fixture::new();
     fixture.mkdir("src");
-    assert!(!MountRegistry::builder().mount(fixture.spec("src", "/src", "ro")).build().unwrap().has_object_storage());
+    assert!(
+        !MountRegistry::builder()
+            .mount(fixture.spec("src", "/src", "ro"))
+            .build(vfs::ambient_authority())
+            .unwrap()
+            .has_object_storage()
+    );
     assert_eq!(
         registry.agent().write("/data/x", "x", &Precondition::Absent).unwrap_err().to_string(),
         "cannot write `/data/x`: `/data` is mounted ro, and no mount grants write"
@@ -179,7 +185,7 @@ fn unreachable_store_is_refused_before_serving() {
 #[expect(clippy::print_stdout, reason = "the parent test reads the refusal from stdout")]
 fn probe_unreachable() {
     let spec: MountSpec = "s3://no-such-bucket/x:/data:ro".parse().unwrap();
-    let error = MountRegistry::builder().mount(spec).build().unwrap_err();
+    let error = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap_err();
     println!("{error}");
 }
 
@@ -204,7 +210,8 @@ fn grep_honours_gitignore_as_a_local_tree_does() {
     for (name, content) in layout {
         fixture.file(&format!("data/{name}"), content);
     }
-    let local = MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).build().unwrap();
+    let local =
+        MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).build(vfs::ambient_authority()).unwrap();
     let object = registry_with("memory://gitignore", None);
     for (name, content) in layout {
         object.agent().write(&format!("/data/{name}"), content, &Precondition::Absent).unwrap();
@@ -233,7 +240,7 @@ fn object_reads_keep_their_caps() {
     limits.media_bytes = 16;
     limits.read_bytes = 16;
     let spec: MountSpec = "memory://caps:/data:rw".parse().unwrap();
-    let registry = MountRegistry::builder().mount(spec).limits(limits).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).limits(limits).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     agent.write("/data/at-cap.png", &"p".repeat(16), &Precondition::Absent).unwrap();
     agent.write("/data/over-cap.png", &"p".repeat(17), &Precondition::Absent).unwrap();

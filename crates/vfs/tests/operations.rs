@@ -20,7 +20,7 @@ fn setup() -> (Fixture, MountRegistry) {
         .mount(fixture.spec("data", "/src", "ro"))
         .mount(fixture.spec("out", "/output", "rw"))
         .mount(fixture.spec("keep", "/keep", "rwnd"))
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     (fixture, registry)
 }
@@ -61,7 +61,11 @@ fn the_byte_cap_bounds_what_is_read() {
     fixture.file("data/big.txt", &line.repeat(100));
     let mut limits = Limits::default();
     limits.read_bytes = 1_000;
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
     let read = registry.agent().read_text("/src/big.txt", &ReadWindow::default()).unwrap();
     assert_eq!(read.content.len(), 1_000);
     assert_eq!(read.line_count, 10);
@@ -87,7 +91,11 @@ fn a_line_cut_by_the_cap_is_read_again() {
     fixture.file("data/wide.txt", &("w".repeat(40) + "\nnext\n"));
     let mut limits = Limits::default();
     limits.read_bytes = 16;
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     let read = agent.read_text("/src/cut.txt", &ReadWindow::default()).unwrap();
     assert_eq!(
@@ -114,7 +122,11 @@ fn a_tail_over_the_cap_says_to_page_from_the_start() {
     fixture.file("data/cut.txt", "0123456789\nabcdefghij\nrest\n");
     let mut limits = Limits::default();
     limits.read_bytes = 16;
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
     let read = registry.agent().read_text("/src/cut.txt", &window(None, Some(3), None, None)).unwrap();
     assert_eq!(read.next, Some(ReadOn::TailOverCap { cap: 16, lines: 2 }));
     assert_eq!(read.next.and_then(|next| next.offset()), None);
@@ -397,7 +409,11 @@ fn bounded_listing_says_how_to_narrow() {
     }
     let mut limits = Limits::default();
     limits.entries = 10;
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/src", "ro")).limits(limits).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
     let listing = registry.agent().list("/src").unwrap();
     assert_eq!(listing.entries.len(), 10);
     assert!(listing.to_text().ends_with("[truncated: showing 10 of 30 entries; narrow with a search of names]\n"));
@@ -487,7 +503,7 @@ fn decide_says_which_rule_decided() {
     let fixture = Fixture::new();
     fixture.mkdir("work/vendor");
     let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
-    let registry = MountRegistry::builder().mount(spec).build().unwrap();
+    let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
     let decision = registry.decide("/work/a/../vendor/x", vfs::Access::Read).unwrap();
     assert_eq!(decision.path.as_str(), "/work/vendor/x");
     assert_eq!(
@@ -509,8 +525,11 @@ fn prompt_table_lists_agent_facing_mounts_and_overrides() {
     fixture.mkdir("work/vendor");
     fixture.mkdir("logs");
     let spec = format!("{}:/work:rw;vendor:ro", fixture.path("work").display()).parse().unwrap();
-    let registry =
-        MountRegistry::builder().mount(spec).internal(fixture.spec("logs", "/llm-logs", "rw")).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(spec)
+        .internal(fixture.spec("logs", "/llm-logs", "rw"))
+        .build(vfs::ambient_authority())
+        .unwrap();
     assert_eq!(
         registry.prompt_table(),
         "## Available File Mounts\n\n| mount | rights | access |\n|---|---|---|\n| /work | rw | read, write, create, delete |\n| /work/vendor | ro | read only |\n"

@@ -105,7 +105,11 @@ fn concurrent_greps_run_on_the_registrys_pool_and_start_no_threads() {
     no_pool_threads();
     let fixture = Fixture::new();
     tree(&fixture);
-    let registry = MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).workers(3).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/data", "ro"))
+        .workers(3)
+        .build(vfs::ambient_authority())
+        .unwrap();
     assert_eq!(registry.pool().threads(), 3);
     // The pool's threads start with the first search.
     assert_eq!(pool_threads(), 0);
@@ -131,7 +135,11 @@ fn registries_given_one_pool_share_its_threads() {
     let pool = WorkerPool::new(2);
     let registries: Vec<MountRegistry> = (0..3)
         .map(|_| {
-            MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).pool(pool.clone()).build().unwrap()
+            MountRegistry::builder()
+                .mount(fixture.spec("data", "/data", "ro"))
+                .pool(pool.clone())
+                .build(vfs::ambient_authority())
+                .unwrap()
         })
         .collect();
     registries[0].agent().grep(&needle()).unwrap();
@@ -159,8 +167,11 @@ fn the_answer_is_the_same_whatever_the_pools_size() {
         GrepRequest { pattern: "nothing".into(), max_results: Some(250), ..needle() },
     ];
     let answers = |workers: usize| {
-        let registry =
-            MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).workers(workers).build().unwrap();
+        let registry = MountRegistry::builder()
+            .mount(fixture.spec("data", "/data", "ro"))
+            .workers(workers)
+            .build(vfs::ambient_authority())
+            .unwrap();
         requests.iter().map(|request| registry.agent().grep(request).unwrap()).collect::<Vec<_>>()
     };
     let one = answers(1);

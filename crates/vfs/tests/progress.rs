@@ -76,7 +76,7 @@ fn search_tree(fixture: &Fixture) -> usize {
 }
 
 fn registry(fixture: &Fixture) -> MountRegistry {
-    MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).build().unwrap()
+    MountRegistry::builder().mount(fixture.spec("data", "/data", "ro")).build(vfs::ambient_authority()).unwrap()
 }
 
 /// The files and matches a grep report counts, from its message.
@@ -152,7 +152,11 @@ fn two_mounts(fixture: &Fixture) -> MountRegistry {
     fixture.file("a/one.txt", "1\n");
     fixture.file("a/sub/two.txt", "2\n");
     fixture.file("b/three.txt", "3\n");
-    MountRegistry::builder().mount(fixture.spec("a", "/a", "ro")).mount(fixture.spec("b", "/b", "ro")).build().unwrap()
+    MountRegistry::builder()
+        .mount(fixture.spec("a", "/a", "ro"))
+        .mount(fixture.spec("b", "/b", "ro"))
+        .build(vfs::ambient_authority())
+        .unwrap()
 }
 
 #[test]

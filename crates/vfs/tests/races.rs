@@ -57,8 +57,11 @@ fn fill(fixture: &Fixture, directory: &str, count: usize) {
 }
 
 fn defaults(fixture: &Fixture) -> (MountRegistry, AgentAccessor) {
-    let registry =
-        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).name_rules(NameRule::defaults()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .name_rules(NameRule::defaults())
+        .build(vfs::ambient_authority())
+        .unwrap();
     let agent = registry.agent();
     (registry, agent)
 }
@@ -110,7 +113,7 @@ fn a_directory_move_never_carries_a_hidden_file_moved_into_it_to_a_mount_without
         let registry = MountRegistry::builder()
             .mount(rules.parse().unwrap())
             .mount(fixture.spec("q", "/q", "rw"))
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap();
         let agent = registry.agent();
         let (directory, carrier) = race(
@@ -259,7 +262,7 @@ fn a_recursive_delete_never_takes_a_protected_directory_another_registry_moves_i
             let registry = MountRegistry::builder()
                 .mount(fixture.spec("p", "/p", "rw"))
                 .name_rules(NameRule::defaults())
-                .build()
+                .build(vfs::ambient_authority())
                 .unwrap();
             let agent = registry.agent();
             (registry, agent)
@@ -267,7 +270,7 @@ fn a_recursive_delete_never_takes_a_protected_directory_another_registry_moves_i
         let second = MountRegistry::builder()
             .mount(fixture.spec("p/w", "/w", "rw"))
             .name_rules(NameRule::defaults())
-            .build()
+            .build(vfs::ambient_authority())
             .unwrap();
         let other = second.agent();
         let (deleted, moved) = race(

@@ -92,8 +92,11 @@ fn a_staged_write_appears_whole_at_its_commit_on_a_local_mount() {
     let fixture = Fixture::new();
     fixture.mkdir("w");
     let changes = Arc::new(Kinds::default());
-    let registry =
-        MountRegistry::builder().mount(fixture.spec("w", "/w", "rw")).observe(changes.clone()).build().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("w", "/w", "rw"))
+        .observe(changes.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
     exercise(&registry, &changes);
     // No stage leaves a temporary file behind.
     let mut names: Vec<String> = std::fs::read_dir(fixture.path("w"))
@@ -111,7 +114,8 @@ fn a_staged_write_appears_whole_at_its_commit_on_a_local_mount() {
 fn a_stage_in_a_tree_deleted_meanwhile_commits_nothing() {
     let fixture = Fixture::new();
     fixture.file("w/d/a.txt", "a\n");
-    let registry = MountRegistry::builder().mount(fixture.spec("w", "/w", "rw")).build().unwrap();
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("w", "/w", "rw")).build(vfs::ambient_authority()).unwrap();
     let agent = registry.agent();
     let mut staged = agent.stage("/w/d/new.txt", StageFrom::Empty).unwrap();
     staged.write_at(0, b"mine\n").unwrap();
@@ -131,7 +135,7 @@ fn a_staged_write_appears_whole_at_its_commit_on_an_object_store() {
     let registry = MountRegistry::builder()
         .mount("memory://staged:/w:rw".parse::<vfs::MountSpec>().unwrap())
         .observe(changes.clone())
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     exercise(&registry, &changes);
 }
@@ -145,7 +149,7 @@ fn a_stage_is_authorized_by_the_gate_as_a_write() {
         .mount(fixture.spec("w", "/w", "rw"))
         .mount(fixture.spec("r", "/r", "ro"))
         .name_rules(NameRule::defaults())
-        .build()
+        .build(vfs::ambient_authority())
         .unwrap();
     let agent = registry.agent();
     assert_eq!(

@@ -601,7 +601,7 @@ macro_rules! with_node {
 
 impl Backend {
     /// Opens the storage a spec's location names: an object store, or a local directory.
-    pub(crate) fn open(spec: &MountSpec, sync: bool) -> Result<Self, ConfigError> {
+    pub(crate) fn open(spec: &MountSpec, sync: bool, authority: crate::AmbientAuthority) -> Result<Self, ConfigError> {
         // A location that is not valid is only ever an object URL (`MountSpec::new`): the
         // object store refuses it with its rule.
         if !matches!(spec.location(), Some(crate::spec::Location::Local(_))) {
@@ -614,7 +614,7 @@ impl Backend {
                 reason: "this build has no object-storage support (cargo feature `s3`)".to_owned(),
             });
         }
-        local::LocalRoot::open(spec, sync).map(Backend::Local)
+        local::LocalRoot::open(spec, sync, authority).map(Backend::Local)
     }
 
     /// What this store can do.

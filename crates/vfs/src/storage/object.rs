@@ -1103,7 +1103,7 @@ mod tests {
         runtime().unwrap().block_on(store.put(&key, PutPayload::from("a needle\n"))).unwrap();
         memory_stores().insert(name.to_owned(), Arc::new(store));
         let spec: MountSpec = format!("memory://{name}:/data:ro").parse().unwrap();
-        MountRegistry::builder().mount(spec).build().unwrap()
+        MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap()
     }
 
     /// A budget whose cancel flag is set `after` from now, on another thread.
@@ -1186,7 +1186,7 @@ mod tests {
         let store = object_store::throttle::ThrottledStore::new(object_store::memory::InMemory::new(), config);
         memory_stores().insert("slow-put".to_owned(), Arc::new(store));
         let spec: MountSpec = "memory://slow-put:/data:rw".parse().unwrap();
-        let registry = MountRegistry::builder().mount(spec).build().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap();
         let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
         let started = Instant::now();
         let written = agent.write("/data/new.txt", "made\n", &crate::Precondition::Absent).unwrap();

@@ -205,8 +205,9 @@ fn identity(stat: &Stat) -> (u64, u64) {
 }
 
 impl LocalRoot {
-    /// Opens the mount root: the only ambient-path open in the crate.
-    pub(crate) fn open(spec: &MountSpec, sync: bool) -> Result<Self, ConfigError> {
+    /// Opens the mount root: the only open of a mount's host path, with the operator's
+    /// authority.
+    pub(crate) fn open(spec: &MountSpec, sync: bool, _authority: crate::AmbientAuthority) -> Result<Self, ConfigError> {
         let root = spec.root().as_str().to_owned();
         let physical = spec.physical().to_owned();
         let fail = |source| ConfigError::Open { root: root.clone(), physical: physical.clone(), source };
