@@ -9,7 +9,7 @@ use vfs_compliance::kit::{AgentView, LocalFactory, SECRET, standard};
 const TOKENS: &[&str] = &[".", "..", "a", "b", "link", "llm-logs", "src", "output", "", "%2e%2e", "a\\..", "~"];
 
 fuzz_target!(|bytes: &[u8]| {
-    let world = standard(&LocalFactory).expect("the standard world builds");
+    let world = standard(&LocalFactory(vfs::ambient_authority())).expect("the standard world builds");
     let outside = world.layout.snapshot("outside");
     let logs = world.layout.snapshot("logs");
     let agent = world.agent();
