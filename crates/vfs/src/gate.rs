@@ -18,10 +18,14 @@
 //! checked lexically before anything is made on the way ([`Context::locate_move_destination`]).
 //! An operation asks for them here and gets the same checks as [`Context::locate`] makes.
 //!
-//! What a place does not carry: the tree guards of a move's source and of deletes (the walks
-//! for protected names), which run on the place under a claim (`registry::claims`), and the
-//! checks that must be made again under a directory lock (the git look-alike guard), which
-//! the operations repeat where they hold the lock.
+//! The places a delete or a move changes come from here claimed ([`Context::claim_to_delete`],
+//! [`Context::claim_move`]): found, claimed (`registry::claims`, ADR 0006), found again under
+//! the claim, and guarded there: nothing protected at them (by identity), and the walks for
+//! protected names inside a tree that a recursive delete or a directory's move would carry
+//! out of its protection. The operation gets the places with the claim that keeps them so.
+//!
+//! What a place does not carry: the checks that must be made again under a directory lock
+//! (the git look-alike guard), which the operations repeat where they hold the lock.
 
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -29,10 +33,12 @@ use std::ops::Deref;
 use crate::error::{Error, ErrorKind};
 use crate::ops::Context;
 use crate::path::VirtualPath;
-use crate::registry::TreeChange;
+use crate::policy::RuleEffect;
+use crate::registry::{Claim, TreeChange};
 use crate::spec::Access;
 use crate::storage::local::{MAX_DEPTH, OpenFile};
-use crate::storage::{Located, Resolve, Stat};
+use crate::storage::{Kind, Located, Resolve, Stat};
+use crate::text::{agent_text, code};
 
 /// What a place was authorized for. Sealed: the three needs below are all there are.
 pub(crate) trait Need: sealed::Sealed {
@@ -107,7 +113,19 @@ pub(crate) enum ToRead {
 /// the rights at its path.
 pub(crate) type FastInfo = (Stat, String, &'static str);
 
-impl Context<'_> {
+/// The places a move changes, as [`Context::claim_move`] claimed and guarded them.
+pub(crate) struct Claimed<'r> {
+    /// Keeps both places as they were found until it is dropped.
+    pub(crate) claim: Claim<'r>,
+    /// The source, located for deleting.
+    pub(crate) from: Place<Delete>,
+    /// What the source is.
+    pub(crate) from_stat: Stat,
+    /// The destination, located for writing.
+    pub(crate) to: Place<Write>,
+}
+
+impl<'r> Context<'r> {
     /// A file to read at `path`: opened by the store's one-step route where it has one, else
     /// located for reading. Either way routing decided visibility and the name rules judged
     /// the path; on the one-step route, which opens only where no link or nested mount
@@ -155,13 +173,100 @@ impl Context<'_> {
         self.locate::<Read>(path, true, true)
     }
 
+    /// The place to delete at `path`, claimed and guarded: located for deleting (never a mount
+    /// root, refused before a claim on a whole mount could wait for anything), found again
+    /// under the claim, nothing protected at it, and, for a `recursive` delete of a directory,
+    /// no protected name inside it (a walk, under the claim). With what it is.
+    pub(crate) fn claim_to_delete(
+        &self,
+        path: &VirtualPath,
+        recursive: bool,
+    ) -> Result<(Claim<'r>, Place<Delete>, Stat), Error> {
+        let (claim, place) = self.under_claim(
+            path,
+            |place: &Place<Delete>| vec![self.place(place)],
+            || {
+                let place = self.locate::<Delete>(path, false, false)?;
+                if Self::is_root(&place) {
+                    return Err(Error::invalid_argument(agent_text![
+                        "cannot delete ",
+                        code(path),
+                        ": it is a mount root"
+                    ]));
+                }
+                Ok(place)
+            },
+        )?;
+        let Some(stat) = self.store(place.mount).stat(&place.node, path)? else {
+            return Err(Error::not_found(path));
+        };
+        self.guard_tree(&place, Some(&stat), TreeChange::Delete, path)?;
+        if recursive
+            && stat.kind == Kind::Directory
+            && let Some((effect, class)) = self.protected_inside(&place, path)?
+        {
+            return Err(Error::holds_protected("delete", path, &class, effect == RuleEffect::Hidden));
+        }
+        Ok((claim, place, stat))
+    }
+
+    /// The two places a move changes, claimed together and guarded: the source located for
+    /// deleting ([`Context::move_source`]), the destination for writing
+    /// ([`Context::move_destination`]), both found again under the claim; then, for a
+    /// directory, no protected name inside it that the move would carry out of its
+    /// protection (a walk, under the claim).
+    pub(crate) fn claim_move(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<Claimed<'r>, Error> {
+        let (claim, ((from, from_stat), to)) = self.under_claim(
+            source,
+            |((from, _), to): &((Place<Delete>, Stat), Place<Write>)| vec![self.place(from), self.place(to)],
+            || Ok((self.move_source(source, destination)?, self.move_destination(destination)?)),
+        )?;
+        if from_stat.kind == Kind::Directory
+            && let Some((effect, class)) = self.protection_lost(&from, &to, source)?
+        {
+            return Err(Error::holds_protected("move", source, &class, effect == RuleEffect::Hidden));
+        }
+        Ok(Claimed { claim, from, from_stat, to })
+    }
+
+    /// The source of a move: located for deleting, not a mount root or a special file,
+    /// nothing protected at it, and not an ancestor of the destination.
+    fn move_source(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<(Place<Delete>, Stat), Error> {
+        let from = self.locate::<Delete>(source, false, false)?;
+        if Self::is_root(&from) {
+            return Err(Error::invalid_argument(agent_text!["cannot move ", code(source), ": it is a mount root"]));
+        }
+        let Some(stat) = self.store(from.mount).stat(&from.node, source)? else {
+            return Err(Error::not_found(source));
+        };
+        if stat.kind == Kind::Special {
+            return Err(Error::unsupported(source));
+        }
+        self.guard_tree(&from, Some(&stat), TreeChange::MoveFrom, source)?;
+        if destination.starts_with(source) && destination != source {
+            return Err(Error::invalid_argument(agent_text!["cannot move ", code(source), " into itself"]));
+        }
+        Ok((from, stat))
+    }
+
     /// The destination of a move, located for writing: nothing protected at or below it,
-    /// checked lexically first, so that a refused move makes no parent directory on its way.
-    pub(crate) fn locate_move_destination(&self, destination: &VirtualPath) -> Result<Place<Write>, Error> {
+    /// checked lexically first (so that a refused move makes no parent directory on its way)
+    /// and by identity where the store landed, and never a mount root.
+    fn move_destination(&self, destination: &VirtualPath) -> Result<Place<Write>, Error> {
         let (routed, components) = self.registry.route(self.caller, destination)?;
         let components: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
         self.registry.guard_tree(self.caller, routed, &components, None, TreeChange::MoveTo, destination)?;
-        self.locate::<Write>(destination, false, true)
+        let to = self.locate::<Write>(destination, false, true)?;
+        if Self::is_root(&to) {
+            // No precondition could let a mount root be replaced: not an "already exists".
+            return Err(Error::invalid_argument(agent_text![
+                "cannot move onto ",
+                code(destination),
+                ": it is a mount root"
+            ]));
+        }
+        self.guard_tree(&to, None, TreeChange::MoveTo, destination)?;
+        Ok(to)
     }
 
     /// Routes and locates `path`, then checks `N` on where the store landed, and returns the

@@ -25,7 +25,8 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("hello.txt"), "hi\n").unwrap();
 //! let spec = format!("{}:/src:ro", dir.path().display()).parse()?;
-//! let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority())?;
+//! // The binary's `main` mints the authority to open the operator's host paths, once.
+//! let registry = MountRegistry::builder().mount(spec).build(vfs::ambient_authority())?;
 //! let agent = registry.agent();
 //!
 //! let read = agent.read_text("/src/hello.txt", &ReadWindow::default())?;

@@ -12,9 +12,8 @@
 use super::Context;
 use crate::changes::{Before, ChangeKind, Image};
 use crate::error::Error;
-use crate::gate::{self, Place};
+use crate::gate::{self, Claimed, Place};
 use crate::path::VirtualPath;
-use crate::registry::TreeChange;
 use crate::spec::Access;
 use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Staged, Start, Stat};
 use crate::text::{AgentText, agent_text, code};
@@ -412,21 +411,9 @@ impl Context<'_> {
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
-        // Both ends are claimed from the walk below to the rename, so no other move or delete
-        // can bring a protected name into the source, or change the destination, in between.
-        let (_claim, ((from, from_stat), to)) = self.under_claim(
-            &source,
-            |((from, _), to): &((Place<gate::Delete>, Stat), Place<gate::Write>)| {
-                vec![self.place(from), self.place(to)]
-            },
-            || Ok((self.move_source(&source, &destination)?, self.move_destination(&destination)?)),
-        )?;
-        if from_stat.kind == Kind::Directory
-            && let Some((effect, class)) = self.protection_lost(&from, &to, &source)?
-        {
-            let hidden = effect == crate::policy::RuleEffect::Hidden;
-            return Err(Error::holds_protected("move", &source, &class, hidden));
-        }
+        // Both ends stay claimed to the rename: no other move or delete can bring a protected
+        // name into the source, or change the destination, in between.
+        let Claimed { claim: _claim, from, from_stat, to } = self.claim_move(&source, &destination)?;
         let (from_store, to_store) = (self.store(from.mount), self.store(to.mount));
         let _locks = crate::storage::lock_pair((from_store, &from.node, &source), (to_store, &to.node, &destination))?;
         // Again under the destination directory's lock, which a write beside it takes too: a
@@ -518,46 +505,6 @@ impl Context<'_> {
         }
     }
 
-    /// The source of a move: located with delete rights, not a mount root or a special file,
-    /// nothing protected inside it, and not an ancestor of the destination.
-    fn move_source(
-        &self,
-        source: &VirtualPath,
-        destination: &VirtualPath,
-    ) -> Result<(Place<gate::Delete>, Stat), Error> {
-        let from = self.locate::<gate::Delete>(source, false, false)?;
-        if Self::is_root(&from) {
-            return Err(Error::invalid_argument(agent_text!["cannot move ", code(source), ": it is a mount root"]));
-        }
-        let Some(stat) = self.store(from.mount).stat(&from.node, source)? else {
-            return Err(Error::not_found(source));
-        };
-        if stat.kind == Kind::Special {
-            return Err(Error::unsupported(source));
-        }
-        self.guard_tree(&from, Some(&stat), TreeChange::MoveFrom, source)?;
-        if destination.starts_with(source) && destination != source {
-            return Err(Error::invalid_argument(agent_text!["cannot move ", code(source), " into itself"]));
-        }
-        Ok((from, stat))
-    }
-
-    /// The destination of a move: nothing protected at or below it (checked lexically first,
-    /// so that a refused move creates no parent directory), located with write rights.
-    fn move_destination(&self, destination: &VirtualPath) -> Result<Place<gate::Write>, Error> {
-        let to = self.locate_move_destination(destination)?;
-        if Self::is_root(&to) {
-            // No precondition could let a mount root be replaced: not an "already exists".
-            return Err(Error::invalid_argument(agent_text![
-                "cannot move onto ",
-                code(destination),
-                ": it is a mount root"
-            ]));
-        }
-        self.guard_tree(&to, None, TreeChange::MoveTo, destination)?;
-        Ok(to)
-    }
-
     /// Copies a file's content to another place, within the write cap.
     fn copy_file(
         &self,
@@ -574,35 +521,10 @@ impl Context<'_> {
 
     pub(crate) fn delete(&self, input: &str, recursive: bool, guard: DeleteGuard<'_>) -> Result<DeleteOutcome, Error> {
         let path = Self::parse(input)?;
-        // The tree is claimed from the walk for protected names to the removal, so no move can
+        // The tree stays claimed from the walk for protected names to the removal: no move can
         // bring one into it in between.
-        let (_claim, located) = self.under_claim(
-            &path,
-            |located: &Place<gate::Delete>| vec![self.place(located)],
-            || {
-                let located = self.locate::<gate::Delete>(&path, false, false)?;
-                if Self::is_root(&located) {
-                    // Refused before a claim on the whole mount could wait for anything.
-                    return Err(Error::invalid_argument(agent_text![
-                        "cannot delete ",
-                        code(&path),
-                        ": it is a mount root"
-                    ]));
-                }
-                Ok(located)
-            },
-        )?;
+        let (_claim, located, stat) = self.claim_to_delete(&path, recursive)?;
         let store = self.store(located.mount);
-        let Some(stat) = store.stat(&located.node, &path)? else {
-            return Err(Error::not_found(&path));
-        };
-        self.guard_tree(&located, Some(&stat), TreeChange::Delete, &path)?;
-        if recursive
-            && stat.kind == Kind::Directory
-            && let Some((effect, class)) = self.protected_inside(&located, &path)?
-        {
-            return Err(Error::holds_protected("delete", &path, &class, effect == crate::policy::RuleEffect::Hidden));
-        }
         let seen = match guard {
             DeleteGuard::Seen(seen) => Some(seen),
             DeleteGuard::Expected(_) => None,
