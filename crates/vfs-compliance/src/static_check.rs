@@ -306,7 +306,10 @@ impl Scope {
             mint_site: MINT_SITES
                 .iter()
                 .any(|site| relative == *site || (site.ends_with('/') && relative.starts_with(site))),
-            ambient_site: AMBIENT_SITES.contains(&relative) || components.contains(&"examples"),
+            // Cargo's examples, each a program with its own `main`: `examples/` of a package,
+            // not any directory of that name (a module `src/examples/` is library code).
+            ambient_site: AMBIENT_SITES.contains(&relative)
+                || matches!(components.as_slice(), ["crates", _, "examples", ..] | ["examples", ..]),
         }
     }
 }

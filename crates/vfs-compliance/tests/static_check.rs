@@ -132,6 +132,7 @@ fn the_ambient_authority_is_minted_only_in_the_binarys_main_and_in_tests() {
     // its own. Another file of the compliance crate (the kit) is neither.
     assert_eq!(check_source("crates/vfs-compliance/src/main.rs", source), []);
     assert_eq!(check_source("crates/vfs/examples/agent_view.rs", source), []);
+    assert_eq!(rules(&check_source("crates/vfs/src/examples/mod.rs", source)).len(), 4);
     assert_eq!(rules(&check_source("crates/vfs-compliance/src/kit.rs", source)).len(), 4);
     // Tests mint their own: test files, and `#[cfg(test)]` or `#[test]` items anywhere.
     assert_eq!(check_source("crates/host/tests/launch.rs", source), []);

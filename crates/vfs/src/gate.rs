@@ -13,10 +13,8 @@
 //!
 //! The quick routes are the gate's too: a read that the store can open in one step from the
 //! mount's root ([`Context::open_to_read`]), the metadata of a file found the same way
-//! ([`Context::file_info_fast`]), the directory a `create_directory` may have to make
-//! ([`Context::locate_directory_to_make`]) and the destination of a move, whose tree is
-//! checked lexically before anything is made on the way ([`Context::locate_move_destination`]).
-//! An operation asks for them here and gets the same checks as [`Context::locate`] makes.
+//! ([`Context::file_info_fast`]) and the directory a `create_directory` may have to make
+//! ([`Context::locate_directory_to_make`]). An operation asks for them here and gets the same checks as [`Context::locate`] makes.
 //!
 //! The places a delete or a move changes come from here claimed ([`Context::claim_to_delete`],
 //! [`Context::claim_move`]): found, claimed (`registry::claims`, ADR 0006), found again under
