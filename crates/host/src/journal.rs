@@ -825,13 +825,16 @@ impl Journal {
         let call = CallId::new();
         self.begin(&call, session, Some(entry));
         let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
-        let mut clean = true;
-        for part in entry.parts.iter().rev() {
-            clean &= self.undo_part(&agent, part, &mut lines);
-        }
-        // Where the registry defers syncs (`vfs undo`), what the undo restored is made durable
-        // here, at once, before its entry is written.
-        if let Err(error) = agent.sync_deferred_writes() {
+        // What the undo restores is made durable at once, one `syncfs` of each file system
+        // (not two `fsync`s a file), before its entry is written.
+        let (mut clean, synced) = agent.with_syncs_deferred(|| {
+            let mut clean = true;
+            for part in entry.parts.iter().rev() {
+                clean &= self.undo_part(&agent, part, &mut lines);
+            }
+            clean
+        });
+        if let Err(error) = synced {
             tracing::warn!(target: "vfs::journal", %error, "cannot sync what an undo restored");
             lines.push(format!("failed {}: what was restored could not be synced to the disk ({error})", entry.id));
             clean = false;

@@ -116,6 +116,32 @@ impl AgentAccessor {
         Ok(())
     }
 
+    /// Runs `work` with the syncs of the writes it makes on this thread to agent-facing local
+    /// mounts deferred, then makes them durable at once: one `syncfs` of each file system an
+    /// agent-facing local mount lies on, before this returns. For a call that writes many
+    /// files (an undo): each write stays atomic, and `work`'s writes are durable when this
+    /// returns, as each would have been on its own. Internal roots (a journal) still sync
+    /// each write.
+    ///
+    /// # Errors
+    /// The second value: a file system could not sync (the error carries no path).
+    pub fn with_syncs_deferred<T>(&self, work: impl FnOnce() -> T) -> (T, std::io::Result<()>) {
+        let deferred = crate::storage::local::defer_syncs();
+        let value = work();
+        drop(deferred);
+        let mut synced = std::collections::HashSet::new();
+        for mount in &self.registry.inner.mounts {
+            if mount.visibility == crate::mount::Visibility::AgentFacing
+                && let Some(local) = mount.storage.local()
+                && synced.insert(local.identity().0)
+                && let Err(error) = local.sync_file_system()
+            {
+                return (value, Err(error));
+            }
+        }
+        (value, Ok(()))
+    }
+
     /// Reads a text file, whole or a window of lines, bounded by the read cap.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
         self.run(Operation::ReadText, path, |context| context.read_text(path, window))

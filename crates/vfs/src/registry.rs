@@ -142,24 +142,16 @@ impl MountRegistryBuilder {
     /// names: with the operator's `authority` ([`crate::ambient_authority`], minted in the
     /// binary's `main`), as every open of an operator's host path is.
     pub fn build(&self, authority: crate::AmbientAuthority) -> Result<MountRegistry, ConfigError> {
-        let mut seen: HashMap<String, String> = HashMap::new();
-        for (spec, _, _) in &self.entries {
-            let root = spec.root().as_str();
-            if let Some(first) = seen.get(&root.to_ascii_lowercase()) {
-                return Err(if first == root {
-                    ConfigError::DuplicateRoot { root: root.to_owned() }
-                } else {
-                    ConfigError::CaseCollision { first: first.clone(), second: root.to_owned() }
-                });
-            }
-            seen.insert(root.to_ascii_lowercase(), root.to_owned());
-        }
+        check_distinct_roots(self.entries.iter().map(|(spec, _, _)| spec))?;
         check_object_nesting(self.entries.iter().map(|(spec, _, _)| spec))?;
         let mut mounts: Vec<Mount> = Vec::with_capacity(self.entries.len());
         for (spec, visibility, origin) in &self.entries {
             let root = spec.root().as_str();
             let deferred = self.defer_agent_syncs && *visibility == Visibility::AgentFacing;
-            let storage = Backend::open(spec, !self.skip_sync && !deferred, authority)?;
+            let mut storage = Backend::open(spec, !self.skip_sync && !deferred, authority)?;
+            if *visibility == Visibility::AgentFacing {
+                storage.allow_deferred_syncs();
+            }
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
             };
@@ -223,6 +215,24 @@ impl MountRegistryBuilder {
             }),
         })
     }
+}
+
+/// Refuses two mounts at one root, or at roots that differ only in ASCII case (one would
+/// shadow the other on a case-insensitive client).
+fn check_distinct_roots<'s>(specs: impl Iterator<Item = &'s MountSpec>) -> Result<(), ConfigError> {
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for spec in specs {
+        let root = spec.root().as_str();
+        if let Some(first) = seen.get(&root.to_ascii_lowercase()) {
+            return Err(if first == root {
+                ConfigError::DuplicateRoot { root: root.to_owned() }
+            } else {
+                ConfigError::CaseCollision { first: first.clone(), second: root.to_owned() }
+            });
+        }
+        seen.insert(root.to_ascii_lowercase(), root.to_owned());
+    }
+    Ok(())
 }
 
 /// Refuses two object mounts of one bucket (`s3://bucket`, or the in-process `memory://name`)
@@ -1269,6 +1279,40 @@ mod tests {
         let default =
             MountRegistry::builder().mount(spec("w", "/w")).build(crate::ambient_authority()).expect("registry");
         assert!(default.inner.mounts[0].storage.local().expect("local").syncs_each_write());
+    }
+
+    /// A call may defer the syncs of its writes to agent-facing mounts
+    /// (`AgentAccessor::with_syncs_deferred`), never those of an internal root; the deferral
+    /// ends with the call's work, and its writes are there.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds files on disk")]
+    fn a_call_defers_the_syncs_of_agent_facing_mounts_only_while_it_runs() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["w", "journal"] {
+            std::fs::create_dir(dir.path().join(name)).expect("fixture directory");
+        }
+        let spec = |name: &str, root: &str| {
+            let physical = dir.path().join(name).to_string_lossy().into_owned();
+            MountSpec::new(physical, MountRoot::new(root).expect("a root"), Rights::ReadWrite)
+        };
+        let registry = MountRegistry::builder()
+            .mount(spec("w", "/w"))
+            .internal(spec("journal", "/llm-journal"))
+            .build(crate::ambient_authority())
+            .expect("registry");
+        let syncs_now = |root: &str| {
+            let mount = registry.inner.mounts.iter().find(|mount| mount.root.as_str() == root).expect("the mount");
+            mount.storage.local().expect("a local mount").syncs_now()
+        };
+        let agent = registry.agent();
+        let (during, synced) = agent.with_syncs_deferred(|| {
+            agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
+            (syncs_now("/w"), syncs_now("/llm-journal"))
+        });
+        synced.expect("one sync of the file system");
+        assert_eq!(during, (false, true), "the agent's mount deferred, the internal root not");
+        assert_eq!((syncs_now("/w"), syncs_now("/llm-journal")), (true, true), "each write syncs again after");
+        assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
     }
 
     #[test]

@@ -78,8 +78,37 @@ pub(crate) struct LocalRoot {
     spellings: Vec<String>,
     /// Whether writes reach stable storage before they are reported.
     sync: bool,
+    /// Whether a call may defer those syncs ([`defer_syncs`]): an agent-facing mount's may, an
+    /// internal one's (the journal's images) never.
+    deferrable: bool,
     /// Content-hash versions of unchanged files, so version guards need not read a file again.
     versions: VersionCache,
+}
+
+thread_local! {
+    /// True while a call on this thread defers the syncs of agent-facing mounts.
+    static DEFERRING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Defers the syncs of the writes to agent-facing local mounts made on this thread until the
+/// guard is dropped (which puts back what was before): a call that writes many files (an undo)
+/// makes them durable at its end with one `syncfs` of each file system instead of two `fsync`s
+/// a file. The writes stay atomic (a temporary file renamed into place); only their
+/// durability waits for that `syncfs`.
+pub(crate) fn defer_syncs() -> DeferredSyncs {
+    DeferredSyncs { before: DEFERRING.with(|deferring| deferring.replace(true)) }
+}
+
+/// See [`defer_syncs`].
+#[must_use = "the syncs are deferred only while the guard lives"]
+pub(crate) struct DeferredSyncs {
+    before: bool,
+}
+
+impl Drop for DeferredSyncs {
+    fn drop(&mut self) {
+        DEFERRING.with(|deferring| deferring.set(self.before));
+    }
 }
 
 /// A place in a local tree: a name in a directory held open, or (without a name) the
@@ -239,6 +268,7 @@ impl LocalRoot {
             canonical,
             spellings,
             sync,
+            deferrable: false,
             versions: VersionCache::default(),
         })
     }
@@ -294,6 +324,17 @@ impl LocalRoot {
         self.sync
     }
 
+    /// Lets a call defer this store's syncs ([`defer_syncs`]): an agent-facing mount's.
+    pub(crate) fn allow_deferred_syncs(&mut self) {
+        self.deferrable = true;
+    }
+
+    /// Whether this write is synced: the store syncs each write, and the call on this thread
+    /// has not deferred the syncs of a store that lets it.
+    pub(crate) fn syncs_now(&self) -> bool {
+        self.sync && !(self.deferrable && DEFERRING.with(std::cell::Cell::get))
+    }
+
     /// Makes every write to this store's file system reach stable storage: one `syncfs` (for
     /// a store that does not sync each write).
     pub(crate) fn sync_file_system(&self) -> io::Result<()> {
@@ -327,7 +368,7 @@ impl LocalRoot {
         mode: u32,
         path: &VirtualPath,
     ) -> Result<u64, Error> {
-        let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.sync, path)?;
+        let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.syncs_now(), path)?;
         staged.write_from(source, path)?;
         let written = staged.len();
         staged.commit(replace, path)?;
@@ -475,7 +516,7 @@ impl super::Store for LocalRoot {
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         // A whole-file write is a stage written at offset 0 and committed.
-        let mut staged = Staged::begin(node, Start::Empty, mode, bytes.len() as u64, self.sync, path)?;
+        let mut staged = Staged::begin(node, Start::Empty, mode, bytes.len() as u64, self.syncs_now(), path)?;
         staged.write_at(0, bytes, path)?;
         self.commit_staged(node, staged, when, path)?;
         Ok(version_of_bytes(bytes))
@@ -489,7 +530,7 @@ impl super::Store for LocalRoot {
         cap: u64,
         path: &VirtualPath,
     ) -> Result<super::Staged, Error> {
-        Staged::begin(node, start, mode, cap, self.sync, path).map(super::Staged::Local)
+        Staged::begin(node, start, mode, cap, self.syncs_now(), path).map(super::Staged::Local)
     }
 
     fn commit(
