@@ -647,9 +647,6 @@ impl Backend {
         }
     }
 
-    /// The local root, for relations between local mounts (nesting, pins); `None` for other
-    /// stores.
-    #[cfg_attr(not(feature = "s3"), expect(clippy::unnecessary_wraps, reason = "object stores are not local"))]
     /// Lets a call defer this store's syncs (`local::defer_syncs`), if it is a local one.
     pub(crate) fn allow_deferred_syncs(&mut self) {
         match self {
@@ -659,6 +656,9 @@ impl Backend {
         }
     }
 
+    /// The local root, for relations between local mounts (nesting, pins); `None` for other
+    /// stores.
+    #[cfg_attr(not(feature = "s3"), expect(clippy::unnecessary_wraps, reason = "object stores are not local"))]
     pub(crate) fn local(&self) -> Option<&local::LocalRoot> {
         match self {
             Backend::Local(root) => Some(root),
