@@ -1249,69 +1249,61 @@ mod tests {
     use super::{MountRegistry, check_object_nesting};
     use crate::spec::{MountRoot, MountSpec, Rights};
 
-    #[test]
+    /// A registry over two fresh directories under `dir`: `/w`, agent-facing, and the
+    /// internal root `/llm-logs`; `defer` builds it with `defer_agent_syncs`.
     #[expect(clippy::disallowed_methods, reason = "fixture: the test builds directories on disk")]
-    fn deferred_syncs_are_the_agent_mounts_only_and_one_sync_makes_them_durable() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        for name in ["w", "logs"] {
-            std::fs::create_dir(dir.path().join(name)).expect("fixture directory");
-        }
+    fn agent_and_internal(dir: &std::path::Path, defer: bool) -> MountRegistry {
         let spec = |name: &str, root: &str| {
-            let physical = dir.path().join(name).to_string_lossy().into_owned();
+            std::fs::create_dir_all(dir.join(name)).expect("fixture directory");
+            let physical = dir.join(name).to_string_lossy().into_owned();
             MountSpec::new(physical, MountRoot::new(root).expect("a root"), Rights::ReadWrite)
         };
-        let registry = MountRegistry::builder()
-            .mount(spec("w", "/w"))
-            .internal(spec("logs", "/llm-logs"))
-            .defer_agent_syncs()
-            .build(crate::ambient_authority())
-            .expect("registry");
-        let syncs = |root: &str| {
-            let mount = registry.inner.mounts.iter().find(|mount| mount.root.as_str() == root).expect("the mount");
-            mount.storage.local().expect("a local mount").syncs_each_write()
-        };
-        assert!(!syncs("/w"), "an agent-facing mount defers its syncs");
-        assert!(syncs("/llm-logs"), "an internal root still syncs each write");
+        let mut builder = MountRegistry::builder();
+        builder.mount(spec("w", "/w")).internal(spec("logs", "/llm-logs"));
+        if defer {
+            builder.defer_agent_syncs();
+        }
+        builder.build(crate::ambient_authority()).expect("registry")
+    }
+
+    /// The local store of the mount at `root`.
+    fn local<'r>(registry: &'r MountRegistry, root: &str) -> &'r crate::storage::local::LocalRoot {
+        let mount = registry.inner.mounts.iter().find(|mount| mount.root.as_str() == root).expect("the mount");
+        mount.storage.local().expect("a local mount")
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test reads what was written")]
+    fn deferred_syncs_are_the_agent_mounts_only_and_one_sync_makes_them_durable() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let registry = agent_and_internal(dir.path(), true);
+        assert!(!local(&registry, "/w").syncs_each_write(), "an agent-facing mount defers its syncs");
+        assert!(local(&registry, "/llm-logs").syncs_each_write(), "an internal root still syncs each write");
         let agent = registry.agent();
         agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
         agent.sync_deferred_writes().expect("one sync");
         assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
-        let default =
-            MountRegistry::builder().mount(spec("w", "/w")).build(crate::ambient_authority()).expect("registry");
-        assert!(default.inner.mounts[0].storage.local().expect("local").syncs_each_write());
+        let default = agent_and_internal(dir.path(), false);
+        assert!(local(&default, "/w").syncs_each_write());
     }
 
     /// A call may defer the syncs of its writes to agent-facing mounts
     /// (`AgentAccessor::with_syncs_deferred`), never those of an internal root; the deferral
     /// ends with the call's work, and its writes are there.
     #[test]
-    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds files on disk")]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test reads what was written")]
     fn a_call_defers_the_syncs_of_agent_facing_mounts_only_while_it_runs() {
         let dir = tempfile::tempdir().expect("temp dir");
-        for name in ["w", "journal"] {
-            std::fs::create_dir(dir.path().join(name)).expect("fixture directory");
-        }
-        let spec = |name: &str, root: &str| {
-            let physical = dir.path().join(name).to_string_lossy().into_owned();
-            MountSpec::new(physical, MountRoot::new(root).expect("a root"), Rights::ReadWrite)
-        };
-        let registry = MountRegistry::builder()
-            .mount(spec("w", "/w"))
-            .internal(spec("journal", "/llm-journal"))
-            .build(crate::ambient_authority())
-            .expect("registry");
-        let syncs_now = |root: &str| {
-            let mount = registry.inner.mounts.iter().find(|mount| mount.root.as_str() == root).expect("the mount");
-            mount.storage.local().expect("a local mount").syncs_now()
-        };
+        let registry = agent_and_internal(dir.path(), false);
+        let syncs_now = |root: &str| local(&registry, root).syncs_now();
         let agent = registry.agent();
         let (during, synced) = agent.with_syncs_deferred(|| {
             agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
-            (syncs_now("/w"), syncs_now("/llm-journal"))
+            (syncs_now("/w"), syncs_now("/llm-logs"))
         });
         synced.expect("one sync of the file system");
         assert_eq!(during, (false, true), "the agent's mount deferred, the internal root not");
-        assert_eq!((syncs_now("/w"), syncs_now("/llm-journal")), (true, true), "each write syncs again after");
+        assert_eq!((syncs_now("/w"), syncs_now("/llm-logs")), (true, true), "each write syncs again after");
         assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
     }
 

@@ -8,6 +8,17 @@ use vfs::{
     Edit, EditOptions, ErrorKind, GrepRequest, Hint, Limits, MountRegistry, Operation, Precondition, ReadOn, ReadWindow,
 };
 
+/// A registry over the fixture's `data` at `/src`, read-only, with reads capped at `bytes`.
+fn capped(fixture: &Fixture, bytes: u64) -> MountRegistry {
+    let mut limits = Limits::default();
+    limits.read_bytes = bytes;
+    MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap()
+}
+
 fn setup() -> (Fixture, MountRegistry) {
     let fixture = Fixture::new();
     fixture.file("data/lines.txt", "one\ntwo\nthree\nfour\nfive\n");
@@ -59,13 +70,7 @@ fn the_byte_cap_bounds_what_is_read() {
     let fixture = Fixture::new();
     let line = "x".repeat(99) + "\n";
     fixture.file("data/big.txt", &line.repeat(100));
-    let mut limits = Limits::default();
-    limits.read_bytes = 1_000;
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("data", "/src", "ro"))
-        .limits(limits)
-        .build(vfs::ambient_authority())
-        .unwrap();
+    let registry = capped(&fixture, 1_000);
     let read = registry.agent().read_text("/src/big.txt", &ReadWindow::default()).unwrap();
     assert_eq!(read.content.len(), 1_000);
     assert_eq!(read.line_count, 10);
@@ -89,13 +94,7 @@ fn a_line_cut_by_the_cap_is_read_again() {
     let fixture = Fixture::new();
     fixture.file("data/cut.txt", "0123456789\nabcdefghij\nrest\n");
     fixture.file("data/wide.txt", &("w".repeat(40) + "\nnext\n"));
-    let mut limits = Limits::default();
-    limits.read_bytes = 16;
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("data", "/src", "ro"))
-        .limits(limits)
-        .build(vfs::ambient_authority())
-        .unwrap();
+    let registry = capped(&fixture, 16);
     let agent = registry.agent();
     let read = agent.read_text("/src/cut.txt", &ReadWindow::default()).unwrap();
     assert_eq!(
@@ -120,13 +119,7 @@ fn a_line_cut_by_the_cap_is_read_again() {
 fn a_tail_over_the_cap_says_to_page_from_the_start() {
     let fixture = Fixture::new();
     fixture.file("data/cut.txt", "0123456789\nabcdefghij\nrest\n");
-    let mut limits = Limits::default();
-    limits.read_bytes = 16;
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("data", "/src", "ro"))
-        .limits(limits)
-        .build(vfs::ambient_authority())
-        .unwrap();
+    let registry = capped(&fixture, 16);
     let read = registry.agent().read_text("/src/cut.txt", &window(None, Some(3), None, None)).unwrap();
     assert_eq!(read.next, Some(ReadOn::TailOverCap { cap: 16, lines: 2 }));
     assert_eq!(read.next.and_then(|next| next.offset()), None);
