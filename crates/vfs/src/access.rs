@@ -104,10 +104,14 @@ impl AgentAccessor {
     /// # Errors
     /// A file system could not sync (the error carries no path).
     pub fn sync_deferred_writes(&self) -> std::io::Result<()> {
+        self.sync_file_systems(|mount| mount.storage.local().is_some_and(|local| !local.syncs_each_write()))
+    }
+
+    /// One `syncfs` of each file system a local mount that `which` picks lies on.
+    fn sync_file_systems(&self, which: impl Fn(&crate::registry::Mount) -> bool) -> std::io::Result<()> {
         let mut synced = std::collections::HashSet::new();
-        for mount in &self.registry.inner.mounts {
+        for mount in self.registry.inner.mounts.iter().filter(|mount| which(mount)) {
             if let Some(local) = mount.storage.local()
-                && !local.syncs_each_write()
                 && synced.insert(local.identity().0)
             {
                 local.sync_file_system()?;
@@ -129,17 +133,7 @@ impl AgentAccessor {
         let deferred = crate::storage::local::defer_syncs();
         let value = work();
         drop(deferred);
-        let mut synced = std::collections::HashSet::new();
-        for mount in &self.registry.inner.mounts {
-            if mount.visibility == crate::mount::Visibility::AgentFacing
-                && let Some(local) = mount.storage.local()
-                && synced.insert(local.identity().0)
-                && let Err(error) = local.sync_file_system()
-            {
-                return (value, Err(error));
-            }
-        }
-        (value, Ok(()))
+        (value, self.sync_file_systems(|mount| mount.visibility == crate::mount::Visibility::AgentFacing))
     }
 
     /// Reads a text file, whole or a window of lines, bounded by the read cap.

@@ -1307,6 +1307,41 @@ mod tests {
         assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
     }
 
+    /// A call's deferral is its own thread's: a write made at the same time by another call
+    /// still syncs, and both writes succeed.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test reads what was written")]
+    fn another_call_at_the_same_time_keeps_syncing_each_write() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let registry = agent_and_internal(dir.path(), false);
+        let agent = registry.agent();
+        let inside = std::sync::Barrier::new(2);
+        let beside = std::sync::Barrier::new(2);
+        let (deferring, other) = std::thread::scope(|scope| {
+            let deferring = scope.spawn(|| {
+                agent.with_syncs_deferred(|| {
+                    inside.wait();
+                    beside.wait();
+                    agent.write("/w/undone.txt", "u\n", &crate::ops::Precondition::Any).expect("the undo's write");
+                    local(&registry, "/w").syncs_now()
+                })
+            });
+            let other = scope.spawn(|| {
+                inside.wait();
+                let syncs = local(&registry, "/w").syncs_now();
+                agent.write("/w/other.txt", "o\n", &crate::ops::Precondition::Any).expect("the other write");
+                beside.wait();
+                syncs
+            });
+            (deferring.join().expect("the deferring call"), other.join().expect("the other call"))
+        });
+        let (deferred_syncs, synced) = deferring;
+        synced.expect("one sync of the file system");
+        assert_eq!((deferred_syncs, other), (false, true), "deferred on the undo's thread only");
+        assert_eq!(std::fs::read(dir.path().join("w/undone.txt")).expect("the file"), b"u\n");
+        assert_eq!(std::fs::read(dir.path().join("w/other.txt")).expect("the file"), b"o\n");
+    }
+
     #[test]
     #[expect(clippy::disallowed_methods, reason = "fixture: the test builds files on disk")]
     fn deferred_name_rules_are_parsed_by_build_and_judge_as_rules_compiled_at_once() {
