@@ -8,7 +8,8 @@
 //! capability minted for the internal root `/llm-journal`, which agents cannot name.
 //!
 //! On disk, inside the journal's directory: `journal.jsonl`, one JSON line per entry (and one
-//! per entry whose images the size bound dropped), appended and synced once per call;
+//! per entry whose images the size bound dropped), appended and synced once per call (a sync
+//! that also stands for the directory syncs the call's writes held, ADR 0009);
 //! `images/`, one file per kept file content. The operations keep a file they replace or
 //! remove there by hard link (the journal offers its `images/` as the registry's
 //! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
@@ -190,6 +191,14 @@ impl Journal {
     /// Writes out the changes `call` made (and any change of a call nobody began), durably,
     /// before the call is answered. A failure is the operator's to see in the log.
     pub fn finish(&self, call: &CallId) {
+        self.finish_with(call, vfs::HeldSyncs::default());
+    }
+
+    /// [`Journal::finish`] of a call whose directory syncs were `held`
+    /// ([`AgentAccessor::with_directory_syncs_held`]): the log's one sync makes them durable
+    /// with the call's entries, where the file system allows; otherwise (and whenever no
+    /// entry is written) each is synced on its own.
+    pub fn finish_with(&self, call: &CallId, held: vfs::HeldSyncs) {
         let (observed, infos, settle) = {
             let mut state = self.state();
             let known: HashSet<CallId> = state.calls.keys().filter(|known| *known != call).cloned().collect();
@@ -260,7 +269,7 @@ impl Journal {
             lines.push_str(&json!({ "settled": call.as_str() }).to_string());
             lines.push('\n');
         }
-        if let Err(error) = self.append(access, &lines) {
+        if let Err(error) = self.append(access, &lines, held) {
             tracing::warn!(target: "vfs::journal", "journal entries not written: {error}");
             return;
         }
@@ -307,7 +316,7 @@ impl Journal {
                 let _ = access.delete(&format!("{IMAGES}/{name}"), false);
             }
             let line = json!({ "dropped": entry.id }).to_string() + "\n";
-            if self.append(access, &line).is_ok() {
+            if self.append(access, &line, vfs::HeldSyncs::default()).is_ok() {
                 left -= entry.image_bytes;
             }
         }
@@ -549,21 +558,21 @@ fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) 
 
 impl Journal {
     /// Appends `lines` to the log (through the file held open, or one opened now) and syncs
-    /// it: one sync for all of a call's lines.
-    fn append(&self, access: &PrivilegedAccessor, lines: &str) -> Result<(), String> {
+    /// it: one sync for all of a call's lines, and for the directory syncs the call `held`.
+    fn append(&self, access: &PrivilegedAccessor, lines: &str, held: vfs::HeldSyncs) -> Result<(), String> {
         if lines.is_empty() {
             return Ok(());
         }
-        let mut held = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut open = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut opened;
-        let file = if let Some(file) = held.as_mut() {
+        let file = if let Some(file) = open.as_mut() {
             file
         } else {
             opened = access.open_append(LOG_FILE).map_err(|error| error.to_string())?;
             &mut opened
         };
         self.append_counted(file, lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
-        file.sync().map_err(|_| format!("{LOG_FILE}: could not be synced"))
+        file.sync_with(held).map_err(|_| format!("{LOG_FILE}: could not be synced"))
     }
 
     /// Appends `bytes` to the log. Several processes may share a journal (two stdio servers

@@ -251,14 +251,17 @@ impl ToolService {
         let agent = self.agent.with_budget(budget.with_time(self.registry.limits().call_time).with_call(call.clone()));
         // A protocol refusal echoes the agent's input (the tool name, the argument serde read)
         // as given: nothing in it is the server's own.
-        if let Some((journal, session)) = &self.journal {
+        let outcome = if let Some((journal, session)) = &self.journal {
             journal.begin(&call, session, None);
-        }
-        let outcome = guarded(name, || self.dispatch(name, &arguments, &agent));
-        // The call's entries are durable before it is answered.
-        if let Some((journal, _)) = &self.journal {
-            journal.finish(&call);
-        }
+            // The call's entries are durable before it is answered, and with them its
+            // changes: the log's sync stands for the syncs of the directories it changed.
+            let (outcome, held) =
+                agent.with_directory_syncs_held(|| guarded(name, || self.dispatch(name, &arguments, &agent)));
+            journal.finish_with(&call, held);
+            outcome
+        } else {
+            guarded(name, || self.dispatch(name, &arguments, &agent))
+        };
         if let Some(logger) = &self.logger {
             let (time, duration_ms) = stamp(started, clock.elapsed());
             let (result, error) = match &outcome {

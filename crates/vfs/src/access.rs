@@ -136,6 +136,19 @@ impl AgentAccessor {
         (value, self.sync_file_systems(|mount| mount.visibility == crate::mount::Visibility::AgentFacing))
     }
 
+    /// Runs `work` holding the directory syncs of the writes it makes on this thread to
+    /// agent-facing local mounts: each write syncs its file before it commits, as always, and
+    /// the sync of its directory is returned, to be made durable by
+    /// [`AppendFile::sync_with`](crate::AppendFile::sync_with) of a file appended to after
+    /// `work` (the journal's log), before the call is answered. Where that file lies on the
+    /// same file system and the file system commits in order, one sync then does what two
+    /// did (a write with the journal on costs one commit of the file system's journal more
+    /// than without, not two). Other calls, internal roots and the FUSE view sync as before.
+    pub fn with_directory_syncs_held<T>(&self, work: impl FnOnce() -> T) -> (T, crate::HeldSyncs) {
+        let (value, held) = crate::storage::local::holding_directory_syncs(work);
+        (value, crate::HeldSyncs::new(held))
+    }
+
     /// Reads a text file, whole or a window of lines, bounded by the read cap.
     pub fn read_text(&self, path: &str, window: &ReadWindow) -> Result<TextRead, Error> {
         self.run(Operation::ReadText, path, |context| context.read_text(path, window))

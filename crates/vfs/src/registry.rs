@@ -1248,6 +1248,7 @@ fn describe(rights: &str) -> &'static str {
 mod tests {
     use super::{MountRegistry, check_object_nesting};
     use crate::spec::{MountRoot, MountSpec, Rights};
+    use crate::storage::local::Durability;
 
     /// A registry over two fresh directories under `dir`: `/w`, agent-facing, and the
     /// internal root `/llm-logs`; `defer` builds it with `defer_agent_syncs`.
@@ -1295,15 +1296,19 @@ mod tests {
     fn a_call_defers_the_syncs_of_agent_facing_mounts_only_while_it_runs() {
         let dir = tempfile::tempdir().expect("temp dir");
         let registry = agent_and_internal(dir.path(), false);
-        let syncs_now = |root: &str| local(&registry, root).syncs_now();
+        let durability = |root: &str| local(&registry, root).durability();
         let agent = registry.agent();
         let (during, synced) = agent.with_syncs_deferred(|| {
             agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
-            (syncs_now("/w"), syncs_now("/llm-logs"))
+            (durability("/w"), durability("/llm-logs"))
         });
         synced.expect("one sync of the file system");
-        assert_eq!(during, (false, true), "the agent's mount deferred, the internal root not");
-        assert_eq!((syncs_now("/w"), syncs_now("/llm-logs")), (true, true), "each write syncs again after");
+        assert_eq!(during, (Durability::Later, Durability::Now), "the agent's mount deferred, the internal root not");
+        assert_eq!(
+            (durability("/w"), durability("/llm-logs")),
+            (Durability::Now, Durability::Now),
+            "each write syncs again after"
+        );
         assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
     }
 
@@ -1323,12 +1328,12 @@ mod tests {
                     inside.wait();
                     beside.wait();
                     agent.write("/w/undone.txt", "u\n", &crate::ops::Precondition::Any).expect("the undo's write");
-                    local(&registry, "/w").syncs_now()
+                    local(&registry, "/w").durability()
                 })
             });
             let other = scope.spawn(|| {
                 inside.wait();
-                let syncs = local(&registry, "/w").syncs_now();
+                let syncs = local(&registry, "/w").durability();
                 agent.write("/w/other.txt", "o\n", &crate::ops::Precondition::Any).expect("the other write");
                 beside.wait();
                 syncs
@@ -1337,8 +1342,78 @@ mod tests {
         });
         let (deferred_syncs, synced) = deferring;
         synced.expect("one sync of the file system");
-        assert_eq!((deferred_syncs, other), (false, true), "deferred on the undo's thread only");
+        assert_eq!((deferred_syncs, other), (Durability::Later, Durability::Now), "deferred on the undo's thread only");
         assert_eq!(std::fs::read(dir.path().join("w/undone.txt")).expect("the file"), b"u\n");
+        assert_eq!(std::fs::read(dir.path().join("w/other.txt")).expect("the file"), b"o\n");
+    }
+
+    /// A call may hold the directory syncs of its writes to agent-facing mounts
+    /// (`AgentAccessor::with_directory_syncs_held`, the journal's calls): each write still
+    /// syncs its file, one directory sync per write is handed back, none for an internal
+    /// root, and the writes are there.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "fixture: the test reads what was written; capability-proof: it writes the internal root"
+    )]
+    fn a_call_holds_the_directory_syncs_of_agent_facing_mounts_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let registry = agent_and_internal(dir.path(), false);
+        let durability = |root: &str| local(&registry, root).durability();
+        let agent = registry.agent();
+        let logs = registry.mint_privileged("/llm-logs").expect("an internal root");
+        let (during, held) = agent.with_directory_syncs_held(|| {
+            agent.write("/w/a.txt", "a\n", &crate::ops::Precondition::Any).expect("a write");
+            agent.write("/w/b.txt", "b\n", &crate::ops::Precondition::Any).expect("another");
+            logs.write("/llm-logs/c.txt", b"c\n", &crate::ops::Precondition::Any).expect("the internal root's write");
+            (durability("/w"), durability("/llm-logs"))
+        });
+        assert_eq!(during, (Durability::FileNow, Durability::Now), "the agent's mount held, the internal root not");
+        assert_eq!(held.len(), 2, "one held directory sync for each of the agent's writes");
+        drop(held);
+        assert_eq!(
+            (durability("/w"), durability("/llm-logs")),
+            (Durability::Now, Durability::Now),
+            "nothing held after"
+        );
+        assert_eq!(std::fs::read(dir.path().join("w/a.txt")).expect("the file"), b"a\n");
+        assert_eq!(std::fs::read(dir.path().join("w/b.txt")).expect("the file"), b"b\n");
+    }
+
+    /// A call's held syncs are its own thread's: a write made at the same time by another call
+    /// syncs its directory itself, both writes succeed, and only the holding call's is held.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test reads what was written")]
+    fn another_call_at_the_same_time_syncs_its_own_directory() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let registry = agent_and_internal(dir.path(), false);
+        let agent = registry.agent();
+        let inside = std::sync::Barrier::new(2);
+        let beside = std::sync::Barrier::new(2);
+        let (holding, other) = std::thread::scope(|scope| {
+            let holding = scope.spawn(|| {
+                agent.with_directory_syncs_held(|| {
+                    inside.wait();
+                    beside.wait();
+                    agent
+                        .write("/w/held.txt", "h\n", &crate::ops::Precondition::Any)
+                        .expect("the holding call's write");
+                    local(&registry, "/w").durability()
+                })
+            });
+            let other = scope.spawn(|| {
+                inside.wait();
+                let durability = local(&registry, "/w").durability();
+                agent.write("/w/other.txt", "o\n", &crate::ops::Precondition::Any).expect("the other write");
+                beside.wait();
+                durability
+            });
+            (holding.join().expect("the holding call"), other.join().expect("the other call"))
+        });
+        let (held_durability, held) = holding;
+        assert_eq!((held_durability, other), (Durability::FileNow, Durability::Now), "held on its own thread only");
+        assert_eq!(held.len(), 1, "the holding call's one write");
+        assert_eq!(std::fs::read(dir.path().join("w/held.txt")).expect("the file"), b"h\n");
         assert_eq!(std::fs::read(dir.path().join("w/other.txt")).expect("the file"), b"o\n");
     }
 

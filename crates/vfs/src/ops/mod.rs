@@ -24,7 +24,9 @@ pub(crate) use view::ViewFile;
 pub use view::{Attributes, FileStamp, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
 pub(crate) use write::DeleteGuard;
-pub use write::{AppendFile, CreateDirOutcome, DeleteOutcome, MoveOutcome, Precondition, StageFrom, WriteOutcome};
+pub use write::{
+    AppendFile, CreateDirOutcome, DeleteOutcome, HeldSyncs, MoveOutcome, Precondition, StageFrom, WriteOutcome,
+};
 
 use std::sync::Arc;
 

@@ -152,10 +152,60 @@ impl AppendFile {
         self.file.sync_data()
     }
 
+    /// Flushes to stable storage, and with it the directory syncs `held` that the appends
+    /// just made follow: on a file system that commits in order (ext4, xfs), this one sync
+    /// commits every change made before it, so those on this file's file system need no
+    /// `fsync` of their own; the others are synced here. When this sync fails, every held
+    /// directory is synced on its own.
+    ///
+    /// # Errors
+    /// This file could not be synced.
+    pub fn sync_with(&self, held: HeldSyncs) -> std::io::Result<()> {
+        self.file.sync_data()?;
+        self.file.complete_held_syncs(held.take());
+        Ok(())
+    }
+
     /// The file's length now, appends of every writer included (another process may append
     /// to the same file).
     pub fn length(&self) -> std::io::Result<u64> {
         self.file.len()
+    }
+}
+
+/// The directory syncs a call held
+/// ([`AgentAccessor::with_directory_syncs_held`](crate::AgentAccessor::with_directory_syncs_held)):
+/// made durable by [`AppendFile::sync_with`], or each synced on its own when dropped, so that
+/// no change is ever left unsynced.
+#[derive(Debug, Default)]
+#[must_use = "dropped, each held directory is synced on its own"]
+pub struct HeldSyncs(Vec<crate::storage::local::HeldDirectory>);
+
+impl HeldSyncs {
+    pub(crate) fn new(held: Vec<crate::storage::local::HeldDirectory>) -> Self {
+        Self(held)
+    }
+
+    /// How many directory syncs are held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when none is.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn take(mut self) -> Vec<crate::storage::local::HeldDirectory> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for HeldSyncs {
+    fn drop(&mut self) {
+        let _ = crate::storage::local::complete_held_syncs(std::mem::take(&mut self.0), None);
     }
 }
 

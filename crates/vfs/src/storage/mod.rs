@@ -561,6 +561,15 @@ impl Appender {
         }
     }
 
+    /// Syncs the directories `held`, but those the sync of this file just made durable.
+    pub(crate) fn complete_held_syncs(&self, held: Vec<crate::storage::local::HeldDirectory>) {
+        match self {
+            Appender::Local(file) => {
+                local::complete_held_syncs(held, Some(file));
+            }
+        }
+    }
+
     /// The file's length now, every writer's appends included.
     pub(crate) fn len(&self) -> io::Result<u64> {
         match self {

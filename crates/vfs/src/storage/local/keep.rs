@@ -40,15 +40,21 @@ const ORDERED: [u32; 4] = [
     0x8584_58F6, // ramfs
 ];
 
+/// True when `file` lies on a file system of [`ORDERED`]: the `fsync` of any file there makes
+/// every metadata change made before it durable (or nothing survives a power loss anyway).
+pub(crate) fn commits_in_order(file: &impl std::os::fd::AsFd) -> bool {
+    rustix::fs::fstatfs(file).is_ok_and(|statfs| {
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "magic numbers are 32-bit")]
+        let magic = statfs.f_type as u32;
+        ORDERED.contains(&magic)
+    })
+}
+
 impl KeepDirectory {
     /// The directory at `node`.
     pub(crate) fn open(node: &Node, path: &VirtualPath) -> Result<Self, Error> {
         let directory = files::open_node_directory(node, path)?;
-        let ordered = rustix::fs::fstatfs(&*directory).is_ok_and(|statfs| {
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "magic numbers are 32-bit")]
-            let magic = statfs.f_type as u32;
-            ORDERED.contains(&magic)
-        });
+        let ordered = commits_in_order(&directory);
         Ok(Self { directory, ordered })
     }
 

@@ -111,6 +111,90 @@ impl Drop for DeferredSyncs {
     }
 }
 
+/// A directory whose sync a call holds, with the path it was changed for (for the operator's
+/// warning, should its sync fail).
+pub(crate) type HeldDirectory = (Arc<OwnedFd>, VirtualPath);
+
+thread_local! {
+    /// The directories whose syncs the call on this thread holds ([`holding_directory_syncs`]),
+    /// with the path each was synced for; `None` when it holds none.
+    static HELD: std::cell::RefCell<Option<Vec<HeldDirectory>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// How a write to a local store reaches stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// The write syncs nothing: the store does not sync writes, or the call defers them to
+    /// one `syncfs` at its end ([`defer_syncs`]).
+    Later,
+    /// The file, then its directory, synced before the write is reported.
+    Now,
+    /// The file synced before the write is reported (so that the rename can never leave an
+    /// empty file); the directory's sync held by the call ([`holding_directory_syncs`]),
+    /// which makes it durable before the call is answered.
+    FileNow,
+}
+
+/// Runs `work` holding the directory syncs of its writes to agent-facing local mounts (each
+/// write still syncs its file before its rename), and returns them: a caller that next syncs
+/// a file of its own on the same file system (the journal's log) makes them durable with that
+/// one sync, on a file system that commits in order ([`commits_in_order`]), where the
+/// directory's `fsync` and the file's would be two commits of its journal. Holds only on this
+/// thread; the writes of other calls sync as before. If `work` panics, what it held is synced
+/// at once.
+pub(crate) fn holding_directory_syncs<T>(work: impl FnOnce() -> T) -> (T, Vec<HeldDirectory>) {
+    /// Puts back what this thread held before; syncs what is still held (the work panicked).
+    struct Restore(Option<Vec<HeldDirectory>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let held = HELD.with(|held| held.replace(self.0.take()));
+            for (directory, path) in held.into_iter().flatten() {
+                files::sync_directory(&directory, &path);
+            }
+        }
+    }
+    let restore = Restore(HELD.with(|held| held.replace(Some(Vec::new()))));
+    let value = work();
+    let held = HELD.with(|held| held.borrow_mut().as_mut().map(std::mem::take)).unwrap_or_default();
+    drop(restore);
+    (value, held)
+}
+
+/// Holds the sync of `directory` (changed for `path`) for the call on this thread, or syncs it
+/// now when the call holds none.
+fn hold_directory_sync(directory: &Arc<OwnedFd>, path: &VirtualPath) {
+    let held = HELD.with(|held| match held.borrow_mut().as_mut() {
+        Some(held) => {
+            held.push((directory.clone(), path.clone()));
+            true
+        }
+        None => false,
+    });
+    if !held {
+        files::sync_directory(directory, path);
+    }
+}
+
+/// Syncs the directories `held`, except those that the sync of `synced`, just done, made
+/// durable already: on its file system, when that file system commits in order. Returns how
+/// many it synced.
+pub(crate) fn complete_held_syncs(held: Vec<HeldDirectory>, synced: Option<&OpenFile>) -> usize {
+    let covering = synced.and_then(|file| {
+        let device = rustix::fs::fstat(&file.0).ok()?.st_dev;
+        keep::commits_in_order(&file.0).then_some(device)
+    });
+    let mut count = 0;
+    for (directory, path) in held {
+        let covered =
+            covering.is_some_and(|device| rustix::fs::fstat(&*directory).is_ok_and(|stat| stat.st_dev == device));
+        if !covered {
+            files::sync_directory(&directory, &path);
+            count += 1;
+        }
+    }
+    count
+}
+
 /// A place in a local tree: a name in a directory held open, or (without a name) the
 /// directory itself, a mount root.
 #[derive(Debug, Clone)]
@@ -329,10 +413,17 @@ impl LocalRoot {
         self.deferrable = true;
     }
 
-    /// Whether this write is synced: the store syncs each write, and the call on this thread
-    /// has not deferred the syncs of a store that lets it.
-    pub(crate) fn syncs_now(&self) -> bool {
-        self.sync && !(self.deferrable && DEFERRING.with(std::cell::Cell::get))
+    /// How this write is synced: not at all when the store does not sync writes or the call
+    /// on this thread defers them; else the file at once and the directory with it, or the
+    /// directory later when the call holds the directory syncs of a store that lets it.
+    pub(crate) fn durability(&self) -> Durability {
+        if !self.sync || (self.deferrable && DEFERRING.with(std::cell::Cell::get)) {
+            Durability::Later
+        } else if self.deferrable && HELD.with(|held| held.borrow().is_some()) {
+            Durability::FileNow
+        } else {
+            Durability::Now
+        }
     }
 
     /// Makes every write to this store's file system reach stable storage: one `syncfs` (for
@@ -368,7 +459,7 @@ impl LocalRoot {
         mode: u32,
         path: &VirtualPath,
     ) -> Result<u64, Error> {
-        let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.syncs_now(), path)?;
+        let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.durability(), path)?;
         staged.write_from(source, path)?;
         let written = staged.len();
         staged.commit(replace, path)?;
@@ -516,7 +607,7 @@ impl super::Store for LocalRoot {
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         // A whole-file write is a stage written at offset 0 and committed.
-        let mut staged = Staged::begin(node, Start::Empty, mode, bytes.len() as u64, self.syncs_now(), path)?;
+        let mut staged = Staged::begin(node, Start::Empty, mode, bytes.len() as u64, self.durability(), path)?;
         staged.write_at(0, bytes, path)?;
         self.commit_staged(node, staged, when, path)?;
         Ok(version_of_bytes(bytes))
@@ -530,7 +621,7 @@ impl super::Store for LocalRoot {
         cap: u64,
         path: &VirtualPath,
     ) -> Result<super::Staged, Error> {
-        Staged::begin(node, start, mode, cap, self.syncs_now(), path).map(super::Staged::Local)
+        Staged::begin(node, start, mode, cap, self.durability(), path).map(super::Staged::Local)
     }
 
     fn commit(
@@ -656,4 +747,30 @@ pub(crate) fn raise_open_file_limit() -> u64 {
         return wanted;
     }
     current.current.unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log's sync stands for the held directory syncs on its own file system when that
+    /// file system commits in order, and for none elsewhere: without a sync, or after the sync
+    /// of a file on another file system, each held directory is synced.
+    #[test]
+    fn a_sync_stands_for_the_held_directory_syncs_of_its_own_ordered_file_system_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let directory = Arc::new(
+            rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .expect("the directory"),
+        );
+        let path = VirtualPath::new("/w/a.txt").expect("a path");
+        let held = || vec![(directory.clone(), path.clone()), (directory.clone(), path.clone())];
+        let log = OpenFile(File::create(dir.path().join("log")).expect("a log"));
+        let here = if keep::commits_in_order(&log.0) { 0 } else { 2 };
+        assert_eq!(complete_held_syncs(held(), Some(&log)), here, "the log's file system");
+        assert_eq!(complete_held_syncs(held(), None), 2, "no sync stands for them");
+        let elsewhere = OpenFile(File::open("/proc/self/stat").expect("a file of another file system"));
+        assert_eq!(complete_held_syncs(held(), Some(&elsewhere)), 2, "another file system");
+        assert_eq!(complete_held_syncs(Vec::new(), Some(&log)), 0);
+    }
 }

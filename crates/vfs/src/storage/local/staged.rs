@@ -19,7 +19,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::files;
-use super::{Node, io_error};
+use super::{Durability, Node, io_error};
 use crate::error::Error;
 use crate::path::VirtualPath;
 use crate::storage::Kind;
@@ -33,7 +33,7 @@ pub(crate) struct Staged {
     file: File,
     len: u64,
     cap: u64,
-    sync: bool,
+    durability: Durability,
     committed: bool,
 }
 
@@ -69,7 +69,7 @@ impl Staged {
         start: Start,
         mode: u32,
         cap: u64,
-        sync: bool,
+        durability: Durability,
         path: &VirtualPath,
     ) -> Result<Self, Error> {
         let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
@@ -92,7 +92,7 @@ impl Staged {
             file: File::from(fd),
             len: 0,
             cap,
-            sync,
+            durability,
             committed: false,
         };
         if start == Start::Current
@@ -172,13 +172,14 @@ impl Staged {
     }
 
     /// Puts the staged content in the place: replacing what is there, or (without `replace`)
-    /// only if nothing is. Synced first when the store syncs writes; the directory after.
+    /// only if nothing is. Synced first when the store syncs writes; the directory after, or by
+    /// the call that holds its sync ([`Durability::FileNow`]).
     /// Returns the file, still open, for its version. The caller checks any version guard
     /// before, under the directory's lock.
     pub(super) fn commit(mut self, replace: bool, path: &VirtualPath) -> Result<File, Error> {
         let flushed = (|| -> io::Result<()> {
             self.file.flush()?;
-            if self.sync {
+            if self.durability != Durability::Later {
                 self.file.sync_all()?;
             }
             Ok(())
@@ -197,8 +198,10 @@ impl Staged {
             errno => Error::io(path, io_error(errno)),
         })?;
         self.committed = true;
-        if self.sync {
-            files::sync_directory(directory, path);
+        match self.durability {
+            Durability::Later => {}
+            Durability::Now => files::sync_directory(directory, path),
+            Durability::FileNow => super::hold_directory_sync(&self.directory, path),
         }
         self.file.try_clone().map_err(|error| Error::io(path, error))
     }
@@ -233,7 +236,7 @@ mod tests {
     #[test]
     fn a_stage_writes_at_offsets_sets_the_length_and_appears_whole_at_commit() {
         let (dir, node, path) = place(Some("old content\n"));
-        let mut staged = Staged::begin(&node, Start::Current, 0o644, 1024, true, &path).unwrap();
+        let mut staged = Staged::begin(&node, Start::Current, 0o644, 1024, Durability::Now, &path).unwrap();
         assert_eq!(staged.len(), 12);
         staged.write_at(0, b"new", &path).unwrap();
         staged.write_at(14, b"end", &path).unwrap();
@@ -249,7 +252,7 @@ mod tests {
     #[test]
     fn a_stage_dropped_without_commit_leaves_the_place_and_no_temporary_file() {
         let (dir, node, path) = place(Some("old"));
-        let mut staged = Staged::begin(&node, Start::Empty, 0o644, 1024, true, &path).unwrap();
+        let mut staged = Staged::begin(&node, Start::Empty, 0o644, 1024, Durability::Now, &path).unwrap();
         staged.write_at(0, b"half of the new content", &path).unwrap();
         assert_eq!(names(&dir).len(), 2, "the stage's temporary file sits beside the target");
         drop(staged);
@@ -260,7 +263,7 @@ mod tests {
     #[test]
     fn a_stage_refuses_to_grow_past_its_cap_and_a_create_refuses_an_existing_name() {
         let (dir, node, path) = place(Some("old"));
-        let mut staged = Staged::begin(&node, Start::Empty, 0o644, 8, true, &path).unwrap();
+        let mut staged = Staged::begin(&node, Start::Empty, 0o644, 8, Durability::Now, &path).unwrap();
         let error = staged.write_at(4, b"12345", &path).unwrap_err();
         assert_eq!(error.to_string(), "`/x/file.txt`: the file would have 9 bytes, more than the 8-byte cap");
         assert_eq!(staged.set_len(9, &path).unwrap_err().kind(), crate::ErrorKind::TooLarge);
@@ -269,7 +272,7 @@ mod tests {
         assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
         assert_eq!(names(&dir), ["file.txt"]);
-        let error = Staged::begin(&node, Start::Current, 0o644, 2, true, &path).unwrap_err();
+        let error = Staged::begin(&node, Start::Current, 0o644, 2, Durability::Now, &path).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::TooLarge);
     }
 
@@ -277,7 +280,7 @@ mod tests {
     fn a_stage_from_the_current_content_never_starts_from_a_link() {
         let (dir, node, path) = place(None);
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join("file.txt")).unwrap();
-        let error = Staged::begin(&node, Start::Current, 0o644, 1024, true, &path).unwrap_err();
+        let error = Staged::begin(&node, Start::Current, 0o644, 1024, Durability::Now, &path).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::Symlink);
         assert_eq!(names(&dir), ["file.txt"]);
     }
