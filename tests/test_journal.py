@@ -9,6 +9,7 @@ goes through the fixture's leak scan.
 """
 
 import contextlib
+import json
 import subprocess
 
 import anyio
@@ -201,3 +202,47 @@ def test_what_a_command_changed_is_the_sessions_to_list_and_undo(fixture, mode, 
             assert not (fixture.out / "made.txt").exists()
 
     served(fixture, transport, main, "--allow-run")
+
+
+def test_what_vfs_run_changed_is_journaled_as_the_operators_under_its_call_and_undone(fixture):
+    sandbox_or_skip()
+    (fixture.out / "kept.txt").write_text("before\n")
+    start = tree(fixture.out)
+    mounts = ["--mount", "data:/src:ro;scratch:rw", "--mount", "out:/output:rw"]
+
+    def vfs(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(BINARY), *arguments], cwd=fixture.root, capture_output=True, text=True, timeout=60
+        )
+
+    ran = vfs(
+        "run", *mounts, "--journal", "journal", "--llm-log", "logs", "--",
+        "sh", "-c", "echo after > /output/kept.txt; echo new > /output/made.txt; mkdir /output/d",
+    )
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
+    listed = vfs("journal", "list", "--journal", "journal", "--json")
+    assert listed.returncode == 0, listed.stderr
+    entries = json.loads(listed.stdout)
+    assert [(entry["operation"], entry["paths"], entry["session"], entry["state"]) for entry in entries] == [
+        ("make_directory", ["/output/d"], "operator", "undoable"),
+        ("write", ["/output/made.txt"], "operator", "undoable"),
+        ("write", ["/output/made.txt"], "operator", "undoable"),
+        ("write", ["/output/kept.txt"], "operator", "undoable"),
+        ("write", ["/output/kept.txt"], "operator", "undoable"),
+    ]
+    # The command is one call: its exchange-log line carries the id its entries carry.
+    logged = [json.loads(line) for path in (fixture.root / "logs").glob("*.jsonl") for line in path.read_text().splitlines()]
+    commands = [line for line in logged if line.get("tool") == "vfs run"]
+    assert len(commands) == 1, logged
+    assert {entry["call"] for entry in entries} == {commands[0]["call"]}
+    undone = vfs("undo", "--journal", "journal", *mounts, "--call", commands[0]["call"])
+    assert (undone.returncode, undone.stderr) == (0, "")
+    assert undone.stdout.splitlines() == [
+        "removed /output/d",
+        "restored /output/made.txt",
+        "removed /output/made.txt",
+        "restored /output/kept.txt",
+        "restored /output/kept.txt",
+    ]
+    assert tree(fixture.out) == start
+

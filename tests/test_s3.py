@@ -251,6 +251,96 @@ def test_a_mixed_launch_moves_files_across_backends(fixture):
     )
 
 
+def list_keys(prefix: str) -> list[str]:
+    """The keys under `prefix` in the test bucket, straight from the store."""
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=ENDPOINT,
+        region_name=os.environ.get("AWS_REGION", "us-east-1"),
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "test"),
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
+    )
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "/")
+    return sorted(item["Key"] for item in listed.get("Contents", []))
+
+
+def test_the_journal_keeps_an_objects_before_image_in_its_bucket_and_undo_puts_it_back(fixture):
+    prefix = unique_prefix()
+    fixture.extra_spellings += store_spellings(BUCKET, ENDPOINT, prefix)
+    area = f"{prefix}/.vfs-tmp-journal/"
+
+    async def body(client, init):
+        steps = [
+            ("write_file", {"path": "/data/a.txt", "content": "one\n"}),
+            ("write_file", {"path": "/data/t/x.txt", "content": "x\n"}),
+            ("write_file", {"path": "/data/a.txt", "content": "two\n", "overwrite": True}),
+            ("delete_file", {"path": "/data/t", "recursive": True}),
+        ]
+        for tool, arguments in steps:
+            result = await client.call(tool, arguments)
+            assert not result.is_error, f"{tool}: {text(result)}"
+        # The images of the overwrite and of the delete were copied by the store itself, into
+        # the mount's own reserved area; nothing was copied to the journal's directory.
+        images = [key for key in list_keys(prefix) if key.startswith(area)]
+        assert len(images) == 2, list_keys(prefix)
+        assert sorted(get_object(key) for key in images) == [b"one\n", b"x\n"]
+        assert list((fixture.root / "journal" / "images").iterdir()) == []
+        # No agent sees that area: not listed, not found by name (as a name that is not there).
+        result = await client.call("list_directory", {"path": "/data"})
+        assert text(result) == "[FILE] a.txt\n", text(result)
+        hidden = await client.call("read_text_file", {"path": "/data/.vfs-tmp-journal"})
+        assert one_clean_line(hidden) == "`/data/.vfs-tmp-journal` does not exist"
+        result = await client.call("search_files", {"path": "/data", "pattern": "**"})
+        assert ".vfs-tmp" not in text(result), text(result)
+
+        undone = await client.call("undo_changes", {"count": 2})
+        assert not undone.is_error, text(undone)
+        assert undone.structured_content["lines"] == ["restored /data/t", "restored /data/a.txt"]
+        assert get_object(f"{prefix}/a.txt") == b"one\n"
+        assert get_object(f"{prefix}/t/x.txt") == b"x\n"
+
+    run_client(
+        fixture,
+        body,
+        ["serve", "--mount", f"s3://{BUCKET}/{prefix}:/data:rw", "--journal", "journal", "--no-read-before-edit"],
+        env=aws_env(),
+    )
+
+
+def test_the_journals_bound_drops_an_objects_oldest_image_from_its_bucket(fixture):
+    prefix = unique_prefix()
+    fixture.extra_spellings += store_spellings(BUCKET, ENDPOINT, prefix)
+    area = f"{prefix}/.vfs-tmp-journal/"
+
+    async def body(client, init):
+        for content in ["one\n", "two\n", "six\n"]:
+            result = await client.call("write_file", {"path": "/data/a.txt", "content": content, "overwrite": True})
+            assert not result.is_error, text(result)
+        # Two images of 4 bytes each were kept; the bound (4 bytes) dropped the older one.
+        images = [key for key in list_keys(prefix) if key.startswith(area)]
+        assert [get_object(key) for key in images] == [b"two\n"], images
+        changes = (await client.call("list_changes", {})).structured_content["changes"]
+        assert [change["state"] for change in changes] == ["undoable", "dropped", "undoable"]
+
+    run_client(
+        fixture,
+        body,
+        [
+            "serve",
+            "--mount",
+            f"s3://{BUCKET}/{prefix}:/data:rw",
+            "--journal",
+            "journal",
+            "--journal-max-bytes",
+            "4",
+            "--no-read-before-edit",
+        ],
+        env=aws_env(),
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -153,7 +153,7 @@ pub(crate) fn undo(
             output::line(&format!("would undo {} {} {}", entry.id, entry.operation, entry.paths.join(" -> ")));
             continue;
         }
-        let (lines, undone) = journal.undo(&agent, entry, "operator");
+        let (lines, undone) = journal.undo(&agent, entry, vfs_host::OPERATOR_SESSION);
         for line in lines {
             output::line(&line);
         }

@@ -827,11 +827,14 @@ fn run_one(
         vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?
     };
     let started = std::time::SystemTime::now();
+    // One call for the whole command: its exchange-log line and the journal entries of what it
+    // changed through the view carry its id (`vfs undo --call ID` undoes the command).
+    let call = vfs::CallId::new();
     let runner = match vfs_host::Runner::start_logged(launch.registry(), &limits.options(), logger.as_ref()) {
         Ok(runner) => runner,
         Err(error) => {
             if let Some(logger) = &logger {
-                logger.record_command(&command, cwd.as_deref().unwrap_or(""), started, Err(&error.to_string()));
+                logger.record_command(&call, &command, cwd.as_deref().unwrap_or(""), started, Err(&error.to_string()));
             }
             output::error(&error.to_string(), error.hint().as_deref());
             return Ok(ExitCode::from(SANDBOX_FAILED));
@@ -843,8 +846,11 @@ fn run_one(
         cwd: cwd.unwrap_or_else(|| runner.default_cwd().to_owned()),
         timeout,
         keep: 0,
-        call: None,
+        call: Some(call.clone()),
     };
+    if let Some(journal) = launch.journal() {
+        journal.begin(&call, vfs_host::OPERATOR_SESSION, None);
+    }
     let flag = stop.clone();
     std::thread::spawn(move || {
         runtime.block_on(signalled);
@@ -860,15 +866,26 @@ fn run_one(
             };
         });
     drop((stdout, stderr));
+    // Every file the command wrote was committed when it closed it, so its changes are known:
+    // they are durable before `vfs run` exits.
+    if let Some(journal) = launch.journal() {
+        journal.finish(&call);
+    }
     if let Some(logger) = &logger {
         let reason = outcome.as_ref().err().map(ToString::to_string);
         logger.record_command(
+            &call,
             &request.argv,
             &request.cwd,
             started,
             outcome.as_ref().map_err(|_| reason.as_deref().unwrap_or("")),
         );
     }
+    Ok(run_status(outcome, timeout))
+}
+
+/// `vfs run`'s exit status for how its command ended, with a line for an end it caused.
+fn run_status(outcome: Result<vfs_fuse::RunOutcome, vfs_fuse::RunError>, timeout: std::time::Duration) -> ExitCode {
     match outcome {
         Ok(outcome) => {
             match outcome.ending {
@@ -881,11 +898,11 @@ fn run_one(
                 }
                 vfs_fuse::Ending::Exited(_) | vfs_fuse::Ending::Signalled(_) => {}
             }
-            Ok(ExitCode::from(u8::try_from(outcome.ending.status()).unwrap_or(1)))
+            ExitCode::from(u8::try_from(outcome.ending.status()).unwrap_or(1))
         }
         Err(error) => {
             output::error(&error.to_string(), None);
-            Ok(ExitCode::from(SANDBOX_FAILED))
+            ExitCode::from(SANDBOX_FAILED)
         }
     }
 }

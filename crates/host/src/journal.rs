@@ -36,6 +36,10 @@ use vfs::{
     PrivilegedAccessor, VirtualPath,
 };
 
+/// The session of the operator's own changes: `vfs undo`'s, and those of the commands `vfs
+/// run` runs.
+pub const OPERATOR_SESSION: &str = "operator";
+
 /// The virtual root of the journal, internal.
 pub const JOURNAL_ROOT: &str = "/llm-journal";
 
@@ -313,7 +317,7 @@ impl Journal {
                 continue;
             }
             for name in &entry.images {
-                let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+                self.forget_image(access, name);
             }
             let line = json!({ "dropped": entry.id }).to_string() + "\n";
             if self.append(access, &line, vfs::HeldSyncs::default()).is_ok() {
@@ -408,11 +412,13 @@ impl ChangeObserver for Journal {
     }
 }
 
-/// The names of the images of `image` kept by link.
+/// The names of the images of `image` kept by link, and the paths of those kept by their
+/// store (which begin with `/`, as no name in `images/` does).
 fn kept_names(image: Option<&Image>) -> Vec<&str> {
     fn kept(content: &Saved) -> Option<&str> {
         match content {
             Saved::Kept { name, .. } => Some(name.as_str()),
+            Saved::Stored { path, .. } => Some(path.as_str()),
             _ => None,
         }
     }
@@ -423,10 +429,10 @@ fn kept_names(image: Option<&Image>) -> Vec<&str> {
     }
 }
 
-/// The bytes of the images of `image` kept by link.
+/// The bytes of the images of `image` kept by link or by their store.
 fn kept_sizes(image: Option<&Image>) -> u64 {
     let kept = |content: &Saved| match content {
-        Saved::Kept { size, .. } => *size,
+        Saved::Kept { size, .. } | Saved::Stored { size, .. } => *size,
         _ => 0,
     };
     match image {
@@ -487,6 +493,8 @@ fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) 
     let mut save = |content: &Saved, images: &mut Vec<String>| -> Result<String, String> {
         let name = match content {
             Saved::Kept { name, .. } => name.clone(),
+            // An object's image, copied by its store into its mount's image area.
+            Saved::Stored { path, .. } => path.clone(),
             Saved::Copied(content) => {
                 let name = format!("{id}.{}", images.len());
                 access
@@ -852,8 +860,24 @@ impl Journal {
         (lines, clean)
     }
 
+    /// The content of the image `name`: a file of `images/`, or (a path) an object's image
+    /// that its store keeps.
     fn image_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        if name.starts_with('/') {
+            return self.keeper.get()?.read_stored(name).ok();
+        }
         read_whole(self.access()?, &format!("{IMAGES}/{name}")).ok()
+    }
+
+    /// Removes the image `name` (see [`Journal::image_bytes`]).
+    fn forget_image(&self, access: &PrivilegedAccessor, name: &str) {
+        if name.starts_with('/') {
+            if let Some(keeper) = self.keeper.get() {
+                keeper.forget_stored(name);
+            }
+        } else {
+            let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+        }
     }
 
     fn undo_part(&self, agent: &AgentAccessor, part: &Value, lines: &mut Vec<String>) -> bool {

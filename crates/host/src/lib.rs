@@ -28,7 +28,9 @@ pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
 #[cfg(feature = "mcp")]
 pub use http::{Endpoint, HttpOptions, Listener, SessionFactory, serve_http, serve_until, shutdown_signal};
-pub use journal::{DEFAULT_MAX_BYTES, Entries, Entry, EntryState, JOURNAL_ROOT, Journal, open_journal, parse_bytes};
+pub use journal::{
+    DEFAULT_MAX_BYTES, Entries, Entry, EntryState, JOURNAL_ROOT, Journal, OPERATOR_SESSION, open_journal, parse_bytes,
+};
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
 pub use logger::ExchangeLogger;
 #[cfg(feature = "mcp")]

@@ -182,11 +182,13 @@ impl ExchangeLogger {
         })
     }
 
-    /// Records one command `vfs run` ran: its arguments, working directory and how it ended
-    /// (exit status, signal, time limit, bytes of output, duration), never its output; or why
-    /// the sandbox could not run it.
+    /// Records one command `vfs run` ran, as the call `call` (the id its journal entries
+    /// carry): its arguments, working directory and how it ended (exit status, signal, time
+    /// limit, bytes of output, duration), never its output; or why the sandbox could not run
+    /// it.
     pub fn record_command(
         &self,
+        call: &vfs::CallId,
         argv: &[String],
         cwd: &str,
         started: SystemTime,
@@ -215,7 +217,7 @@ impl ExchangeLogger {
         let (time, duration_ms) = stamp(started, elapsed);
         self.record(&Exchange {
             time,
-            call: &vfs::CallId::new().to_string(),
+            call: &call.to_string(),
             tool: "vfs run",
             arguments: &arguments,
             result: Some(result),

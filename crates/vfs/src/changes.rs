@@ -30,6 +30,8 @@
 //! are holding up). A panicking observer is the observer's bug; the change has been made.
 
 use std::fmt;
+#[cfg(feature = "s3")]
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -187,6 +189,16 @@ pub enum Saved {
         /// Its size in bytes.
         size: u64,
     },
+    /// An object, copied by its own store (a server-side copy: no byte passed through vfs)
+    /// into its mount's image area, for the observer that offers a [`Keeper`]. Read it back
+    /// with [`Keeper::read_stored`], remove it with [`Keeper::forget_stored`].
+    Stored {
+        /// Where the image lies: a virtual path in the mount's image area, under vfs's own
+        /// reserved names (`/data/.vfs-tmp-journal/…`), which no agent can name or list.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+    },
 }
 
 impl Saved {
@@ -195,7 +207,7 @@ impl Saved {
     pub fn len(&self) -> u64 {
         match self {
             Saved::Copied(bytes) => bytes.len() as u64,
-            Saved::Kept { size, .. } => *size,
+            Saved::Kept { size, .. } | Saved::Stored { size, .. } => *size,
         }
     }
 
@@ -215,6 +227,10 @@ pub struct Keeper {
     next: AtomicU64,
     /// This process's id (asked once: every image's name holds it).
     process: u32,
+    /// The registry whose object mounts keep their own images ([`Saved::Stored`]); weak, as
+    /// the registry holds the observer that holds this keeper.
+    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object mounts keep their own images"))]
+    registry: std::sync::Weak<crate::registry::RegistryInner>,
 }
 
 impl fmt::Debug for Keeper {
@@ -224,8 +240,64 @@ impl fmt::Debug for Keeper {
 }
 
 impl Keeper {
-    pub(crate) fn new(directory: crate::storage::local::KeepDirectory) -> Self {
-        Self { directory, next: AtomicU64::new(0), process: std::process::id() }
+    pub(crate) fn new(
+        directory: crate::storage::local::KeepDirectory,
+        registry: std::sync::Weak<crate::registry::RegistryInner>,
+    ) -> Self {
+        Self { directory, next: AtomicU64::new(0), process: std::process::id(), registry }
+    }
+
+    /// The content of the image a store kept itself ([`Saved::Stored`]) at `path`, bounded by
+    /// the write cap.
+    ///
+    /// # Errors
+    /// `path` is not an image of an object mount of this keeper's registry, or it cannot be
+    /// read (gone, the store did not answer).
+    ///
+    /// # Privilege
+    /// Reads vfs's own image area of an agent-facing mount, which no agent can reach: hold
+    /// the keeper in infrastructure only (the journal).
+    pub fn read_stored(&self, path: &str) -> Result<Vec<u8>, crate::Error> {
+        let Ok(virtual_path) = VirtualPath::new(path) else {
+            return Err(crate::Error::invalid_argument(crate::text::agent_text!["not an image's path"]));
+        };
+        #[cfg(feature = "s3")]
+        if let Some((registry, mount, name)) = self.stored(&virtual_path) {
+            let cap = registry.limits.write_bytes;
+            if let crate::storage::Backend::Object(object) = &registry.mounts[mount].storage {
+                return object.read_image(name, cap, &virtual_path);
+            }
+        }
+        Err(crate::Error::not_found(&virtual_path))
+    }
+
+    /// Removes the image a store kept itself at `path` (one no entry will need any more).
+    pub fn forget_stored(&self, path: &str) {
+        #[cfg(feature = "s3")]
+        if let Ok(virtual_path) = VirtualPath::new(path)
+            && let Some((registry, mount, name)) = self.stored(&virtual_path)
+            && let crate::storage::Backend::Object(object) = &registry.mounts[mount].storage
+        {
+            object.forget_image(name);
+        }
+        #[cfg(not(feature = "s3"))]
+        let _ = path;
+    }
+
+    /// The registry, the object mount and the image's name that an image path names:
+    /// `<mount root>/<image area>/<name>`, with a name as [`Keeper::fresh_name`] makes them.
+    #[cfg(feature = "s3")]
+    fn stored<'p>(&self, path: &'p VirtualPath) -> Option<(Arc<crate::registry::RegistryInner>, usize, &'p str)> {
+        let registry = self.registry.upgrade()?;
+        let (area, name) = path.as_str().rsplit_once('/')?;
+        let root = area.strip_suffix(crate::storage::object::IMAGE_AREA)?.strip_suffix('/')?;
+        if name.is_empty() || name.starts_with('.') {
+            return None;
+        }
+        let mount = registry.mounts.iter().position(|mount| {
+            mount.root.as_str() == root && matches!(mount.storage, crate::storage::Backend::Object(_))
+        })?;
+        Some((registry, mount, name))
     }
 
     /// A name for the next image of `call`: the call's id, this process and a counter, so

@@ -272,3 +272,114 @@ rest
     let exact = agent.read_text("/data/exact.txt", &ReadWindow::default()).unwrap();
     assert_eq!((exact.content.len(), exact.truncated, exact.version.is_some()), (15, false, true));
 }
+
+/// An observer that keeps before images, with its keeper in a local internal root `/keep`.
+#[derive(Debug, Default)]
+struct Keeping {
+    keeper: std::sync::OnceLock<vfs::Keeper>,
+    told: std::sync::Mutex<Vec<(vfs::ChangeKind, String, Option<vfs::Image>)>>,
+}
+
+impl vfs::ChangeObserver for Keeping {
+    fn changed(&self, change: &vfs::Change<'_>) {
+        let told = (change.kind, change.path.to_string(), change.image.cloned());
+        self.told.lock().unwrap().push(told);
+    }
+
+    fn keeps_images(&self, path: &vfs::VirtualPath, _by_agent: bool) -> bool {
+        !path.as_str().starts_with("/keep")
+    }
+
+    fn keeper(&self) -> Option<&vfs::Keeper> {
+        self.keeper.get()
+    }
+}
+
+/// The store at `data` keeps the images of the objects a write replaces and a recursive
+/// delete removes, by a copy it makes itself, in an area of the mount no agent can name, list,
+/// search or grep; the keeper reads them back and forgets them.
+fn keeps_its_own_images(data: &str) {
+    use vfs::{ChangeKind, Image, Saved};
+    let fixture = Fixture::new();
+    fixture.mkdir("k");
+    let keeping = std::sync::Arc::new(Keeping::default());
+    let registry = MountRegistry::builder()
+        .mount(format!("{data}:/data:rw").parse::<MountSpec>().unwrap())
+        .internal(fixture.spec("k", "/keep", "rw"))
+        .observe(keeping.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
+    let privileged = registry.mint_privileged("/keep").unwrap();
+    keeping.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    let agent = registry.agent();
+    agent.write("/data/a.txt", "a before\n", &Precondition::Absent).unwrap();
+    agent.write("/data/t/x.txt", "x\n", &Precondition::Absent).unwrap();
+    agent.write("/data/t/s/y.txt", "y\n", &Precondition::Absent).unwrap();
+    keeping.told.lock().unwrap().clear();
+
+    agent.write("/data/a.txt", "a after\n", &Precondition::Any).unwrap();
+    agent.delete("/data/t", true, &Precondition::Any).unwrap();
+    let told = keeping.told.lock().unwrap().clone();
+    let kinds: Vec<(ChangeKind, &str)> = told.iter().map(|(kind, path, _)| (*kind, path.as_str())).collect();
+    assert_eq!(kinds, vec![(ChangeKind::Write, "/data/a.txt"), (ChangeKind::Remove, "/data/t")]);
+    let keeper = keeping.keeper.get().unwrap();
+    let Some(Image::File { content: Saved::Stored { path: image, size: 9 }, mode: 0o644 }) = &told[0].2 else {
+        panic!("{:?}", told[0].2)
+    };
+    assert!(image.starts_with("/data/.vfs-tmp-journal/"), "{image}");
+    assert_eq!(keeper.read_stored(image).unwrap(), b"a before\n");
+    assert_eq!(agent.read_text("/data/a.txt", &ReadWindow::default()).unwrap().content, "a after\n");
+    let Some(Image::Tree(items)) = &told[1].2 else { panic!("{:?}", told[1].2) };
+    let files: Vec<(String, Vec<u8>)> = items
+        .iter()
+        .filter_map(|item| match &item.content {
+            Some(Saved::Stored { path, .. }) => Some((item.relative.clone(), keeper.read_stored(path).unwrap())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(files, vec![("s/y.txt".to_owned(), b"y\n".to_vec()), ("x.txt".to_owned(), b"x\n".to_vec())]);
+
+    // No agent reaches the images: not by name, not in a listing, a search, a tree or a grep.
+    let names: Vec<String> = agent.list("/data").unwrap().entries.into_iter().map(|entry| entry.name).collect();
+    assert_eq!(names, vec!["a.txt".to_owned()]);
+    let found = agent.search_files("/data", "**", &[]).unwrap().matches;
+    assert_eq!(found.iter().map(vfs::VirtualPath::as_str).collect::<Vec<_>>(), vec!["/data/a.txt"]);
+    let tree = serde_json::to_string(&agent.tree("/data", None, &[]).unwrap()).unwrap();
+    assert!(!tree.contains("vfs-tmp"), "{tree}");
+    let request = GrepRequest { path: Some("/data".into()), pattern: "before".into(), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (0, 1), "only /data/a.txt searched");
+    for read in [image.as_str(), "/data/.vfs-tmp-journal"] {
+        assert_eq!(
+            agent.read_text(read, &ReadWindow::default()).unwrap_err().to_string(),
+            format!("`{read}` does not exist")
+        );
+    }
+    assert_eq!(
+        agent.write(image, "forged\n", &Precondition::Any).unwrap_err().to_string(),
+        format!("`{image}` does not exist")
+    );
+    assert_eq!(keeper.read_stored(image).unwrap(), b"a before\n", "the image is as it was kept");
+
+    keeper.forget_stored(image);
+    assert_eq!(keeper.read_stored(image).unwrap_err().kind(), ErrorKind::NotFound);
+    // A path that is not an image of an object mount reads nothing.
+    for other in ["/data/a.txt", "/keep/images/x", "/data/.vfs-tmp-journal/.x", "/nowhere/.vfs-tmp-journal/x"] {
+        assert_eq!(keeper.read_stored(other).unwrap_err().kind(), ErrorKind::NotFound, "{other}");
+    }
+}
+
+#[test]
+fn a_memory_store_keeps_its_own_images_where_no_agent_sees_them() {
+    keeps_its_own_images("memory://kept-images");
+}
+
+#[test]
+fn a_real_s3_api_keeps_its_own_images_where_no_agent_sees_them() {
+    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
+        return;
+    };
+    keeps_its_own_images(&format!("s3://{bucket}/kept-{}", std::process::id()));
+}

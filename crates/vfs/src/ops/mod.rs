@@ -150,6 +150,10 @@ impl<'r> Context<'r> {
     /// Above the write cap it is not kept (an undo could not write it back).
     fn kept(&self, store: &Backend, node: &crate::storage::Node) -> Option<Result<(Saved, u32), Image>> {
         let keeper = self.keeper()?;
+        #[cfg(feature = "s3")]
+        if let (Backend::Object(object), crate::storage::Node::Object(node)) = (store, node) {
+            return self.kept_by_store(keeper, object, node);
+        }
         store.local()?;
         #[cfg_attr(not(feature = "s3"), expect(irrefutable_let_patterns, reason = "only local nodes without s3"))]
         let crate::storage::Node::Local(node) = node else { return None };
@@ -160,6 +164,32 @@ impl<'r> Context<'r> {
             return Some(Err(Image::NotKept("above the write cap")));
         }
         Some(Ok((Saved::Kept { name, size }, mode)))
+    }
+
+    /// An object's content kept by a copy its store makes itself into its mount's image area
+    /// (`ObjectRoot::keep_copy`); its mode is every object's. `None` when the copy could not
+    /// be made (the caller reads the object instead).
+    #[cfg(feature = "s3")]
+    fn kept_by_store(
+        &self,
+        keeper: &crate::changes::Keeper,
+        object: &crate::storage::object::ObjectRoot,
+        node: &crate::storage::object::Node,
+    ) -> Option<Result<(Saved, u32), Image>> {
+        let cap = self.registry.limits.write_bytes;
+        let name = keeper.fresh_name(&self.call);
+        let size = object.keep_copy(node, &name, cap)?;
+        if size > cap {
+            return Some(Err(Image::NotKept("above the write cap")));
+        }
+        let mount = self
+            .registry
+            .mounts
+            .iter()
+            .find(|mount| matches!(&mount.storage, Backend::Object(mine) if std::ptr::eq(mine, object)))?;
+        let root = &mount.root;
+        let path = format!("{}/{}/{name}", root.as_str(), crate::storage::object::IMAGE_AREA);
+        Some(Ok((Saved::Stored { path, size }, crate::storage::object::FILE_MODE)))
     }
 
     /// The before image of the regular file at `node` (the caller holds its directory's
@@ -254,8 +284,10 @@ impl<'r> Context<'r> {
     pub(crate) fn forget_kept<'s>(&self, contents: impl Iterator<Item = &'s Saved>) {
         let Some(keeper) = self.keeper() else { return };
         for content in contents {
-            if let Saved::Kept { name, .. } = content {
-                keeper.forget(name);
+            match content {
+                Saved::Kept { name, .. } => keeper.forget(name),
+                Saved::Stored { path, .. } => keeper.forget_stored(path),
+                Saved::Copied(_) => {}
             }
         }
     }

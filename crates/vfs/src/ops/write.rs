@@ -706,7 +706,7 @@ impl Context<'_> {
             return Err(Error::unsupported(&path));
         };
         let directory = crate::storage::local::KeepDirectory::open(node, &path)?;
-        Ok(crate::changes::Keeper::new(directory))
+        Ok(crate::changes::Keeper::new(directory, std::sync::Arc::downgrade(self.registry)))
     }
 
     pub(crate) fn open_append(&self, input: &str) -> Result<AppendFile, Error> {

@@ -687,6 +687,9 @@ impl Backend {
     ) -> Result<Located, Error> {
         match self {
             Backend::Local(_) => local::resolve(table, start, components, options, path),
+            // vfs's own names are not there for anyone who names them, as in a local store.
+            #[cfg(feature = "s3")]
+            Backend::Object(_) if components.iter().any(|name| object::reserved(name)) => Err(Error::not_found(path)),
             #[cfg(feature = "s3")]
             Backend::Object(_) => Ok(object::locate(start, components)),
         }

@@ -49,6 +49,16 @@ pub(crate) const CAPABILITIES: Capabilities = Capabilities {
     network: true,
 };
 
+/// Where a journal keeps the before images of a mount's objects, beneath the mount's prefix
+/// (`ObjectRoot::keep_copy`): a name under the reserved prefix of vfs's own names, which no
+/// listing shows and no agent path reaches ([`reserved`]).
+pub(crate) const IMAGE_AREA: &str = ".vfs-tmp-journal";
+
+/// True for a name vfs keeps for itself (`.vfs-tmp-…`): never listed, never named by an agent.
+pub(crate) fn reserved(name: &str) -> bool {
+    name.starts_with(crate::storage::local::TEMPORARY_PREFIX)
+}
+
 /// The in-process store named `name`: every `memory://name` mount in this process shares it,
 /// as every `s3://bucket` mount shares the bucket (so a test can fill a store through one
 /// registry and serve it through another). It lives as long as the process.
@@ -430,12 +440,18 @@ impl ObjectRoot {
         let key = self.key(rel);
         let prefix = if rel.is_empty() && self.prefix.is_empty() { None } else { Some(key) };
         let listing = self.block(async move { store.list_with_delimiter(prefix.as_ref()).await })??;
-        let directories =
-            listing.common_prefixes.iter().filter_map(|path| path.filename().map(str::to_owned)).collect();
+        let directories = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|path| path.filename().filter(|name| !reserved(name)).map(str::to_owned))
+            .collect();
         let files = listing
             .objects
             .iter()
-            .filter_map(|meta| meta.location.filename().map(|name| (name.to_owned(), ObjectInfo::from_meta(meta))))
+            .filter_map(|meta| {
+                let name = meta.location.filename().filter(|name| !reserved(name))?;
+                Some((name.to_owned(), ObjectInfo::from_meta(meta)))
+            })
             .collect();
         Ok((directories, files))
     }
@@ -468,7 +484,7 @@ impl ObjectRoot {
                     meta.location.parts().skip(skip).map(|part| part.as_ref().to_owned()).collect();
                 (parts, ObjectInfo::from_meta(meta))
             })
-            .filter(|(parts, _)| !parts.is_empty())
+            .filter(|(parts, _)| !parts.is_empty() && !parts.iter().any(|part| reserved(part)))
             .collect();
         objects.sort_by(|left, right| left.0.cmp(&right.0));
         Ok((objects, truncated))
@@ -498,6 +514,39 @@ impl ObjectRoot {
             }
         })??;
         Ok(())
+    }
+
+    /// Keeps the before image of the object at `node` by a copy the store makes itself (a
+    /// server-side copy: no byte passes through vfs) into this mount's image area, as `name`.
+    /// Returns the object's size; `None` when it is not kept so (the caller reads it instead):
+    /// it is gone, or the copy failed. Above `cap` it is not copied (an undo could not write it
+    /// back), and the size says so.
+    pub(crate) fn keep_copy(&self, node: &Node, name: &str, cap: u64) -> Option<u64> {
+        let size = match &node.listed {
+            Some(Listed::File(info)) => info.size,
+            Some(Listed::Directory(_)) => return None,
+            None => self.head_object(&node.rel).ok()??.size,
+        };
+        if size > cap {
+            return Some(size);
+        }
+        self.copy_keys(self.key(&node.rel), self.key(&[IMAGE_AREA, name]), true).ok()?;
+        Some(size)
+    }
+
+    /// The bytes of the image `name` in this mount's image area, at most `cap` of them.
+    pub(crate) fn read_image(&self, name: &str, cap: u64, path: &VirtualPath) -> Result<Vec<u8>, Error> {
+        let rel = [IMAGE_AREA.to_owned(), name.to_owned()];
+        match self.get_first(&rel, cap.saturating_add(1), true).map_err(|error| store_error(path, error))? {
+            Some((bytes, info)) if info.size <= cap => Ok(bytes),
+            Some(_) => Err(Error::too_large(Some(path), agent_text!["the image is larger than the write cap"])),
+            None => Err(Error::not_found(path)),
+        }
+    }
+
+    /// Removes the image `name` from this mount's image area.
+    pub(crate) fn forget_image(&self, name: &str) {
+        let _ = self.delete_object(&[IMAGE_AREA.to_owned(), name.to_owned()]);
     }
 
     /// Deletes one object.
@@ -552,9 +601,12 @@ fn file_stat(info: &ObjectInfo) -> Stat {
         modified: (info.modified, 0),
         changed: (info.modified, 0),
         identity: None,
-        mode: 0o644,
+        mode: FILE_MODE,
     }
 }
+
+/// The permission bits every object shows.
+pub(crate) const FILE_MODE: u32 = 0o644;
 
 const DIRECTORY: Stat =
     Stat { kind: Kind::Directory, size: 0, modified: (0, 0), changed: (0, 0), identity: None, mode: 0o755 };
