@@ -148,12 +148,21 @@ impl<'r> Context<'r> {
     /// A file's content kept by hard link in the observers' keeper, when there is one and
     /// the store and the file allow (`storage::local::KeepDirectory::link`); with its mode.
     /// Above the write cap it is not kept (an undo could not write it back).
-    fn kept(&self, store: &Backend, node: &crate::storage::Node) -> Option<Result<(Saved, u32), Image>> {
+    /// `size`: the file's size, when the caller has just looked (an object store then need not
+    /// be asked again).
+    fn kept(
+        &self,
+        store: &Backend,
+        node: &crate::storage::Node,
+        size: Option<u64>,
+    ) -> Option<Result<(Saved, u32), Image>> {
         let keeper = self.keeper()?;
         #[cfg(feature = "s3")]
         if let (Backend::Object(object), crate::storage::Node::Object(node)) = (store, node) {
-            return self.kept_by_store(keeper, object, node);
+            return self.kept_by_store(keeper, object, node, size);
         }
+        #[cfg(not(feature = "s3"))]
+        let _ = size;
         store.local()?;
         #[cfg_attr(not(feature = "s3"), expect(irrefutable_let_patterns, reason = "only local nodes without s3"))]
         let crate::storage::Node::Local(node) = node else { return None };
@@ -175,10 +184,11 @@ impl<'r> Context<'r> {
         keeper: &crate::changes::Keeper,
         object: &crate::storage::object::ObjectRoot,
         node: &crate::storage::object::Node,
+        size: Option<u64>,
     ) -> Option<Result<(Saved, u32), Image>> {
         let cap = self.registry.limits.write_bytes;
         let name = keeper.fresh_name(&self.call);
-        let size = object.keep_copy(node, &name, cap)?;
+        let size = object.keep_copy(node, size, &name, cap)?;
         if size > cap {
             return Some(Err(Image::NotKept("above the write cap")));
         }
@@ -195,8 +205,14 @@ impl<'r> Context<'r> {
     /// The before image of the regular file at `node` (the caller holds its directory's
     /// lock): its content (kept by link where it can be, copied otherwise) and mode, or not
     /// kept above the write cap.
-    pub(crate) fn file_image(&self, store: &Backend, node: &crate::storage::Node, path: &VirtualPath) -> Image {
-        match self.kept(store, node) {
+    pub(crate) fn file_image(
+        &self,
+        store: &Backend,
+        node: &crate::storage::Node,
+        size: Option<u64>,
+        path: &VirtualPath,
+    ) -> Image {
+        match self.kept(store, node, size) {
             Some(Ok((content, mode))) => return Image::File { content, mode },
             Some(Err(image)) => return image,
             None => {}
@@ -217,7 +233,7 @@ impl<'r> Context<'r> {
         content: &[u8],
         mode: u32,
     ) -> Image {
-        match self.kept(store, node) {
+        match self.kept(store, node, Some(content.len() as u64)) {
             Some(Ok((content, mode))) => Image::File { content, mode },
             Some(Err(image)) => image,
             None => Image::File { content: Saved::Copied(content.to_vec()), mode: mode & 0o7777 },
@@ -236,7 +252,7 @@ impl<'r> Context<'r> {
             match entry.kind {
                 Kind::Directory => items.push(TreeItem { relative, content: None, mode: 0 }),
                 Kind::File => {
-                    let (content, mode) = match self.kept(store, entry.node) {
+                    let (content, mode) = match self.kept(store, entry.node, None) {
                         Some(Ok(kept)) => kept,
                         Some(Err(_)) => {
                             refused = Some("a file in it is unreadable or above the write cap");

@@ -308,7 +308,7 @@ impl Context<'_> {
             None => Before::Absent,
         };
         let image = self.keeps_images(&path).then(|| match existing {
-            Some(_) => self.file_image(store, &located.node, &path),
+            Some(stat) => self.file_image(store, &located.node, Some(stat.size), &path),
             None => Image::Absent,
         });
         self.intends(ChangeKind::Write, &path, None, &before, image.as_ref());
@@ -401,7 +401,7 @@ impl Context<'_> {
         };
         let bytes = staged.len();
         let image = self.keeps_images(path).then(|| match existing {
-            Some(_) => self.file_image(store, &place.node, path),
+            Some(stat) => self.file_image(store, &place.node, Some(stat.size), path),
             None => Image::Absent,
         });
         self.intends(ChangeKind::Write, path, None, &before, image.as_ref());
@@ -501,7 +501,7 @@ impl Context<'_> {
         let overwrite = when != PutWhen::Absent;
         let keeps = self.keeps_images(&source) || self.keeps_images(&destination);
         let image = keeps.then(|| match existing {
-            Some(_) => self.file_image(to_store, &to.node, &destination),
+            Some(stat) => self.file_image(to_store, &to.node, Some(stat.size), &destination),
             None => Image::Absent,
         });
         // The version at the destination after the move, for an undo's guard.
@@ -615,7 +615,7 @@ impl Context<'_> {
         let image = match &keeping {
             // Told to the intent as an empty tree: its items are linked as the removal goes.
             Some(_) => Some(Image::Tree(Vec::new())),
-            None => keeps.then(|| self.removal_image(&located, stat.kind, &path)),
+            None => keeps.then(|| self.removal_image(&located, &stat, &path)),
         };
         let before = removed_before(&stat, precondition.as_ref());
         self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
@@ -636,9 +636,9 @@ impl Context<'_> {
 
     /// The before image of what a removal at `located` takes, read before it (the caller
     /// holds the lock).
-    fn removal_image(&self, located: &Located, kind: Kind, path: &VirtualPath) -> Image {
-        match kind {
-            Kind::File => self.file_image(self.store(located.mount), &located.node, path),
+    fn removal_image(&self, located: &Located, stat: &Stat, path: &VirtualPath) -> Image {
+        match stat.kind {
+            Kind::File => self.file_image(self.store(located.mount), &located.node, Some(stat.size), path),
             Kind::Directory => self.tree_image(located, path),
             Kind::Symlink => Image::NotKept("a link"),
             Kind::Special => Image::NotKept("a special file"),

@@ -518,14 +518,16 @@ impl ObjectRoot {
 
     /// Keeps the before image of the object at `node` by a copy the store makes itself (a
     /// server-side copy: no byte passes through vfs) into this mount's image area, as `name`.
-    /// Returns the object's size; `None` when it is not kept so (the caller reads it instead):
-    /// it is gone, or the copy failed. Above `cap` it is not copied (an undo could not write it
-    /// back), and the size says so.
-    pub(crate) fn keep_copy(&self, node: &Node, name: &str, cap: u64) -> Option<u64> {
-        let size = match &node.listed {
-            Some(Listed::File(info)) => info.size,
-            Some(Listed::Directory(_)) => return None,
-            None => self.head_object(&node.rel).ok()??.size,
+    /// Returns the object's size (`size`, when the caller has just asked the store, else what
+    /// a listing said, else a HEAD's); `None` when it is not kept so (the caller reads it
+    /// instead): it is gone, or the copy failed. Above `cap` it is not copied (an undo could
+    /// not write it back), and the size says so.
+    pub(crate) fn keep_copy(&self, node: &Node, size: Option<u64>, name: &str, cap: u64) -> Option<u64> {
+        let size = match (size, &node.listed) {
+            (_, Some(Listed::Directory(_))) => return None,
+            (Some(size), _) => size,
+            (None, Some(Listed::File(info))) => info.size,
+            (None, None) => self.head_object(&node.rel).ok()??.size,
         };
         if size > cap {
             return Some(size);
