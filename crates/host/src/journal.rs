@@ -202,7 +202,7 @@ impl Journal {
     /// ([`AgentAccessor::with_directory_syncs_held`]): the log's one sync makes them durable
     /// with the call's entries, where the file system allows; otherwise (and whenever no
     /// entry is written) each is synced on its own.
-    pub fn finish_with(&self, call: &CallId, held: vfs::HeldSyncs) {
+    pub fn finish_with(&self, call: &CallId, mut held: vfs::HeldSyncs) {
         let (observed, infos, settle) = {
             let mut state = self.state();
             let known: HashSet<CallId> = state.calls.keys().filter(|known| *known != call).cloned().collect();
@@ -248,12 +248,11 @@ impl Journal {
             entries_of(this).into_iter().map(|group| (group, info.clone())).collect()
         };
         groups.extend(entries_of(others).into_iter().map(|group| (group, default.clone())));
-        // The links are durable before the lines that name them.
+        // The links are durable with the lines that name them.
         if let Some(keeper) = self.keeper.get()
             && groups.iter().any(|(group, _)| group.iter().any(|change| !kept_names(change.image.as_ref()).is_empty()))
-            && let Err(error) = keeper.sync()
         {
-            tracing::warn!(target: "vfs::journal", "journal images not synced: {error}");
+            keeper.sync_with(&mut held);
         }
         let mut lines = String::new();
         for (group, info) in groups {

@@ -141,9 +141,11 @@ impl AgentAccessor {
     /// the sync of its directory is returned, to be made durable by
     /// [`AppendFile::sync_with`](crate::AppendFile::sync_with) of a file appended to after
     /// `work` (the journal's log), before the call is answered. Where that file lies on the
-    /// same file system and the file system commits in order, one sync then does what two
-    /// did (a write with the journal on costs one commit of the file system's journal more
-    /// than without, not two). Other calls, internal roots and the FUSE view sync as before.
+    /// same file system and the file system commits in order (ext4 with its journal, xfs),
+    /// one sync then does what two did: a journaled write commits the file system's journal
+    /// as often as a write without the journal (twice), not three times. Elsewhere the
+    /// directories are synced at the same time as that file. A move across file systems
+    /// syncs its copy at once. Other calls, internal roots and the FUSE view sync as before.
     pub fn with_directory_syncs_held<T>(&self, work: impl FnOnce() -> T) -> (T, crate::HeldSyncs) {
         let (value, held) = crate::storage::local::holding_directory_syncs(work);
         (value, crate::HeldSyncs::new(held))

@@ -315,15 +315,16 @@ impl Keeper {
         }
     }
 
-    /// Makes the images linked so far durable across a power loss once the caller next syncs
-    /// a file on the same file system (its record of them): an `fsync` of the directory, or
-    /// nothing on a file system that commits metadata in order (ext4, xfs), where that later
-    /// `fsync` commits the links too.
-    ///
-    /// # Errors
-    /// The directory could not be synced.
-    pub fn sync(&self) -> std::io::Result<()> {
-        self.directory.sync()
+    /// Makes the images linked so far durable with the syncs `held` (made when the caller next
+    /// syncs its record of them, [`AppendFile::sync_with`](crate::AppendFile::sync_with)):
+    /// nothing to add on a file system that commits in order (ext4 with its journal, xfs),
+    /// where that sync commits the links too; elsewhere this directory, synced at the same time
+    /// as the record (so there a crash may keep a record whose image it lost: an undo then
+    /// says the image is gone, and puts nothing back).
+    pub fn sync_with(&self, held: &mut crate::HeldSyncs) {
+        if let Some(directory) = self.directory.unordered() {
+            held.push(directory);
+        }
     }
 }
 

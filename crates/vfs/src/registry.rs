@@ -1380,6 +1380,37 @@ mod tests {
         assert_eq!(std::fs::read(dir.path().join("w/b.txt")).expect("the file"), b"b\n");
     }
 
+    /// A move across file systems copies, then removes its source: the copy's directory is
+    /// synced at once even in a call that holds its syncs, so that no crash can find the
+    /// source gone and the copy not yet durable. The file is moved.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test builds and reads files on two file systems")]
+    fn a_move_across_file_systems_syncs_its_copy_before_it_removes_the_source() {
+        let disk = tempfile::tempdir().expect("temp dir");
+        let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
+        std::fs::write(disk.path().join("a.txt"), "a\n").expect("fixture file");
+        let spec = |dir: &std::path::Path, root: &str| {
+            MountSpec::new(dir.to_string_lossy().into_owned(), MountRoot::new(root).expect("a root"), Rights::ReadWrite)
+        };
+        let registry = MountRegistry::builder()
+            .mount(spec(disk.path(), "/w"))
+            .mount(spec(shm.path(), "/m"))
+            .build(crate::ambient_authority())
+            .expect("registry");
+        let agent = registry.agent();
+        let (moved, held) = agent.with_directory_syncs_held(|| {
+            agent.move_path("/w/a.txt", "/m/a.txt", &crate::ops::Precondition::Any, &crate::ops::Precondition::Absent)
+        });
+        assert!(moved.expect("the move").copied, "a copy across file systems");
+        assert_eq!(held.len(), 0, "nothing of the move is held");
+        assert_eq!(std::fs::read(shm.path().join("a.txt")).expect("the copy"), b"a\n");
+        assert!(!disk.path().join("a.txt").exists());
+        let (written, held) = agent.with_directory_syncs_held(|| {
+            agent.write("/m/b.txt", "b\n", &crate::ops::Precondition::Any).map(|_| local(&registry, "/m").durability())
+        });
+        assert_eq!((written.expect("a write"), held.len()), (Durability::FileNow, 1), "the hold is back after a move");
+    }
+
     /// A call's held syncs are its own thread's: a write made at the same time by another call
     /// syncs its directory itself, both writes succeed, and only the holding call's is held.
     #[test]

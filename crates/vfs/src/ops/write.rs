@@ -152,18 +152,17 @@ impl AppendFile {
         self.file.sync_data()
     }
 
-    /// Flushes to stable storage, and with it the directory syncs `held` that the appends
-    /// just made follow: on a file system that commits in order (ext4, xfs), this one sync
-    /// commits every change made before it, so those on this file's file system need no
-    /// `fsync` of their own; the others are synced here. When this sync fails, every held
-    /// directory is synced on its own.
+    /// Flushes to stable storage, and with it the directory syncs `held` of changes made
+    /// before the last append to this file (call it right after that append): on a file
+    /// system that commits in order (ext4 with its journal, xfs), this one sync commits every
+    /// change made before it, so the held directories on this file's file system need no
+    /// `fsync` of their own; the others are synced at the same time, on a thread of their
+    /// own. Every held directory is synced whether this file's sync succeeds or not.
     ///
     /// # Errors
     /// This file could not be synced.
     pub fn sync_with(&self, held: HeldSyncs) -> std::io::Result<()> {
-        self.file.sync_data()?;
-        self.file.complete_held_syncs(held.take());
-        Ok(())
+        self.file.sync_data_with(held.take())
     }
 
     /// The file's length now, appends of every writer included (another process may append
@@ -198,6 +197,10 @@ impl HeldSyncs {
         self.0.is_empty()
     }
 
+    pub(crate) fn push(&mut self, directory: crate::storage::local::HeldDirectory) {
+        self.0.push(directory);
+    }
+
     fn take(mut self) -> Vec<crate::storage::local::HeldDirectory> {
         std::mem::take(&mut self.0)
     }
@@ -205,7 +208,7 @@ impl HeldSyncs {
 
 impl Drop for HeldSyncs {
     fn drop(&mut self) {
-        let _ = crate::storage::local::complete_held_syncs(std::mem::take(&mut self.0), None);
+        crate::storage::local::sync_held(crate::storage::local::uncovered(std::mem::take(&mut self.0), None));
     }
 }
 
@@ -530,7 +533,9 @@ impl Context<'_> {
                 " to another file system or store; move its files one by one"
             ]));
         }
-        self.copy_file(&from, &source, &to, &destination, &when).inspect_err(forget)?;
+        // The copy is durable before the source goes, even in a call that holds its syncs.
+        crate::storage::local::syncing_directories_now(|| self.copy_file(&from, &source, &to, &destination, &when))
+            .inspect_err(forget)?;
         from_store.remove(&from, Kind::File, &Removal::single(), &source)?;
         let version = moved_version(keeps);
         self.changed(ChangeKind::Move, &source, Some(&destination), &before, version.as_deref(), image.as_ref());

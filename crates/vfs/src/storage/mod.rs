@@ -561,12 +561,11 @@ impl Appender {
         }
     }
 
-    /// Syncs the directories `held`, but those the sync of this file just made durable.
-    pub(crate) fn complete_held_syncs(&self, held: Vec<crate::storage::local::HeldDirectory>) {
+    /// Flushes what was appended to stable storage, and with it the directories `held`
+    /// (`local::sync_with_held`).
+    pub(crate) fn sync_data_with(&self, held: Vec<crate::storage::local::HeldDirectory>) -> io::Result<()> {
         match self {
-            Appender::Local(file) => {
-                local::complete_held_syncs(held, Some(file));
-            }
+            Appender::Local(file) => local::sync_with_held(file, held),
         }
     }
 

@@ -484,4 +484,36 @@ mod tests {
             "one warning, for the descriptor that cannot sync, naming only the virtual path"
         );
     }
+
+    /// Held directory syncs are never lost: those of a call whose work panicked are synced
+    /// when the hold ends, and those dropped without a covering sync when dropped. A
+    /// descriptor that cannot sync shows each sync as a warning.
+    #[test]
+    fn held_directory_syncs_are_synced_when_the_work_panics_or_they_are_dropped() {
+        let null = Arc::new(rustix::fs::open("/dev/null", OFlags::RDONLY, Mode::empty()).unwrap());
+        let panicked = VirtualPath::new("/x/panicked.txt").unwrap();
+        let dropped = VirtualPath::new("/x/dropped.txt").unwrap();
+        let warnings = Warnings::default();
+        tracing::subscriber::with_default(warnings.clone(), || {
+            let outcome = std::panic::catch_unwind(|| {
+                super::super::holding_directory_syncs(|| {
+                    super::super::hold_directory_sync(&null, &panicked);
+                    panic!("the work fails");
+                })
+            });
+            assert!(outcome.is_err());
+            let ((), held) =
+                super::super::holding_directory_syncs(|| super::super::hold_directory_sync(&null, &dropped));
+            assert_eq!(warnings.0.lock().unwrap().len(), 1, "held, not synced yet");
+            drop(crate::HeldSyncs::new(held));
+        });
+        let paths: Vec<String> = warnings
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|line| line.split(" path=").nth(1).and_then(|rest| rest.split(' ').next()).unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(paths, ["/x/panicked.txt", "/x/dropped.txt"]);
+    }
 }

@@ -28,26 +28,62 @@ pub(crate) struct KeepDirectory {
     /// file on it also makes the links made before durable (or it keeps nothing across a power
     /// loss anyway): [`KeepDirectory::sync`] has nothing to do.
     ordered: bool,
+    /// Its virtual path, for the operator's warning should its sync fail.
+    path: VirtualPath,
 }
 
 /// File systems on which the `fsync` of one file commits every metadata change made before it
 /// (one journal, committed in order: ext4 and ext3, xfs), or which keep nothing across a power
-/// loss (tmpfs, ramfs). ext2 shares ext4's number and has no journal; it is not told apart.
+/// loss (tmpfs, ramfs). ext2, and ext4 made without a journal, share ext4's number: they are
+/// told apart by the kernel's journal for the device ([`has_journal`]).
 const ORDERED: [u32; 4] = [
-    0xEF53,      // ext4, ext3 (and ext2)
+    EXT4,        // ext4, ext3 (and ext2), with a journal only
     0x5846_5342, // xfs
     0x0102_1994, // tmpfs
     0x8584_58F6, // ramfs
 ];
 
 /// True when `file` lies on a file system of [`ORDERED`]: the `fsync` of any file there makes
-/// every metadata change made before it durable (or nothing survives a power loss anyway).
+/// every metadata change made before it durable (or nothing survives a power loss anyway). An
+/// ext4 (or ext3) without a journal shares the number and commits nothing in order: it counts
+/// only when the kernel runs a journal for its device ([`has_journal`]).
 pub(crate) fn commits_in_order(file: &impl std::os::fd::AsFd) -> bool {
     rustix::fs::fstatfs(file).is_ok_and(|statfs| {
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "magic numbers are 32-bit")]
         let magic = statfs.f_type as u32;
         ORDERED.contains(&magic)
+            && (magic != EXT4 || rustix::fs::fstat(file).is_ok_and(|stat| has_journal(stat.st_dev)))
     })
+}
+
+const EXT4: u32 = 0xEF53;
+
+/// Whether the kernel runs a journal (jbd2) for the ext4 on device `device`: an entry
+/// `<device name>-<journal inode>` in `/proc/fs/jbd2`, the name as `/sys/dev/block` gives it.
+/// Asked once a device; anything that cannot be read answers no (each change is then synced
+/// on its own, as on any file system not known to commit in order).
+fn has_journal(device: u64) -> bool {
+    static KNOWN: std::sync::Mutex<Vec<(u64, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&(_, journal)) = known.iter().find(|(seen, _)| *seen == device) {
+        return journal;
+    }
+    let (major, minor) = (rustix::fs::major(device), rustix::fs::minor(device));
+    let journal = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")).is_ok_and(|uevent| {
+        uevent.lines().find_map(|line| line.strip_prefix("DEVNAME=")).is_some_and(|name| {
+            let name = name.rsplit('/').next().unwrap_or(name);
+            std::fs::read_dir("/proc/fs/jbd2").is_ok_and(|entries| {
+                entries.flatten().any(|entry| {
+                    entry.file_name().to_str().and_then(|entry| entry.strip_prefix(name)).is_some_and(|rest| {
+                        rest.strip_prefix('-')
+                            .is_some_and(|inode| !inode.is_empty() && inode.bytes().all(|byte| byte.is_ascii_digit()))
+                    })
+                })
+            })
+        })
+    });
+    known.push((device, journal));
+    journal
 }
 
 impl KeepDirectory {
@@ -55,7 +91,7 @@ impl KeepDirectory {
     pub(crate) fn open(node: &Node, path: &VirtualPath) -> Result<Self, Error> {
         let directory = files::open_node_directory(node, path)?;
         let ordered = commits_in_order(&directory);
-        Ok(Self { directory, ordered })
+        Ok(Self { directory, ordered, path: path.clone() })
     }
 
     /// Links the regular file `node` names into this directory as `name`, when the link is a
@@ -109,12 +145,10 @@ impl KeepDirectory {
         let _ = rustix::fs::unlinkat(&*self.directory, name, AtFlags::empty());
     }
 
-    /// Makes the links made so far durable by the next `fsync` of a file on the same file
-    /// system: an `fsync` of the directory, except where the file system's order does it.
-    pub(crate) fn sync(&self) -> std::io::Result<()> {
-        if self.ordered {
-            return Ok(());
-        }
-        rustix::fs::fsync(&*self.directory).map_err(std::io::Error::from)
+    /// This directory, to be synced with the next sync of a file on its file system (the
+    /// journal's log), when the links made in it need a sync of their own: `None` where the
+    /// file system's order makes that sync commit them.
+    pub(crate) fn unordered(&self) -> Option<super::HeldDirectory> {
+        (!self.ordered).then(|| (self.directory.clone(), self.path.clone()))
     }
 }

@@ -160,6 +160,22 @@ pub(crate) fn holding_directory_syncs<T>(work: impl FnOnce() -> T) -> (T, Vec<He
     (value, held)
 }
 
+/// Runs `work` with the directory syncs this thread holds suspended: its writes sync their
+/// directories at once. A move across file systems copies in it, since the copy must be
+/// durable before the move removes its source (else a crash between the source's removal
+/// reaching the disk and the copy's could lose the file).
+pub(crate) fn syncing_directories_now<T>(work: impl FnOnce() -> T) -> T {
+    /// Puts back what was held, however `work` ends.
+    struct Resume(Option<Vec<HeldDirectory>>);
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            HELD.with(|held| *held.borrow_mut() = self.0.take());
+        }
+    }
+    let _resume = Resume(HELD.with(|held| held.borrow_mut().take()));
+    work()
+}
+
 /// Holds the sync of `directory` (changed for `path`) for the call on this thread, or syncs it
 /// now when the call holds none.
 fn hold_directory_sync(directory: &Arc<OwnedFd>, path: &VirtualPath) {
@@ -175,24 +191,47 @@ fn hold_directory_sync(directory: &Arc<OwnedFd>, path: &VirtualPath) {
     }
 }
 
-/// Syncs the directories `held`, except those that the sync of `synced`, just done, made
-/// durable already: on its file system, when that file system commits in order. Returns how
-/// many it synced.
-pub(crate) fn complete_held_syncs(held: Vec<HeldDirectory>, synced: Option<&OpenFile>) -> usize {
+/// The directories of `held` that a sync of `synced` does not make durable: all of them
+/// without one; else those not on its file system, or all when that file system does not
+/// commit in order ([`keep::commits_in_order`]). Each directory once.
+pub(crate) fn uncovered(held: Vec<HeldDirectory>, synced: Option<&OpenFile>) -> Vec<HeldDirectory> {
     let covering = synced.and_then(|file| {
         let device = rustix::fs::fstat(&file.0).ok()?.st_dev;
         keep::commits_in_order(&file.0).then_some(device)
     });
-    let mut count = 0;
+    let mut seen = std::collections::HashSet::new();
+    held.into_iter()
+        .filter(|(directory, _)| {
+            let Ok(stat) = rustix::fs::fstat(&**directory) else { return true };
+            seen.insert((stat.st_dev, stat.st_ino)) && covering != Some(stat.st_dev)
+        })
+        .collect()
+}
+
+/// Syncs each directory of `held`, one after the other.
+pub(crate) fn sync_held(held: Vec<HeldDirectory>) {
     for (directory, path) in held {
-        let covered =
-            covering.is_some_and(|device| rustix::fs::fstat(&*directory).is_ok_and(|stat| stat.st_dev == device));
-        if !covered {
-            files::sync_directory(&directory, &path);
-            count += 1;
-        }
+        files::sync_directory(&directory, &path);
     }
-    count
+}
+
+/// Syncs `file` (a log the caller has just appended to, after the changes `held` names) and
+/// makes the directories `held` durable with it: the sync stands for those it covers
+/// ([`uncovered`]); the others are synced at the same time, each on a thread of its own, so
+/// the caller waits for the longest of the syncs, not their sum. Every held directory is synced
+/// whether the file's sync succeeds or not.
+pub(crate) fn sync_with_held(file: &OpenFile, held: Vec<HeldDirectory>) -> io::Result<()> {
+    let rest = uncovered(held, Some(file));
+    if rest.is_empty() {
+        return file.sync_data();
+    }
+    // A thread a directory (a call changes few), so that no sync waits for another's.
+    std::thread::scope(|scope| {
+        for directory in rest {
+            scope.spawn(move || sync_held(vec![directory]));
+        }
+        file.sync_data()
+    })
 }
 
 /// A place in a local tree: a name in a directory held open, or (without a name) the
@@ -755,22 +794,54 @@ mod tests {
 
     /// The log's sync stands for the held directory syncs on its own file system when that
     /// file system commits in order, and for none elsewhere: without a sync, or after the sync
-    /// of a file on another file system, each held directory is synced.
+    /// of a file on another file system, each held directory is synced, and each directory once.
     #[test]
     fn a_sync_stands_for_the_held_directory_syncs_of_its_own_ordered_file_system_only() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let directory = Arc::new(
-            rustix::fs::open(dir.path(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .expect("the directory"),
-        );
+        let open = |path: &Path| {
+            Arc::new(
+                rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                    .expect("the directory"),
+            )
+        };
         let path = VirtualPath::new("/w/a.txt").expect("a path");
-        let held = || vec![(directory.clone(), path.clone()), (directory.clone(), path.clone())];
-        let log = OpenFile(File::create(dir.path().join("log")).expect("a log"));
-        let here = if keep::commits_in_order(&log.0) { 0 } else { 2 };
-        assert_eq!(complete_held_syncs(held(), Some(&log)), here, "the log's file system");
-        assert_eq!(complete_held_syncs(held(), None), 2, "no sync stands for them");
-        let elsewhere = OpenFile(File::open("/proc/self/stat").expect("a file of another file system"));
-        assert_eq!(complete_held_syncs(held(), Some(&elsewhere)), 2, "another file system");
-        assert_eq!(complete_held_syncs(Vec::new(), Some(&log)), 0);
+        // tmpfs keeps nothing across a power loss: it counts as ordered, wherever it is.
+        let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
+        let here = open(shm.path());
+        let sub = shm.path().join("sub");
+        std::fs::create_dir(&sub).expect("a subdirectory");
+        let held = vec![(here.clone(), path.clone()), (open(&sub), path.clone()), (here.clone(), path.clone())];
+        let log = OpenFile(File::create(shm.path().join("log")).expect("a log"));
+        assert!(keep::commits_in_order(&log.0), "tmpfs is in order");
+        assert_eq!(uncovered(held.clone(), Some(&log)).len(), 0, "the log's own file system");
+        assert_eq!(uncovered(held.clone(), None).len(), 2, "no sync: each directory, once");
+        // A directory on another file system than the log's (a tmpfs of its own, or the disk).
+        let disk = tempfile::tempdir().expect("a temp dir");
+        let elsewhere = vec![(open(disk.path()), path.clone())];
+        let other = rustix::fs::fstat(&*elsewhere[0].0).expect("stat").st_dev;
+        assert_ne!(other, rustix::fs::fstat(&log.0).expect("stat").st_dev, "the test needs two file systems");
+        assert_eq!(uncovered(elsewhere.clone(), Some(&log)).len(), 1, "another file system");
+        let proc = OpenFile(File::open("/proc/self/stat").expect("a file of procfs"));
+        assert_eq!(uncovered(held.clone(), Some(&proc)).len(), 2, "a file system not in order");
+        sync_with_held(&log, held).expect("the log and the directories synced");
+        sync_with_held(&log, elsewhere).expect("the log, and the other directory beside it");
+    }
+
+    /// An ext4 counts as in order only with a journal the kernel runs: where the temp dir is
+    /// on an ext4, the answer agrees with `/proc/fs/jbd2` (an ext4 made without a journal,
+    /// like this machine's disk, is not in order).
+    #[test]
+    fn an_ext4_commits_in_order_only_with_a_journal() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let file = File::create(dir.path().join("f")).expect("a file");
+        let statfs = rustix::fs::fstatfs(&file).expect("statfs");
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "magic numbers are 32-bit")]
+        let magic = statfs.f_type as u32;
+        let journals = std::fs::read_dir("/proc/fs/jbd2").map_or(0, Iterator::count);
+        if magic == 0xEF53 && journals == 0 {
+            assert!(!keep::commits_in_order(&file), "an ext4 without any journal running is not in order");
+        }
+        if magic == 0xEF53 && keep::commits_in_order(&file) {
+            assert!(journals > 0, "in order only with a journal running");
+        }
     }
 }
