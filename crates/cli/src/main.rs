@@ -866,8 +866,10 @@ fn run_one(
             };
         });
     drop((stdout, stderr));
-    // Every file the command wrote was committed when it closed it, so its changes are known:
-    // they are durable before `vfs run` exits.
+    // The view goes first: a file whose flush a killed command cut short is committed at its
+    // release, which the unmount waits for. Then every change is known, and durable before
+    // `vfs run` exits (one the view could not tie to the command is written as nobody's).
+    drop(runner);
     if let Some(journal) = launch.journal() {
         journal.finish(&call);
     }

@@ -248,9 +248,11 @@ impl Journal {
             entries_of(this).into_iter().map(|group| (group, info.clone())).collect()
         };
         groups.extend(entries_of(others).into_iter().map(|group| (group, default.clone())));
-        // The links are durable with the lines that name them.
+        // The links are durable with the lines that name them (a stored image, an object's,
+        // is its store's: durable once the store answered).
+        let linked = |change: &Observed| kept_names(change.image.as_ref()).iter().any(|name| !name.starts_with('/'));
         if let Some(keeper) = self.keeper.get()
-            && groups.iter().any(|(group, _)| group.iter().any(|change| !kept_names(change.image.as_ref()).is_empty()))
+            && groups.iter().any(|(group, _)| group.iter().any(linked))
         {
             keeper.sync_with(&mut held);
         }
@@ -618,7 +620,7 @@ pub struct Entry {
     pub id: String,
     /// RFC 3339 UTC.
     pub time: String,
-    /// The session that made it (`operator` for `vfs undo`).
+    /// The session that made it (`operator` for `vfs undo` and `vfs run`).
     pub session: String,
     /// The call id (the exchange log's).
     pub call: String,

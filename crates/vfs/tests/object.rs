@@ -375,6 +375,46 @@ fn a_memory_store_keeps_its_own_images_where_no_agent_sees_them() {
     keeps_its_own_images("memory://kept-images");
 }
 
+/// The images sort first in a listing of the mount's root, and there may be many: a walk skips
+/// them before it counts, so they never use up its bound (the walk bound here is 16 objects,
+/// eight times the listing limit of 2, and 40 images lie beside the one file).
+#[test]
+fn many_images_never_use_up_a_walk_of_the_mount_root() {
+    let fixture = Fixture::new();
+    fixture.mkdir("k");
+    let keeping = std::sync::Arc::new(Keeping::default());
+    let mut limits = vfs::Limits::default();
+    limits.entries = 2;
+    let registry = MountRegistry::builder()
+        .mount("memory://many-images:/data:rw".parse::<MountSpec>().unwrap())
+        .internal(fixture.spec("k", "/keep", "rw"))
+        .observe(keeping.clone())
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
+    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
+    let privileged = registry.mint_privileged("/keep").unwrap();
+    keeping.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    let agent = registry.agent();
+    for round in 0..41 {
+        agent.write("/data/z.txt", &format!("round {round}\n"), &Precondition::Any).unwrap();
+    }
+    let stored = keeping
+        .told
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, image)| matches!(image, Some(vfs::Image::File { content: vfs::Saved::Stored { .. }, .. })))
+        .count();
+    assert_eq!(stored, 40, "an image for each overwrite");
+    let found = agent.search_files("/data", "**", &[]).unwrap();
+    assert_eq!(found.matches.iter().map(vfs::VirtualPath::as_str).collect::<Vec<_>>(), vec!["/data/z.txt"]);
+    assert!(!found.truncated, "the images did not use up the walk");
+    let request = GrepRequest { path: Some("/data".into()), pattern: "round 40".into(), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched, grep.truncated), (1, 1, false));
+}
+
 #[test]
 fn a_real_s3_api_keeps_its_own_images_where_no_agent_sees_them() {
     let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {

@@ -187,17 +187,17 @@ impl<'r> Context<'r> {
         size: Option<u64>,
     ) -> Option<Result<(Saved, u32), Image>> {
         let cap = self.registry.limits.write_bytes;
-        let name = keeper.fresh_name(&self.call);
-        let size = object.keep_copy(node, size, &name, cap)?;
-        if size > cap {
-            return Some(Err(Image::NotKept("above the write cap")));
-        }
         let mount = self
             .registry
             .mounts
             .iter()
             .find(|mount| matches!(&mount.storage, Backend::Object(mine) if std::ptr::eq(mine, object)))?;
         let root = &mount.root;
+        let name = keeper.fresh_name(&self.call);
+        let size = object.keep_copy(node, size, &name, cap)?;
+        if size > cap {
+            return Some(Err(Image::NotKept("above the write cap")));
+        }
         let path = format!("{}/{}/{name}", root.as_str(), crate::storage::object::IMAGE_AREA);
         Some(Ok((Saved::Stored { path, size }, crate::storage::object::FILE_MODE)))
     }

@@ -471,6 +471,11 @@ impl ObjectRoot {
                 if metas.len() > limit {
                     break;
                 }
+                // vfs's own keys are skipped before they are counted: a journal's images
+                // (which sort first) never use up a walk's bound.
+                if meta.location.parts().skip(skip).any(|part| reserved(part.as_ref())) {
+                    continue;
+                }
                 metas.push(meta);
             }
             Ok::<_, object_store::Error>(metas)
@@ -546,9 +551,12 @@ impl ObjectRoot {
         }
     }
 
-    /// Removes the image `name` from this mount's image area.
+    /// Removes the image `name` from this mount's image area, whatever the call's clock says
+    /// (an image given up because the call ran out of time is removed all the same).
     pub(crate) fn forget_image(&self, name: &str) {
-        let _ = self.delete_object(&[IMAGE_AREA.to_owned(), name.to_owned()]);
+        let store = self.store.clone();
+        let key = self.key(&[IMAGE_AREA, name]);
+        let _ = self.finish_change(async move { store.delete(&key).await });
     }
 
     /// Deletes one object.
