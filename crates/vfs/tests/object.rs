@@ -295,23 +295,31 @@ impl vfs::ChangeObserver for Keeping {
     }
 }
 
-/// The store at `data` keeps the images of the objects a write replaces and a recursive
-/// delete removes, by a copy it makes itself, in an area of the mount no agent can name, list,
-/// search or grep; the keeper reads them back and forgets them.
-fn keeps_its_own_images(data: &str) {
-    use vfs::{ChangeKind, Image, Saved};
-    let fixture = Fixture::new();
+/// A registry of `data` at `/data` (read-write) with `limits`, observed by a [`Keeping`] whose
+/// keeper is `/keep/images` (the fixture's `k/images`).
+fn keeping_registry(data: &str, fixture: &Fixture, limits: vfs::Limits) -> (MountRegistry, std::sync::Arc<Keeping>) {
     fixture.mkdir("k");
     let keeping = std::sync::Arc::new(Keeping::default());
     let registry = MountRegistry::builder()
         .mount(format!("{data}:/data:rw").parse::<MountSpec>().unwrap())
         .internal(fixture.spec("k", "/keep", "rw"))
         .observe(keeping.clone())
+        .limits(limits)
         .build(vfs::ambient_authority())
         .unwrap();
     #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
     let privileged = registry.mint_privileged("/keep").unwrap();
     keeping.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    (registry, keeping)
+}
+
+/// The store at `data` keeps the images of the objects a write replaces and a recursive
+/// delete removes, by a copy it makes itself, in an area of the mount no agent can name, list,
+/// search or grep; the keeper reads them back and forgets them.
+fn keeps_its_own_images(data: &str) {
+    use vfs::{ChangeKind, Image, Saved};
+    let fixture = Fixture::new();
+    let (registry, keeping) = keeping_registry(data, &fixture, vfs::Limits::default());
     let agent = registry.agent();
     agent.write("/data/a.txt", "a before\n", &Precondition::Absent).unwrap();
     agent.write("/data/t/x.txt", "x\n", &Precondition::Absent).unwrap();
@@ -381,20 +389,9 @@ fn a_memory_store_keeps_its_own_images_where_no_agent_sees_them() {
 #[test]
 fn many_images_never_use_up_a_walk_of_the_mount_root() {
     let fixture = Fixture::new();
-    fixture.mkdir("k");
-    let keeping = std::sync::Arc::new(Keeping::default());
     let mut limits = vfs::Limits::default();
     limits.entries = 2;
-    let registry = MountRegistry::builder()
-        .mount("memory://many-images:/data:rw".parse::<MountSpec>().unwrap())
-        .internal(fixture.spec("k", "/keep", "rw"))
-        .observe(keeping.clone())
-        .limits(limits)
-        .build(vfs::ambient_authority())
-        .unwrap();
-    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
-    let privileged = registry.mint_privileged("/keep").unwrap();
-    keeping.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    let (registry, keeping) = keeping_registry("memory://many-images", &fixture, limits);
     let agent = registry.agent();
     for round in 0..41 {
         agent.write("/data/z.txt", &format!("round {round}\n"), &Precondition::Any).unwrap();
