@@ -1236,6 +1236,61 @@ mod tests {
         assert_eq!(error, budget_error(crate::Operation::Grep, false));
     }
 
+    /// An image given up because the call ran out of time is removed all the same: its copy
+    /// finished after the clock ran out (a copy waits as a put does here), the write it was
+    /// taken for was then refused, and the image area is left empty, the file as it was.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "fixture: the keeper's directory on disk; capability-proof: the test holds the keeper's root"
+    )]
+    fn an_image_given_up_when_the_call_runs_out_of_time_is_removed() {
+        #[derive(Debug, Default)]
+        struct Keeping(std::sync::OnceLock<crate::Keeper>);
+        impl crate::ChangeObserver for Keeping {
+            fn changed(&self, _: &crate::Change<'_>) {}
+            fn keeps_images(&self, path: &VirtualPath, _: bool) -> bool {
+                path.as_str().starts_with("/data")
+            }
+            fn keeper(&self) -> Option<&crate::Keeper> {
+                self.0.get()
+            }
+        }
+        let inner = object_store::memory::InMemory::new();
+        runtime().unwrap().block_on(inner.put(&Key::from("file.txt"), PutPayload::from("before\n"))).unwrap();
+        let config = object_store::throttle::ThrottleConfig {
+            wait_put_per_call: Duration::from_secs(1),
+            ..object_store::throttle::ThrottleConfig::default()
+        };
+        let store = Arc::new(object_store::throttle::ThrottledStore::new(inner, config));
+        memory_stores().insert("slow-copy".to_owned(), store.clone());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("k")).unwrap();
+        let keep = dir.path().join("k").to_string_lossy().into_owned();
+        let keeping = Arc::new(Keeping::default());
+        let registry = MountRegistry::builder()
+            .mount("memory://slow-copy:/data:rw".parse().unwrap())
+            .internal(MountSpec::new(
+                keep,
+                crate::spec::MountRoot::new("/keep").unwrap(),
+                crate::spec::Rights::ReadWrite,
+            ))
+            .observe(keeping.clone())
+            .build(crate::ambient_authority())
+            .unwrap();
+        let privileged = registry.mint_privileged("/keep").unwrap();
+        keeping.0.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+        let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
+        let error = agent.write("/data/file.txt", "after\n", &crate::Precondition::Any).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::TimedOut, "{error}");
+        let area = Key::from(IMAGE_AREA);
+        let left: Vec<object_store::ObjectMeta> =
+            runtime().unwrap().block_on(store.list(Some(&area)).try_collect()).unwrap();
+        assert_eq!(left.iter().map(|meta| meta.location.to_string()).collect::<Vec<_>>(), Vec::<String>::new());
+        let read = registry.agent().read_text("/data/file.txt", &ReadWindow::default()).unwrap();
+        assert_eq!(read.content, "before\n");
+    }
+
     /// A change the store is making is not cut off by the call's clock: a put sent before the
     /// call ran out of time is waited for and reported as made (a server may have committed
     /// it), and the file holds it.
