@@ -418,7 +418,7 @@ impl MountSpec {
 
 const SHAPE_HINT: &str = "write it as `<physical>:<virtual>[:ro|rw|rwnd]`, for example `./out:/output:rw`";
 
-const OBJECT_HINT: &str = "write `s3://bucket[/prefix]` with an S3 bucket name (3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit) and a prefix without empty, `.` or `..` segments";
+const OBJECT_HINT: &str = "write `s3://bucket[/prefix]` with an S3 bucket name (3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit) and a prefix without empty, `.`, `..` or `.vfs-tmp-…` segments";
 
 /// Where a mount's tree physically lies, parsed once from the physical side of a mount string.
 /// It has no `Display`: an operator-facing line shows the spelling the operator wrote
@@ -521,6 +521,12 @@ impl Location {
         }
         if prefix.iter().any(|segment| segment.is_empty() || matches!(*segment, "." | "..")) {
             return Err(format!("the prefix of `{physical}` has an empty, `.` or `..` segment"));
+        }
+        // vfs's own names (a journal's image area) are never served, not even as a mount.
+        if let Some(reserved) = prefix.iter().find(|segment| segment.starts_with(".vfs-tmp-")) {
+            return Err(format!(
+                "the prefix of `{physical}` has the segment `{reserved}`: names that begin with `.vfs-tmp-` are vfs's own"
+            ));
         }
         let prefix = prefix.into_iter().map(str::to_owned).collect();
         Ok(Location::Object(ObjectUrl { scheme, bucket: bucket.to_owned(), prefix }))
@@ -1156,6 +1162,12 @@ mod tests {
         "s3://team/a/../b:/data",
         SpecPart::Physical,
         "invalid mount `s3://team/a/../b:/data`: the prefix of `s3://team/a/../b` has an empty, `.` or `..` segment"
+    );
+    refuses!(
+        s3_reserved_prefix_segment,
+        "s3://team/work/.vfs-tmp-journal:/data",
+        SpecPart::Physical,
+        "invalid mount `s3://team/work/.vfs-tmp-journal:/data`: the prefix of `s3://team/work/.vfs-tmp-journal` has the segment `.vfs-tmp-journal`: names that begin with `.vfs-tmp-` are vfs's own"
     );
     refuses!(
         s3_empty_prefix_segment,
