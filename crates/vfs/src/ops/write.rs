@@ -156,8 +156,8 @@ impl AppendFile {
     /// before the last append to this file (call it right after that append): on a file
     /// system that commits in order (ext4 with its journal, xfs), this one sync commits every
     /// change made before it, so the held directories on this file's file system need no
-    /// `fsync` of their own; the others are synced at the same time, on a thread of their
-    /// own. Every held directory is synced whether this file's sync succeeds or not.
+    /// `fsync` of their own; the others are synced at the same time, by vfs's syncer
+    /// threads. Every held directory is synced whether this file's sync succeeds or not.
     ///
     /// # Errors
     /// This file could not be synced.

@@ -217,21 +217,66 @@ pub(crate) fn sync_held(held: Vec<HeldDirectory>) {
 
 /// Syncs `file` (a log the caller has just appended to, after the changes `held` names) and
 /// makes the directories `held` durable with it: the sync stands for those it covers
-/// ([`uncovered`]); the others are synced at the same time, each on a thread of its own, so
-/// the caller waits for the longest of the syncs, not their sum. Every held directory is synced
+/// ([`uncovered`]); the others are synced at the same time by the syncer threads
+/// ([`syncers`]), so the caller waits for the longest of the syncs, not their sum. Every held directory is synced
 /// whether the file's sync succeeds or not.
 pub(crate) fn sync_with_held(file: &OpenFile, held: Vec<HeldDirectory>) -> io::Result<()> {
     let rest = uncovered(held, Some(file));
     if rest.is_empty() {
         return file.sync_data();
     }
-    // A thread a directory (a call changes few), so that no sync waits for another's.
-    std::thread::scope(|scope| {
-        for directory in rest {
-            scope.spawn(move || sync_held(vec![directory]));
+    let Some(syncers) = syncers() else {
+        sync_held(rest);
+        return file.sync_data();
+    };
+    let (done, finished) = std::sync::mpsc::channel();
+    let mut sent = 0;
+    for directory in rest {
+        match syncers.send((directory, done.clone())) {
+            Ok(()) => sent += 1,
+            Err(std::sync::mpsc::SendError((directory, _))) => sync_held(vec![directory]),
         }
-        file.sync_data()
-    })
+    }
+    drop(done);
+    let synced = file.sync_data();
+    // Every directory is synced before this returns (a syncer that died drops its sender).
+    for _ in 0..sent {
+        if finished.recv().is_err() {
+            break;
+        }
+    }
+    synced
+}
+
+/// One directory to sync, and where to say it is done.
+type SyncJob = (HeldDirectory, std::sync::mpsc::Sender<()>);
+
+/// The threads that sync held directories beside a log's sync ([`sync_with_held`]): four,
+/// started at the first use and kept, so that a call waits for a wake-up rather than for a
+/// thread to start. `None` when no thread could be started (each directory is then synced
+/// in turn).
+fn syncers() -> Option<&'static std::sync::mpsc::Sender<SyncJob>> {
+    static SYNCERS: std::sync::OnceLock<Option<std::sync::mpsc::Sender<SyncJob>>> = std::sync::OnceLock::new();
+    SYNCERS
+        .get_or_init(|| {
+            let (jobs, queue) = std::sync::mpsc::channel::<SyncJob>();
+            let queue = Arc::new(std::sync::Mutex::new(queue));
+            let mut started = 0;
+            for _ in 0..4 {
+                let queue = queue.clone();
+                let spawned = std::thread::Builder::new().name("vfs-sync".to_owned()).spawn(move || {
+                    loop {
+                        let job = queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).recv();
+                        let Ok((directory, done)) = job else { return };
+                        sync_held(vec![directory]);
+                        let _ = done.send(());
+                    }
+                });
+                started += usize::from(spawned.is_ok());
+            }
+            (started > 0).then_some(jobs)
+        })
+        .as_ref()
 }
 
 /// A place in a local tree: a name in a directory held open, or (without a name) the
