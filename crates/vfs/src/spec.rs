@@ -523,7 +523,9 @@ impl Location {
             return Err(format!("the prefix of `{physical}` has an empty, `.` or `..` segment"));
         }
         // vfs's own names (a journal's image area) are never served, not even as a mount.
-        if let Some(reserved) = prefix.iter().find(|segment| segment.starts_with(".vfs-tmp-")) {
+        if let Some(reserved) =
+            prefix.iter().find(|segment| segment.starts_with(crate::storage::local::TEMPORARY_PREFIX))
+        {
             return Err(format!(
                 "the prefix of `{physical}` has the segment `{reserved}`: names that begin with `.vfs-tmp-` are vfs's own"
             ));

@@ -148,9 +148,7 @@ pub(crate) fn holding_directory_syncs<T>(work: impl FnOnce() -> T) -> (T, Vec<He
     impl Drop for Restore {
         fn drop(&mut self) {
             let held = HELD.with(|held| held.replace(self.0.take()));
-            for (directory, path) in held.into_iter().flatten() {
-                files::sync_directory(&directory, &path);
-            }
+            sync_held(held.unwrap_or_default());
         }
     }
     let restore = Restore(HELD.with(|held| held.replace(Some(Vec::new()))));
