@@ -12,10 +12,12 @@
 //!   the way to a write, `create_parents`), a move (within or across mounts; one change for the
 //!   whole move, after the source is gone), a delete (one change for a whole tree). A call
 //!   that fails changes nothing and emits nothing, with one exception: a recursive delete that
-//!   stops part way (a file written into a directory it had emptied) has removed part of the
-//!   tree (see `docs/tools.md`); when an observer's [`Keeper`] kept those files, each is told
-//!   as the removal of that one file, with its image, after the removal stopped (no lock held
-//!   any more), so that what the failed call took can be put back. Appends (the exchange
+//!   stops part way (a file written into a directory it had emptied, a file refused by read
+//!   before delete, a store that failed) has removed part of the tree (see `docs/tools.md`);
+//!   when an observer keeps images (moved into its [`Keeper`] as the removal went, or taken
+//!   before it), each file removed is told as the removal of that one file, with its image,
+//!   after the removal stopped (no lock held any more), so that what the failed call took can
+//!   be put back. Appends (the exchange
 //!   log's own records) are not changes.
 //! - **Under the change's lock**: on a local store, the directory `flock` the operation holds
 //!   for the change (both directories' for a move) is still held when the observers run, so

@@ -337,6 +337,66 @@ fn linked(fixture: &Fixture) -> (MountRegistry, Arc<Linker>) {
     (registry, linker)
 }
 
+/// A recursive delete of a tree on another file system than the keeper (its image copied
+/// before the removal, not moved into the keeper as it goes) that stops part way, read before
+/// delete refusing its third file: each file it removed is told as the removal of that file,
+/// with its copy, and the tree is not told.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: a tree on tmpfs, the keeper on the disk")]
+fn a_delete_on_another_file_system_stopped_part_way_tells_each_file_it_took() {
+    use std::os::unix::fs::MetadataExt as _;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use vfs::{Image, Saved};
+    let fixture = Fixture::new();
+    let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
+    std::fs::create_dir_all(fixture.path("k")).unwrap();
+    assert_ne!(std::fs::metadata(shm.path()).unwrap().dev(), std::fs::metadata(fixture.path("k")).unwrap().dev());
+    let linker = Arc::new(Linker::default());
+    let data = shm.path().to_string_lossy();
+    let registry = MountRegistry::builder()
+        .mount(format!("{data}:/p:rw").parse().unwrap())
+        .internal(fixture.spec("k", "/keep", "rw"))
+        .observe(linker.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
+    let privileged = registry.mint_privileged("/keep").unwrap();
+    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
+    let agent = registry.agent();
+    let mut versions = std::collections::HashMap::new();
+    for name in ["a", "b", "c"] {
+        let path = format!("/p/t/{name}.txt");
+        let written = agent.write(&path, &format!("{name}\n"), &Precondition::Absent).unwrap();
+        versions.insert(path, written.version.unwrap());
+    }
+    linker.told.lock().unwrap().clear();
+    let looks_at_c = AtomicUsize::new(0);
+    let seen = |file: &vfs::VirtualPath| {
+        if file.as_str() == "/p/t/c.txt" && looks_at_c.fetch_add(1, Ordering::SeqCst) > 0 {
+            return Precondition::Absent;
+        }
+        Precondition::Version(versions[file.as_str()].clone())
+    };
+    let refused = agent.delete_seen("/p/t", true, &seen).unwrap_err();
+    assert_eq!(refused.to_string(), "`/p/t/c.txt` exists; the change required that nothing be there");
+    let told: Vec<(&str, ChangeKind, String, Option<Image>)> =
+        linker.told.lock().unwrap().iter().filter(|told| told.0 == "changed").cloned().collect();
+    let file =
+        |content: &[u8]| Some(Image::File { content: Saved::Copied(content.to_vec()), mode: 0o644 & !fixture_umask() });
+    assert_eq!(
+        told,
+        vec![
+            ("changed", ChangeKind::Remove, "/p/t/a.txt".to_owned(), file(b"a\n")),
+            ("changed", ChangeKind::Remove, "/p/t/b.txt".to_owned(), file(b"b\n")),
+        ]
+    );
+    let left: Vec<String> = std::fs::read_dir(shm.path().join("t"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, vec!["c.txt".to_owned()]);
+}
+
 #[test]
 #[expect(clippy::disallowed_methods, reason = "fixture: links, modes and the kept files on disk")]
 fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change() {

@@ -278,12 +278,18 @@ rest
 struct Keeping {
     keeper: std::sync::OnceLock<vfs::Keeper>,
     told: std::sync::Mutex<Vec<(vfs::ChangeKind, String, Option<vfs::Image>)>>,
+    intended: std::sync::Mutex<Vec<(vfs::ChangeKind, String, Option<vfs::Image>)>>,
 }
 
 impl vfs::ChangeObserver for Keeping {
     fn changed(&self, change: &vfs::Change<'_>) {
         let told = (change.kind, change.path.to_string(), change.image.cloned());
         self.told.lock().unwrap().push(told);
+    }
+
+    fn intends(&self, change: &vfs::Change<'_>) {
+        let intended = (change.kind, change.path.to_string(), change.image.cloned());
+        self.intended.lock().unwrap().push(intended);
     }
 
     fn keeps_images(&self, path: &vfs::VirtualPath, _by_agent: bool) -> bool {
@@ -376,6 +382,86 @@ fn keeps_its_own_images(data: &str) {
     for other in ["/data/a.txt", "/keep/images/x", "/data/.vfs-tmp-journal/.x", "/nowhere/.vfs-tmp-journal/x"] {
         assert_eq!(keeper.read_stored(other).unwrap_err().kind(), ErrorKind::NotFound, "{other}");
     }
+}
+
+/// A recursive delete of an object directory that stops part way (read before delete refuses
+/// its third file, as a file changed since it was read would be) has removed two objects: each
+/// is told as the removal of that one file, with the image the store copied, so that undo can
+/// put it back; the copy of the object it left is removed from the image area.
+fn a_delete_stopped_part_way_tells_each_object_it_took(data: &str) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use vfs::{ChangeKind, Image, Saved};
+    let fixture = Fixture::new();
+    let (registry, keeping) = keeping_registry(data, &fixture, vfs::Limits::default());
+    let agent = registry.agent();
+    let mut versions = std::collections::HashMap::new();
+    for name in ["a", "b", "c"] {
+        let path = format!("/data/t/{name}.txt");
+        let written = agent.write(&path, &format!("{name}\n"), &Precondition::Absent).unwrap();
+        versions.insert(path, written.version.unwrap());
+    }
+    keeping.told.lock().unwrap().clear();
+    // Every file is seen at its version when the tree is looked at first; `c.txt` is unseen
+    // when the removal comes to it.
+    let looks_at_c = AtomicUsize::new(0);
+    let seen = |file: &vfs::VirtualPath| {
+        if file.as_str() == "/data/t/c.txt" && looks_at_c.fetch_add(1, Ordering::SeqCst) > 0 {
+            return Precondition::Absent;
+        }
+        Precondition::Version(versions[file.as_str()].clone())
+    };
+    let refused = agent.delete_seen("/data/t", true, &seen).unwrap_err();
+    assert_eq!(refused.to_string(), "`/data/t/c.txt` exists; the change required that nothing be there");
+    assert_eq!(looks_at_c.load(Ordering::SeqCst), 2);
+
+    let keeper = keeping.keeper.get().unwrap();
+    let told = keeping.told.lock().unwrap().clone();
+    let taken: Vec<(ChangeKind, &str, Vec<u8>)> = told
+        .iter()
+        .map(|(kind, path, image)| match image {
+            Some(Image::File { content: Saved::Stored { path: image, .. }, .. }) => {
+                (*kind, path.as_str(), keeper.read_stored(image).unwrap())
+            }
+            other => panic!("{path}: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        taken,
+        vec![
+            (ChangeKind::Remove, "/data/t/a.txt", b"a\n".to_vec()),
+            (ChangeKind::Remove, "/data/t/b.txt", b"b\n".to_vec())
+        ]
+    );
+    let names: Vec<String> = agent.list("/data/t").unwrap().entries.into_iter().map(|entry| entry.name).collect();
+    assert_eq!(names, vec!["c.txt".to_owned()]);
+    // The copy of `c.txt` the image had taken is gone from the area.
+    let intended = keeping.intended.lock().unwrap().clone();
+    let Some((ChangeKind::Remove, tree, Some(Image::Tree(items)))) = intended.last() else { panic!("{intended:?}") };
+    assert_eq!(tree, "/data/t");
+    let left: Vec<&str> = items
+        .iter()
+        .filter(|item| item.relative == "c.txt")
+        .map(|item| match &item.content {
+            Some(Saved::Stored { path, .. }) => path.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!(keeper.read_stored(left[0]).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn a_memory_store_tells_what_a_delete_stopped_part_way_took() {
+    a_delete_stopped_part_way_tells_each_object_it_took("memory://part-way");
+}
+
+#[test]
+fn a_real_s3_api_tells_what_a_delete_stopped_part_way_took() {
+    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
+        return;
+    };
+    a_delete_stopped_part_way_tells_each_object_it_took(&format!("s3://{bucket}/part-way-{}", std::process::id()));
 }
 
 #[test]

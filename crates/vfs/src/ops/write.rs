@@ -10,7 +10,7 @@
 //! the put itself is conditional.
 
 use super::Context;
-use crate::changes::{Before, ChangeKind, Image};
+use crate::changes::{Before, ChangeKind, Image, TreeItem};
 use crate::error::Error;
 use crate::gate::{self, Claimed, Place};
 use crate::path::VirtualPath;
@@ -611,23 +611,39 @@ impl Context<'_> {
         let keeps = self.keeps_images(&path);
         let keeping =
             (keeps && recursive && stat.kind == Kind::Directory).then(|| self.keeping(&located, &path)).flatten();
-        let removal = Removal {
-            recursive,
-            holds_mount: &|identity| registry.holds_mount(identity),
-            judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
-            keep: keeping.as_ref(),
-        };
         let image = match &keeping {
             // Told to the intent as an empty tree: its items are linked as the removal goes.
             Some(_) => Some(Image::Tree(Vec::new())),
             None => keeps.then(|| self.removal_image(&located, &stat, &path)),
         };
+        // A tree imaged before its removal: which of its files the removal took, in case it
+        // stops part way.
+        let taken = std::cell::RefCell::new(std::collections::HashSet::new());
+        let took = |file: &VirtualPath| {
+            taken.borrow_mut().insert(file.clone());
+        };
+        let removal = Removal {
+            recursive,
+            holds_mount: &|identity| registry.holds_mount(identity),
+            judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
+            keep: keeping.as_ref(),
+            took: matches!(image, Some(Image::Tree(_)) if keeping.is_none()).then_some(&took as &dyn Fn(&VirtualPath)),
+        };
         let before = removed_before(&stat, precondition.as_ref());
         self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
         let removed = store.remove(&located, stat.kind, &removal, &path);
-        let image = match keeping {
-            Some(keeping) => Some(self.kept_tree(keeping, removed.is_ok(), &path)),
-            None => image,
+        let image = match (keeping, image) {
+            (Some(keeping), _) => Some(self.kept_tree(keeping, removed.is_ok(), &path)),
+            (None, Some(Image::Tree(items))) if removed.is_err() => {
+                let taken = taken.into_inner();
+                let (gone, left): (Vec<TreeItem>, Vec<TreeItem>) = items
+                    .into_iter()
+                    .partition(|item| Self::tree_file(&path, item).is_some_and(|file| taken.contains(&file)));
+                self.forget_kept(left.iter().filter_map(|item| item.content.as_ref()));
+                self.tell_taken(gone, &path);
+                Some(Image::NotKept("the removal stopped part way"))
+            }
+            (None, image) => image,
         };
         removed.inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Remove, &path, None, &before, None, image.as_ref());
@@ -688,9 +704,23 @@ impl Context<'_> {
             self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
             return Image::NotKept(refused.unwrap_or("the tree could not be read whole"));
         }
+        self.tell_taken(items, path);
+        Image::NotKept("the removal stopped part way")
+    }
+
+    /// The virtual path of a tree image's item, under the tree at `top`.
+    fn tree_file(top: &VirtualPath, item: &TreeItem) -> Option<VirtualPath> {
+        VirtualPath::new(&format!("{top}/{}", item.relative)).ok()
+    }
+
+    /// Tells each file of `items` (the files a removal of the tree at `top` took before it
+    /// stopped part way) as the removal of that one file, with its image, so that what the
+    /// failed call took can be put back. No lock is held any more.
+    fn tell_taken(&self, items: Vec<TreeItem>, top: &VirtualPath) {
         for item in items {
+            let file = Self::tree_file(top, &item);
             let Some(content) = item.content else { continue };
-            let Ok(file) = VirtualPath::new(&format!("{path}/{}", item.relative)) else {
+            let Some(file) = file else {
                 self.forget_kept(std::iter::once(&content));
                 continue;
             };
@@ -698,7 +728,6 @@ impl Context<'_> {
             let image = Image::File { content, mode: item.mode };
             self.changed(ChangeKind::Remove, &file, None, &before, None, Some(&image));
         }
-        Image::NotKept("the removal stopped part way")
     }
 
     /// The directory at `input` (made if missing) as a keeper of before images.

@@ -341,6 +341,11 @@ pub(crate) struct Removal<'a> {
     /// linked into the keeper under its directory's lock just before it is removed, so the
     /// image is exactly what the removal took.
     pub(crate) keep: Option<&'a TreeKeeping<'a>>,
+    /// Told the path of each file (or link) a recursive removal has removed, as it goes, where
+    /// `keep` does not take the files: the image was taken before, and a removal that stops
+    /// part way must say which of its files are gone (their images are then all that is left
+    /// of them).
+    pub(crate) took: Option<&'a dyn Fn(&VirtualPath)>,
 }
 
 /// A recursive removal's image being taken (see [`Removal::keep`]).
@@ -367,7 +372,7 @@ impl TreeKeeping<'_> {
 impl Removal<'_> {
     /// Removes one entry, never a tree, and nothing but what is named.
     pub(crate) fn single() -> Removal<'static> {
-        Removal { recursive: false, holds_mount: &|_| false, judge: None, keep: None }
+        Removal { recursive: false, holds_mount: &|_| false, judge: None, keep: None, took: None }
     }
 }
 

@@ -919,11 +919,14 @@ impl crate::storage::Store for ObjectRoot {
                 rel.extend(parts.iter().cloned());
                 // Read before delete, judged on the listing's version: object stores have no
                 // lock, so a write between the listing and this delete is not seen.
+                let object_path = || parts.iter().fold(path.clone(), |path, part| path.join_trusted(part));
                 if let Some(judge) = removal.judge {
-                    let object_path = parts.iter().fold(path.clone(), |path, part| path.join_trusted(part));
-                    judge(&object_path, info.token().as_deref())?;
+                    judge(&object_path(), info.token().as_deref())?;
                 }
                 self.delete_object(&rel).map_err(|error| store_error(path, error))?;
+                if let Some(took) = removal.took {
+                    took(&object_path());
+                }
             }
             if !more || objects.is_empty() {
                 return Ok(());

@@ -291,23 +291,25 @@ pub(super) fn remove_directory(directory: &OwnedFd, name: &str, path: &VirtualPa
     })
 }
 
-/// Removes a directory tree beneath handles, never following a link (links are unlinked).
-/// Stops at a directory for which `holds_mount` is true (a nested mount's root or a directory
-/// on the way to one); the operation checked the top before, so this is a second line.
+/// Removes a directory tree beneath handles, never following a link (links are unlinked), as
+/// `removal` says: each file judged by `check` first, kept by `removal.keep` or removed and
+/// told to `removal.took`. Stops at a directory for which `removal.holds_mount` is true (a
+/// nested mount's root or a directory on the way to one); the operation checked the top
+/// before, so this is a second line.
 pub(super) fn remove_tree(
     directory: &OwnedFd,
     name: &str,
     path: &VirtualPath,
-    holds_mount: &dyn Fn((u64, u64)) -> bool,
+    removal: &crate::storage::Removal<'_>,
     check: &dyn Fn(&OwnedFd, &str, &VirtualPath) -> Result<(), Error>,
-    keep: Option<&crate::storage::TreeKeeping<'_>>,
     depth: usize,
 ) -> Result<(), Error> {
     if depth > MAX_DEPTH {
         return Err(Error::too_large(Some(path), "the directory tree is too deep to delete"));
     }
+    let keep = removal.keep;
     let (child, stat) = open_subdirectory(directory, name, path)?;
-    if holds_mount(identity(&stat)) {
+    if (removal.holds_mount)(identity(&stat)) {
         return Err(Error::pinned(path, "delete", None));
     }
     // Every write takes its directory's lock: under it, what `check` judged of a file is what
@@ -323,12 +325,15 @@ pub(super) fn remove_tree(
                 let relative = keep.relative(&entry_path);
                 keep.items.borrow_mut().push(crate::changes::TreeItem { relative, content: None, mode: 0 });
             }
-            remove_tree(&child, &entry.name, &entry_path, holds_mount, check, keep, depth + 1)?;
+            remove_tree(&child, &entry.name, &entry_path, removal, check, depth + 1)?;
         } else {
             check(&child, &entry.name, &entry_path)?;
             // Kept by moving it into the keeper, the file is removed already.
             if !keep.is_some_and(|keep| keep_file(keep, &child, &entry.name, entry.kind, &entry_path)) {
                 remove_file(&child, &entry.name, &entry_path)?;
+                if let Some(took) = removal.took {
+                    took(&entry_path);
+                }
             }
         }
     }

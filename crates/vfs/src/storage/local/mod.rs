@@ -757,7 +757,7 @@ impl super::Store for LocalRoot {
                         version_of_file(&self.versions, &mut file, &stat).map_err(|error| Error::io(path, error))?;
                     judge(path, Some(&current))
                 };
-                files::remove_tree(&node.parent, name, path, removal.holds_mount, &check, removal.keep, 0)
+                files::remove_tree(&node.parent, name, path, removal, &check, 0)
             }
             Kind::Directory => files::remove_directory(&node.parent, name, path),
             Kind::File | Kind::Symlink | Kind::Special => files::remove_file(&node.parent, name, path),
