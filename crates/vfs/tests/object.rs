@@ -450,6 +450,44 @@ fn a_delete_stopped_part_way_tells_each_object_it_took(data: &str) {
     assert_eq!(keeper.read_stored(left[0]).unwrap_err().kind(), ErrorKind::NotFound);
 }
 
+/// Two writers overwrite one object at once, each change's image a copy the store makes
+/// (object stores have no lock: a copy may take the other writer's newer content, never a
+/// mix). Every write succeeds, every overwrite has an image, and each image holds exactly
+/// one content the object held: the first, or one a writer wrote.
+#[test]
+fn two_writers_at_once_each_get_an_image_of_a_whole_content_the_object_held() {
+    use vfs::{Image, Saved};
+    let fixture = Fixture::new();
+    let (registry, keeping) = keeping_registry("memory://two-writers", &fixture, vfs::Limits::default());
+    registry.agent().write("/data/a.txt", "start\n", &Precondition::Absent).unwrap();
+    keeping.told.lock().unwrap().clear();
+    let rounds = 100;
+    std::thread::scope(|scope| {
+        for who in ["A", "B"] {
+            let agent = registry.agent();
+            scope.spawn(move || {
+                for round in 0..rounds {
+                    agent.write("/data/a.txt", &format!("{who}{round}\n"), &Precondition::Any).unwrap();
+                }
+            });
+        }
+    });
+    let keeper = keeping.keeper.get().unwrap();
+    let told = keeping.told.lock().unwrap().clone();
+    assert_eq!(told.len(), 2 * rounds, "one change for each write");
+    let held: std::collections::HashSet<String> = ["start\n".to_owned()]
+        .into_iter()
+        .chain((0..rounds).flat_map(|round| ["A", "B"].map(|who| format!("{who}{round}\n"))))
+        .collect();
+    for (_, path, image) in &told {
+        let Some(Image::File { content: Saved::Stored { path: image, .. }, .. }) = image else {
+            panic!("{path}: {image:?}")
+        };
+        let kept = String::from_utf8(keeper.read_stored(image).unwrap()).unwrap();
+        assert!(held.contains(&kept), "an image of content the object never held: {kept:?}");
+    }
+}
+
 #[test]
 fn a_memory_store_tells_what_a_delete_stopped_part_way_took() {
     a_delete_stopped_part_way_tells_each_object_it_took("memory://part-way");
