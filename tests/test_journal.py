@@ -207,8 +207,10 @@ def test_what_a_command_changed_is_the_sessions_to_list_and_undo(fixture, mode, 
 def test_what_vfs_run_changed_is_journaled_as_the_operators_under_its_call_and_undone(fixture):
     sandbox_or_skip()
     (fixture.out / "kept.txt").write_text("before\n")
+    (fixture.root / "keep").mkdir()
+    (fixture.root / "keep" / "k.txt").write_text("k\n")
     start = tree(fixture.out)
-    mounts = ["--mount", "data:/src:ro;scratch:rw", "--mount", "out:/output:rw"]
+    mounts = ["--mount", "data:/src:ro;scratch:rw", "--mount", "out:/output:rw", "--mount", "keep:/keep:rwnd"]
 
     def vfs(*arguments: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -217,7 +219,8 @@ def test_what_vfs_run_changed_is_journaled_as_the_operators_under_its_call_and_u
 
     ran = vfs(
         "run", *mounts, "--journal", "journal", "--llm-log", "logs", "--",
-        "sh", "-c", "echo after > /output/kept.txt; echo new > /output/made.txt; mkdir /output/d",
+        "sh", "-c",
+        "echo after > /output/kept.txt; echo new > /output/made.txt; rm /keep/k.txt 2>/dev/null; mkdir /output/d",
     )
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
     listed = vfs("journal", "list", "--journal", "journal", "--json")
@@ -235,6 +238,10 @@ def test_what_vfs_run_changed_is_journaled_as_the_operators_under_its_call_and_u
     commands = [line for line in logged if line.get("tool") == "vfs run"]
     assert len(commands) == 1, logged
     assert {entry["call"] for entry in entries} == {commands[0]["call"]}
+    # The delete the view refused (`/keep` grants no delete) is logged under the same call.
+    refused = [(line["call"], line["arguments"]) for line in logged if line.get("tool") == "fuse"]
+    assert refused == [(commands[0]["call"], {"operation": "unlink", "path": "/keep/k.txt"})], logged
+    assert (fixture.root / "keep" / "k.txt").read_text() == "k\n"
     undone = vfs("undo", "--journal", "journal", *mounts, "--call", commands[0]["call"])
     assert (undone.returncode, undone.stderr) == (0, "")
     assert undone.stdout.splitlines() == [

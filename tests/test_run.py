@@ -260,3 +260,5 @@ def test_the_views_refusals_reach_the_exchange_log_in_virtual_terms(fixture, tra
     ], refusals
     [call] = [record for record in records if record["tool"] == "run_command"]
     assert call["result"]["exitCode"] == 2, call
+    # Each refusal carries the id of the call whose command made it.
+    assert [record["call"] for record in records if record["tool"] == "fuse"] == [call["call"]] * 2, records

@@ -75,6 +75,9 @@ pub struct Refusal<'a> {
     pub errno: i32,
     /// Why, in the words a tool's refusal uses.
     pub reason: &'a str,
+    /// The call whose command made the request (a `run_command` call, or `vfs run`'s one),
+    /// when the view's attribution knows it: the refusal's exchange-log line carries its id.
+    pub call: Option<&'a vfs::CallId>,
 }
 
 /// Told of each [`Refusal`] of a view (a missing name is not one: shells probe for them all

@@ -72,7 +72,7 @@ thread_local! {
     static ACTING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Notes the process a request that may change something comes from.
+/// Notes the process a request comes from (one that may change something or be refused).
 fn acting(req: &Request) {
     ACTING.set(req.pid());
 }
@@ -346,7 +346,9 @@ impl View {
         tracing::info!(target: "vfs::fuse", operation, path, reason = %error, "refused");
         if let Some(sink) = &self.refusals {
             let reason = error.to_string();
-            sink.tell(&crate::Refusal { operation, path, errno: errno.code(), reason: &reason });
+            let call = self.attribution.as_ref().and_then(|attribution| attribution.call_of(ACTING.get()));
+            let refusal = crate::Refusal { operation, path, errno: errno.code(), reason: &reason, call: call.as_ref() };
+            sink.tell(&refusal);
         }
         errno
     }
@@ -360,7 +362,8 @@ impl Filesystem for View {
         Ok(())
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        acting(req);
         let result = self.child(parent, name).and_then(|path| {
             let attributes = self.attributes(&path)?;
             let ino = lock(&self.inodes).number(&path, true);
@@ -376,7 +379,8 @@ impl Filesystem for View {
         lock(&self.inodes).forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        acting(req);
         match self.current_attr(ino.0) {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(errno) => reply.error(errno),
@@ -563,7 +567,7 @@ impl Filesystem for View {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -572,6 +576,7 @@ impl Filesystem for View {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        acting(req);
         let result = (|| {
             if let Some(handle) = self.handle(fh)
                 && let Handle::Write(writing) = &*handle
@@ -676,7 +681,8 @@ impl Filesystem for View {
         self.flush(req, ino, fh, LockOwner(0), reply);
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        acting(req);
         let result = (|| {
             let path = self.path(ino)?;
             let listing = self.accessor.entries(&path).map_err(|error| self.refused("readdir", &path, &error))?;

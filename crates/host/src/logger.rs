@@ -163,8 +163,10 @@ impl ExchangeLogger {
 /// of their own (the view is shared by every call that runs a command, so its refusals belong
 /// to no one session).
 impl ExchangeLogger {
-    /// A sink that records each refusal of a view as one line: `{"tool": "fuse", "arguments":
-    /// {"operation", "path"}, "result": {"isError": true, "text", "errno"}}`.
+    /// A sink that records each refusal of a view as one line: `{"call", "tool": "fuse",
+    /// "arguments": {"operation", "path"}, "result": {"isError": true, "text", "errno"}}`, the
+    /// call being the one whose command made the request (a `run_command` call, `vfs run`'s)
+    /// when the view knows it.
     pub fn refusal_sink(self: &std::sync::Arc<Self>) -> vfs_fuse::RefusalSink {
         let logger = std::sync::Arc::clone(self);
         vfs_fuse::RefusalSink::new(move |refusal| {
@@ -172,7 +174,8 @@ impl ExchangeLogger {
             let result = json!({ "isError": true, "text": refusal.reason, "errno": refusal.errno });
             logger.record(&Exchange {
                 time: rfc3339_millis(SystemTime::now()),
-                call: &vfs::CallId::new().to_string(),
+                // The command's call when the view knows it; else a call of the view's own.
+                call: &refusal.call.map_or_else(|| vfs::CallId::new().to_string(), ToString::to_string),
                 tool: "fuse",
                 arguments: &arguments,
                 result: Some(result),
