@@ -29,14 +29,20 @@ pub(crate) struct Inodes {
 
 impl Default for Inodes {
     fn default() -> Self {
-        let mut inodes = Inodes { nodes: HashMap::new(), by_path: HashMap::new(), next: ROOT + 1 };
-        inodes.nodes.insert(ROOT, Node { path: Some("/".to_owned()), lookups: 1 });
-        inodes.by_path.insert("/".to_owned(), ROOT);
-        inodes
+        Inodes::rooted("/")
     }
 }
 
 impl Inodes {
+    /// A table whose root is the virtual path `root` (`/` for the agent's whole tree, a mount's
+    /// root for a view of one mount).
+    pub(crate) fn rooted(root: &str) -> Self {
+        let mut inodes = Inodes { nodes: HashMap::new(), by_path: HashMap::new(), next: ROOT + 1 };
+        inodes.nodes.insert(ROOT, Node { path: Some(root.to_owned()), lookups: 1 });
+        inodes.by_path.insert(root.to_owned(), ROOT);
+        inodes
+    }
+
     /// The virtual path of `ino`, if it still has one.
     pub(crate) fn path(&self, ino: u64) -> Option<String> {
         self.nodes.get(&ino).and_then(|node| node.path.clone())

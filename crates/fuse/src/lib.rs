@@ -272,6 +272,52 @@ static VIEWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1
 pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOptions) -> Result<Mounted, FuseError> {
     check_mountpoint(mountpoint)?;
     refuse_inside_a_mount(mountpoint, registry)?;
+    mount_view(registry, mountpoint, options, "/")
+}
+
+/// Mounts a view of the one mount at `root`, which no write reaches (one of
+/// [`read_only_roots`]), at `mountpoint`: mounted read-only, its root the mount's root, and
+/// answering no `OPEN` ([`View::without_open`](view::View::without_open)), so that a file read
+/// there costs no round trip to vfs once the kernel holds its pages. The sandbox binds it in
+/// place of that root of the whole tree's view. (`vfs fuse` does not: a view mounted over a
+/// directory of another would keep `fusermount3 -u` from unmounting the outer one.)
+pub fn mount_read_only(
+    registry: &vfs::MountRegistry,
+    root: &str,
+    mountpoint: &Path,
+    options: &FuseOptions,
+) -> Result<Mounted, FuseError> {
+    check_mountpoint(mountpoint)?;
+    refuse_inside_a_mount(mountpoint, registry)?;
+    mount_view(registry, mountpoint, options, root)
+}
+
+/// The roots of the agent's mounts that no write reaches: `ro`, every override `ro` or
+/// `hidden` (name rules only take away), and no other mount beneath their roots.
+#[must_use]
+pub fn read_only_roots(registry: &vfs::MountRegistry) -> Vec<String> {
+    let mounts = registry.agent_mounts();
+    let beneath = |root: &str, other: &str| other.len() > root.len() && other.starts_with(&format!("{root}/"));
+    mounts
+        .iter()
+        .filter(|mount| {
+            mount.rights == "ro"
+                && mount.overrides.iter().all(|item| matches!(item.rights.as_str(), "ro" | "hidden"))
+                && !mounts.iter().any(|other| beneath(&mount.root, &other.root))
+        })
+        .map(|mount| mount.root.clone())
+        .collect()
+}
+
+/// One view, of the agent's tree from `root` (`/`, or a mount no write reaches: then mounted
+/// read-only and answering no `OPEN`), mounted at `mountpoint`.
+fn mount_view(
+    registry: &vfs::MountRegistry,
+    mountpoint: &Path,
+    options: &FuseOptions,
+    root: &str,
+) -> Result<Mounted, FuseError> {
+    let read_only = root != "/";
     let accessor = registry.agent();
     let mut config = fuser::Config::default();
     config.mount_options = vec![
@@ -281,6 +327,9 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
         fuser::MountOption::NoSuid,
         fuser::MountOption::NoAtime,
     ];
+    if read_only {
+        config.mount_options.push(fuser::MountOption::RO);
+    }
     config.n_threads = Some(options.threads.max(2));
     if options.allow_other {
         config.acl = fuser::SessionACL::All;
@@ -288,9 +337,12 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
     let owner =
         options.owner.unwrap_or_else(|| (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()));
     let id = VIEWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let inodes = std::sync::Arc::new(std::sync::Mutex::new(inodes::Inodes::default()));
-    let view = view::View::new(accessor, id, inodes.clone(), owner, options.refusals.clone())
+    let inodes = std::sync::Arc::new(std::sync::Mutex::new(inodes::Inodes::rooted(root)));
+    let mut view = view::View::new(accessor, id, inodes.clone(), owner, options.refusals.clone())
         .attributed(options.attribution.clone());
+    if read_only {
+        view = view.without_open();
+    }
     let session = fuser::spawn_mount(view, mountpoint, &config)
         .map_err(|source| FuseError::Mount { mountpoint: mountpoint.to_owned(), source })?;
     let subscription = invalidate::start(registry, id, inodes, session.notifier());

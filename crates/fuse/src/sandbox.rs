@@ -11,7 +11,11 @@
 //! How it is built:
 //! - **One view per sandbox**, mounted when the sandbox starts in a private directory
 //!   (`$TMPDIR/vfs-sandbox-PID-N`, mode 0700) and unmounted when it is dropped. A view left by
-//!   a vfs that was killed is unmounted and removed by the next sandbox that starts.
+//!   a vfs that was killed is unmounted and removed by the next sandbox that starts. Beside it,
+//!   each mount no write reaches gets a read-only view of its own (`ro-N/`), bound at its root
+//!   instead: it answers no `OPEN`, so a file read there costs no round trip to vfs once the
+//!   kernel holds its pages (`crate::mount_read_only`). Where one cannot be mounted, the whole
+//!   tree's view serves that root too.
 //! - **Each command** is `prlimit … bwrap … -- COMMAND`: bubblewrap gives it new user, mount,
 //!   PID, IPC, UTS and network namespaces (no network, not even the host's loopback), and
 //!   `prlimit` its bounds (processes, address space, no core files). The command is the first
@@ -260,6 +264,8 @@ pub struct Sandbox {
     /// The private directory (`view/` is the view's mountpoint, beside `passwd` and `group`).
     directory: PathBuf,
     mounted: Option<Mounted>,
+    /// The read-only views, by the root each is bound at (unmounted before `mounted`).
+    read_only: Vec<(String, Mounted)>,
     roots: Vec<String>,
     /// The top-level system directories: merged-usr links (name, target) or directories.
     system: Vec<(&'static str, Option<String>)>,
@@ -370,6 +376,7 @@ impl Sandbox {
             accessor: registry.agent(),
             directory: directory.clone(),
             mounted: None,
+            read_only: Vec::new(),
             roots,
             system: system_layout(),
             bwrap,
@@ -380,6 +387,7 @@ impl Sandbox {
         };
         // Dropping the sandbox from here on removes the directory (and unmounts the view).
         sandbox.mounted = Some(crate::mount(registry, &directory.join("view"), &fuse)?);
+        sandbox.read_only = mount_read_only_views(registry, &directory, host_user, &fuse);
         let trial = RunRequest {
             argv: vec!["/bin/true".to_owned()],
             cwd: "/".to_owned(),
@@ -587,7 +595,10 @@ impl Sandbox {
         let mut roots = self.roots.clone();
         roots.sort_by_key(|root| root.matches('/').count());
         for root in &roots {
-            let source = view.join(root.trim_start_matches('/'));
+            let source = match self.read_only.iter().position(|(read_only, _)| read_only == root) {
+                Some(index) => self.directory.join(format!("ro-{index}")),
+                None => view.join(root.trim_start_matches('/')),
+            };
             arguments.extend(["--bind".into(), source.into_os_string(), root.into()]);
         }
         arguments.extend(["--chdir".into(), cwd.into()]);
@@ -597,6 +608,9 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
+        for (_, mounted) in std::mem::take(&mut self.read_only) {
+            let _ = mounted.unmount();
+        }
         if let Some(mounted) = self.mounted.take() {
             let _ = mounted.unmount();
         }
@@ -758,6 +772,53 @@ fn processes_of(user: u32) -> u64 {
     count as u64
 }
 
+/// A read-only view of each mount no write reaches, at `ro-N/` in the sandbox's directory
+/// (`N` its place in the list). One that cannot be mounted is left out (the whole tree's view
+/// serves its root), and said in the operator's log.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
+)]
+fn mount_read_only_views(
+    registry: &vfs::MountRegistry,
+    directory: &Path,
+    host_user: Option<u32>,
+    fuse: &FuseOptions,
+) -> Vec<(String, Mounted)> {
+    let mut views = Vec::new();
+    for root in crate::read_only_roots(registry) {
+        let mountpoint = directory.join(format!("ro-{}", views.len()));
+        let mounted = make_mountpoint(&mountpoint, host_user)
+            .map_err(|source| SandboxError::Directory { path: mountpoint.clone(), source })
+            .and_then(|()| crate::mount_read_only(registry, &root, &mountpoint, fuse).map_err(SandboxError::from));
+        match mounted {
+            Ok(mounted) => views.push((root, mounted)),
+            Err(error) => {
+                tracing::info!(target: "vfs::run", root, %error, "served by the view of the whole tree");
+                let _ = std::fs::remove_dir(&mountpoint);
+            }
+        }
+    }
+    views
+}
+
+/// A directory for a view to be mounted on, owned by the commands' host user when there is one.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
+)]
+fn make_mountpoint(path: &Path, host_user: Option<u32>) -> io::Result<()> {
+    std::fs::create_dir(path)?;
+    if let Some(user) = host_user {
+        rustix::fs::chown(
+            path,
+            Some(rustix::process::Uid::from_raw(user)),
+            Some(rustix::process::Gid::from_raw(user)),
+        )?;
+    }
+    Ok(())
+}
+
 /// Makes the sandbox's private directory: mode 0700, owned by the commands' user, with the
 /// mountpoint of the view.
 #[expect(
@@ -795,16 +856,25 @@ fn clear_stale(temp: &Path) {
         if pid.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) || Path::new("/proc").join(pid).exists() {
             continue;
         }
-        let view = entry.path().join("view");
-        // A view whose server is gone answers `ENOTCONN`; detach it, then remove the rest.
-        let _ = Command::new("fusermount3")
-            .args(["-u", "-z"])
-            .arg(&view)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if rustix::process::getuid().is_root() {
-            let _ = Command::new("umount").arg("-l").arg(&view).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        // A view whose server is gone answers `ENOTCONN`; detach each (`view/`, `ro-N/`), then
+        // remove the rest.
+        let views = std::fs::read_dir(entry.path())
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|view| view.file_name().to_str().is_some_and(|name| name == "view" || name.starts_with("ro-")));
+        for view in views {
+            let view = view.path();
+            let _ = Command::new("fusermount3")
+                .args(["-u", "-z"])
+                .arg(&view)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            if rustix::process::getuid().is_root() {
+                let _ =
+                    Command::new("umount").arg("-l").arg(&view).stdout(Stdio::null()).stderr(Stdio::null()).status();
+            }
         }
         tracing::info!(target: "vfs::run", directory = %entry.path().display(), "removed the sandbox of a vfs that is gone");
         remove(&entry.path());

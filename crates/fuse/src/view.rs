@@ -65,6 +65,8 @@ pub(crate) struct View {
     refusals: Option<crate::RefusalSink>,
     /// Which call a process's change belongs to (the sandbox's `run_command` calls).
     attribution: Option<crate::Attribution>,
+    /// A view of a mount no write reaches ([`View::without_open`]).
+    without_open: bool,
 }
 
 thread_local! {
@@ -127,7 +129,20 @@ impl View {
             owner,
             refusals,
             attribution: None,
+            without_open: false,
         }
+    }
+
+    /// The view of a mount that no write reaches (mounted read-only): it answers `OPEN` and
+    /// `FLUSH` with `ENOSYS`, so the kernel sends neither again, nor `RELEASE`, and reads go
+    /// by path. A small file is then read without a round trip to the view when the kernel
+    /// holds its pages, which it keeps until the file's size or modification time changes
+    /// (`FUSE_AUTO_INVAL_DATA`, seen at the next look after the one-second attribute time-out,
+    /// or at once for a change made through vfs: `invalidate.rs`). A handle per open file is
+    /// what staged writes need, and a mount that takes no write needs none.
+    pub(crate) fn without_open(mut self) -> Self {
+        self.without_open = true;
+        self
     }
 
     /// The view with `attribution` telling which call each process's changes belong to.
@@ -359,6 +374,13 @@ impl Filesystem for View {
         // An open with `O_TRUNC` comes as one open (staged empty, committed at the close), not
         // as a truncation to nothing followed by an open: a reader never sees the file empty.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC);
+        if self.without_open {
+            // No `OPEN` decides whether pages are kept: the kernel keeps them, and drops them
+            // when it sees the file's modification time change.
+            config
+                .add_capabilities(fuser::InitFlags::FUSE_AUTO_INVAL_DATA)
+                .map_err(|_| std::io::Error::other("the kernel cannot drop a file's pages when it changes"))?;
+        }
         Ok(())
     }
 
@@ -540,6 +562,9 @@ impl Filesystem for View {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         acting(req);
+        if self.without_open {
+            return reply.error(Errno::ENOSYS);
+        }
         let result = (|| {
             let path = self.path(ino)?;
             if flags.acc_mode() == OpenAccMode::O_RDONLY {
@@ -633,6 +658,9 @@ impl Filesystem for View {
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         acting(req);
+        if self.without_open {
+            return reply.error(Errno::ENOSYS);
+        }
         let result = match self.handle(fh) {
             Some(handle) => match &*handle {
                 Handle::Write(writing) => self.commit(&mut lock(writing)),

@@ -152,6 +152,32 @@ fn the_rules_hold_in_the_shell_and_its_changes_reach_the_tools() {
     assert_eq!(text(&outcome.stdout.tail), "tool wrote\n");
 }
 
+/// `/src` takes no write (`ro`, no override): the sandbox binds a read-only view of it alone,
+/// which answers no `OPEN`, so the kernel keeps a file's pages from one open to the next. A
+/// change made on the disk still shows within the attribute time-out (a second), also one
+/// that keeps the size (the kernel drops the pages when the modification time changes).
+#[test]
+fn a_mount_no_write_reaches_has_a_read_only_view_that_still_sees_changes() {
+    let Some((fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let outcome = shell(&sandbox, "grep -E ' /(src|w) ' /proc/self/mountinfo; cat /src/a.txt; cat /src/a.txt", "/");
+    assert_eq!(outcome.ending, Ending::Exited(0), "{}", text(&outcome.stderr.tail));
+    let stdout = text(&outcome.stdout.tail);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    let (src, w) = if lines[0].contains(" /src ") { (lines[0], lines[1]) } else { (lines[1], lines[0]) };
+    assert!(src.contains(" /src ro,") && src.contains(" - fuse vfs ro,"), "{src}");
+    assert!(w.contains(" /w rw,") && w.contains(" - fuse vfs rw,"), "{w}");
+    // Two views: the device numbers differ.
+    assert_ne!(src.split(' ').nth(2), w.split(' ').nth(2), "{stdout}");
+    assert_eq!(lines[2..], ["hello", "hello"]);
+    for content in ["HELLO\n", "changed, and longer\n"] {
+        fs::write(fixture.physical().join("src/a.txt"), content).unwrap();
+        std::thread::sleep(Duration::from_millis(1_200));
+        let outcome = shell(&sandbox, "cat /src/a.txt", "/");
+        assert_eq!(text(&outcome.stdout.tail), content);
+    }
+}
+
 #[test]
 fn the_working_directory_is_judged_by_the_gate() {
     let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
