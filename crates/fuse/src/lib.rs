@@ -277,7 +277,7 @@ pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOpt
 
 /// Mounts a view of the one mount at `root`, which no write reaches (one of
 /// [`read_only_roots`]), at `mountpoint`: mounted read-only, its root the mount's root, and
-/// answering no `OPEN` ([`View::without_open`](view::View::without_open)), so that a file read
+/// answering no `OPEN` (see `View::without_open`), so that a file read
 /// there costs no round trip to vfs once the kernel holds its pages. The sandbox binds it in
 /// place of that root of the whole tree's view. (`vfs fuse` does not: a view mounted over a
 /// directory of another would keep `fusermount3 -u` from unmounting the outer one.)
