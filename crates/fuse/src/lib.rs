@@ -52,6 +52,14 @@ pub enum FuseError {
         /// What was missing.
         reason: String,
     },
+    /// A read-only view was asked for a mount that takes writes.
+    #[error(
+        "the mount `{root}` takes writes (or another mount's do reach its files): only a mount that takes none can be served by a read-only view"
+    )]
+    TakesWrites {
+        /// The mount's virtual root.
+        root: String,
+    },
     /// The kernel refused the mount.
     #[error("cannot mount the view at `{mountpoint}`: {source}")]
     Mount {
@@ -272,11 +280,11 @@ static VIEWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1
 pub fn mount(registry: &vfs::MountRegistry, mountpoint: &Path, options: &FuseOptions) -> Result<Mounted, FuseError> {
     check_mountpoint(mountpoint)?;
     refuse_inside_a_mount(mountpoint, registry)?;
-    mount_view(registry, mountpoint, options, "/")
+    mount_view(registry, mountpoint, options, "/", false)
 }
 
 /// Mounts a view of the one mount at `root`, which no write reaches (one of
-/// [`read_only_roots`]), at `mountpoint`: mounted read-only, its root the mount's root, and
+/// [`vfs::MountRegistry::roots_without_writes`]), at `mountpoint`: mounted read-only, its root the mount's root, and
 /// answering no `OPEN` (see `View::without_open`), so that a file read
 /// there costs no round trip to vfs once the kernel holds its pages. The sandbox binds it in
 /// place of that root of the whole tree's view. (`vfs fuse` does not: a view mounted over a
@@ -287,37 +295,37 @@ pub fn mount_read_only(
     mountpoint: &Path,
     options: &FuseOptions,
 ) -> Result<Mounted, FuseError> {
+    if !registry.roots_without_writes().iter().any(|candidate| candidate == root) {
+        return Err(FuseError::TakesWrites { root: root.to_owned() });
+    }
     check_mountpoint(mountpoint)?;
     refuse_inside_a_mount(mountpoint, registry)?;
-    mount_view(registry, mountpoint, options, root)
+    let mounted = mount_view(registry, mountpoint, options, root, true)?;
+    // The kernel's handshake is answered after the mount returns: a view whose handshake
+    // failed (a kernel without `FUSE_NO_OPEN_SUPPORT` or `FUSE_AUTO_INVAL_DATA`) answers
+    // nothing, and is found out here, before anything is bound to it.
+    if let Err(error) = probe(mountpoint) {
+        let _ = mounted.unmount();
+        return Err(FuseError::Unavailable { reason: format!("the read-only view does not answer: {error}") });
+    }
+    Ok(mounted)
 }
 
-/// The roots of the agent's mounts that no write reaches: `ro`, every override `ro` or
-/// `hidden` (name rules only take away), and no other mount beneath their roots.
-#[must_use]
-pub fn read_only_roots(registry: &vfs::MountRegistry) -> Vec<String> {
-    let mounts = registry.agent_mounts();
-    let beneath = |root: &str, other: &str| other.len() > root.len() && other.starts_with(&format!("{root}/"));
-    mounts
-        .iter()
-        .filter(|mount| {
-            mount.rights == "ro"
-                && mount.overrides.iter().all(|item| matches!(item.rights.as_str(), "ro" | "hidden"))
-                && !mounts.iter().any(|other| beneath(&mount.root, &other.root))
-        })
-        .map(|mount| mount.root.clone())
-        .collect()
+/// A look at the root of a view just mounted: its first request after the handshake.
+#[expect(clippy::disallowed_methods, reason = "operator-input: the operator's mountpoint, never an agent's path")]
+fn probe(mountpoint: &Path) -> io::Result<()> {
+    std::fs::symlink_metadata(mountpoint).map(drop)
 }
 
-/// One view, of the agent's tree from `root` (`/`, or a mount no write reaches: then mounted
-/// read-only and answering no `OPEN`), mounted at `mountpoint`.
+/// One view, of the agent's tree from `root` (`/`, or a mount no write reaches), mounted at
+/// `mountpoint`; with `read_only`, mounted read-only and answering no `OPEN`.
 fn mount_view(
     registry: &vfs::MountRegistry,
     mountpoint: &Path,
     options: &FuseOptions,
     root: &str,
+    read_only: bool,
 ) -> Result<Mounted, FuseError> {
-    let read_only = root != "/";
     let accessor = registry.agent();
     let mut config = fuser::Config::default();
     config.mount_options = vec![

@@ -786,7 +786,7 @@ fn mount_read_only_views(
     fuse: &FuseOptions,
 ) -> Vec<(String, Mounted)> {
     let mut views = Vec::new();
-    for root in crate::read_only_roots(registry) {
+    for root in registry.roots_without_writes() {
         let mountpoint = directory.join(format!("ro-{}", views.len()));
         let mounted = make_mountpoint(&mountpoint, host_user)
             .map_err(|source| SandboxError::Directory { path: mountpoint.clone(), source })
@@ -858,13 +858,7 @@ fn clear_stale(temp: &Path) {
         }
         // A view whose server is gone answers `ENOTCONN`; detach each (`view/`, `ro-N/`), then
         // remove the rest.
-        let views = std::fs::read_dir(entry.path())
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .filter(|view| view.file_name().to_str().is_some_and(|name| name == "view" || name.starts_with("ro-")));
-        for view in views {
-            let view = view.path();
+        for view in mountpoints(&entry.path()) {
             let _ = Command::new("fusermount3")
                 .args(["-u", "-z"])
                 .arg(&view)
@@ -886,14 +880,50 @@ fn clear_stale(temp: &Path) {
     reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
 )]
 fn remove(directory: &Path) {
-    // Only what the sandbox made: never follow into a view still mounted.
-    let _ = std::fs::remove_dir(directory.join("view"));
+    // Only what the sandbox made, each mountpoint by `rmdir`: never into a view still mounted.
+    for mountpoint in mountpoints(directory) {
+        let _ = std::fs::remove_dir(mountpoint);
+    }
     let _ = std::fs::remove_dir(directory);
+}
+
+/// The mountpoints of a sandbox's directory: `view/` and the read-only views' `ro-N/`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
+)]
+fn mountpoints(directory: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(directory) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_str().is_some_and(|name| name == "view" || name.starts_with("ro-")))
+        .map(|entry| entry.path())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sandbox's directory goes whole when it is removed: the view's mountpoint and each
+    /// read-only view's (`ro-N/`), never anything else.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a sandbox directory laid out on disk")]
+    fn a_removed_sandbox_leaves_no_mountpoint_behind() {
+        let temp = tempfile::tempdir().unwrap();
+        let directory = temp.path().join("vfs-sandbox-1-0");
+        lay_out(&directory, None).unwrap();
+        make_mountpoint(&directory.join("ro-0"), None).unwrap();
+        make_mountpoint(&directory.join("ro-1"), None).unwrap();
+        remove(&directory);
+        assert!(!directory.exists());
+        // Something that is not a mountpoint of the sandbox's is never removed.
+        lay_out(&directory, None).unwrap();
+        std::fs::write(directory.join("other"), "x").unwrap();
+        remove(&directory);
+        assert_eq!(std::fs::read_to_string(directory.join("other")).unwrap(), "x");
+        assert!(!directory.join("view").exists());
+    }
 
     #[test]
     fn a_root_may_not_cover_the_system() {

@@ -67,7 +67,12 @@ pub(crate) struct View {
     attribution: Option<crate::Attribution>,
     /// A view of a mount no write reaches ([`View::without_open`]).
     without_open: bool,
+    /// Such a view's files being read, most recent first ([`View::read_held`]).
+    held: Mutex<std::collections::VecDeque<(u64, Arc<vfs::ReadHandle>)>>,
 }
+
+/// Most files a view without `OPEN` keeps open between its reads.
+const HELD_READS: usize = 32;
 
 thread_local! {
     /// The process whose kernel request this thread is answering, for [`View::changing`].
@@ -130,6 +135,7 @@ impl View {
             refusals,
             attribution: None,
             without_open: false,
+            held: Mutex::default(),
         }
     }
 
@@ -214,6 +220,35 @@ impl View {
         let flags =
             if keep { FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::FOPEN_NOFLUSH };
         Ok((self.open_handle(Handle::Read(file)), flags))
+    }
+
+    /// A read of a view without `OPEN`, which gets no handle: a read from the start of a file
+    /// opens it through the gate, and the reads after it read that file, so a file read from
+    /// start to end is read from one file even if it is replaced on the disk meanwhile, as
+    /// through an open descriptor. At most [`HELD_READS`] files are kept open, the least
+    /// recently read given up (a read of one of those later opens it again).
+    fn read_held(&self, ino: u64, path: &str, offset: u64, size: usize) -> Result<Vec<u8>, Errno> {
+        let kept = (offset > 0)
+            .then(|| {
+                let mut held = lock(&self.held);
+                let index = held.iter().position(|(held, _)| *held == ino)?;
+                let entry = held.remove(index)?;
+                let file = entry.1.clone();
+                held.push_front(entry);
+                Some(file)
+            })
+            .flatten();
+        let file = if let Some(file) = kept {
+            file
+        } else {
+            let file = Arc::new(self.accessor.open_read(path).map_err(|error| self.refused("read", path, &error))?);
+            let mut held = lock(&self.held);
+            held.retain(|(held, _)| *held != ino);
+            held.push_front((ino, file.clone()));
+            held.truncate(HELD_READS);
+            file
+        };
+        file.read_at(offset, size).map_err(|error| self.refused("read", file.path().as_str(), &error))
     }
 
     /// The kernel's pages of `ino` may no longer be the file's: the next open drops them.
@@ -378,8 +413,10 @@ impl Filesystem for View {
             // No `OPEN` decides whether pages are kept: the kernel keeps them, and drops them
             // when it sees the file's modification time change.
             config
-                .add_capabilities(fuser::InitFlags::FUSE_AUTO_INVAL_DATA)
-                .map_err(|_| std::io::Error::other("the kernel cannot drop a file's pages when it changes"))?;
+                .add_capabilities(fuser::InitFlags::FUSE_AUTO_INVAL_DATA | fuser::InitFlags::FUSE_NO_OPEN_SUPPORT)
+                .map_err(|_| {
+                    std::io::Error::other("the kernel cannot serve files without OPEN or drop changed pages")
+                })?;
         }
         Ok(())
     }
@@ -620,6 +657,9 @@ impl Filesystem for View {
                     .map_err(|error| self.refused("read", file.path().as_str(), &error));
             }
             let path = self.path(ino)?;
+            if self.without_open {
+                return self.read_held(ino.0, &path, offset, size as usize);
+            }
             self.accessor.read_at(&path, offset, size as usize).map_err(|error| self.refused("read", &path, &error))
         })();
         match result {
@@ -801,7 +841,8 @@ impl Filesystem for View {
         reply.error(Errno::EOPNOTSUPP);
     }
 
-    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        acting(req);
         let result = self.path(ino).and_then(|path| {
             let attributes = self.attributes(&path)?;
             if mask.contains(AccessFlags::W_OK) && !attributes.writable() {

@@ -414,3 +414,83 @@ fn a_busy_view_is_detached_and_its_open_files_go_on_working_until_closed() {
     assert_eq!(content, "hello\n", "a file open in the view still reads until it is closed");
     drop(held);
 }
+
+/// A read-only view of `/src` alone (`vfs_fuse::mount_read_only`), or `None` when the machine
+/// cannot mount one (said, or a failure under `VFS_REQUIRE_FUSE`).
+fn mount_read_only(fixture: &Fixture, registry: &MountRegistry) -> Option<vfs_fuse::Mounted> {
+    let options = vfs_fuse::FuseOptions::default();
+    match vfs_fuse::mount_read_only(registry, "/src", &fixture.physical("mnt"), &options) {
+        Ok(view) => Some(view),
+        Err(error) => {
+            assert!(
+                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+                "VFS_REQUIRE_FUSE is set, but the read-only view cannot be mounted: {error}"
+            );
+            eprintln!("SKIPPED: this machine cannot mount the read-only view: {error}");
+            None
+        }
+    }
+}
+
+/// The read-only view of one mount keeps the gate's answers (a hidden name is absent, a write
+/// is `EROFS` from the kernel), and a file replaced on the disk while it is read is read whole
+/// from the file the read began on, as through an open descriptor: the view answers no
+/// `OPEN`, so it keeps the file the first read opened for the reads after it.
+#[test]
+fn the_read_only_view_keeps_the_rules_and_reads_a_file_from_the_one_it_began_on() {
+    let fixture = Fixture::new();
+    let registry = standard(&fixture);
+    let old: Vec<u8> = (0..8 << 20).map(|index: u32| (index % 251) as u8).collect();
+    fixture.file("src/big.bin", &old);
+    let Some(view) = mount_read_only(&fixture, &registry) else { return };
+    let root = fixture.physical("mnt");
+    assert_eq!(names(&root), ["a.txt", "big.bin", "sub"]);
+    assert_eq!(errno(fs::read(root.join(".env"))), 2);
+    assert_eq!(errno(fs::write(root.join("new.txt"), "x")), EROFS);
+    let mut file = fs::File::open(root.join("big.bin")).unwrap();
+    let mut first = vec![0; 64 << 10];
+    file.read_exact(&mut first).unwrap();
+    // Replaced on the disk (another inode, another content of the same size) mid-read.
+    let new: Vec<u8> = old.iter().map(|byte| byte ^ 0xff).collect();
+    fixture.file("src/big.bin.next", &new);
+    fs::rename(fixture.physical("src/big.bin.next"), fixture.physical("src/big.bin")).unwrap();
+    let mut rest = Vec::new();
+    file.read_to_end(&mut rest).unwrap();
+    first.extend(rest);
+    assert!(first == old, "the read mixed the old file and its replacement");
+    drop(file);
+    view.unmount().unwrap();
+}
+
+/// Which mounts take no write: `ro` with no override granting one, nothing mounted beneath
+/// its root, and no other agent-facing mount's directory at, inside or around its own.
+#[test]
+fn only_mounts_no_write_reaches_may_have_a_read_only_view() {
+    let fixture = Fixture::new();
+    fixture.file("outer/p/w/f.txt", b"f\n");
+    fixture.file("same/s.txt", b"s\n");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("outer", "/r:ro"))
+        .mount(fixture.spec("outer/p/w", "/w:rw"))
+        .mount(fixture.spec("alone", "/alone:ro;sub:ro"))
+        .mount(fixture.spec("loosened", "/loosened:ro;sub:rw"))
+        .mount(fixture.spec("same", "/a:ro"))
+        .mount(fixture.spec("same", "/b:rwnd"))
+        .mount(fixture.spec("top", "/top:ro"))
+        .mount(fixture.spec("inner", "/top/inner:ro"))
+        .mount(fixture.spec("logs", "/internal-ok:ro"))
+        .internal(fixture.spec("alone/logs", "/llm-logs:rw"))
+        .build(vfs::ambient_authority())
+        .unwrap();
+    // `/top/inner` has nothing beneath it; `/top` has it; `/internal-ok` has nothing near it.
+    assert_eq!(registry.roots_without_writes(), ["/alone", "/internal-ok", "/top/inner"]);
+    let refused =
+        vfs_fuse::mount_read_only(&registry, "/r", &fixture.physical("mnt"), &vfs_fuse::FuseOptions::default());
+    assert_eq!(
+        refused.err().map(|error| error.to_string()),
+        Some(
+            "the mount `/r` takes writes (or another mount's do reach its files): only a mount that takes none can be served by a read-only view"
+                .to_owned()
+        )
+    );
+}

@@ -1027,6 +1027,44 @@ impl MountRegistry {
         })
     }
 
+    /// The roots of the agent-facing mounts that no write reaches: mounted `ro`, no override
+    /// granting a write (name rules only take away), no other agent-facing mount beneath the
+    /// root, and, for a local mount, no other agent-facing mount's directory at, inside or
+    /// around its own (a write through that mount would change these files, and the change
+    /// feed would tell it under that mount's names). A front end may serve them without any
+    /// means of writing (the sandbox's read-only views, ADR 0012).
+    #[must_use]
+    pub fn roots_without_writes(&self) -> Vec<String> {
+        let mounts = &self.inner.mounts;
+        let agent = |mount: &&Mount| mount.visibility == Visibility::AgentFacing;
+        let beneath = |root: &str, other: &str| {
+            other.len() > root.len() && other.starts_with(root) && other.as_bytes()[root.len()] == b'/'
+        };
+        let overlap = |mount: &Mount, other: &Mount| match (mount.storage.local(), other.storage.local()) {
+            (Some(mine), Some(theirs)) => {
+                mine.identity() == theirs.identity()
+                    || !mine.chain_to(theirs).is_empty()
+                    || !theirs.chain_to(mine).is_empty()
+            }
+            _ => false,
+        };
+        let mut roots: Vec<String> = mounts
+            .iter()
+            .filter(agent)
+            .filter(|mount| {
+                !mount.rights.allows(Access::Write)
+                    && !mount.overrides.iter().any(|item| item.rights().allows(Access::Write))
+                    && !mounts.iter().filter(agent).any(|other| {
+                        !std::ptr::eq(*mount, other)
+                            && (beneath(mount.root.as_str(), other.root.as_str()) || overlap(mount, other))
+                    })
+            })
+            .map(|mount| mount.root.as_str().to_owned())
+            .collect();
+        roots.sort();
+        roots
+    }
+
     /// Every mount with its physical directory, for the operator's table. Operator-facing only.
     #[must_use]
     pub fn operator_view(&self) -> Vec<OperatorMountView> {
