@@ -554,12 +554,13 @@ impl Sandbox {
     }
 
     /// The limit on processes: as root, the commands' own user has no other process; as
-    /// another user, the user's processes outside the sandbox count too, so they are added.
+    /// another user, the user's threads outside the sandbox count too (the kernel's limit
+    /// counts threads: vfs's own, its pool's and its views' among them), so they are added.
     fn process_limit(&self) -> u64 {
         if self.host_user.is_some() {
             return self.options.max_processes;
         }
-        self.options.max_processes + processes_of(rustix::process::getuid().as_raw())
+        self.options.max_processes + threads_of(rustix::process::getuid().as_raw())
     }
 
     /// bubblewrap's arguments; `passwd` and `group` are the descriptors `/etc/passwd` and
@@ -759,16 +760,23 @@ fn is_executable(candidate: &Path) -> bool {
     std::fs::metadata(candidate).is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
 }
 
-/// How many processes `user` has on the machine.
+/// How many threads `user` has on the machine: what `RLIMIT_NPROC` counts (a process whose
+/// threads cannot be listed, gone meanwhile, counts as one).
+fn threads_of(user: u32) -> u64 {
+    threads_in(Path::new("/proc"), user)
+}
+
+/// [`threads_of`] in a process table at `table`.
 #[expect(clippy::disallowed_methods, reason = "operator-input: the machine's process table, never an agent's path")]
-fn processes_of(user: u32) -> u64 {
+fn threads_in(table: &Path, user: u32) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
-    let count = entries
+    let Ok(entries) = std::fs::read_dir(table) else { return 0 };
+    let count: usize = entries
         .filter_map(Result::ok)
         .filter(|entry| entry.file_name().to_str().is_some_and(|name| name.bytes().all(|byte| byte.is_ascii_digit())))
         .filter(|entry| entry.metadata().is_ok_and(|metadata| metadata.uid() == user))
-        .count();
+        .map(|entry| std::fs::read_dir(entry.path().join("task")).map_or(1, Iterator::count))
+        .sum();
     count as u64
 }
 
@@ -923,6 +931,24 @@ mod tests {
         remove(&directory);
         assert_eq!(std::fs::read_to_string(directory.join("other")).unwrap(), "x");
         assert!(!directory.join("view").exists());
+    }
+
+    /// The limit counts threads, as the kernel's does: a table of two processes of the user,
+    /// with three threads and one, counts four (an entry that is no process counts nothing).
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a process table laid out on disk")]
+    fn the_limit_counts_the_users_threads_not_its_processes() {
+        use std::os::unix::fs::MetadataExt;
+        let table = tempfile::tempdir().unwrap();
+        for (process, threads) in [("123", 3), ("456", 1)] {
+            for thread in 0..threads {
+                std::fs::create_dir_all(table.path().join(process).join("task").join(thread.to_string())).unwrap();
+            }
+        }
+        std::fs::create_dir_all(table.path().join("self/task/1")).unwrap();
+        let user = std::fs::metadata(table.path().join("123")).unwrap().uid();
+        assert_eq!(threads_in(table.path(), user), 4);
+        assert_eq!(threads_in(table.path(), user + 1), 0);
     }
 
     #[test]

@@ -178,6 +178,46 @@ fn a_mount_no_write_reaches_has_a_read_only_view_that_still_sees_changes() {
     }
 }
 
+/// A `ro` mount whose directory holds a writable mount's directory gets no read-only view: a
+/// tool's write through the writable mount changes a file the `ro` mount shows under another
+/// name, which the change feed does not name, and a view that kept the file's pages would go
+/// on showing the old content. Through the whole view the next `cat` sees the change at once.
+/// A write through the `ro` mount itself is refused in the shell as by the tools.
+#[test]
+fn a_read_only_mount_that_holds_a_writable_one_sees_its_changes_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("outer/p/w")).unwrap();
+    fs::write(dir.path().join("outer/p/w/f.txt"), "before\n").unwrap();
+    let spec = |relative: &str, rest: &str| -> MountSpec {
+        format!("{}:{rest}", dir.path().join(relative).display()).parse().unwrap()
+    };
+    let registry = MountRegistry::builder()
+        .mount(spec("outer", "/r:ro"))
+        .mount(spec("outer/p/w", "/w:rw"))
+        .build(vfs::ambient_authority())
+        .unwrap();
+    assert!(registry.roots_without_writes().is_empty());
+    let sandbox = match Sandbox::start(&registry, SandboxOptions::default()) {
+        Ok(sandbox) => sandbox,
+        Err(error) => {
+            assert!(std::env::var_os("VFS_REQUIRE_SANDBOX").is_none(), "the sandbox cannot start: {error}");
+            eprintln!("SKIPPED: this machine cannot run the sandbox: {error}");
+            return;
+        }
+    };
+    assert_eq!(text(&shell(&sandbox, "cat /r/p/w/f.txt /r/p/w/f.txt", "/").stdout.tail), "before\nbefore\n");
+    // The same size, well within the kernel's one-second attribute time-out.
+    registry.agent().write("/w/f.txt", "after!\n", &Precondition::Any).unwrap();
+    let outcome = shell(&sandbox, "cat /r/p/w/f.txt; echo x > /r/p/w/g.txt", "/");
+    assert_eq!(outcome.ending, Ending::Exited(2));
+    assert_eq!(text(&outcome.stdout.tail), "after!\n");
+    assert_eq!(text(&outcome.stderr.tail), "/bin/sh: 1: cannot create /r/p/w/g.txt: Permission denied\n");
+    assert_eq!(
+        registry.agent().write("/r/p/w/g.txt", "x", &Precondition::Any).unwrap_err().to_string(),
+        "cannot write `/r/p/w/g.txt`: `/r` is mounted ro; mounts that grant write: `/w` (rw)"
+    );
+}
+
 #[test]
 fn the_working_directory_is_judged_by_the_gate() {
     let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
