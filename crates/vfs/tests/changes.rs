@@ -320,12 +320,17 @@ impl ChangeObserver for Linker {
 
 /// A registry of `/p` (the fixture's `p`, `rw`) observed by a [`Linker`] whose keeper is
 /// `/keep/images` (the fixture's `k/images`); the linker has been told nothing yet.
-#[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
 fn linked(fixture: &Fixture) -> (MountRegistry, Arc<Linker>) {
+    linked_at(fixture, fixture.spec("p", "/p", "rw"))
+}
+
+/// [`linked`], with `/p` mounted as `spec` says.
+#[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
+fn linked_at(fixture: &Fixture, spec: vfs::MountSpec) -> (MountRegistry, Arc<Linker>) {
     std::fs::create_dir_all(fixture.path("k")).unwrap();
     let linker = Arc::new(Linker::default());
     let registry = MountRegistry::builder()
-        .mount(fixture.spec("p", "/p", "rw"))
+        .mount(spec)
         .internal(fixture.spec("k", "/keep", "rw"))
         .observe(linker.clone())
         .build(vfs::ambient_authority())
@@ -349,19 +354,8 @@ fn a_delete_on_another_file_system_stopped_part_way_tells_each_file_it_took() {
     use vfs::{Image, Saved};
     let fixture = Fixture::new();
     let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
-    std::fs::create_dir_all(fixture.path("k")).unwrap();
+    let (registry, linker) = linked_at(&fixture, format!("{}:/p:rw", shm.path().display()).parse().unwrap());
     assert_ne!(std::fs::metadata(shm.path()).unwrap().dev(), std::fs::metadata(fixture.path("k")).unwrap().dev());
-    let linker = Arc::new(Linker::default());
-    let data = shm.path().to_string_lossy();
-    let registry = MountRegistry::builder()
-        .mount(format!("{data}:/p:rw").parse().unwrap())
-        .internal(fixture.spec("k", "/keep", "rw"))
-        .observe(linker.clone())
-        .build(vfs::ambient_authority())
-        .unwrap();
-    #[expect(clippy::disallowed_methods, reason = "capability-proof: the test holds the keeper's root")]
-    let privileged = registry.mint_privileged("/keep").unwrap();
-    linker.keeper.set(privileged.keeper("/keep/images").unwrap()).unwrap();
     let agent = registry.agent();
     let mut versions = std::collections::HashMap::new();
     for name in ["a", "b", "c"] {
