@@ -300,21 +300,9 @@ pub fn mount_read_only(
     }
     check_mountpoint(mountpoint)?;
     refuse_inside_a_mount(mountpoint, registry)?;
-    let mounted = mount_view(registry, mountpoint, options, root, true)?;
-    // The kernel's handshake is answered after the mount returns: a view whose handshake
-    // failed (a kernel without `FUSE_NO_OPEN_SUPPORT` or `FUSE_AUTO_INVAL_DATA`) answers
-    // nothing, and is found out here, before anything is bound to it.
-    if let Err(error) = probe(mountpoint) {
-        let _ = mounted.unmount();
-        return Err(FuseError::Unavailable { reason: format!("the read-only view does not answer: {error}") });
-    }
-    Ok(mounted)
-}
-
-/// A look at the root of a view just mounted: its first request after the handshake.
-#[expect(clippy::disallowed_methods, reason = "operator-input: the operator's mountpoint, never an agent's path")]
-fn probe(mountpoint: &Path) -> io::Result<()> {
-    std::fs::symlink_metadata(mountpoint).map(drop)
+    // The kernel's handshake is part of the mount: a kernel without `FUSE_NO_OPEN_SUPPORT` or
+    // `FUSE_AUTO_INVAL_DATA` fails it (`View::init`), and the mount with it.
+    mount_view(registry, mountpoint, options, root, true)
 }
 
 /// One view, of the agent's tree from `root` (`/`, or a mount no write reaches), mounted at

@@ -67,12 +67,7 @@ pub(crate) struct View {
     attribution: Option<crate::Attribution>,
     /// A view of a mount no write reaches ([`View::without_open`]).
     without_open: bool,
-    /// Such a view's files being read, most recent first ([`View::read_held`]).
-    held: Mutex<std::collections::VecDeque<(u64, Arc<vfs::ReadHandle>)>>,
 }
-
-/// Most files a view without `OPEN` keeps open between its reads.
-const HELD_READS: usize = 32;
 
 thread_local! {
     /// The process whose kernel request this thread is answering, for [`View::changing`].
@@ -135,13 +130,14 @@ impl View {
             refusals,
             attribution: None,
             without_open: false,
-            held: Mutex::default(),
         }
     }
 
     /// The view of a mount that no write reaches (mounted read-only): it answers `OPEN` and
     /// `FLUSH` with `ENOSYS`, so the kernel sends neither again, nor `RELEASE`, and reads go
-    /// by path. A small file is then read without a round trip to the view when the kernel
+    /// by path, through the gate each time (a handle kept from one read to the next would
+    /// outlive the open it was for, and could read a file since renamed to a hidden name). A
+    /// file replaced on the disk while it is read may so be read part old, part new. A small file is then read without a round trip to the view when the kernel
     /// holds its pages, which it keeps until the file's size or modification time changes
     /// (`FUSE_AUTO_INVAL_DATA`, seen at the next look after the one-second attribute time-out,
     /// or at once for a change made through vfs: `invalidate.rs`). A handle per open file is
@@ -220,35 +216,6 @@ impl View {
         let flags =
             if keep { FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::FOPEN_NOFLUSH };
         Ok((self.open_handle(Handle::Read(file)), flags))
-    }
-
-    /// A read of a view without `OPEN`, which gets no handle: a read from the start of a file
-    /// opens it through the gate, and the reads after it read that file, so a file read from
-    /// start to end is read from one file even if it is replaced on the disk meanwhile, as
-    /// through an open descriptor. At most [`HELD_READS`] files are kept open, the least
-    /// recently read given up (a read of one of those later opens it again).
-    fn read_held(&self, ino: u64, path: &str, offset: u64, size: usize) -> Result<Vec<u8>, Errno> {
-        let kept = (offset > 0)
-            .then(|| {
-                let mut held = lock(&self.held);
-                let index = held.iter().position(|(held, _)| *held == ino)?;
-                let entry = held.remove(index)?;
-                let file = entry.1.clone();
-                held.push_front(entry);
-                Some(file)
-            })
-            .flatten();
-        let file = if let Some(file) = kept {
-            file
-        } else {
-            let file = Arc::new(self.accessor.open_read(path).map_err(|error| self.refused("read", path, &error))?);
-            let mut held = lock(&self.held);
-            held.retain(|(held, _)| *held != ino);
-            held.push_front((ino, file.clone()));
-            held.truncate(HELD_READS);
-            file
-        };
-        file.read_at(offset, size).map_err(|error| self.refused("read", file.path().as_str(), &error))
     }
 
     /// The kernel's pages of `ino` may no longer be the file's: the next open drops them.
@@ -657,9 +624,6 @@ impl Filesystem for View {
                     .map_err(|error| self.refused("read", file.path().as_str(), &error));
             }
             let path = self.path(ino)?;
-            if self.without_open {
-                return self.read_held(ino.0, &path, offset, size as usize);
-            }
             self.accessor.read_at(&path, offset, size as usize).map_err(|error| self.refused("read", &path, &error))
         })();
         match result {

@@ -1027,37 +1027,39 @@ impl MountRegistry {
         })
     }
 
-    /// The roots of the agent-facing mounts that no write reaches: mounted `ro`, no override
-    /// granting a write (name rules only take away), no other agent-facing mount beneath the
-    /// root, and, for a local mount, no other agent-facing mount's directory at, inside or
-    /// around its own (a write through that mount would change these files, and the change
-    /// feed would tell it under that mount's names). A front end may serve them without any
-    /// means of writing (the sandbox's read-only views, ADR 0012).
+    /// The roots of the agent-facing mounts that no write reaches: mounted `ro` with no
+    /// override granting a write (name rules only take away), no agent-facing mount that takes
+    /// writes beneath the root, and, for a local mount, none whose directory is at, inside or
+    /// around its own (a write through that mount would change these files, and the change feed
+    /// would tell it under that mount's names). Judged on the mounts' canonical directories,
+    /// without a look at the disk. A front end may serve them without any means of writing (the
+    /// sandbox's read-only views, ADR 0012).
     #[must_use]
     pub fn roots_without_writes(&self) -> Vec<String> {
         let mounts = &self.inner.mounts;
-        let agent = |mount: &&Mount| mount.visibility == Visibility::AgentFacing;
+        let writes = |mount: &Mount| {
+            mount.rights.allows(Access::Write) || mount.overrides.iter().any(|item| item.rights().allows(Access::Write))
+        };
         let beneath = |root: &str, other: &str| {
             other.len() > root.len() && other.starts_with(root) && other.as_bytes()[root.len()] == b'/'
         };
         let overlap = |mount: &Mount, other: &Mount| match (mount.storage.local(), other.storage.local()) {
             (Some(mine), Some(theirs)) => {
                 mine.identity() == theirs.identity()
-                    || !mine.chain_to(theirs).is_empty()
-                    || !theirs.chain_to(mine).is_empty()
+                    || mine.relative_of(theirs).is_some()
+                    || theirs.relative_of(mine).is_some()
             }
             _ => false,
         };
         let mut roots: Vec<String> = mounts
             .iter()
-            .filter(agent)
+            .filter(|mount| mount.visibility == Visibility::AgentFacing && !writes(mount))
             .filter(|mount| {
-                !mount.rights.allows(Access::Write)
-                    && !mount.overrides.iter().any(|item| item.rights().allows(Access::Write))
-                    && !mounts.iter().filter(agent).any(|other| {
-                        !std::ptr::eq(*mount, other)
-                            && (beneath(mount.root.as_str(), other.root.as_str()) || overlap(mount, other))
-                    })
+                !mounts.iter().any(|other| {
+                    other.visibility == Visibility::AgentFacing
+                        && writes(other)
+                        && (beneath(mount.root.as_str(), other.root.as_str()) || overlap(mount, other))
+                })
             })
             .map(|mount| mount.root.as_str().to_owned())
             .collect();
