@@ -20,6 +20,11 @@
 //! loses no write it made). An intent whose call has neither an entry nor a `settled` line
 //! (its call ended without a change) is listed as an incomplete entry, not undoable: undo
 //! skips it with a note, and nothing is half-restored.
+//!
+//! What a killed process leaves in `images/` unnamed (an image made before its intent, a copy
+//! written before its entry) is removed by the next process that finds itself alone on the
+//! journal: every process holds the log's `flock` shared, so one that gets it exclusive knows
+//! that no other is between an image and its line (`Journal::sweep`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -149,8 +154,15 @@ impl Journal {
     }
 
     /// Attaches the journal to the registry that observes into it (it must have the internal
-    /// root [`JOURNAL_ROOT`]); returns false when it has none.
+    /// root [`JOURNAL_ROOT`]); returns false when it has none. The process then holds the
+    /// log's shared lock for as long as the journal lives; when it is the only process using
+    /// the journal, it first removes the images a killed process left behind
+    /// (`Journal::sweep`).
     pub fn attach(&self, registry: &MountRegistry) -> bool {
+        self.attach_with(registry, true)
+    }
+
+    fn attach_with(&self, registry: &MountRegistry, sweeps: bool) -> bool {
         #[expect(
             clippy::disallowed_methods,
             reason = "the journal holds the one privileged capability for /llm-journal"
@@ -166,12 +178,64 @@ impl Journal {
             }
             Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
         }
-        match capability.open_append(LOG_FILE) {
-            Ok(file) => *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(file),
-            Err(error) => tracing::warn!(target: "vfs::journal", "intents will not be written: {error}"),
+        let mut log = match capability.open_append(LOG_FILE) {
+            Ok(file) => Some(file),
+            Err(error) => {
+                tracing::warn!(target: "vfs::journal", "intents will not be written: {error}");
+                None
+            }
+        };
+        if let Some(log) = log.as_mut() {
+            // The shared lock first: where it cannot be taken (a file system without `flock`),
+            // no process can tell that it is alone, and none sweeps.
+            match log.lock_shared() {
+                // Alone (the exclusive lock is free), this process may remove what no line
+                // names: no other process is between an image and its line.
+                Ok(()) if sweeps => {
+                    if log.try_lock_exclusive().unwrap_or(false) {
+                        self.sweep(&capability, log);
+                    }
+                    if let Err(error) = log.lock_shared() {
+                        tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}");
+                    }
+                }
+                Ok(()) => {}
+                Err(error) => tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}"),
+            }
         }
+        *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = log;
         let _ = self.access.set(capability);
         true
+    }
+
+    /// Removes the files of `images/` that no line of the log names: images a process made
+    /// and was killed before it wrote the line that names them (an image is taken before its
+    /// change's intent, a copied image written before its entry), and images that the size
+    /// bound dropped but could not remove. Kept: every image a line names, and the files of a
+    /// call whose intent has no entry (a recursive delete that was killed had moved them into
+    /// `images/`, and they may be all that is left of the files). A line that is not JSON
+    /// names nothing (no entry is read from it either). Nothing is removed when the log
+    /// cannot be read. A last line cut short by a killed process is ended first, so that the
+    /// next line is not joined to it (and lost). Run only by a process that holds the log's
+    /// exclusive lock: no other is making images or appending. Object images, kept in their
+    /// buckets, are not swept (another journal may keep its images beside them).
+    fn sweep(&self, access: &PrivilegedAccessor, log: &mut AppendFile) {
+        let Ok(content) = read_whole(access, LOG_FILE) else { return };
+        if content.last().is_some_and(|&last| last != b'\n') && log.append(b"\n").and_then(|()| log.sync()).is_err() {
+            tracing::warn!(target: "vfs::journal", "the journal's cut last line could not be ended");
+        }
+        let kept = Kept::of(&content);
+        let Ok(listing) = access.entries(IMAGES) else { return };
+        let mut removed = 0usize;
+        for entry in &listing.entries {
+            if entry.kind == vfs::EntryKind::File && !kept.keeps(&entry.name) {
+                self.forget_image(access, &entry.name);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            tracing::info!(target: "vfs::journal", "removed {removed} images that no line names");
+        }
     }
 
     fn access(&self) -> Option<&PrivilegedAccessor> {
@@ -345,7 +409,7 @@ pub fn open_journal(
     );
     let registry = MountRegistry::builder().internal(spec).build(authority).map_err(crate::HostError::from)?;
     let journal = Journal::new(DEFAULT_MAX_BYTES);
-    journal.attach(&registry);
+    journal.attach_with(&registry, false);
     Ok(journal)
 }
 
@@ -410,6 +474,68 @@ impl ChangeObserver for Journal {
         if let Some(intended) = self.state().intended.get_mut(call) {
             intended.ended = true;
         }
+    }
+}
+
+/// What a sweep keeps of `images/` (`Journal::sweep`), read from every line of the log.
+#[derive(Debug, Default)]
+struct Kept {
+    /// The images some line names, less those of dropped entries.
+    named: HashSet<String>,
+    /// Calls with an intent and neither an entry nor a `settled` line.
+    incomplete: HashSet<String>,
+}
+
+impl Kept {
+    /// Reads every line of `content`; a line that is not JSON (cut by a killed process, or
+    /// joined to such a one) names nothing.
+    fn of(content: &[u8]) -> Self {
+        let mut named = HashSet::new();
+        let mut by_entry: HashMap<String, Vec<String>> = HashMap::new();
+        let (mut dropped, mut settled, mut intended, mut entered) =
+            (HashSet::new(), HashSet::new(), HashSet::new(), HashSet::new());
+        for line in content.split(|&byte| byte == b'\n') {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+            let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+            if let Some(id) = text("dropped") {
+                dropped.insert(id);
+                continue;
+            }
+            if let Some(call) = text("settled") {
+                settled.insert(call);
+                continue;
+            }
+            let images: Vec<String> = value
+                .get("images")
+                .and_then(Value::as_array)
+                .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            named.extend(images.iter().cloned());
+            let call = text("call").unwrap_or_default();
+            if let Some(id) = text("intent") {
+                intended.insert(call);
+                by_entry.entry(id).or_default().extend(images);
+            } else {
+                entered.insert(call);
+                if let Some(id) = text("id") {
+                    by_entry.entry(id).or_default().extend(images);
+                }
+            }
+        }
+        for id in &dropped {
+            for name in by_entry.get(id).into_iter().flatten() {
+                named.remove(name);
+            }
+        }
+        let incomplete =
+            intended.into_iter().filter(|call| !entered.contains(call) && !settled.contains(call)).collect();
+        Self { named, incomplete }
+    }
+
+    /// True for an image a line names, or one of an incomplete call's (its name begins with
+    /// the call's id: `Keeper`'s names are `{call}.{process}.{n}`).
+    fn keeps(&self, name: &str) -> bool {
+        self.named.contains(name) || name.split_once('.').is_some_and(|(call, _)| self.incomplete.contains(call))
     }
 }
 

@@ -486,6 +486,15 @@ impl PrivilegedAccessor {
         self.run(Operation::List, path, |context| context.list(path))
     }
 
+    /// Every entry of a directory under the root, up to [`VIEW_ENTRIES`](crate::VIEW_ENTRIES)
+    /// (a listing stops at the agents' entry bound).
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn entries(&self, path: &str) -> Result<Listing, Error> {
+        self.run(Operation::Entries, path, |context| context.entries(path))
+    }
+
     /// The bytes of a file under the root, up to `len` from `offset`.
     ///
     /// # Privilege

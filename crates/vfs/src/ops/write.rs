@@ -170,6 +170,30 @@ impl AppendFile {
     pub fn length(&self) -> std::io::Result<u64> {
         self.file.len()
     }
+
+    /// Takes the file's exclusive advisory lock (`flock`), if no other open file holds its
+    /// lock, shared or exclusive: `Ok(false)` when one does. Processes that share a log mark
+    /// with the lock that they are using it, so that one of them can tell that it is alone.
+    /// A shared lock this file held is given up first, and is not held after `Ok(false)`
+    /// (Linux converts a `flock` by removing the old lock): take it again with
+    /// [`AppendFile::lock_shared`].
+    ///
+    /// # Errors
+    /// The file system refused the lock.
+    pub fn try_lock_exclusive(&self) -> std::io::Result<bool> {
+        self.file.lock(true)
+    }
+
+    /// Takes the file's shared advisory lock, waiting while another open file holds it
+    /// exclusively (an exclusive lock taken with [`AppendFile::try_lock_exclusive`] is
+    /// given up first). Held until the file is dropped.
+    ///
+    /// # Errors
+    /// The file system refused the lock.
+    pub fn lock_shared(&self) -> std::io::Result<()> {
+        self.file.unlock()?;
+        self.file.lock(false).map(drop)
+    }
 }
 
 /// The directory syncs a call held

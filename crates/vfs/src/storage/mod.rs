@@ -580,6 +580,20 @@ impl Appender {
             Appender::Local(file) => file.len(),
         }
     }
+
+    /// Takes the file's advisory lock (`local::OpenFile::lock`).
+    pub(crate) fn lock(&self, exclusive: bool) -> io::Result<bool> {
+        match self {
+            Appender::Local(file) => file.lock(exclusive),
+        }
+    }
+
+    /// Lets go of the file's advisory lock.
+    pub(crate) fn unlock(&self) -> io::Result<()> {
+        match self {
+            Appender::Local(file) => file.unlock(),
+        }
+    }
 }
 
 /// A mount's storage: a local directory, or (feature `s3`) an object store. Every operation

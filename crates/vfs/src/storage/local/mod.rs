@@ -334,6 +334,25 @@ impl OpenFile {
         self.0.metadata().map(|metadata| metadata.len())
     }
 
+    /// Takes this file's advisory lock (`flock`) for this open file: shared, waiting for an
+    /// exclusive holder to let go; or exclusive, at once or not at all (`Ok(false)`: another
+    /// open file holds it). Held until [`OpenFile::unlock`] or the file is closed.
+    pub(crate) fn lock(&self, exclusive: bool) -> io::Result<bool> {
+        if !exclusive {
+            return self.0.lock_shared().map(|()| true);
+        }
+        match self.0.try_lock() {
+            Ok(()) => Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+            Err(std::fs::TryLockError::Error(error)) => Err(error),
+        }
+    }
+
+    /// Lets go of this file's advisory lock.
+    pub(crate) fn unlock(&self) -> io::Result<()> {
+        self.0.unlock()
+    }
+
     /// Reads at `offset` without moving the file's position (`pread`): several readers of one
     /// open file need no lock between them.
     pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
