@@ -705,6 +705,10 @@ fn the_images_a_stopped_process_left_unnamed_are_removed_by_the_next_process_alo
     assert_eq!(named.len(), 1, "the write's entry names its image");
     let delete = lines.iter().find(|line| line["operation"] == "remove").unwrap();
     assert_eq!(delete["images"], json!([]), "the delete's intent names no image");
+    // Call ids carry their process's tag (a 1 in 2^20 chance of a false failure).
+    let tag = |id: &str| id[14..19].to_owned();
+    assert_eq!(tag(delete["call"].as_str().unwrap()), tag(lines[0]["call"].as_str().unwrap()));
+    assert_ne!(tag(delete["call"].as_str().unwrap()), tag(vfs::CallId::new().as_str()), "another process's");
     let taken: Vec<String> = image_names(base.path())
         .into_iter()
         .filter(|name| name.starts_with(&format!("{}.", delete["call"].as_str().unwrap())))

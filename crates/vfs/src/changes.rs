@@ -39,8 +39,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::path::VirtualPath;
 
-/// The id of one call: opaque, unique within the process and sortable in the order calls
-/// started (milliseconds since the epoch, then a process-wide counter).
+/// The id of one call: opaque, unique in the process and (but for one chance in a million
+/// per pair of processes and millisecond) across the processes that share a journal or a
+/// log folder, and sortable in the order the process's calls started (milliseconds since the
+/// epoch, then this process's tag and its counter: `1796013365229-3fa2c02a`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CallId(String);
 
@@ -50,7 +52,8 @@ impl CallId {
     pub fn new() -> Self {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
-        Self(format!("{millis:013}-{:08x}", COUNTER.fetch_add(1, Ordering::Relaxed)))
+        let count = COUNTER.fetch_add(1, Ordering::Relaxed) & 0xfff;
+        Self(format!("{millis:013}-{:05x}{count:03x}", process_tag()))
     }
 
     /// The id as text.
@@ -58,6 +61,21 @@ impl CallId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// This process's tag in call ids (20 bits): two processes that share a journal (two stdio
+/// servers on one project, or two containers whose servers are both process 1) would
+/// otherwise both call their first call of a millisecond `…-00000000`, and an undo by call,
+/// or the journal's reading of which calls ended, would take one's for the other's. Drawn
+/// once from the process id, the clock's nanoseconds and where the stack lies.
+fn process_tag() -> u64 {
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+        let place = std::ptr::addr_of!(nanos) as usize;
+        let seed = format!("{}-{nanos}-{place:x}", std::process::id());
+        xxhash_rust::xxh3::xxh3_64(seed.as_bytes()) & 0xf_ffff
+    })
 }
 
 impl Default for CallId {
