@@ -160,3 +160,62 @@ def test_huge_and_malformed_input_gets_an_answer_and_the_server_keeps_serving(tm
     assert receive(process)["result"]["content"][0]["text"].startswith("/output")
     process.kill()
     process.wait()
+
+
+def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps_only_orphans(tmp_path):
+    """A recursive delete killed part way: every file is still in the tree or in the journal's
+    `images/` (its intent names none of them). The entry is incomplete, undo (and its dry run)
+    skips it, and the next server, alone on the journal, keeps those files and says so, and
+    removes an image that no line names."""
+    root = tmp_path / "root"
+    files = 20_000
+    for index in range(files):
+        directory = root / "out" / "tree" / f"d{index // 200}"
+        if index % 200 == 0:
+            directory.mkdir(parents=True)
+        (directory / f"f{index}.txt").write_text(f"{index}\n")
+    launch = ("--mount", "out:/output:rw", "--journal", "journal", "--no-read-before-edit")
+    process = start(root, *launch)
+    initialize(process)
+    call(process, 1, "delete_file", {"path": "/output/tree", "recursive": True})
+    images = root / "journal" / "images"
+    deadline = time.monotonic() + 60
+    while not (images.is_dir() and next(os.scandir(images), None)):
+        assert time.monotonic() < deadline, "the delete never began"
+        time.sleep(0.001)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+
+    taken = sorted(path.name for path in images.iterdir())
+    left = sum(1 for path in (root / "out").rglob("*.txt"))
+    assert 0 < len(taken) <= files, "killed after the delete began"
+    assert left + len(taken) == files, "every file is in the tree or in images/"
+    lines = [json.loads(line) for line in (root / "journal" / "journal.jsonl").read_text().splitlines()]
+    assert [(line["operation"], line["images"], "intent" in line) for line in lines] == [("remove", [], True)]
+    (images / "1796417589431-000000ff.1.0").write_text("no line names it\n")
+
+    def vfs(*arguments):
+        return subprocess.run([str(BINARY), *arguments], cwd=root, capture_output=True, text=True, timeout=60)
+
+    listed = vfs("journal", "list", "--journal", "journal")
+    assert (listed.returncode, listed.stdout.split()[-4:]) == (0, ["/output/tree", "not", "undoable", "(incomplete)"])
+    intent = lines[0]["intent"]
+    dry = vfs("undo", "--journal", "journal", *launch[:2], "--last", "1", "--dry-run")
+    skipped = f"would be skipped {intent}: not undoable (incomplete: vfs stopped during this change, which may or may not have been made)\n"
+    assert (dry.returncode, dry.stdout) == (1, skipped)
+    assert len(list(images.iterdir())) == len(taken) + 1, "a reader and a dry run remove nothing"
+
+    restarted = subprocess.Popen(
+        [str(BINARY), "serve", *launch],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"VFS_LOG": "warn", "PATH": os.environ.get("PATH", "")},
+    )
+    initialize(restarted)
+    assert sorted(path.name for path in images.iterdir()) == taken, "the orphan goes, what the delete took stays"
+    restarted.stdin.close()
+    restarted.wait(timeout=10)
+    warning = f"images/ keeps {len(taken)} files of changes vfs stopped during"
+    assert warning in restarted.stderr.read().decode()

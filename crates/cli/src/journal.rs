@@ -132,6 +132,8 @@ pub(crate) fn undo(
     // Each undo syncs what it restored once (`Journal::undo`), not each file twice: 3.6-4.1 s
     // -> 1.1-1.3 s for 10,000 files (docs/performance.md, the journal).
     options.defer_syncs = true;
+    // A dry run changes nothing, the journal's images included.
+    options.journal_unswept = dry_run;
     if options.journal.is_none() {
         return Err(Refusal {
             message: "`vfs undo` needs --journal DIR".to_owned(),
@@ -150,7 +152,16 @@ pub(crate) fn undo(
     let mut clean = true;
     for entry in chosen {
         if dry_run {
-            output::line(&format!("would undo {} {} {}", entry.id, entry.operation, entry.paths.join(" -> ")));
+            // What the undo would do: the same skips, said as they would be.
+            match entries.skipped(entry) {
+                Some(skipped) => {
+                    output::line(&format!("would be {skipped}"));
+                    clean = false;
+                }
+                None => {
+                    output::line(&format!("would undo {} {} {}", entry.id, entry.operation, entry.paths.join(" -> ")));
+                }
+            }
             continue;
         }
         let (lines, undone) = journal.undo(&agent, entry, vfs_host::OPERATOR_SESSION);

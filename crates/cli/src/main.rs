@@ -378,6 +378,7 @@ impl LaunchArgs {
             journal_max_bytes: Some(self.journal_max_bytes),
             defer_syncs: false,
             defer_name_rules: false,
+            journal_unswept: false,
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             no_read_before_edit: self.no_read_before_edit,

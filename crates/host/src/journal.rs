@@ -162,6 +162,11 @@ impl Journal {
         self.attach_with(registry, true)
     }
 
+    /// [`Journal::attach`] without the sweep: for a process that changes nothing (a dry run).
+    pub fn attach_unswept(&self, registry: &MountRegistry) -> bool {
+        self.attach_with(registry, false)
+    }
+
     fn attach_with(&self, registry: &MountRegistry, sweeps: bool) -> bool {
         #[expect(
             clippy::disallowed_methods,
@@ -226,15 +231,25 @@ impl Journal {
         }
         let kept = Kept::of(&content);
         let Ok(listing) = access.entries(IMAGES) else { return };
-        let mut removed = 0usize;
-        for entry in &listing.entries {
-            if entry.kind == vfs::EntryKind::File && !kept.keeps(&entry.name) {
+        let (mut removed, mut stopped) = (0usize, 0usize);
+        for entry in listing.entries.iter().filter(|entry| entry.kind == vfs::EntryKind::File) {
+            if !kept.named.contains(&entry.name) && kept.of_incomplete(&entry.name) {
+                stopped += 1;
+            } else if !kept.keeps(&entry.name) {
                 self.forget_image(access, &entry.name);
                 removed += 1;
             }
         }
         if removed > 0 {
             tracing::info!(target: "vfs::journal", "removed {removed} images that no line names");
+        }
+        if stopped > 0 {
+            tracing::warn!(
+                target: "vfs::journal",
+                "images/ keeps {stopped} files of changes vfs stopped during (`vfs journal list` shows \
+                 them as incomplete; their names begin with the call's id): remove them by hand when \
+                 they are not wanted"
+            );
         }
     }
 
@@ -535,7 +550,12 @@ impl Kept {
     /// True for an image a line names, or one of an incomplete call's (its name begins with
     /// the call's id: `Keeper`'s names are `{call}.{process}.{n}`).
     fn keeps(&self, name: &str) -> bool {
-        self.named.contains(name) || name.split_once('.').is_some_and(|(call, _)| self.incomplete.contains(call))
+        self.named.contains(name) || self.of_incomplete(name)
+    }
+
+    /// True for an image whose name begins with an incomplete call's id.
+    fn of_incomplete(&self, name: &str) -> bool {
+        name.split_once('.').is_some_and(|(call, _)| self.incomplete.contains(call))
     }
 }
 
@@ -920,6 +940,21 @@ impl Entries {
             .collect()
     }
 
+    /// The line an undo of `entry` gives instead of undoing it (`skipped ID: why`), or `None`
+    /// when it can be undone.
+    #[must_use]
+    pub fn skipped(&self, entry: &Entry) -> Option<String> {
+        match self.state(entry) {
+            EntryState::Undoable => None,
+            state if entry.incomplete => Some(format!(
+                "skipped {}: {} (incomplete: vfs stopped during this change, which may or may not have been made)",
+                entry.id,
+                state.as_str()
+            )),
+            state => Some(format!("skipped {}: {}", entry.id, state.as_str())),
+        }
+    }
+
     /// One JSON object of `entry` (`vfs journal list --json`, `list_changes`).
     #[must_use]
     pub fn json(&self, entry: &Entry) -> Value {
@@ -950,21 +985,9 @@ impl Journal {
     /// `session`; one line per path, and whether every part was undone.
     pub fn undo(&self, agent: &AgentAccessor, entry: &Entry, session: &str) -> (Vec<String>, bool) {
         let mut lines = Vec::new();
-        let entries = self.entries();
-        match entries.state(entry) {
-            EntryState::Undoable => {}
-            state if entry.incomplete => {
-                lines.push(format!(
-                    "skipped {}: {} (incomplete: vfs stopped during this change, which may or may not have been made)",
-                    entry.id,
-                    state.as_str()
-                ));
-                return (lines, false);
-            }
-            state => {
-                lines.push(format!("skipped {}: {}", entry.id, state.as_str()));
-                return (lines, false);
-            }
+        if let Some(skipped) = self.entries().skipped(entry) {
+            lines.push(skipped);
+            return (lines, false);
         }
         let call = CallId::new();
         self.begin(&call, session, Some(entry));

@@ -63,6 +63,9 @@ pub struct LaunchOptions {
     /// compiles them on a thread while it answers its first request; see
     /// `vfs::MountRegistryBuilder::defer_name_rules`).
     pub defer_name_rules: bool,
+    /// Not an option: the journal is opened without its sweep of the images no line names
+    /// (`vfs undo --dry-run`, which changes nothing).
+    pub journal_unswept: bool,
     /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
     pub allow_write: bool,
     /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
@@ -374,7 +377,11 @@ pub(crate) fn finish(
     }
     let registry = builder.build(authority).map_err(HostError::from)?;
     if let Some(journal) = &journal {
-        journal.attach(&registry);
+        if options.journal_unswept {
+            journal.attach_unswept(&registry);
+        } else {
+            journal.attach(&registry);
+        }
     }
     Ok(Launch {
         registry,

@@ -339,7 +339,14 @@ impl OpenFile {
     /// open file holds it). Held until [`OpenFile::unlock`] or the file is closed.
     pub(crate) fn lock(&self, exclusive: bool) -> io::Result<bool> {
         if !exclusive {
-            return self.0.lock_shared().map(|()| true);
+            // A wait cut by a signal is waited again: a process left without the lock would
+            // let another take itself for alone.
+            loop {
+                match self.0.lock_shared() {
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    other => return other.map(|()| true),
+                }
+            }
         }
         match self.0.try_lock() {
             Ok(()) => Ok(true),
