@@ -225,11 +225,10 @@ impl Journal {
     /// exclusive lock: no other is making images or appending. Object images, kept in their
     /// buckets, are not swept (another journal may keep its images beside them).
     fn sweep(&self, access: &PrivilegedAccessor, log: &mut AppendFile) {
-        let Ok(content) = read_whole(access, LOG_FILE) else { return };
-        if content.last().is_some_and(|&last| last != b'\n') && log.append(b"\n").and_then(|()| log.sync()).is_err() {
+        let Ok((kept, ended)) = Kept::read(access) else { return };
+        if !ended && log.append(b"\n").and_then(|()| log.sync()).is_err() {
             tracing::warn!(target: "vfs::journal", "the journal's cut last line could not be ended");
         }
-        let kept = Kept::of(&content);
         let Ok(listing) = access.entries(IMAGES) else { return };
         let (mut removed, mut stopped) = (0usize, 0usize);
         for entry in listing.entries.iter().filter(|entry| entry.kind == vfs::EntryKind::File) {
@@ -502,49 +501,40 @@ struct Kept {
 }
 
 impl Kept {
-    /// Reads every line of `content`; a line that is not JSON (cut by a killed process, or
-    /// joined to such a one) names nothing.
-    fn of(content: &[u8]) -> Self {
-        let mut named = HashSet::new();
-        let mut by_entry: HashMap<String, Vec<String>> = HashMap::new();
+    /// Reads the log, twice (a line at a time: a log of any length is read in bounded
+    /// memory, but for the names kept): first which entries were dropped and which calls
+    /// ended, then the names of the images of the entries that were not dropped. A line that
+    /// is not JSON (cut by a killed process, or joined to such a one) names nothing. With it,
+    /// whether the log ends with a newline.
+    fn read(access: &PrivilegedAccessor) -> Result<(Self, bool), vfs::Error> {
+        let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
         let (mut dropped, mut settled, mut intended, mut entered) =
             (HashSet::new(), HashSet::new(), HashSet::new(), HashSet::new());
-        for line in content.split(|&byte| byte == b'\n') {
-            let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
-            let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-            if let Some(id) = text("dropped") {
+        each_line(access, |_, line| {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
+            if let Some(id) = text(&value, "dropped") {
                 dropped.insert(id);
-                continue;
-            }
-            if let Some(call) = text("settled") {
+            } else if let Some(call) = text(&value, "settled") {
                 settled.insert(call);
-                continue;
-            }
-            let images: Vec<String> = value
-                .get("images")
-                .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-                .unwrap_or_default();
-            named.extend(images.iter().cloned());
-            let call = text("call").unwrap_or_default();
-            if let Some(id) = text("intent") {
-                intended.insert(call);
-                by_entry.entry(id).or_default().extend(images);
+            } else if value.get("intent").is_some() {
+                intended.insert(text(&value, "call").unwrap_or_default());
             } else {
-                entered.insert(call);
-                if let Some(id) = text("id") {
-                    by_entry.entry(id).or_default().extend(images);
-                }
+                entered.insert(text(&value, "call").unwrap_or_default());
             }
-        }
-        for id in &dropped {
-            for name in by_entry.get(id).into_iter().flatten() {
-                named.remove(name);
+        })?;
+        let mut named = HashSet::new();
+        let ended = each_line(access, |_, line| {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
+            let id = text(&value, "intent").or_else(|| text(&value, "id"));
+            if id.is_some_and(|id| dropped.contains(&id)) {
+                return;
             }
-        }
+            let images = value.get("images").and_then(Value::as_array).into_iter().flatten();
+            named.extend(images.filter_map(Value::as_str).map(str::to_owned));
+        })?;
         let incomplete =
             intended.into_iter().filter(|call| !entered.contains(call) && !settled.contains(call)).collect();
-        Self { named, incomplete }
+        Ok((Self { named, incomplete }, ended))
     }
 
     /// True for an image a line names, or one of an incomplete call's (its name begins with
@@ -747,6 +737,33 @@ impl Journal {
     }
 }
 
+/// Calls `each` with every line of the log (without its newline) and the offset it begins
+/// at, reading a chunk at a time, so that a log of any length is read in the memory of one
+/// chunk and its longest line. Returns whether the log ends with a newline (an empty one
+/// does): a last line without one was cut by a killed process, or is being appended to.
+fn each_line(access: &PrivilegedAccessor, mut each: impl FnMut(u64, &[u8])) -> Result<bool, vfs::Error> {
+    let mut at = 0u64;
+    let mut buffer: Vec<u8> = Vec::new();
+    loop {
+        let chunk = access.read_at(LOG_FILE, at + buffer.len() as u64, CHUNK)?;
+        let done = chunk.len() < CHUNK;
+        buffer.extend_from_slice(&chunk);
+        let mut start = 0;
+        while let Some(end) = buffer[start..].iter().position(|&byte| byte == b'\n') {
+            each(at + start as u64, &buffer[start..start + end]);
+            start += end + 1;
+        }
+        if done {
+            if start < buffer.len() {
+                each(at + start as u64, &buffer[start..]);
+            }
+            return Ok(start == buffer.len());
+        }
+        buffer.drain(..start);
+        at += start as u64;
+    }
+}
+
 fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
     let mut content = Vec::new();
     loop {
@@ -776,7 +793,11 @@ pub struct Entry {
     pub paths: Vec<String>,
     /// The entry this one undoes.
     pub undoes: Option<String>,
-    parts: Vec<Value>,
+    /// Where its line lies in the log (offset, length): its parts are read from there when
+    /// it is undone, not held (the log is only ever appended to).
+    line: (u64, usize),
+    /// True when some part has no image.
+    partly_kept: bool,
     images: Vec<String>,
     image_bytes: u64,
     /// True when the size bound dropped its images.
@@ -787,20 +808,19 @@ pub struct Entry {
 }
 
 fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
-    let Ok(content) = read_whole(access, LOG_FILE) else { return Vec::new() };
     let mut entries: Vec<Entry> = Vec::new();
     let mut dropped = HashSet::new();
     let mut intents = Vec::new();
     let mut settled = HashSet::new();
-    for line in content.split(|&byte| byte == b'\n') {
-        let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+    let read = each_line(access, |at, line| {
+        let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
         if let Some(id) = value.get("dropped").and_then(Value::as_str) {
             dropped.insert(id.to_owned());
-            continue;
+            return;
         }
         if let Some(call) = value.get("settled").and_then(Value::as_str) {
             settled.insert(call.to_owned());
-            continue;
+            return;
         }
         let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let strings = |key: &str| -> Vec<String> {
@@ -811,6 +831,7 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
                 .unwrap_or_default()
         };
         let incomplete = value.get("intent").is_some();
+        let parts = value.get("parts").and_then(Value::as_array);
         let entry = Entry {
             id: text(if incomplete { "intent" } else { "id" }),
             time: text("time"),
@@ -819,13 +840,20 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
             operation: text("operation"),
             paths: strings("paths"),
             undoes: value.get("undoes").and_then(Value::as_str).map(str::to_owned),
-            parts: value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default(),
+            line: (at, line.len()),
+            partly_kept: parts
+                .into_iter()
+                .flatten()
+                .any(|part| part.get("image").is_some_and(|image| image.get("not_kept").is_some())),
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
             dropped: false,
             incomplete,
         };
         if incomplete { intents.push(entry) } else { entries.push(entry) }
+    });
+    if read.is_err() {
+        return Vec::new();
     }
     // An intent is incomplete when its call has no entry and was not settled: the process
     // stopped between the image and the change, or between the change and its entry.
@@ -900,9 +928,7 @@ impl Entries {
             EntryState::Undone
         } else if entry.dropped {
             EntryState::Dropped
-        } else if entry.incomplete
-            || entry.parts.iter().any(|part| part.get("image").is_some_and(|image| image.get("not_kept").is_some()))
-        {
+        } else if entry.incomplete || entry.partly_kept {
             EntryState::NotUndoable
         } else {
             EntryState::Undoable
@@ -989,6 +1015,10 @@ impl Journal {
             lines.push(skipped);
             return (lines, false);
         }
+        let Some(parts) = self.parts_of(entry) else {
+            lines.push(format!("failed {}: its line in the journal could not be read", entry.id));
+            return (lines, false);
+        };
         let call = CallId::new();
         self.begin(&call, session, Some(entry));
         let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
@@ -996,7 +1026,7 @@ impl Journal {
         // (not two `fsync`s a file), before its entry is written.
         let (mut clean, synced) = agent.with_syncs_deferred(|| {
             let mut clean = true;
-            for part in entry.parts.iter().rev() {
+            for part in parts.iter().rev() {
                 clean &= self.undo_part(&agent, part, &mut lines);
             }
             clean
@@ -1008,6 +1038,24 @@ impl Journal {
         }
         self.finish(&call);
         (lines, clean)
+    }
+
+    /// The parts of `entry`, read from its line in the log.
+    fn parts_of(&self, entry: &Entry) -> Option<Vec<Value>> {
+        let (at, length) = entry.line;
+        let access = self.access()?;
+        // A line may be longer than one read returns (a tree of many files).
+        let mut line = Vec::with_capacity(length);
+        while line.len() < length {
+            let chunk = access.read_at(LOG_FILE, at + line.len() as u64, length - line.len()).ok()?;
+            if chunk.is_empty() {
+                return None;
+            }
+            line.extend_from_slice(&chunk);
+        }
+        let value = serde_json::from_slice::<Value>(&line).ok()?;
+        (value.get("id").and_then(Value::as_str) == Some(entry.id.as_str()))
+            .then(|| value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default())
     }
 
     /// The content of the image `name`: a file of `images/`, or (a path) an object's image
@@ -1175,5 +1223,38 @@ mod tests {
         assert_eq!(parse_bytes("2M"), Ok(2 * 1024 * 1024));
         assert_eq!(parse_bytes("1G"), Ok(DEFAULT_MAX_BYTES));
         assert_eq!(parse_bytes("x").unwrap_err(), "`x` is not a byte count (digits, optionally followed by K, M or G)");
+    }
+
+    /// The log is read a chunk at a time: a line longer than a chunk (an entry of a tree of
+    /// many files) comes whole, with its offset, and an entry's parts are read back from its
+    /// line, however long; a cut last line is reported.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a journal's log on disk")]
+    fn lines_longer_than_a_chunk_are_read_whole_and_an_entrys_parts_from_its_line() {
+        let directory = tempfile::tempdir().unwrap();
+        let pad = "p".repeat(CHUNK + CHUNK / 2);
+        let entry = json!({
+            "id": "1796417589431-0000000001", "call": "1796417589431-00000001", "operation": "write",
+            "paths": ["/w/a.txt"], "parts": [{ "kind": "write", "path": "/w/a.txt", "pad": pad }],
+        });
+        let content = format!("{{\"settled\": \"x\"}}\n{entry}\n{{\"cut");
+        std::fs::write(directory.path().join("journal.jsonl"), &content).unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let access = journal.access().unwrap();
+
+        let mut lines = Vec::new();
+        let ended = each_line(access, |at, line| lines.push((at, line.to_vec()))).unwrap();
+        assert!(!ended);
+        let entry_text = entry.to_string();
+        let second = 17u64;
+        let offsets: Vec<(u64, usize)> = lines.iter().map(|(at, line)| (*at, line.len())).collect();
+        assert_eq!(offsets, [(0, 16), (second, entry_text.len()), (second + entry_text.len() as u64 + 1, 5)]);
+        assert!(
+            lines[0].1 == b"{\"settled\": \"x\"}" && lines[1].1 == entry_text.as_bytes() && lines[2].1 == b"{\"cut"
+        );
+        let entries = journal.entries();
+        let [read] = entries.all() else { panic!("{:?}", entries.all()) };
+        assert_eq!(read.line, (second, entry_text.len()));
+        assert!(journal.parts_of(read).as_ref() == entry["parts"].as_array(), "the parts, read back from the line");
     }
 }
