@@ -22,15 +22,16 @@ from conftest import BINARY
 FILES = 6
 
 
-def start(root: pathlib.Path, *launch: str) -> subprocess.Popen:
+def start(root: pathlib.Path, *launch: str, warnings: bool = False) -> subprocess.Popen:
+    """`vfs serve` over stdio; with `warnings`, its warnings on a pipe (else errors, dropped)."""
     assert BINARY.exists(), f"build the binary first: {BINARY}"
     return subprocess.Popen(
         [str(BINARY), "serve", *launch],
         cwd=root,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={"VFS_LOG": "error", "PATH": os.environ.get("PATH", "")},
+        stderr=subprocess.PIPE if warnings else subprocess.DEVNULL,
+        env={"VFS_LOG": "warn" if warnings else "error", "PATH": os.environ.get("PATH", "")},
     )
 
 
@@ -186,11 +187,13 @@ def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
 
+    lines = [json.loads(line) for line in (root / "journal" / "journal.jsonl").read_text().splitlines()]
+    if any("id" in line for line in lines):
+        pytest.skip("the delete ended before the kill reached it (a slow runner): nothing killed to check")
     taken = sorted(path.name for path in images.iterdir())
     left = sum(1 for path in (root / "out").rglob("*.txt"))
     assert 0 < len(taken) <= files, "killed after the delete began"
     assert left + len(taken) == files, "every file is in the tree or in images/"
-    lines = [json.loads(line) for line in (root / "journal" / "journal.jsonl").read_text().splitlines()]
     assert [(line["operation"], line["images"], "intent" in line) for line in lines] == [("remove", [], True)]
     (images / "1796417589431-000000ff.1.0").write_text("no line names it\n")
 
@@ -205,14 +208,7 @@ def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps
     assert (dry.returncode, dry.stdout) == (1, skipped)
     assert len(list(images.iterdir())) == len(taken) + 1, "a reader and a dry run remove nothing"
 
-    restarted = subprocess.Popen(
-        [str(BINARY), "serve", *launch],
-        cwd=root,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={"VFS_LOG": "warn", "PATH": os.environ.get("PATH", "")},
-    )
+    restarted = start(root, *launch, warnings=True)
     initialize(restarted)
     assert sorted(path.name for path in images.iterdir()) == taken, "the orphan goes, what the delete took stays"
     restarted.stdin.close()

@@ -53,7 +53,8 @@ pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 
 const LOG_FILE: &str = "/llm-journal/journal.jsonl";
 const IMAGES: &str = "/llm-journal/images";
-const CHUNK: usize = 4 * 1024 * 1024;
+/// One read of the log or of an image: as much as one privileged read returns.
+const CHUNK: usize = vfs::VIEW_READ_BYTES;
 
 /// One change, as observed, waiting for its call to end.
 #[derive(Debug)]
@@ -522,16 +523,17 @@ impl Kept {
                 entered.insert(text(&value, "call").unwrap_or_default());
             }
         })?;
-        let mut named = HashSet::new();
+        // An entry's images are also named by its call's intent: those of a dropped entry are
+        // taken out after every line is read.
+        let (mut named, mut gone) = (HashSet::new(), HashSet::new());
         let ended = each_line(access, |_, line| {
             let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
             let id = text(&value, "intent").or_else(|| text(&value, "id"));
-            if id.is_some_and(|id| dropped.contains(&id)) {
-                return;
-            }
             let images = value.get("images").and_then(Value::as_array).into_iter().flatten();
-            named.extend(images.filter_map(Value::as_str).map(str::to_owned));
+            let names = images.filter_map(Value::as_str).map(str::to_owned);
+            if id.is_some_and(|id| dropped.contains(&id)) { gone.extend(names) } else { named.extend(names) }
         })?;
+        named.retain(|name| !gone.contains(name));
         let incomplete =
             intended.into_iter().filter(|call| !entered.contains(call) && !settled.contains(call)).collect();
         Ok((Self { named, incomplete }, ended))
@@ -744,14 +746,19 @@ impl Journal {
 fn each_line(access: &PrivilegedAccessor, mut each: impl FnMut(u64, &[u8])) -> Result<bool, vfs::Error> {
     let mut at = 0u64;
     let mut buffer: Vec<u8> = Vec::new();
+    // How much of the buffer is known to hold no newline (a line longer than a chunk is
+    // searched once, not again with each chunk added).
+    let mut searched = 0;
     loop {
         let chunk = access.read_at(LOG_FILE, at + buffer.len() as u64, CHUNK)?;
-        let done = chunk.len() < CHUNK;
+        let done = chunk.is_empty();
         buffer.extend_from_slice(&chunk);
         let mut start = 0;
-        while let Some(end) = buffer[start..].iter().position(|&byte| byte == b'\n') {
-            each(at + start as u64, &buffer[start..start + end]);
-            start += end + 1;
+        while let Some(found) = buffer[searched..].iter().position(|&byte| byte == b'\n') {
+            let end = searched + found;
+            each(at + start as u64, &buffer[start..end]);
+            start = end + 1;
+            searched = start;
         }
         if done {
             if start < buffer.len() {
@@ -761,6 +768,7 @@ fn each_line(access: &PrivilegedAccessor, mut each: impl FnMut(u64, &[u8])) -> R
         }
         buffer.drain(..start);
         at += start as u64;
+        searched = buffer.len();
     }
 }
 

@@ -811,3 +811,29 @@ fn every_orphan_goes_at_one_start_and_a_cut_last_line_is_ended() {
     assert_eq!(entries.all().len(), 1, "the write's entry is read whole");
     assert_eq!(entries.state(&entries.all()[0]), EntryState::Undoable);
 }
+
+/// The sweep reads what each line names: an image the size bound dropped but could not
+/// remove goes (its entry and its intent both name it); an image named only by an intent
+/// stays, even when its call has an entry for another change (a view's call, whose first
+/// change was written before the process stopped during its second).
+#[test]
+fn a_dropped_entrys_leftover_image_goes_and_an_image_an_intent_names_stays() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    let images = base.path().join("journal/images");
+    std::fs::create_dir_all(&images).unwrap();
+    let call = "1796417589431-00000001";
+    let lines = [
+        json!({ "intent": "1796417589431-0000100000", "call": call, "operation": "write", "images": [format!("{call}.1.0")] }),
+        json!({ "id": "1796417589431-0000100001", "call": call, "operation": "write", "images": [format!("{call}.1.0")], "parts": [] }),
+        json!({ "dropped": "1796417589431-0000100001" }),
+        json!({ "intent": "1796417589432-0000100002", "call": call, "operation": "write", "images": [format!("{call}.1.1")] }),
+    ];
+    let log = lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n") + "\n";
+    std::fs::write(base.path().join("journal/journal.jsonl"), log).unwrap();
+    for name in [format!("{call}.1.0"), format!("{call}.1.1")] {
+        std::fs::write(images.join(name), "kept\n").unwrap();
+    }
+    let _launch = launch(base.path());
+    assert_eq!(image_names(base.path()), [format!("{call}.1.1")]);
+}
