@@ -609,11 +609,11 @@ fn fresh_id(time: SystemTime) -> String {
 }
 
 /// The id of what happened at `time` as this process's `sequence`th event: ids sort by
-/// time, then (within a millisecond) by process and the order this process saw them.
+/// time, then (within a millisecond) by process (its tag, `vfs::process_tag`, not its id,
+/// which two containers share) and the order this process saw them.
 fn id_at(time: SystemTime, sequence: u64) -> String {
     let millis = time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
-    let process = u64::from(std::process::id()) & 0xf_ffff;
-    format!("{millis:013}-{process:05x}{:05x}", sequence & 0xf_ffff)
+    format!("{millis:013}-{:05x}{:05x}", vfs::process_tag(), sequence & 0xf_ffff)
 }
 
 fn time_text(time: SystemTime) -> String {

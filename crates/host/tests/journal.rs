@@ -709,6 +709,8 @@ fn the_images_a_stopped_process_left_unnamed_are_removed_by_the_next_process_alo
     let tag = |id: &str| id[14..19].to_owned();
     assert_eq!(tag(delete["call"].as_str().unwrap()), tag(lines[0]["call"].as_str().unwrap()));
     assert_ne!(tag(delete["call"].as_str().unwrap()), tag(vfs::CallId::new().as_str()), "another process's");
+    let entry = lines.iter().find(|line| line.get("id").is_some()).unwrap();
+    assert_eq!(tag(entry["id"].as_str().unwrap()), tag(delete["call"].as_str().unwrap()), "entry ids carry it too");
     let taken: Vec<String> = image_names(base.path())
         .into_iter()
         .filter(|name| name.starts_with(&format!("{}.", delete["call"].as_str().unwrap())))

@@ -63,12 +63,14 @@ impl CallId {
     }
 }
 
-/// This process's tag in call ids (20 bits): two processes that share a journal (two stdio
-/// servers on one project, or two containers whose servers are both process 1) would
-/// otherwise both call their first call of a millisecond `…-00000000`, and an undo by call,
-/// or the journal's reading of which calls ended, would take one's for the other's. Drawn
-/// once from the process id, the clock's nanoseconds and where the stack lies.
-fn process_tag() -> u64 {
+/// This process's tag (20 bits) in call ids and the journal's entry ids: two processes that
+/// share a journal (two stdio servers on one project, or two containers whose servers are
+/// both process 1) would otherwise both call their first call of a millisecond
+/// `…-00000000`, and an undo by call, or the journal's reading of which calls ended or which
+/// entries were dropped, would take one's for the other's. Drawn once from the process id,
+/// the clock's nanoseconds and where the stack lies.
+#[must_use]
+pub fn process_tag() -> u64 {
     static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TAG.get_or_init(|| {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos());
