@@ -380,16 +380,20 @@ impl Journal {
                 state.image_bytes = Some(count);
             }
         };
-        let total = match known {
-            Some(known) => known + added,
-            None => load(access).iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum(),
+        // The log is read at most once here (a long one takes a while: docs/performance.md).
+        let mut loaded = None;
+        let total = if let Some(known) = known {
+            known + added
+        } else {
+            let entries = loaded.insert(load(access));
+            entries.iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum()
         };
         keep(total);
         if total <= self.max_bytes {
             return;
         }
         let mut left = total;
-        for entry in &load(access) {
+        for entry in &loaded.unwrap_or_else(|| load(access)) {
             if left <= self.max_bytes {
                 break;
             }
