@@ -40,9 +40,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::path::VirtualPath;
 
 /// The id of one call: opaque, unique in the process and (but for one chance in a million
-/// per pair of processes and millisecond) across the processes that share a journal or a
-/// log folder, and sortable in the order the process's calls started (milliseconds since the
-/// epoch, then this process's tag and its counter: `1796013365229-3fa2c02a`).
+/// that two processes draw the same tag, and then only within one millisecond) across the
+/// processes that share a journal or a log folder, and sortable in the order the process's
+/// calls started (milliseconds since the epoch, then this process's tag and its counter:
+/// `1796013365229-3fa2c0000002a`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CallId(String);
 
@@ -52,8 +53,8 @@ impl CallId {
     pub fn new() -> Self {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
-        let count = COUNTER.fetch_add(1, Ordering::Relaxed) & 0xfff;
-        Self(format!("{millis:013}-{:05x}{count:03x}", process_tag()))
+        let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+        Self(format!("{millis:013}-{:05x}{count:08x}", process_tag()))
     }
 
     /// The id as text.
@@ -440,6 +441,6 @@ mod tests {
         assert_eq!(sorted, ids);
         sorted.dedup();
         assert_eq!(sorted.len(), ids.len());
-        assert_eq!(ids[0].as_str().len(), "0000000000000-00000000".len());
+        assert_eq!(ids[0].as_str().len(), "0000000000000-0000000000000".len());
     }
 }

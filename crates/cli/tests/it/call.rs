@@ -175,11 +175,12 @@ fn the_exchange_log_gets_one_line_per_call() {
     assert_eq!(record["result"]["text"], "a\n");
     assert!(record["time"].as_str().unwrap().ends_with('Z'));
     assert!(record["durationMs"].is_number());
-    // The call's id: milliseconds since the epoch, then a counter (what its changes carry).
+    // The call's id: milliseconds since the epoch, then the process's tag and its counter
+    // (what its changes carry).
     let call = record["call"].as_str().unwrap();
     let (millis, counter) = call.split_once('-').unwrap();
     assert!(millis.len() == 13 && millis.bytes().all(|byte| byte.is_ascii_digit()), "{call}");
-    assert!(counter.len() == 8 && counter.bytes().all(|byte| byte.is_ascii_hexdigit()), "{call}");
+    assert!(counter.len() == 13 && counter.bytes().all(|byte| byte.is_ascii_hexdigit()), "{call}");
 }
 
 #[test]
