@@ -9,7 +9,8 @@
 //!
 //! On disk, inside the journal's directory: `journal.jsonl`, one JSON line per entry (and one
 //! per entry whose images the size bound dropped), appended and synced once per call (a sync
-//! that also stands for the directory syncs the call's writes held, ADR 0009);
+//! that also stands for the directory syncs the call's writes held, ADR 0009); `journal.lock`,
+//! the lock that tells a process whether it is alone on the journal;
 //! `images/`, one file per kept file content. The operations keep a file they replace or
 //! remove there by hard link (the journal offers its `images/` as the registry's
 //! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
@@ -23,8 +24,10 @@
 //!
 //! What a killed process leaves in `images/` unnamed (an image made before its intent, a copy
 //! written before its entry) is removed by the next process that finds itself alone on the
-//! journal: every process holds the log's `flock` shared, so one that gets it exclusive knows
-//! that no other is between an image and its line (`Journal::sweep`).
+//! journal: every process holds the `flock` of `journal.lock` shared, so one that gets it
+//! exclusive knows that no other is between an image and its line (`Journal::sweep`). The
+//! same process compacts the log, which appending only lengthens (`Journal::compact`): no
+//! other holds it open, and every process opens it only once it holds the lock.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,7 +55,14 @@ pub const JOURNAL_ROOT: &str = "/llm-journal";
 pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 
 const LOG_FILE: &str = "/llm-journal/journal.jsonl";
+/// Locked (`flock`) by every process that uses the journal, shared; only one alone gets it
+/// exclusive. A file of its own, never replaced, so that a compaction, which replaces the
+/// log, cannot leave a waiting process holding the lock of a log no longer in use.
+const PRESENCE: &str = "/llm-journal/journal.lock";
 const IMAGES: &str = "/llm-journal/images";
+/// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
+/// log's bound is never below it.
+const COMPACT_FROM: u64 = 64 * 1024;
 /// One read of the log or of an image: as much as one privileged read returns.
 const CHUNK: usize = vfs::VIEW_READ_BYTES;
 
@@ -116,6 +126,8 @@ pub struct Journal {
     keeper: OnceLock<Keeper>,
     /// The log, held open for the intents (told under a change's lock: no registry call).
     intents: Mutex<Option<AppendFile>>,
+    /// The presence lock's file, held (its lock shared) for as long as the journal lives.
+    presence: Mutex<Option<AppendFile>>,
     state: Mutex<State>,
     /// Serializes this process's writes to the journal's files.
     writing: Mutex<()>,
@@ -149,6 +161,7 @@ impl Journal {
             access: OnceLock::new(),
             keeper: OnceLock::new(),
             intents: Mutex::new(None),
+            presence: Mutex::new(None),
             state: Mutex::default(),
             writing: Mutex::new(()),
         }
@@ -184,24 +197,25 @@ impl Journal {
             }
             Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
         }
-        let mut log = match capability.open_append(LOG_FILE) {
+        // The presence lock first: where it cannot be taken (a file system without `flock`),
+        // no process can tell that it is alone, and none sweeps or compacts.
+        let presence = match capability.open_append(PRESENCE) {
             Ok(file) => Some(file),
             Err(error) => {
-                tracing::warn!(target: "vfs::journal", "intents will not be written: {error}");
+                tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}");
                 None
             }
         };
-        if let Some(log) = log.as_mut() {
-            // The shared lock first: where it cannot be taken (a file system without `flock`),
-            // no process can tell that it is alone, and none sweeps.
-            match log.lock_shared() {
+        if let Some(presence) = presence.as_ref() {
+            match presence.lock_shared() {
                 // Alone (the exclusive lock is free), this process may remove what no line
-                // names: no other process is between an image and its line.
+                // names and rewrite the log: no other process is between an image and its
+                // line, or holds the log open.
                 Ok(()) if sweeps => {
-                    if log.try_lock_exclusive().unwrap_or(false) {
-                        self.sweep(&capability, log);
+                    if presence.try_lock_exclusive().unwrap_or(false) {
+                        self.tidy(&capability, log_bound(self.max_bytes, registry.limits().write_bytes));
                     }
-                    if let Err(error) = log.lock_shared() {
+                    if let Err(error) = presence.lock_shared() {
                         tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}");
                     }
                 }
@@ -209,9 +223,31 @@ impl Journal {
                 Err(error) => tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}"),
             }
         }
+        // The log is opened after the lock: a compaction by another process, while this one
+        // waited for it, has replaced the file.
+        let log = match capability.open_append(LOG_FILE) {
+            Ok(file) => Some(file),
+            Err(error) => {
+                tracing::warn!(target: "vfs::journal", "intents will not be written: {error}");
+                None
+            }
+        };
+        *self.presence.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = presence;
         *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = log;
         let _ = self.access.set(capability);
         true
+    }
+
+    /// What a process alone on the journal does first: reads the log once, removes the
+    /// images no line names (`Journal::sweep`), and compacts the log when that is worth it
+    /// (`Journal::compact`), to at most `bound` bytes. Nothing is removed or rewritten when
+    /// the log cannot be read.
+    fn tidy(&self, access: &PrivilegedAccessor, bound: u64) {
+        let Ok(scan) = Scan::read(access) else { return };
+        self.sweep(access, &scan);
+        if let Err(error) = self.compact(access, &scan, bound) {
+            tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
+        }
     }
 
     /// Removes the files of `images/` that no line of the log names: images a process made
@@ -220,15 +256,21 @@ impl Journal {
     /// bound dropped but could not remove. Kept: every image a line names, and the files of a
     /// call whose intent has no entry (a recursive delete that was killed had moved them into
     /// `images/`, and they may be all that is left of the files). A line that is not JSON
-    /// names nothing (no entry is read from it either). Nothing is removed when the log
-    /// cannot be read. A last line cut short by a killed process is ended first, so that the
-    /// next line is not joined to it (and lost). Run only by a process that holds the log's
-    /// exclusive lock: no other is making images or appending. Object images, kept in their
-    /// buckets, are not swept (another journal may keep its images beside them).
-    fn sweep(&self, access: &PrivilegedAccessor, log: &mut AppendFile) {
-        let Ok((kept, ended)) = Kept::read(access) else { return };
-        if !ended && log.append(b"\n").and_then(|()| log.sync()).is_err() {
-            tracing::warn!(target: "vfs::journal", "the journal's cut last line could not be ended");
+    /// names nothing (no entry is read from it either). A last line cut short by a killed
+    /// process is ended first, so that the next line is not joined to it (and lost). Run only
+    /// by a process that holds the presence lock exclusively: no other is making images or
+    /// appending. Object images, kept in their buckets, are not swept (another journal may
+    /// keep its images beside them).
+    fn sweep(&self, access: &PrivilegedAccessor, scan: &Scan) {
+        let kept = scan.kept();
+        if !scan.ended {
+            let ended = access
+                .open_append(LOG_FILE)
+                .ok()
+                .is_some_and(|mut log| log.append(b"\n").and_then(|()| log.sync()).is_ok());
+            if !ended {
+                tracing::warn!(target: "vfs::journal", "the journal's cut last line could not be ended");
+            }
         }
         let Ok(listing) = access.entries(IMAGES) else { return };
         let (mut removed, mut stopped) = (0usize, 0usize);
@@ -251,6 +293,71 @@ impl Journal {
                  they are not wanted"
             );
         }
+    }
+
+    /// Rewrites the log without what no reader needs any more, once it has grown enough for
+    /// that to be worth it: the intents of calls that ended (their entries or `settled`
+    /// lines say so), the `settled` and `dropped` lines, lines that are not JSON; an entry
+    /// the size bound dropped keeps only what `vfs journal list` shows of it. Past `bound`,
+    /// the oldest entries are dropped (their images removed), then the oldest dropped ones
+    /// forgotten, but never an undo whose entry is still listed (that entry would seem
+    /// undoable again). The new log is written beside the old one and put in its place at
+    /// once; a failure leaves the old one as it was. Run only by a process that holds the
+    /// presence lock exclusively: no other holds the log open. Returns whether it rewrote.
+    fn compact(&self, access: &PrivilegedAccessor, scan: &Scan, bound: u64) -> Result<bool, String> {
+        let length: u64 = scan.lines.iter().map(|line| line.len as u64 + 1).sum();
+        if length < COMPACT_FROM {
+            return Ok(false);
+        }
+        let (fates, forget) = scan.fates(bound);
+        let kept: u64 = scan.lines.iter().zip(&fates).map(|(line, fate)| line.kept_bytes(*fate)).sum();
+        if forget.is_empty() && kept > length / 4 * 3 {
+            return Ok(false);
+        }
+        let failed = |error: vfs::Error| format!("{LOG_FILE}: {}", error_text(&error));
+        let mut staged = access.stage(LOG_FILE, vfs::StageFrom::Empty).map_err(failed)?;
+        let (mut index, mut written, mut out, mut error) = (0usize, 0u64, Vec::new(), None);
+        each_line(access, |_, line| {
+            match fates.get(index) {
+                Some(Fate::Whole) => {
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+                Some(Fate::Dropped) => {
+                    if let Ok(value) = serde_json::from_slice::<Value>(line) {
+                        out.extend_from_slice(dropped_line(&value).as_bytes());
+                        out.push(b'\n');
+                    }
+                }
+                Some(Fate::Omitted) | None => {}
+            }
+            index += 1;
+            if out.len() >= CHUNK && error.is_none() {
+                error = staged.write_at(written, &out).err();
+                written += out.len() as u64;
+                out.clear();
+            }
+        })
+        .map_err(failed)?;
+        if let Some(error) = error {
+            return Err(failed(error));
+        }
+        // The log is this process's alone while it compacts: a count that differs means it
+        // was not read as it was scanned, and nothing is replaced.
+        if index != fates.len() {
+            return Err(format!("{LOG_FILE}: changed while it was compacted"));
+        }
+        staged.write_at(written, &out).map_err(failed)?;
+        staged.commit(&Precondition::Any).map_err(failed)?;
+        for name in &forget {
+            self.forget_image(access, name);
+        }
+        tracing::info!(
+            target: "vfs::journal",
+            "compacted the journal's log from {length} to {kept} bytes{}",
+            if forget.is_empty() { String::new() } else { format!(" ({} images of its oldest entries dropped)", forget.len()) }
+        );
+        Ok(true)
     }
 
     fn access(&self) -> Option<&PrivilegedAccessor> {
@@ -496,7 +603,208 @@ impl ChangeObserver for Journal {
     }
 }
 
-/// What a sweep keeps of `images/` (`Journal::sweep`), read from every line of the log.
+/// The bound a compaction brings the log within: `--journal-max-bytes`, but no more than one
+/// file may be written (the write cap: the new log is one), and no less than
+/// [`COMPACT_FROM`].
+fn log_bound(max_bytes: u64, write_cap: u64) -> u64 {
+    max_bytes.min(write_cap).max(COMPACT_FROM)
+}
+
+/// The log, read once, a line at a time: what the sweep and the compaction decide from.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Every line, in order.
+    lines: Vec<Line>,
+    /// The ids of the entries the size bound dropped.
+    dropped: HashSet<String>,
+    /// Calls with a `settled` line (their intents had no change), with an intent, with an entry.
+    settled: HashSet<String>,
+    intended: HashSet<String>,
+    entered: HashSet<String>,
+    /// Whether the log ends with a newline (an empty one does).
+    ended: bool,
+}
+
+/// One line of the log, as a sweep and a compaction see it.
+#[derive(Debug)]
+struct Line {
+    /// Its length, without its newline.
+    len: usize,
+    what: What,
+}
+
+#[derive(Debug)]
+enum What {
+    /// An entry: its id, the images it names, and the length of its line once dropped
+    /// ([`dropped_line`]).
+    Entry { id: String, images: Vec<String>, dropped_len: usize },
+    /// An intent: its call and the images it names.
+    Intent { call: String, images: Vec<String> },
+    /// A `dropped` or `settled` line, or one that is not JSON.
+    Other,
+}
+
+/// What a compaction does with a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Kept as it is.
+    Whole,
+    /// An entry kept as a dropped one: what `vfs journal list` shows of it.
+    Dropped,
+    /// Left out.
+    Omitted,
+}
+
+impl Line {
+    /// The bytes the line takes in the compacted log, its newline included.
+    fn kept_bytes(&self, fate: Fate) -> u64 {
+        match (fate, &self.what) {
+            (Fate::Whole, _) => self.len as u64 + 1,
+            (Fate::Dropped, What::Entry { dropped_len, .. }) => *dropped_len as u64 + 1,
+            _ => 0,
+        }
+    }
+}
+
+/// An entry's line once the size bound dropped it: what `vfs journal list` shows of it, and
+/// the entry it undoes, without its parts and images.
+fn dropped_line(value: &Value) -> String {
+    let mut line = json!({ "dropped": true });
+    for key in ["id", "time", "session", "call", "operation", "paths", "undoes"] {
+        if let Some(field) = value.get(key) {
+            line[key] = field.clone();
+        }
+    }
+    line.to_string()
+}
+
+impl Scan {
+    /// Reads every line of the log (in the memory of one chunk, its longest line and what is
+    /// noted of each line). A line that is not JSON (cut by a killed process, or joined to
+    /// such a one) names nothing.
+    fn read(access: &PrivilegedAccessor) -> Result<Self, vfs::Error> {
+        let mut scan = Self::default();
+        scan.ended = each_line(access, |_, line| {
+            let what = match serde_json::from_slice::<Value>(line) {
+                Ok(value) => scan.note(&value),
+                Err(_) => What::Other,
+            };
+            scan.lines.push(Line { len: line.len(), what });
+        })?;
+        Ok(scan)
+    }
+
+    fn note(&mut self, value: &Value) -> What {
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let images: Vec<String> = value
+            .get("images")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        if let Some(id) = text("dropped") {
+            self.dropped.insert(id);
+            What::Other
+        } else if let Some(call) = text("settled") {
+            self.settled.insert(call);
+            What::Other
+        } else if value.get("intent").is_some() {
+            let call = text("call").unwrap_or_default();
+            self.intended.insert(call.clone());
+            What::Intent { call, images }
+        } else {
+            self.entered.insert(text("call").unwrap_or_default());
+            let id = text("id").unwrap_or_default();
+            // A compacted log keeps a dropped entry as a line that says so.
+            if value.get("dropped") == Some(&Value::Bool(true)) {
+                self.dropped.insert(id.clone());
+            }
+            What::Entry { id, images, dropped_len: dropped_line(value).len() }
+        }
+    }
+
+    /// Calls with an intent and neither an entry nor a `settled` line: the process stopped
+    /// during their change.
+    fn incomplete(&self) -> HashSet<&str> {
+        self.intended
+            .iter()
+            .filter(|call| !self.entered.contains(*call) && !self.settled.contains(*call))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// What a sweep keeps of `images/`. An entry's images are also named by its call's
+    /// intent: those of a dropped entry are taken out after every line is read.
+    fn kept(&self) -> Kept {
+        let (mut named, mut gone) = (HashSet::new(), HashSet::new());
+        for line in &self.lines {
+            match &line.what {
+                What::Entry { id, images, .. } if self.dropped.contains(id) => gone.extend(images.iter().cloned()),
+                What::Entry { images, .. } | What::Intent { images, .. } => named.extend(images.iter().cloned()),
+                What::Other => {}
+            }
+        }
+        named.retain(|name| !gone.contains(name));
+        let incomplete = self.incomplete().into_iter().map(str::to_owned).collect();
+        Kept { named, incomplete }
+    }
+
+    /// What a compaction to `bound` bytes does with each line, and the images of the entries
+    /// it drops.
+    fn fates(&self, bound: u64) -> (Vec<Fate>, Vec<String>) {
+        let incomplete = self.incomplete();
+        let mut fates: Vec<Fate> = self
+            .lines
+            .iter()
+            .map(|line| match &line.what {
+                What::Entry { id, .. } if self.dropped.contains(id) => Fate::Dropped,
+                What::Entry { .. } => Fate::Whole,
+                What::Intent { call, .. } if incomplete.contains(call.as_str()) => Fate::Whole,
+                _ => Fate::Omitted,
+            })
+            .collect();
+        // Past the bound, from the newest entry back: entries are kept as they are within
+        // three quarters of it, older ones are dropped (their images go) within the rest, and
+        // the older ones still are forgotten. Each step back only gives up more, so an undo
+        // is never forgotten while the entry it undid (older) stays listed.
+        let mut total: u64 = self
+            .lines
+            .iter()
+            .zip(&fates)
+            .filter(|(line, _)| matches!(line.what, What::Intent { .. }))
+            .map(|(line, fate)| line.kept_bytes(*fate))
+            .sum();
+        let mut forget = Vec::new();
+        let mut step = 0;
+        for (line, fate) in self.lines.iter().zip(fates.iter_mut()).rev() {
+            let What::Entry { images, .. } = &line.what else { continue };
+            if step == 0 && total + line.kept_bytes(*fate) > bound / 4 * 3 {
+                step = 1;
+            }
+            if step == 1 && total + line.kept_bytes(Fate::Dropped) > bound {
+                step = 2;
+            }
+            match step {
+                0 => {}
+                1 => {
+                    if *fate == Fate::Whole {
+                        *fate = Fate::Dropped;
+                        forget.extend(images.iter().cloned());
+                    }
+                }
+                _ => {
+                    if *fate == Fate::Whole {
+                        forget.extend(images.iter().cloned());
+                    }
+                    *fate = Fate::Omitted;
+                }
+            }
+            total += line.kept_bytes(*fate);
+        }
+        (fates, forget)
+    }
+}
+
+/// What a sweep keeps of `images/` (`Journal::sweep`).
 #[derive(Debug, Default)]
 struct Kept {
     /// The images some line names, less those of dropped entries.
@@ -506,43 +814,6 @@ struct Kept {
 }
 
 impl Kept {
-    /// Reads the log, twice (a line at a time: a log of any length is read in bounded
-    /// memory, but for the names kept): first which entries were dropped and which calls
-    /// ended, then the names of the images of the entries that were not dropped. A line that
-    /// is not JSON (cut by a killed process, or joined to such a one) names nothing. With it,
-    /// whether the log ends with a newline.
-    fn read(access: &PrivilegedAccessor) -> Result<(Self, bool), vfs::Error> {
-        let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-        let (mut dropped, mut settled, mut intended, mut entered) =
-            (HashSet::new(), HashSet::new(), HashSet::new(), HashSet::new());
-        each_line(access, |_, line| {
-            let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
-            if let Some(id) = text(&value, "dropped") {
-                dropped.insert(id);
-            } else if let Some(call) = text(&value, "settled") {
-                settled.insert(call);
-            } else if value.get("intent").is_some() {
-                intended.insert(text(&value, "call").unwrap_or_default());
-            } else {
-                entered.insert(text(&value, "call").unwrap_or_default());
-            }
-        })?;
-        // An entry's images are also named by its call's intent: those of a dropped entry are
-        // taken out after every line is read.
-        let (mut named, mut gone) = (HashSet::new(), HashSet::new());
-        let ended = each_line(access, |_, line| {
-            let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
-            let id = text(&value, "intent").or_else(|| text(&value, "id"));
-            let images = value.get("images").and_then(Value::as_array).into_iter().flatten();
-            let names = images.filter_map(Value::as_str).map(str::to_owned);
-            if id.is_some_and(|id| dropped.contains(&id)) { gone.extend(names) } else { named.extend(names) }
-        })?;
-        named.retain(|name| !gone.contains(name));
-        let incomplete =
-            intended.into_iter().filter(|call| !entered.contains(call) && !settled.contains(call)).collect();
-        Ok((Self { named, incomplete }, ended))
-    }
-
     /// True for an image a line names, or one of an incomplete call's (its name begins with
     /// the call's id: `Keeper`'s names are `{call}.{process}.{n}`).
     fn keeps(&self, name: &str) -> bool {
@@ -806,7 +1077,8 @@ pub struct Entry {
     /// The entry this one undoes.
     pub undoes: Option<String>,
     /// Where its line lies in the log (offset, length): its parts are read from there when
-    /// it is undone, not held (the log is only ever appended to).
+    /// it is undone, not held (while any process uses the journal, the log is only appended
+    /// to: it is compacted by a process alone on it, at its start).
     line: (u64, usize),
     /// True when some part has no image.
     partly_kept: bool,
@@ -843,6 +1115,9 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
                 .unwrap_or_default()
         };
         let incomplete = value.get("intent").is_some();
+        if value.get("dropped") == Some(&Value::Bool(true)) {
+            dropped.insert(text("id"));
+        }
         let parts = value.get("parts").and_then(Value::as_array);
         let entry = Entry {
             id: text(if incomplete { "intent" } else { "id" }),

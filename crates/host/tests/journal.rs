@@ -2,6 +2,7 @@
 //! and what a process that stops in the middle of a call leaves (an incomplete entry that undo
 //! skips with a note; nothing half-restored).
 #![expect(clippy::disallowed_methods, reason = "fixture: trees and the journal's files on disk")]
+#![expect(clippy::disallowed_types, reason = "fixture: the journal's lock and log, held as another process would")]
 
 mod common;
 
@@ -838,4 +839,163 @@ fn a_dropped_entrys_leftover_image_goes_and_an_image_an_intent_names_stays() {
     }
     let _launch = launch(base.path());
     assert_eq!(image_names(base.path()), [format!("{call}.1.1")]);
+}
+
+/// Where [`a_process_that_makes_many_changes`] finds its journal's base.
+const MANY_BASE: &str = "VFS_TEST_MANY_BASE";
+/// How many files it writes over.
+const MANY: usize = 400;
+
+/// Runs [`a_process_that_makes_many_changes`] as a process of its own, which lets go of the
+/// journal when it ends, and waits for it.
+fn make_many_changes(base: &Path) {
+    let spawning = alone();
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_process_that_makes_many_changes", "--ignored", "--quiet"])
+        .env(MANY_BASE, base)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    drop(spawning);
+    assert!(status.success());
+}
+
+/// The first process of the compaction tests: [`MANY`] files written over through the tools,
+/// each leaving an intent and an entry with an image.
+#[test]
+#[ignore = "a child process of the compaction tests"]
+fn a_process_that_makes_many_changes() {
+    let Some(base) = std::env::var_os(MANY_BASE).map(std::path::PathBuf::from) else { return };
+    std::fs::create_dir_all(base.join("w")).unwrap();
+    for index in 0..MANY {
+        std::fs::write(base.join(format!("w/{index:03}.txt")), format!("before {index}\n")).unwrap();
+    }
+    let launch = launch(&base);
+    let tools = launch.tools(None);
+    for index in 0..MANY {
+        let arguments =
+            json!({ "path": format!("/w/{index:03}.txt"), "content": format!("after {index}\n"), "overwrite": true });
+        call(&tools, "write_file", &arguments);
+    }
+    std::process::exit(0);
+}
+
+/// What `vfs journal list --json` shows of every entry, oldest first, read by a process that
+/// lets go of the journal when it returns.
+fn listed(base: &Path) -> Vec<Value> {
+    let reader = vfs_host::open_journal(&base.join("journal"), vfs::ambient_authority()).unwrap();
+    let entries = reader.entries();
+    entries.all().iter().map(|entry| entries.json(entry)).collect()
+}
+
+/// A log that grew long is rewritten by the next process alone on the journal, without the
+/// intents of the calls that ended: every entry reads as before (its state, its paths), and
+/// an undo reads its parts where the entry now lies.
+#[test]
+fn a_long_log_is_compacted_at_the_next_start_and_every_entry_reads_and_undoes_as_before() {
+    let base = tempfile::tempdir().unwrap();
+    make_many_changes(base.path());
+    let log = base.path().join("journal/journal.jsonl");
+    let before = std::fs::metadata(&log).unwrap().len();
+    assert!(before >= 64 * 1024, "{before} bytes: too short to be compacted");
+    let lines = log_lines(base.path());
+    assert_eq!(lines.iter().filter(|line| line.get("intent").is_some()).count(), MANY);
+    let entries_before: Vec<Value> = lines.into_iter().filter(|line| line.get("id").is_some()).collect();
+    let listed_before = listed(base.path());
+    assert_eq!(listed_before.len(), MANY);
+    let images_before = image_names(base.path());
+    assert_eq!(images_before.len(), MANY);
+
+    let _alone = alone();
+    let launch = launch(base.path());
+    let after = std::fs::metadata(&log).unwrap().len();
+    assert!(after <= before / 4 * 3, "{before} bytes, then {after}");
+    assert_eq!(log_lines(base.path()), entries_before, "the entries, whole and in order, and nothing else");
+    assert_eq!(listed(base.path()), listed_before);
+    assert_eq!(image_names(base.path()), images_before);
+
+    let entries = launch.journal().unwrap().entries();
+    let agent = launch.registry().agent();
+    for entry in [&entries.all()[0], &entries.all()[MANY - 1]] {
+        let (lines, clean) = launch.journal().unwrap().undo(&agent, entry, "operator");
+        assert!(clean, "{lines:?}");
+        assert_eq!(lines, [format!("restored {}", entry.paths[0])]);
+    }
+    assert_eq!(std::fs::read_to_string(base.path().join("w/000.txt")).unwrap(), "before 0\n");
+    assert_eq!(
+        std::fs::read_to_string(base.path().join(format!("w/{:03}.txt", MANY - 1))).unwrap(),
+        format!("before {}\n", MANY - 1)
+    );
+    // The undos' lines went to the new log.
+    assert_eq!(log_lines(base.path()).iter().filter(|line| line["operation"] == "undo").count(), 2);
+}
+
+/// Past its bound (`--journal-max-bytes`, here 64 KiB), a compaction drops the oldest entries
+/// (their images go) and then forgets the oldest dropped ones: the log ends within the bound,
+/// the newest entries stay undoable, and what is listed is the newest part of what was.
+#[test]
+fn past_its_bound_a_compaction_drops_the_oldest_entries_then_forgets_the_oldest_dropped() {
+    let base = tempfile::tempdir().unwrap();
+    make_many_changes(base.path());
+    let listed_before = listed(base.path());
+    let _alone = alone();
+    let launch = launch_bounded(base.path(), 64 * 1024);
+    let after = std::fs::metadata(base.path().join("journal/journal.jsonl")).unwrap().len();
+    assert!(after <= 64 * 1024, "{after} bytes");
+
+    let listed_after = listed(base.path());
+    assert!(listed_after.len() < MANY, "some of the oldest are forgotten");
+    let ids = |listing: &[Value]| listing.iter().map(|entry| entry["id"].clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&listed_after), ids(&listed_before)[MANY - listed_after.len()..], "the newest are listed");
+    let states: Vec<&str> = listed_after.iter().map(|entry| entry["state"].as_str().unwrap()).collect();
+    let dropped = states.iter().take_while(|state| **state == "dropped").count();
+    assert!(dropped > 0, "{states:?}");
+    assert!(states[dropped..].iter().all(|state| *state == "undoable"), "{states:?}");
+    assert!(states.len() > dropped, "{states:?}");
+    for (entry, before) in listed_after.iter().zip(&listed_before[MANY - listed_after.len()..]) {
+        for key in ["time", "session", "call", "operation", "paths"] {
+            assert_eq!(entry[key], before[key], "{key} of {}", entry["id"]);
+        }
+    }
+    // The images of the dropped and forgotten entries are gone; the others' are kept.
+    assert_eq!(image_names(base.path()).len(), states.len() - dropped);
+
+    let entries = launch.journal().unwrap().entries();
+    let newest = entries.all().last().unwrap();
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), newest, "operator");
+    assert!(clean, "{lines:?}");
+    let oldest = entries.all().first().unwrap();
+    assert_eq!(entries.skipped(oldest), Some(format!("skipped {}: dropped", oldest.id)));
+}
+
+/// A process that starts while another compacts waits for it, then opens the new log: its
+/// lines are not appended to the file the compaction replaced. The other process is played
+/// by this test, holding the presence lock and replacing the log.
+#[test]
+fn a_process_that_starts_during_a_compaction_writes_to_the_new_log() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("journal")).unwrap();
+    let presence = std::fs::File::create(base.path().join("journal/journal.lock")).unwrap();
+    presence.lock().unwrap();
+    let log = base.path().join("journal/journal.jsonl");
+    std::fs::write(&log, "").unwrap();
+    let starting = {
+        let base = base.path().to_path_buf();
+        std::thread::spawn(move || launch(&base))
+    };
+    // The starting process opens nothing of the log before the lock is let go.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!starting.is_finished(), "it waits for the lock");
+    let old = std::fs::File::open(&log).unwrap();
+    std::fs::write(base.path().join("journal/journal.new"), "").unwrap();
+    std::fs::rename(base.path().join("journal/journal.new"), &log).unwrap();
+    presence.unlock().unwrap();
+    let launch = starting.join().unwrap();
+
+    std::fs::write(base.path().join("w/a.txt"), "before\n").unwrap();
+    call(&launch.tools(None), "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    let lines = log_lines(base.path());
+    assert_eq!(lines.len(), 2, "its intent and its entry, in the log in place: {lines:?}");
+    assert_eq!(old.metadata().unwrap().len(), 0, "nothing went to the replaced file");
 }

@@ -199,7 +199,7 @@ impl AgentAccessor {
     pub fn stage(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
         let call = self.budget.call();
         let (path, place, staged) = self.run(Operation::Write, path, |context| context.stage(path, from))?;
-        Ok(StagedWrite { registry: self.registry.clone(), call, path, place, staged })
+        Ok(StagedWrite { registry: self.registry.clone(), caller: Caller::Agent, call, path, place, staged })
     }
 
     /// Creates a directory and its parents; succeeds if it exists.
@@ -350,10 +350,13 @@ impl ReadHandle {
     }
 }
 
-/// A file's next content being built by an agent's front end (see [`AgentAccessor::stage`]).
-/// Dropped without a commit, it leaves the file as it was and nothing behind.
+/// A file's next content being built by an agent's front end (see [`AgentAccessor::stage`])
+/// or by infrastructure ([`PrivilegedAccessor::stage`]). Dropped without a commit, it leaves
+/// the file as it was and nothing behind.
 pub struct StagedWrite {
     registry: MountRegistry,
+    /// Who began it: the commit is authorized and audited as theirs.
+    caller: Caller,
     call: CallId,
     path: VirtualPath,
     place: crate::gate::Place<crate::gate::Write>,
@@ -408,9 +411,9 @@ impl StagedWrite {
     /// Puts the staged content in the file at once, when `precondition` holds then (checked
     /// under the directory's lock), and tells the change feed.
     pub fn commit(self, precondition: &Precondition) -> Result<WriteOutcome, Error> {
-        let StagedWrite { registry, call, path, place, staged } = self;
-        let context = Context::new(&registry.inner, Caller::Agent, Deadline::never(), call.clone());
-        let result = audited(Caller::Agent, Operation::Write, path.as_str(), &call, || {
+        let StagedWrite { registry, caller, call, path, place, staged } = self;
+        let context = Context::new(&registry.inner, caller, Deadline::never(), call.clone());
+        let result = audited(caller, Operation::Write, path.as_str(), &call, || {
             context.commit_staged(&path, &place, staged, precondition)
         });
         registry.inner.call_ended(&call);
@@ -476,6 +479,21 @@ impl PrivilegedAccessor {
     /// Reaches the internal root.
     pub fn write(&self, path: &str, content: &[u8], precondition: &Precondition) -> Result<WriteOutcome, Error> {
         self.run(Operation::Write, path, |context| context.write(path, content, precondition))
+    }
+
+    /// Begins a staged write of a file under the root (as [`AgentAccessor::stage`]): for
+    /// content built a piece at a time, larger than one should hold in memory, put in place
+    /// at once by [`StagedWrite::commit`].
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn stage(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
+        let call = CallId::new();
+        let context = Context::new(&self.registry.inner, self.caller(), Deadline::never(), call.clone());
+        let result = audited(self.caller(), Operation::Write, path, &call, || context.stage(path, from));
+        self.registry.inner.call_ended(&call);
+        let (path, place, staged) = result?;
+        Ok(StagedWrite { registry: self.registry.clone(), caller: self.caller(), call, path, place, staged })
     }
 
     /// Lists a directory under the root.
