@@ -607,12 +607,33 @@ impl FromStr for MountSpec {
     fn from_str(spec: &str) -> Result<Self, SpecError> {
         check_shape(spec)?;
         let (id, rest) = split_id(spec)?;
-        let (physical, location, rest) = split_physical(spec, rest)?;
-        let mut parts = rest.split(';');
-        let (root, rights) = parse_head(spec, parts.next().unwrap_or_default())?;
-        let (overrides, rules) = parse_overrides(spec, parts)?;
-        Ok(Self { id, physical: physical.to_owned(), location: Ok(location), root, rights, overrides, rules })
+        let parsed = (|| {
+            let (physical, location, rest) = split_physical(spec, rest)?;
+            let mut parts = rest.split(';');
+            let (root, rights) = parse_head(spec, parts.next().unwrap_or_default())?;
+            let (overrides, rules) = parse_overrides(spec, parts)?;
+            Ok(Self { id, physical: physical.to_owned(), location: Ok(location), root, rights, overrides, rules })
+        })();
+        parsed.map_err(|error: SpecError| match drive_reading(rest) {
+            // `w:/w:rw` meant a directory `w`: say why it was read otherwise.
+            Some((letter, after)) if matches!(error.part, SpecPart::Root | SpecPart::Shape) => SpecError {
+                hint: format!(
+                    "`{letter}:{after}` reads as a drive path (one letter, then `:`); for a directory named `{letter}`, write `./{letter}:{after}`"
+                ),
+                ..error
+            },
+            _ => error,
+        })
     }
+}
+
+/// `w:/x…` → (`w`, `/x…`): a spec whose physical side reads as a drive path, where a
+/// one-letter directory name was likely meant.
+fn drive_reading(rest: &str) -> Option<(char, &str)> {
+    let mut characters = rest.chars();
+    let letter = characters.next().filter(char::is_ascii_alphabetic)?;
+    let after = rest[1..].strip_prefix(':')?;
+    after.starts_with('/').then_some((letter, after))
 }
 
 fn check_shape(spec: &str) -> Result<(), SpecError> {
@@ -1294,6 +1315,30 @@ mod tests {
     fn hints_give_a_fix() {
         let error = "./out:/output:rx".parse::<MountSpec>().unwrap_err();
         assert_eq!(error.hint(), "use `ro` (read only), `rw` (read and write) or `rwnd` (read and write, no delete)");
+    }
+
+    /// `w:/w:rw` reads as the drive path `w:/w` mounted at `rw`: the refusal says so, and how
+    /// to name a directory `w`. A drive path's other mistakes keep their own hints.
+    #[test]
+    fn a_one_letter_directory_read_as_a_drive_is_named_in_the_hint() {
+        let root = "w:/w:rw".parse::<MountSpec>().unwrap_err();
+        assert_eq!(
+            root.to_string(),
+            "invalid mount `w:/w:rw`: the virtual root `rw` is not valid: a virtual root starts with `/`, like `/src`"
+        );
+        assert_eq!(
+            root.hint(),
+            "`w:/w:rw` reads as a drive path (one letter, then `:`); for a directory named `w`, write `./w:/w:rw`"
+        );
+        let shape = "d:/data".parse::<MountSpec>().unwrap_err();
+        assert_eq!(shape.part(), SpecPart::Shape);
+        assert_eq!(
+            shape.hint(),
+            "`d:/data` reads as a drive path (one letter, then `:`); for a directory named `d`, write `./d:/data`"
+        );
+        let rights = "C:/data:/src:rx".parse::<MountSpec>().unwrap_err();
+        assert_eq!(rights.hint(), "use `ro` (read only), `rw` (read and write) or `rwnd` (read and write, no delete)");
+        assert_eq!("./w:/w:rw".parse::<MountSpec>().unwrap().root.as_str(), "/w");
     }
 
     refuses!(
