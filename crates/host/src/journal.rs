@@ -10,7 +10,8 @@
 //! On disk, inside the journal's directory: `journal.jsonl`, one JSON line per entry (and one
 //! per entry whose images the size bound dropped), appended and synced once per call (a sync
 //! that also stands for the directory syncs the call's writes held, ADR 0009); `journal.lock`,
-//! the lock that tells a process whether it is alone on the journal;
+//! the lock that tells a process whether it is alone on the journal; `journal.gate`, the lock
+//! that keeps appends and a compaction apart;
 //! `images/`, one file per kept file content. The operations keep a file they replace or
 //! remove there by hard link (the journal offers its `images/` as the registry's
 //! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
@@ -25,9 +26,12 @@
 //! What a killed process leaves in `images/` unnamed (an image made before its intent, a copy
 //! written before its entry) is removed by the next process that finds itself alone on the
 //! journal: every process holds the `flock` of `journal.lock` shared, so one that gets it
-//! exclusive knows that no other is between an image and its line (`Journal::sweep`). The
-//! same process compacts the log, which appending only lengthens (`Journal::compact`): no
-//! other holds it open, and every process opens it only once it holds the lock.
+//! exclusive knows that no other is between an image and its line (`Journal::sweep`).
+//!
+//! Appending only lengthens the log; a compaction rewrites it and renames the new one into
+//! place (`Journal::compact`): at a start alone, and by any process once the log has doubled,
+//! under the gate (`journal.gate`): every append takes it shared and checks that the file it
+//! holds is still the one named, so no line goes to a replaced log.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +63,10 @@ const LOG_FILE: &str = "/llm-journal/journal.jsonl";
 /// exclusive. A file of its own, never replaced, so that a compaction, which replaces the
 /// log, cannot leave a waiting process holding the lock of a log no longer in use.
 const PRESENCE: &str = "/llm-journal/journal.lock";
+/// Locked shared around each append, exclusively around a compaction (by any process, at any
+/// time): an append never goes to a log that a compaction has just replaced, since it checks,
+/// under this lock, that the log it holds still has its name.
+const GATE: &str = "/llm-journal/journal.gate";
 const IMAGES: &str = "/llm-journal/images";
 /// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
 /// log's bound is never below it.
@@ -116,6 +124,9 @@ struct State {
     /// Moved on each time `image_bytes` is found stale, so that a count made before cannot be
     /// stored over the finding.
     generation: u64,
+    /// The log's length after its last compaction (or when this process attached): it is
+    /// compacted again once it has grown to twice that (`Journal::compact_if_grown`).
+    log_base: u64,
 }
 
 /// The journal of one launch.
@@ -128,6 +139,10 @@ pub struct Journal {
     intents: Mutex<Option<AppendFile>>,
     /// The presence lock's file, held (its lock shared) for as long as the journal lives.
     presence: Mutex<Option<AppendFile>>,
+    /// The gate's file ([`GATE`]), locked only with `intents` held.
+    gate: OnceLock<AppendFile>,
+    /// The bound a compaction brings the log within (`log_bound`).
+    log_bound: OnceLock<u64>,
     state: Mutex<State>,
     /// Serializes this process's writes to the journal's files.
     writing: Mutex<()>,
@@ -162,6 +177,8 @@ impl Journal {
             keeper: OnceLock::new(),
             intents: Mutex::new(None),
             presence: Mutex::new(None),
+            gate: OnceLock::new(),
+            log_bound: OnceLock::new(),
             state: Mutex::default(),
             writing: Mutex::new(()),
         }
@@ -197,6 +214,13 @@ impl Journal {
             }
             Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
         }
+        let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
+        match capability.open_append(GATE) {
+            Ok(gate) => {
+                let _ = self.gate.set(gate);
+            }
+            Err(error) => tracing::warn!(target: "vfs::journal", "the journal's log will not be compacted: {error}"),
+        }
         // The presence lock first: where it cannot be taken (a file system without `flock`),
         // no process can tell that it is alone, and none sweeps or compacts.
         let presence = match capability.open_append(PRESENCE) {
@@ -213,7 +237,7 @@ impl Journal {
                 // line, or holds the log open.
                 Ok(()) if sweeps => {
                     if presence.try_lock_exclusive().unwrap_or(false) {
-                        self.tidy(&capability, log_bound(self.max_bytes, registry.limits().write_bytes));
+                        self.tidy(&capability, bound);
                     }
                     if let Err(error) = presence.lock_shared() {
                         tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}");
@@ -233,6 +257,7 @@ impl Journal {
             }
         };
         *self.presence.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = presence;
+        self.state().log_base = log.as_ref().and_then(|log| log.length().ok()).unwrap_or(0);
         *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = log;
         let _ = self.access.set(capability);
         true
@@ -302,8 +327,10 @@ impl Journal {
     /// the oldest entries are dropped (their images removed), then the oldest dropped ones
     /// forgotten, but never an undo whose entry is still listed (that entry would seem
     /// undoable again). The new log is written beside the old one and put in its place at
-    /// once; a failure leaves the old one as it was. Run only by a process that holds the
-    /// presence lock exclusively: no other holds the log open. Returns whether it rewrote.
+    /// once; a failure leaves the old one as it was. Run by a process alone on the journal
+    /// (its start), or under the gate's exclusive lock (`Journal::compact_if_grown`): no line
+    /// is appended meanwhile, and every append after it goes to the new log. Intents of
+    /// calls still running are kept (they have no entry yet). Returns whether it rewrote.
     fn compact(&self, access: &PrivilegedAccessor, scan: &Scan, bound: u64) -> Result<bool, String> {
         let length: u64 = scan.lines.iter().map(|line| line.len as u64 + 1).sum();
         if length < COMPACT_FROM {
@@ -465,6 +492,49 @@ impl Journal {
             return;
         }
         self.bound(access, added);
+        self.compact_if_grown(access);
+    }
+
+    /// Compacts the log once it has grown to twice its length after the last compaction (and
+    /// to [`COMPACT_FROM`]), while this process and others use it: under the gate's exclusive
+    /// lock, which every append takes shared, so that no line goes to the log it replaces.
+    /// Unlike a start's, it removes no image that no line names (another process may be
+    /// between an image and its line). Taken with the log held (`intents`): this process's
+    /// changes wait for it, as every other process's appends do.
+    fn compact_if_grown(&self, access: &PrivilegedAccessor) {
+        let (Some(gate), Some(bound)) = (self.gate.get(), self.log_bound.get()) else { return };
+        let grown = {
+            let state = self.state();
+            state.log_end.is_some_and(|end| end >= COMPACT_FROM.max(state.log_base.saturating_mul(2)))
+        };
+        if !grown {
+            return;
+        }
+        let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = gate.lock_exclusive() {
+            tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
+            return;
+        }
+        let compacted =
+            Scan::read(access).map_err(|error| error_text(&error)).and_then(|scan| self.compact(access, &scan, *bound));
+        if let Err(error) = &compacted {
+            tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
+        }
+        // Another process may have compacted it first: the log is taken again either way.
+        if let Ok(fresh) = access.open_append(LOG_FILE) {
+            *log = Some(fresh);
+        }
+        let length = log.as_ref().and_then(|log| log.length().ok());
+        let _ = gate.unlock();
+        drop(log);
+        let mut state = self.state();
+        state.log_base = length.unwrap_or(0);
+        state.log_end = length;
+        // Images of entries it dropped are gone: counted again before the bound is next applied.
+        if compacted.is_ok_and(|rewritten| rewritten) {
+            state.image_bytes = None;
+            state.generation += 1;
+        }
     }
 
     /// Writes out every change no begun call made (the FUSE view's), durably.
@@ -588,10 +658,8 @@ impl ChangeObserver for Journal {
             "images": images,
             "image_bytes": bytes,
         });
-        let mut file = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(file) = file.as_mut()
-            && self.append_counted(file, format!("{line}\n").as_bytes()).is_err()
-        {
+        let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if log.is_some() && self.append_gated(&mut log, format!("{line}\n").as_bytes()).is_err() {
             tracing::warn!(target: "vfs::journal", "journal intent not written");
         }
     }
@@ -752,6 +820,19 @@ impl Scan {
     /// it drops.
     fn fates(&self, bound: u64) -> (Vec<Fate>, Vec<String>) {
         let incomplete = self.incomplete();
+        // An intent stays while it is all that names an image: its call is incomplete, or
+        // has an entry for another change only (a call of the view's, in the middle of its
+        // next change, or stopped in it). Those of a settled call name images the call
+        // removed.
+        let named_by_entries: HashSet<&str> = self
+            .lines
+            .iter()
+            .filter_map(|line| match &line.what {
+                What::Entry { images, .. } => Some(images.iter().map(String::as_str)),
+                _ => None,
+            })
+            .flatten()
+            .collect();
         let mut fates: Vec<Fate> = self
             .lines
             .iter()
@@ -759,6 +840,12 @@ impl Scan {
                 What::Entry { id, .. } if self.dropped.contains(id) => Fate::Dropped,
                 What::Entry { .. } => Fate::Whole,
                 What::Intent { call, .. } if incomplete.contains(call.as_str()) => Fate::Whole,
+                What::Intent { call, images }
+                    if !self.settled.contains(call)
+                        && images.iter().any(|name| !named_by_entries.contains(name.as_str())) =>
+                {
+                    Fate::Whole
+                }
                 _ => Fate::Omitted,
             })
             .collect();
@@ -985,16 +1072,34 @@ impl Journal {
         if lines.is_empty() {
             return Ok(());
         }
-        let mut open = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut opened;
-        let file = if let Some(file) = open.as_mut() {
-            file
-        } else {
-            opened = access.open_append(LOG_FILE).map_err(|error| error.to_string())?;
-            &mut opened
-        };
-        self.append_counted(file, lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
+        let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if log.is_none() {
+            *log = Some(access.open_append(LOG_FILE).map_err(|error| error.to_string())?);
+        }
+        self.append_gated(&mut log, lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
+        let Some(file) = log.as_ref() else { return Err(format!("{LOG_FILE}: could not be opened")) };
         file.sync_with(held).map_err(|_| format!("{LOG_FILE}: could not be synced"))
+    }
+
+    /// Appends `bytes` to the log `log` holds, under the gate's shared lock: a log that a
+    /// compaction replaced (it has no name any more) is opened again first, so that the line
+    /// goes where readers look. Called with `intents` held (`log` is its content).
+    fn append_gated(&self, log: &mut Option<AppendFile>, bytes: &[u8]) -> std::io::Result<()> {
+        let gate = self.gate.get().filter(|gate| gate.lock_shared().is_ok());
+        if log.as_ref().is_some_and(|file| file.unnamed().unwrap_or(false))
+            && let Some(access) = self.access()
+            && let Ok(fresh) = access.open_append(LOG_FILE)
+        {
+            *log = Some(fresh);
+        }
+        let result = match log.as_mut() {
+            Some(file) => self.append_counted(file, bytes),
+            None => Err(std::io::Error::other("the log is not open")),
+        };
+        if let Some(gate) = gate {
+            let _ = gate.unlock();
+        }
+        result
     }
 
     /// Appends `bytes` to the log. Several processes may share a journal (two stdio servers
@@ -1019,13 +1124,16 @@ impl Journal {
 /// chunk and its longest line. Returns whether the log ends with a newline (an empty one
 /// does): a last line without one was cut by a killed process, or is being appended to.
 fn each_line(access: &PrivilegedAccessor, mut each: impl FnMut(u64, &[u8])) -> Result<bool, vfs::Error> {
+    // Read from the file opened: a compaction that puts a new log in its place meanwhile
+    // leaves this reader the whole of the one it began with.
+    let log = access.open_read(LOG_FILE)?;
     let mut at = 0u64;
     let mut buffer: Vec<u8> = Vec::new();
     // How much of the buffer is known to hold no newline (a line longer than a chunk is
     // searched once, not again with each chunk added).
     let mut searched = 0;
     loop {
-        let chunk = access.read_at(LOG_FILE, at + buffer.len() as u64, CHUNK)?;
+        let chunk = log.read_at(at + buffer.len() as u64, CHUNK)?;
         let done = chunk.is_empty();
         buffer.extend_from_slice(&chunk);
         let mut start = 0;
@@ -1329,6 +1437,11 @@ impl Journal {
 
     /// The parts of `entry`, read from its line in the log.
     fn parts_of(&self, entry: &Entry) -> Option<Vec<Value>> {
+        self.parts_at(entry).or_else(|| self.parts_found(entry))
+    }
+
+    /// The parts of the entry's line in the log found where the entry was read.
+    fn parts_at(&self, entry: &Entry) -> Option<Vec<Value>> {
         let (at, length) = entry.line;
         let access = self.access()?;
         // A line may be longer than one read returns (a tree of many files).
@@ -1343,6 +1456,23 @@ impl Journal {
         let value = serde_json::from_slice::<Value>(&line).ok()?;
         (value.get("id").and_then(Value::as_str) == Some(entry.id.as_str()))
             .then(|| value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default())
+    }
+
+    /// The parts of the entry's line, looked for through the log: a compaction since the
+    /// entry was read moved its line (or left only what a dropped entry keeps, no parts).
+    fn parts_found(&self, entry: &Entry) -> Option<Vec<Value>> {
+        let mut found = None;
+        each_line(self.access()?, |_, line| {
+            if found.is_none()
+                && let Ok(value) = serde_json::from_slice::<Value>(line)
+                && value.get("id").and_then(Value::as_str) == Some(entry.id.as_str())
+                && value.get("intent").is_none()
+            {
+                found = value.get("parts").and_then(Value::as_array).cloned();
+            }
+        })
+        .ok()?;
+        found
     }
 
     /// The content of the image `name`: a file of `images/`, or (a path) an object's image

@@ -861,7 +861,9 @@ fn make_many_changes(base: &Path) {
 }
 
 /// The first process of the compaction tests: [`MANY`] files written over through the tools,
-/// each leaving an intent and an entry with an image.
+/// each leaving an intent and an entry with an image. Written by ten launches in turn, as by
+/// ten short processes: none writes enough to double the log it found, so none compacts it
+/// while it runs (`a_log_in_use_is_compacted_as_it_grows_…` proves that one).
 #[test]
 #[ignore = "a child process of the compaction tests"]
 fn a_process_that_makes_many_changes() {
@@ -870,12 +872,13 @@ fn a_process_that_makes_many_changes() {
     for index in 0..MANY {
         std::fs::write(base.join(format!("w/{index:03}.txt")), format!("before {index}\n")).unwrap();
     }
-    let launch = launch(&base);
-    let tools = launch.tools(None);
-    for index in 0..MANY {
-        let arguments =
-            json!({ "path": format!("/w/{index:03}.txt"), "content": format!("after {index}\n"), "overwrite": true });
-        call(&tools, "write_file", &arguments);
+    for turn in 0..10 {
+        let launch = launch(&base);
+        let tools = launch.tools(None);
+        for index in turn * MANY / 10..(turn + 1) * MANY / 10 {
+            let arguments = json!({ "path": format!("/w/{index:03}.txt"), "content": format!("after {index}\n"), "overwrite": true });
+            call(&tools, "write_file", &arguments);
+        }
     }
     std::process::exit(0);
 }
@@ -998,4 +1001,53 @@ fn a_process_that_starts_during_a_compaction_writes_to_the_new_log() {
     let lines = log_lines(base.path());
     assert_eq!(lines.len(), 2, "its intent and its entry, in the log in place: {lines:?}");
     assert_eq!(old.metadata().unwrap().len(), 0, "nothing went to the replaced file");
+}
+
+/// A log in use is compacted as it grows (to twice its length after the last compaction),
+/// while two processes append to it at once: every write succeeds, no line of either is lost (each appends under the
+/// gate, to the log in place), every entry stays listed and undoable, and an entry read
+/// before the compactions is undone after them (its line moved: it is looked for).
+#[test]
+fn a_log_in_use_is_compacted_as_it_grows_and_two_processes_sharing_it_lose_no_line() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("w")).unwrap();
+    for index in 0..MANY {
+        std::fs::write(base.path().join(format!("w/{index:03}.txt")), format!("before {index}\n")).unwrap();
+    }
+    let (first, second) = (launch(base.path()), launch(base.path()));
+    let tools = [first.tools(None), second.tools(None)];
+    let write = |index: usize| {
+        let arguments =
+            json!({ "path": format!("/w/{index:03}.txt"), "content": format!("after {index}\n"), "overwrite": true });
+        call(&tools[index % 2], "write_file", &arguments);
+    };
+    write(0);
+    let early = first.journal().unwrap().entries().all()[0].clone();
+    // The two write at once: one may compact while the other appends.
+    std::thread::scope(|scope| {
+        for turn in 0..2 {
+            scope.spawn(move || {
+                for index in (1..MANY).filter(|index| index % 2 == turn) {
+                    write(index);
+                }
+            });
+        }
+    });
+    let lines = log_lines(base.path());
+    let intents = lines.iter().filter(|line| line.get("intent").is_some()).count();
+    assert!(intents < MANY / 2, "{intents} intents left: the log was not compacted");
+    let listing = listed(base.path());
+    assert_eq!(listing.len(), MANY);
+    let not_undoable: Vec<&Value> = listing.iter().filter(|entry| entry["state"] != "undoable").collect();
+    assert!(not_undoable.is_empty(), "{} entries not undoable, the first: {}", not_undoable.len(), not_undoable[0]);
+    let mut paths: Vec<&str> = listing.iter().map(|entry| entry["paths"][0].as_str().unwrap()).collect();
+    paths.sort_unstable();
+    let expected: Vec<String> = (0..MANY).map(|index| format!("/w/{index:03}.txt")).collect();
+    assert_eq!(paths, expected);
+
+    let (undone, clean) = first.journal().unwrap().undo(&first.registry().agent(), &early, "operator");
+    assert!(clean, "{undone:?}");
+    assert_eq!(undone, ["restored /w/000.txt"]);
+    assert_eq!(std::fs::read_to_string(base.path().join("w/000.txt")).unwrap(), "before 0\n");
 }

@@ -308,15 +308,24 @@ impl AgentAccessor {
     /// meanwhile. A directory is refused as not a file.
     pub fn open_read(&self, path: &str) -> Result<ReadHandle, Error> {
         let file = self.run(Operation::OpenRead, path, |context| context.open_read(path))?;
-        Ok(ReadHandle { accessor: self.clone(), file })
+        Ok(ReadHandle { reader: Reader::Agent(self.clone()), file })
     }
 }
 
-/// A file opened for reading by an agent's front end (see [`AgentAccessor::open_read`]).
+/// A file opened for reading by an agent's front end (see [`AgentAccessor::open_read`]) or by
+/// infrastructure ([`PrivilegedAccessor::open_read`]).
 #[derive(Debug)]
 pub struct ReadHandle {
-    accessor: AgentAccessor,
+    reader: Reader,
     file: crate::ops::ViewFile,
+}
+
+/// Who opened a [`ReadHandle`]: a file an object store cannot hold open is read again through
+/// them.
+#[derive(Debug)]
+enum Reader {
+    Agent(AgentAccessor),
+    Privileged(PrivilegedAccessor),
 }
 
 impl ReadHandle {
@@ -345,7 +354,10 @@ impl ReadHandle {
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
         match self.file.read_at(offset, len) {
             Some(result) => result,
-            None => self.accessor.read_at(self.file.path.as_str(), offset, len),
+            None => match &self.reader {
+                Reader::Agent(accessor) => accessor.read_at(self.file.path.as_str(), offset, len),
+                Reader::Privileged(accessor) => accessor.read_at(self.file.path.as_str(), offset, len),
+            },
         }
     }
 }
@@ -479,6 +491,17 @@ impl PrivilegedAccessor {
     /// Reaches the internal root.
     pub fn write(&self, path: &str, content: &[u8], precondition: &Precondition) -> Result<WriteOutcome, Error> {
         self.run(Operation::Write, path, |context| context.write(path, content, precondition))
+    }
+
+    /// Opens a file under the root for reading at offsets (as [`AgentAccessor::open_read`]):
+    /// its reads go to the file opened, even if it is replaced meanwhile, so that a reader of
+    /// a file that another process rewrites and renames into place reads one version whole.
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn open_read(&self, path: &str) -> Result<ReadHandle, Error> {
+        let file = self.run(Operation::OpenRead, path, |context| context.open_read(path))?;
+        Ok(ReadHandle { reader: Reader::Privileged(Self::new(self.registry.clone(), self.mount)), file })
     }
 
     /// Begins a staged write of a file under the root (as [`AgentAccessor::stage`]): for

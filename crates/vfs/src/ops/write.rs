@@ -194,6 +194,34 @@ impl AppendFile {
         self.file.unlock()?;
         self.file.lock(false).map(drop)
     }
+
+    /// Takes the file's exclusive advisory lock, waiting for every other open file to let go
+    /// of its lock (a shared lock this file held is given up first).
+    ///
+    /// # Errors
+    /// The file system refused the lock.
+    pub fn lock_exclusive(&self) -> std::io::Result<()> {
+        self.file.unlock()?;
+        self.file.lock_exclusive()
+    }
+
+    /// Lets go of the file's advisory lock.
+    ///
+    /// # Errors
+    /// The file system refused.
+    pub fn unlock(&self) -> std::io::Result<()> {
+        self.file.unlock()
+    }
+
+    /// True when the file no longer has a name: it was removed, or another file was renamed
+    /// over its name (a log rewritten and put in its place). What is appended to it then is
+    /// read by nobody: open the name again.
+    ///
+    /// # Errors
+    /// The file's status could not be read.
+    pub fn unnamed(&self) -> std::io::Result<bool> {
+        self.file.unnamed()
+    }
 }
 
 /// The directory syncs a call held

@@ -588,10 +588,24 @@ impl Appender {
         }
     }
 
+    /// Takes the file's advisory lock exclusively, waiting for it.
+    pub(crate) fn lock_exclusive(&self) -> io::Result<()> {
+        match self {
+            Appender::Local(file) => file.lock_exclusive(),
+        }
+    }
+
     /// Lets go of the file's advisory lock.
     pub(crate) fn unlock(&self) -> io::Result<()> {
         match self {
             Appender::Local(file) => file.unlock(),
+        }
+    }
+
+    /// True when the file no longer has a name (`local::OpenFile::unnamed`).
+    pub(crate) fn unnamed(&self) -> io::Result<bool> {
+        match self {
+            Appender::Local(file) => file.unnamed(),
         }
     }
 }

@@ -355,9 +355,27 @@ impl OpenFile {
         }
     }
 
+    /// Takes this file's advisory lock exclusively, waiting for every other holder to let go
+    /// (a wait cut by a signal is waited again).
+    pub(crate) fn lock_exclusive(&self) -> io::Result<()> {
+        loop {
+            match self.0.lock() {
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
     /// Lets go of this file's advisory lock.
     pub(crate) fn unlock(&self) -> io::Result<()> {
         self.0.unlock()
+    }
+
+    /// True when the file no longer has a name: it was removed, or another file was renamed
+    /// over it.
+    pub(crate) fn unnamed(&self) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt as _;
+        self.0.metadata().map(|metadata| metadata.nlink() == 0)
     }
 
     /// Reads at `offset` without moving the file's position (`pread`): several readers of one
