@@ -270,8 +270,13 @@ impl Journal {
     fn tidy(&self, access: &PrivilegedAccessor, bound: u64) {
         let Ok(scan) = Scan::read(access) else { return };
         self.sweep(access, &scan);
+        // The gate too: a process whose presence lock failed still appends (under the gate).
+        let gate = self.gate.get().filter(|gate| gate.lock_exclusive().is_ok());
         if let Err(error) = self.compact(access, &scan, bound) {
             tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
+        }
+        if let Some(gate) = gate {
+            let _ = gate.unlock();
         }
     }
 
