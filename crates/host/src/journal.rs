@@ -236,7 +236,7 @@ impl Journal {
                 // names and rewrite the log: no other process is between an image and its
                 // line, or holds the log open.
                 Ok(()) if sweeps => {
-                    if presence.try_lock_exclusive().unwrap_or(false) {
+                    if presence.try_lock_exclusive().unwrap_or(false) && !older_process_on(&capability) {
                         self.tidy(&capability, bound);
                     }
                     if let Err(error) = presence.lock_shared() {
@@ -272,6 +272,13 @@ impl Journal {
         self.sweep(access, &scan);
         // The gate too: a process whose presence lock failed still appends (under the gate).
         let gate = self.gate.get().filter(|gate| gate.lock_exclusive().is_ok());
+        // What a process killed while it wrote a copied image, or compacted, left: alone, and
+        // with the gate, no stage is in flight into either directory.
+        for directory in [JOURNAL_ROOT, IMAGES] {
+            if let Err(error) = access.remove_stages(directory) {
+                tracing::debug!(target: "vfs::journal", "stages in {directory} not looked for: {error}");
+            }
+        }
         if let Err(error) = self.compact(access, &scan, bound) {
             tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
         }
@@ -343,7 +350,10 @@ impl Journal {
         }
         let (fates, forget) = scan.fates(bound);
         let kept: u64 = scan.lines.iter().zip(&fates).map(|(line, fate)| line.kept_bytes(*fate)).sum();
-        if forget.is_empty() && kept > length / 4 * 3 {
+        // Worth a rewrite: images to remove, a quarter saved, or a log past its bound that
+        // the rewrite shortens.
+        let worth = !forget.is_empty() || kept <= length / 4 * 3 || (length > bound && kept < length);
+        if !worth {
             return Ok(false);
         }
         let failed = |error: vfs::Error| format!("{LOG_FILE}: {}", error_text(&error));
@@ -676,11 +686,17 @@ impl ChangeObserver for Journal {
     }
 }
 
-/// The bound a compaction brings the log within: `--journal-max-bytes`, but no more than one
-/// file may be written (the write cap: the new log is one), and no less than
-/// [`COMPACT_FROM`].
+/// True when a vfs from before the presence lock had its own file (`journal.lock`) uses the
+/// journal: it held the log's own lock shared, and this process is not alone.
+fn older_process_on(access: &PrivilegedAccessor) -> bool {
+    access.open_append(LOG_FILE).is_ok_and(|log| !log.try_lock_exclusive().unwrap_or(true))
+}
+
+/// The bound a compaction brings the log within: `--journal-max-bytes`, but no less than
+/// [`COMPACT_FROM`], and never more than one file may be written (the write cap: the new log
+/// is one).
 fn log_bound(max_bytes: u64, write_cap: u64) -> u64 {
-    max_bytes.min(write_cap).max(COMPACT_FROM)
+    max_bytes.max(COMPACT_FROM).min(write_cap)
 }
 
 /// The log, read once, a line at a time: what the sweep and the compaction decide from.
@@ -708,9 +724,9 @@ struct Line {
 
 #[derive(Debug)]
 enum What {
-    /// An entry: its id, the images it names, and the length of its line once dropped
-    /// ([`dropped_line`]).
-    Entry { id: String, images: Vec<String>, dropped_len: usize },
+    /// An entry: its id, its call, the images it names, and the length of its line once
+    /// dropped ([`dropped_line`]).
+    Entry { id: String, call: String, images: Vec<String>, dropped_len: usize },
     /// An intent: its call and the images it names.
     Intent { call: String, images: Vec<String> },
     /// A `dropped` or `settled` line, or one that is not JSON.
@@ -785,13 +801,14 @@ impl Scan {
             self.intended.insert(call.clone());
             What::Intent { call, images }
         } else {
-            self.entered.insert(text("call").unwrap_or_default());
+            let call = text("call").unwrap_or_default();
+            self.entered.insert(call.clone());
             let id = text("id").unwrap_or_default();
             // A compacted log keeps a dropped entry as a line that says so.
             if value.get("dropped") == Some(&Value::Bool(true)) {
                 self.dropped.insert(id.clone());
             }
-            What::Entry { id, images, dropped_len: dropped_line(value).len() }
+            What::Entry { id, call, images, dropped_len: dropped_line(value).len() }
         }
     }
 
@@ -857,18 +874,37 @@ impl Scan {
         // Past the bound, from the newest entry back: entries are kept as they are within
         // three quarters of it, older ones are dropped (their images go) within the rest, and
         // the older ones still are forgotten. Each step back only gives up more, so an undo
-        // is never forgotten while the entry it undid (older) stays listed.
+        // is never forgotten while the entry it undid (older) stays listed. An entry whose
+        // call keeps an intent is never forgotten, only dropped: without it, the intent would
+        // read as a change vfs stopped during, incomplete for good.
+        let intending: HashSet<&str> = self
+            .lines
+            .iter()
+            .zip(&fates)
+            .filter_map(|(line, fate)| match &line.what {
+                What::Intent { call, .. } if *fate == Fate::Whole => Some(call.as_str()),
+                _ => None,
+            })
+            .collect();
+        // The kept intents, and what those entries take at least, are counted first.
+        let reserved = |line: &Line| match &line.what {
+            What::Entry { call, .. } if intending.contains(call.as_str()) => line.kept_bytes(Fate::Dropped),
+            _ => 0,
+        };
         let mut total: u64 = self
             .lines
             .iter()
             .zip(&fates)
-            .filter(|(line, _)| matches!(line.what, What::Intent { .. }))
-            .map(|(line, fate)| line.kept_bytes(*fate))
+            .map(|(line, fate)| match line.what {
+                What::Intent { .. } => line.kept_bytes(*fate),
+                _ => reserved(line),
+            })
             .sum();
         let mut forget = Vec::new();
         let mut step = 0;
         for (line, fate) in self.lines.iter().zip(fates.iter_mut()).rev() {
-            let What::Entry { images, .. } = &line.what else { continue };
+            let What::Entry { images, call, .. } = &line.what else { continue };
+            total -= reserved(line);
             if step == 0 && total + line.kept_bytes(*fate) > bound / 4 * 3 {
                 step = 1;
             }
@@ -887,7 +923,7 @@ impl Scan {
                     if *fate == Fate::Whole {
                         forget.extend(images.iter().cloned());
                     }
-                    *fate = Fate::Omitted;
+                    *fate = if intending.contains(call.as_str()) { Fate::Dropped } else { Fate::Omitted };
                 }
             }
             total += line.kept_bytes(*fate);
@@ -1190,8 +1226,8 @@ pub struct Entry {
     /// The entry this one undoes.
     pub undoes: Option<String>,
     /// Where its line lies in the log (offset, length): its parts are read from there when
-    /// it is undone, not held (while any process uses the journal, the log is only appended
-    /// to: it is compacted by a process alone on it, at its start).
+    /// it is undone, not held. A compaction (at a start, or by any process once the log has
+    /// doubled) moves lines: a line not found there is looked for through the log.
     line: (u64, usize),
     /// True when some part has no image.
     partly_kept: bool,
@@ -1411,8 +1447,21 @@ impl Journal {
     /// `session`; one line per path, and whether every part was undone.
     pub fn undo(&self, agent: &AgentAccessor, entry: &Entry, session: &str) -> (Vec<String>, bool) {
         let mut lines = Vec::new();
-        if let Some(skipped) = self.entries().skipped(entry) {
+        // Judged from the log as it is now, not as `entry` was read: another process may have
+        // undone it, or dropped or forgotten it (the size bound, a compaction) meanwhile.
+        let entries = self.entries();
+        let Some(entry) = entries.all().iter().find(|current| current.id == entry.id) else {
+            lines.push(format!("skipped {}: {}", entry.id, EntryState::Dropped.as_str()));
+            return (lines, false);
+        };
+        if let Some(skipped) = entries.skipped(entry) {
             lines.push(skipped);
+            return (lines, false);
+        }
+        // Every image is looked for before anything is restored: an entry whose images were
+        // dropped since it was listed is skipped whole, never half-undone.
+        if !self.has_images(entry) {
+            lines.push(format!("skipped {}: {}", entry.id, EntryState::Dropped.as_str()));
             return (lines, false);
         }
         let Some(parts) = self.parts_of(entry) else {
@@ -1438,6 +1487,17 @@ impl Journal {
         }
         self.finish(&call);
         (lines, clean)
+    }
+
+    /// True when every image of `entry` kept in `images/` is there (an object's image, kept
+    /// by its store, is read when it is restored).
+    fn has_images(&self, entry: &Entry) -> bool {
+        let Some(access) = self.access() else { return false };
+        entry
+            .images
+            .iter()
+            .filter(|name| !name.starts_with('/'))
+            .all(|name| access.read_at(&format!("{IMAGES}/{name}"), 0, 0).is_ok())
     }
 
     /// The parts of `entry`, read from its line in the log.

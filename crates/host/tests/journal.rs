@@ -1051,3 +1051,183 @@ fn a_log_in_use_is_compacted_as_it_grows_and_two_processes_sharing_it_lose_no_li
     assert_eq!(undone, ["restored /w/000.txt"]);
     assert_eq!(std::fs::read_to_string(base.path().join("w/000.txt")).unwrap(), "before 0\n");
 }
+
+/// Lines written as a process of another run would have written them: `lines` put before
+/// the log's own (older than every entry in it), `after` after them.
+fn surround_log(base: &Path, before: &[Value], after: &str) {
+    let log = base.join("journal/journal.jsonl");
+    let mut text: String = before.iter().map(|line| line.to_string() + "\n").collect();
+    text.push_str(&std::fs::read_to_string(&log).unwrap());
+    text.push_str(after);
+    std::fs::write(&log, text).unwrap();
+}
+
+/// An entry's line as the journal writes it, of a write whose image is `images` (none: an
+/// imageless one).
+fn entry_line(id: &str, call: &str, path: &str, images: &[&str]) -> Value {
+    let parts: Vec<Value> = images
+        .iter()
+        .map(|name| json!({ "image": { "file": name, "mode": 420 }, "kind": "write", "parent": false, "path": path, "to": null, "version": "0000000000000000" }))
+        .collect();
+    json!({
+        "call": call, "id": id, "image_bytes": 9 * images.len(), "images": images, "operation": "write",
+        "parts": parts, "paths": [path], "session": "s0", "time": "2026-12-01T00:00:00Z", "undoes": null,
+    })
+}
+
+/// A compaction past its bound keeps what readers need of every kind of line: the intent of
+/// a call that stopped during its change (with its image), an entry whose call keeps an
+/// intent (only dropped, never forgotten: its intent would read as incomplete), an entry
+/// marked dropped later (its image goes), an undo and the entry it undid; and it leaves out
+/// a line that is not JSON and a last line cut short.
+#[test]
+fn a_compaction_past_its_bound_keeps_intents_undos_and_dropped_marks_as_readers_need_them() {
+    let base = tempfile::tempdir().unwrap();
+    make_many_changes(base.path());
+    let original = log_lines(base.path());
+    let ids: Vec<String> = original.iter().filter_map(|line| line["id"].as_str().map(str::to_owned)).collect();
+    assert_eq!(ids.len(), MANY);
+    let (viewed, stopped) = ("1700000000000-0000a00001", "1700000000000-0000a00002");
+    let images = base.path().join("journal/images");
+    for name in [format!("{viewed}.1.0"), format!("{viewed}.1.1"), format!("{stopped}.1.0")] {
+        std::fs::write(images.join(name), "an image\n").unwrap();
+    }
+    let first = format!("{viewed}.1.0");
+    let second = format!("{viewed}.1.1");
+    let before = [
+        // A call of the view's: its first change has an entry, it stopped during its second.
+        json!({ "intent": "1700000000000-0000b00001", "call": viewed, "operation": "write", "paths": ["/w/v.txt"], "images": [first.clone()], "session": "-", "time": "2026-12-01T00:00:00Z" }),
+        entry_line("1700000000000-0000b00002", viewed, "/w/v.txt", &[&first]),
+        json!({ "intent": "1700000000001-0000b00003", "call": viewed, "operation": "write", "paths": ["/w/v.txt"], "images": [second.clone()], "session": "-", "time": "2026-12-01T00:00:00Z" }),
+        // A call that stopped during its only change.
+        json!({ "intent": "1700000000002-0000b00004", "call": stopped, "operation": "write", "paths": ["/w/s.txt"], "images": [format!("{stopped}.1.0")], "session": "-", "time": "2026-12-01T00:00:00Z" }),
+    ];
+    // Entry 250 is undone by a later line; the newest entry is marked dropped.
+    let undone = &ids[250];
+    let undo = json!({
+        "call": "1800000000000-0000c00001", "id": "1800000000000-0000c00002", "image_bytes": 0, "images": [],
+        "operation": "undo", "parts": [], "paths": original.iter().find(|line| line["id"] == json!(undone)).unwrap()["paths"],
+        "session": "operator", "time": "2027-01-01T00:00:00Z", "undoes": undone,
+    });
+    let newest = &ids[MANY - 1];
+    let after = format!("not json\n{undo}\n{}\n{{\"intent\": \"18", json!({ "dropped": newest }));
+    surround_log(base.path(), &before, &after);
+    let newest_image = original.iter().find(|line| line["id"] == json!(newest)).unwrap()["images"][0].clone();
+
+    let _alone = alone();
+    let launch = launch_bounded(base.path(), 64 * 1024);
+    let log = std::fs::read_to_string(base.path().join("journal/journal.jsonl")).unwrap();
+    assert!(log.len() <= 64 * 1024, "{} bytes", log.len());
+    let lines: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let intents: Vec<&Value> = lines.iter().filter_map(|line| line.get("intent")).collect();
+    assert_eq!(
+        intents,
+        ["1700000000001-0000b00003", "1700000000002-0000b00004"],
+        "those that name images no entry names"
+    );
+    assert_eq!(
+        lines[0],
+        json!({ "dropped": true, "id": "1700000000000-0000b00002", "call": viewed, "operation": "write", "paths": ["/w/v.txt"], "session": "s0", "time": "2026-12-01T00:00:00Z", "undoes": null })
+    );
+
+    let entries = launch.journal().unwrap().entries();
+    let state = |id: &str| entries.find(id).map(|entry| entries.state_text(entry));
+    assert_eq!(state("1700000000000-0000b00002").as_deref(), Some("dropped"), "dropped, not forgotten");
+    let incomplete: Vec<&vfs_host::Entry> = entries.all().iter().filter(|entry| entry.incomplete).collect();
+    assert_eq!(incomplete.len(), 1, "only the call that stopped in its only change");
+    assert_eq!(incomplete[0].call, stopped);
+    assert_eq!(entries.state_text(incomplete[0]), "not undoable (incomplete)");
+    assert_eq!(state(undone).as_deref(), Some("undone"));
+    assert_eq!(state("1800000000000-0000c00002").as_deref(), Some("undoable"));
+    assert_eq!(state(newest).as_deref(), Some("dropped"));
+    assert_eq!(state(&ids[MANY - 2]).as_deref(), Some("undoable"));
+    let undone_line = lines.iter().find(|line| line["id"] == json!(undone)).unwrap();
+    assert_eq!(undone_line["dropped"], true, "the undone entry lies where entries are dropped: {undone_line}");
+    assert!(state(&ids[0]).is_none(), "the oldest of the run are forgotten");
+
+    let kept = image_names(base.path());
+    assert!(kept.contains(&second), "named by an intent only");
+    assert!(kept.contains(&format!("{stopped}.1.0")), "of a call that stopped");
+    assert!(!kept.contains(&first), "its entry was dropped");
+    assert!(!kept.contains(&newest_image.as_str().unwrap().to_owned()), "its entry was marked dropped");
+}
+
+/// A log past its bound is compacted at a start even when nothing in it names an image and
+/// less than a quarter would be saved.
+#[test]
+fn a_log_just_past_its_bound_is_compacted_at_a_start() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("journal")).unwrap();
+    let mut text = String::new();
+    let mut index = 0;
+    while text.len() < 66 * 1024 {
+        let line = entry_line(&format!("1700000000000-{index:010x}"), "1700000000000-00000000", "/w/a.txt", &[]);
+        text.push_str(&(line.to_string() + "\n"));
+        index += 1;
+    }
+    std::fs::write(base.path().join("journal/journal.jsonl"), &text).unwrap();
+    let _launch = launch_bounded(base.path(), 64 * 1024);
+    let after = std::fs::metadata(base.path().join("journal/journal.jsonl")).unwrap().len();
+    assert!(after <= 64 * 1024, "{} bytes, then {after}", text.len());
+    let listing = listed(base.path());
+    assert_eq!(listing.last().unwrap()["id"], format!("1700000000000-{:010x}", index - 1), "the newest stays");
+    assert_eq!(listing.last().unwrap()["state"], "undoable");
+}
+
+/// What a process killed during a stage left in the journal's directory (a compaction's new
+/// log, a copied image) is removed by the next process alone on it.
+#[test]
+fn the_files_of_a_killed_compaction_or_copy_are_removed_at_the_next_start_alone() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("journal/images")).unwrap();
+    std::fs::write(base.path().join("journal/.vfs-tmp-00000000000000a1"), "a new log, never put in place\n").unwrap();
+    std::fs::write(base.path().join("journal/images/.vfs-tmp-00000000000000a2"), "a copy\n").unwrap();
+    let _launch = launch(base.path());
+    let mut names: Vec<String> = std::fs::read_dir(base.path().join("journal"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["images", "journal.gate", "journal.jsonl", "journal.lock"]);
+    assert_eq!(image_names(base.path()), Vec::<String>::new());
+}
+
+/// A vfs from before `journal.lock` locked the log itself: a process that finds that lock
+/// held is not alone, and removes nothing.
+#[test]
+fn a_process_beside_an_older_vfs_holding_the_logs_lock_removes_nothing() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("journal/images")).unwrap();
+    std::fs::write(base.path().join("journal/images").join(ORPHAN), "no line names it\n").unwrap();
+    let older = std::fs::File::create(base.path().join("journal/journal.jsonl")).unwrap();
+    older.lock_shared().unwrap();
+    let _launch = launch(base.path());
+    // Alone, a start removes it (`a_process_that_shares_the_journal_or_only_reads_it_…`).
+    assert_eq!(image_names(base.path()), [ORPHAN], "kept while the older vfs runs");
+}
+
+/// An entry that another process dropped after this one listed it is skipped as dropped,
+/// and nothing of it is restored.
+#[test]
+fn an_undo_of_an_entry_dropped_since_it_was_listed_is_skipped_whole() {
+    let _alone = alone();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("w")).unwrap();
+    std::fs::write(base.path().join("w/a.txt"), "before\n").unwrap();
+    let launch = launch(base.path());
+    call(&launch.tools(None), "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    let entry = launch.journal().unwrap().entries().all()[0].clone();
+    // Another process drops it, as its size bound would.
+    for name in image_names(base.path()) {
+        std::fs::remove_file(base.path().join("journal/images").join(name)).unwrap();
+    }
+    let mut log = std::fs::OpenOptions::new().append(true).open(base.path().join("journal/journal.jsonl")).unwrap();
+    std::io::Write::write_all(&mut log, format!("{}\n", json!({ "dropped": entry.id })).as_bytes()).unwrap();
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), &entry, "operator");
+    assert!(!clean);
+    assert_eq!(lines, [format!("skipped {}: dropped", entry.id)]);
+    assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "after\n");
+}

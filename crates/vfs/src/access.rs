@@ -576,6 +576,22 @@ impl PrivilegedAccessor {
         self.run(Operation::Keeper, path, |context| context.keeper_at(path))
     }
 
+    /// Removes from the directory at `path` under the root the temporary files of staged
+    /// writes ([`PrivilegedAccessor::stage`]) that a process killed during its stage left
+    /// there: they are never listed, and would stay for good. Only for a caller that knows
+    /// that no stage into that directory is in flight (one's file would be removed under it,
+    /// and its commit fail).
+    ///
+    /// # Errors
+    /// The path is not a directory, or not on a local directory (an object store's stage
+    /// leaves no file).
+    ///
+    /// # Privilege
+    /// Reaches the internal root.
+    pub fn remove_stages(&self, path: &str) -> Result<(), Error> {
+        self.run(Operation::RemoveStages, path, |context| context.remove_stages(path))
+    }
+
     /// Narrows this capability to appending: the form a logger holds.
     #[must_use]
     pub fn into_append_only(self) -> AppendOnlyAccessor {
@@ -660,6 +676,7 @@ impl Audited for MoveOutcome {}
 impl Audited for DeleteOutcome {}
 impl Audited for crate::ops::AppendFile {}
 impl Audited for Keeper {}
+impl Audited for () {}
 impl Audited for (VirtualPath, crate::gate::Place<crate::gate::Write>, crate::storage::Staged) {}
 
 /// The one audit wrapper: runs an operation and records one `vfs::audit` event for it, success

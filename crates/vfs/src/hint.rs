@@ -58,6 +58,8 @@ pub enum Operation {
     OpenAppend,
     /// A directory made a keeper of before images.
     Keeper,
+    /// The temporary files of stages cut short, removed from a directory.
+    RemoveStages,
 }
 
 impl Operation {
@@ -86,6 +88,7 @@ impl Operation {
             Operation::OpenRead => "open_read",
             Operation::OpenAppend => "open_append",
             Operation::Keeper => "keeper",
+            Operation::RemoveStages => "remove_stages",
         }
     }
 }

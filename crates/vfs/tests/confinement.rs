@@ -421,6 +421,62 @@ fn privileged_accessor_reaches_only_its_root() {
     assert_eq!(fixture.read("logs/new.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
 }
 
+/// An append file tells when its name no longer gives it: replaced by a rename (a log
+/// compacted), even while a second name (a backup made with hard links) keeps it linked, or
+/// removed.
+#[test]
+fn an_append_file_knows_when_its_name_gives_another_file() {
+    let (fixture, registry) = standard();
+    #[expect(clippy::disallowed_methods, reason = "the test holds the journal's kind of capability")]
+    let privileged = registry.mint_privileged("/llm-logs").unwrap();
+    let mut log = privileged.open_append("/llm-logs/log.jsonl").unwrap();
+    log.append(b"one\n").unwrap();
+    assert!(!log.unnamed().unwrap());
+    std::fs::hard_link(fixture.path("logs/log.jsonl"), fixture.path("logs/backup.jsonl")).unwrap();
+    assert!(!log.unnamed().unwrap(), "a second name changes nothing");
+    std::fs::write(fixture.path("logs/new.jsonl"), "compacted\n").unwrap();
+    std::fs::rename(fixture.path("logs/new.jsonl"), fixture.path("logs/log.jsonl")).unwrap();
+    assert!(log.unnamed().unwrap(), "replaced, though the backup still links the file");
+    let fresh = privileged.open_append("/llm-logs/log.jsonl").unwrap();
+    assert!(!fresh.unnamed().unwrap());
+    std::fs::remove_file(fixture.path("logs/log.jsonl")).unwrap();
+    assert!(fresh.unnamed().unwrap(), "removed");
+}
+
+/// The temporary file a stage cut short leaves (a process killed before its commit) is
+/// removed by `remove_stages`; nothing else in the directory is, nor in the directories
+/// below it.
+#[test]
+fn remove_stages_removes_only_the_temporary_files_of_stages() {
+    let (fixture, registry) = standard();
+    #[expect(clippy::disallowed_methods, reason = "the test holds the journal's kind of capability")]
+    let privileged = registry.mint_privileged("/llm-logs").unwrap();
+    let mut staged = privileged.stage("/llm-logs/log.jsonl", vfs::StageFrom::Empty).unwrap();
+    staged.write_at(0, b"never committed\n").unwrap();
+    // Forgotten, as a killed process leaves it: its temporary file stays.
+    std::mem::forget(staged);
+    fixture.file("logs/deeper/.vfs-tmp-00000000000000aa", "below\n");
+    fixture.mkdir("logs/.vfs-tmp-directory");
+    let names = |relative: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(fixture.path(relative))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names("logs");
+    assert_eq!(before.len(), 4, "{before:?}");
+    assert!(before.iter().any(|name| name.starts_with(".vfs-tmp-") && name != ".vfs-tmp-directory"), "{before:?}");
+    privileged.remove_stages("/llm-logs").unwrap();
+    assert_eq!(names("logs"), [".vfs-tmp-directory", "deeper", "secret.jsonl"]);
+    assert_eq!(names("logs/deeper"), [".vfs-tmp-00000000000000aa"]);
+    let error = privileged.remove_stages("/llm-logs/secret.jsonl").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotADirectory);
+    let error = privileged.remove_stages("/src").unwrap_err();
+    assert_eq!((error.kind(), error.to_string().as_str()), (ErrorKind::UnknownRoot, UNKNOWN));
+}
+
 #[test]
 fn racing_symlink_swaps_never_escape() {
     let fixture = Fixture::new();

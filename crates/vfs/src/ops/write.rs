@@ -213,9 +213,10 @@ impl AppendFile {
         self.file.unlock()
     }
 
-    /// True when the file no longer has a name: it was removed, or another file was renamed
-    /// over its name (a log rewritten and put in its place). What is appended to it then is
-    /// read by nobody: open the name again.
+    /// True when the file is no longer the one its name gives: the name was removed, or
+    /// another file was renamed over it (a log rewritten and put in its place), even while a
+    /// second name links this one. What is appended to it then is read by nobody who reads
+    /// the name: open the name again.
     ///
     /// # Errors
     /// The file's status could not be read.
@@ -793,6 +794,16 @@ impl Context<'_> {
         };
         let directory = crate::storage::local::KeepDirectory::open(node, &path)?;
         Ok(crate::changes::Keeper::new(directory, std::sync::Arc::downgrade(self.registry)))
+    }
+
+    pub(crate) fn remove_stages(&self, input: &str) -> Result<(), Error> {
+        let path = Self::parse(input)?;
+        let located = self.locate::<gate::Write>(&path, false, false)?;
+        let store = self.store(located.mount);
+        let (Some(_), crate::storage::Node::Local(node)) = (store.local(), &located.node) else {
+            return Err(Error::unsupported(&path));
+        };
+        crate::storage::local::remove_stages(node, &path)
     }
 
     pub(crate) fn open_append(&self, input: &str) -> Result<AppendFile, Error> {

@@ -545,16 +545,16 @@ pub(crate) trait Store {
 /// A file opened for appending, of whichever store: what an append-only log writes to.
 #[derive(Debug)]
 pub(crate) enum Appender {
-    Local(local::OpenFile),
+    Local(local::NamedFile),
 }
 
 impl Appender {
     /// Appends `bytes` whole, and hands them to the system.
     pub(crate) fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Appender::Local(file) => {
-                io::Write::write_all(file, bytes)?;
-                io::Write::flush(file)
+            Appender::Local(named) => {
+                io::Write::write_all(&mut named.file, bytes)?;
+                io::Write::flush(&mut named.file)
             }
         }
     }
@@ -562,7 +562,7 @@ impl Appender {
     /// Flushes what was appended to stable storage.
     pub(crate) fn sync_data(&self) -> io::Result<()> {
         match self {
-            Appender::Local(file) => file.sync_data(),
+            Appender::Local(named) => named.file.sync_data(),
         }
     }
 
@@ -570,42 +570,42 @@ impl Appender {
     /// (`local::sync_with_held`).
     pub(crate) fn sync_data_with(&self, held: Vec<crate::storage::local::HeldDirectory>) -> io::Result<()> {
         match self {
-            Appender::Local(file) => local::sync_with_held(file, held),
+            Appender::Local(named) => local::sync_with_held(&named.file, held),
         }
     }
 
     /// The file's length now, every writer's appends included.
     pub(crate) fn len(&self) -> io::Result<u64> {
         match self {
-            Appender::Local(file) => file.len(),
+            Appender::Local(named) => named.file.len(),
         }
     }
 
     /// Takes the file's advisory lock (`local::OpenFile::lock`).
     pub(crate) fn lock(&self, exclusive: bool) -> io::Result<bool> {
         match self {
-            Appender::Local(file) => file.lock(exclusive),
+            Appender::Local(named) => named.file.lock(exclusive),
         }
     }
 
     /// Takes the file's advisory lock exclusively, waiting for it.
     pub(crate) fn lock_exclusive(&self) -> io::Result<()> {
         match self {
-            Appender::Local(file) => file.lock_exclusive(),
+            Appender::Local(named) => named.file.lock_exclusive(),
         }
     }
 
     /// Lets go of the file's advisory lock.
     pub(crate) fn unlock(&self) -> io::Result<()> {
         match self {
-            Appender::Local(file) => file.unlock(),
+            Appender::Local(named) => named.file.unlock(),
         }
     }
 
     /// True when the file no longer has a name (`local::OpenFile::unnamed`).
     pub(crate) fn unnamed(&self) -> io::Result<bool> {
         match self {
-            Appender::Local(file) => file.unnamed(),
+            Appender::Local(named) => named.unnamed(),
         }
     }
 }

@@ -418,6 +418,14 @@ fn remove_temporaries(directory: &OwnedFd, path: &VirtualPath) -> Result<(), Err
     Ok(())
 }
 
+/// Removes the temporary files of staged writes from the directory `node` names
+/// (`remove_temporaries`): those of stages a killed process began there. For a caller that
+/// knows no stage into that directory is in flight.
+pub(crate) fn remove_stages(node: &Node, path: &VirtualPath) -> Result<(), Error> {
+    let directory = open_node_directory(node, path)?;
+    remove_temporaries(&directory, path)
+}
+
 /// Opens (creating if needed) a file for appending, never through a link.
 pub(super) fn open_append(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<OpenFile, Error> {
     let fd = rustix::fs::openat(

@@ -31,10 +31,10 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-pub(crate) use files::{DirectoryLock, open_node as open_local, rename};
+pub(crate) use files::{DirectoryLock, open_node as open_local, remove_stages, rename};
 pub(crate) use keep::KeepDirectory;
 pub(crate) use resolve::{open_direct, resolve};
 pub(crate) use staged::{Staged, Start};
@@ -371,13 +371,6 @@ impl OpenFile {
         self.0.unlock()
     }
 
-    /// True when the file no longer has a name: it was removed, or another file was renamed
-    /// over it.
-    pub(crate) fn unnamed(&self) -> io::Result<bool> {
-        use std::os::unix::fs::MetadataExt as _;
-        self.0.metadata().map(|metadata| metadata.nlink() == 0)
-    }
-
     /// Reads at `offset` without moving the file's position (`pread`): several readers of one
     /// open file need no lock between them.
     pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -399,6 +392,30 @@ impl OpenFile {
             metadata.ctime_nsec().cast_unsigned(),
             metadata.size(),
         ])
+    }
+}
+
+/// A file opened for appending, with the name it was opened by: a log that a compaction may
+/// replace (rename another file over the name) asks whether it is still the file named.
+#[derive(Debug)]
+pub(crate) struct NamedFile {
+    pub(crate) file: OpenFile,
+    parent: Arc<OwnedFd>,
+    name: String,
+}
+
+impl NamedFile {
+    /// True when the file is no longer the one its name gives: the name was removed, or
+    /// another file was renamed over it. Told by device and inode, not by the link count: a
+    /// log with a second name (a backup made with hard links) still counts its links after
+    /// a compaction replaced the name.
+    pub(crate) fn unnamed(&self) -> io::Result<bool> {
+        let held = rustix::fs::fstat(&self.file.0).map_err(io_error)?;
+        match rustix::fs::statat(&*self.parent, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(named) => Ok((named.st_dev, named.st_ino) != (held.st_dev, held.st_ino)),
+            Err(Errno::NOENT) => Ok(true),
+            Err(errno) => Err(io_error(errno)),
+        }
     }
 }
 
@@ -611,7 +628,7 @@ impl LocalRoot {
 
 impl super::Store for LocalRoot {
     type Node = Node;
-    type Appender = OpenFile;
+    type Appender = NamedFile;
     type Direct = OpenFile;
 
     fn capabilities(&self) -> Capabilities {
@@ -812,9 +829,10 @@ impl super::Store for LocalRoot {
         files::lock_directory(&node.parent, path).map(super::Lock::Local)
     }
 
-    fn open_append(&self, node: &Node, path: &VirtualPath) -> Result<OpenFile, Error> {
+    fn open_append(&self, node: &Node, path: &VirtualPath) -> Result<NamedFile, Error> {
         let Some(name) = &node.name else { return Err(Error::not_a_file(path)) };
-        files::open_append(&node.parent, name, path)
+        let file = files::open_append(&node.parent, name, path)?;
+        Ok(NamedFile { file, parent: Arc::clone(&node.parent), name: name.clone() })
     }
 
     /// `renameat2` between the two places' directories (`files::rename`); `None` where the
