@@ -1,7 +1,8 @@
 //! The journal's cost (`docs/performance.md`): a 4 KiB write, an edit of a 1 MiB file and a
 //! recursive delete of 10,000 files through the tools, with `--journal` and without, in the
-//! same run, alternating. `cargo bench -p vfs-host --bench journal` (`-- --quick`: fewer
-//! rounds).
+//! same run, alternating; then what another process's writes wait while one compacts a long
+//! log. `cargo bench -p vfs-host --bench journal` (`-- --quick`: fewer rounds, a shorter log;
+//! `-- --compaction`: only the last, three times).
 #![expect(clippy::disallowed_methods, reason = "fixture: the benchmark builds its trees on disk")]
 #![expect(clippy::print_stdout, reason = "tooling: a benchmark prints its table")]
 
@@ -50,6 +51,12 @@ fn row(name: &str, off: Vec<Duration>, on: Vec<Duration>) {
 fn main() {
     let quick = std::env::args().any(|argument| argument == "--quick");
     let base = tempfile::tempdir().unwrap();
+    if std::env::args().any(|argument| argument == "--compaction") {
+        for round in 0..3 {
+            compaction_stall(&base.path().join(format!("round-{round}")), quick);
+        }
+        return;
+    }
     let (off, on) = (tools(base.path(), "off", false), tools(base.path(), "on", true));
     let both = [&off, &on];
     println!("| operation (median) | journal off | journal on | ratio |");
@@ -107,4 +114,82 @@ fn main() {
         let state = if written_back { "on the disk (synced first)" } else { "just written (page cache only)" };
         row(&format!("delete_file, recursive, {files} files {state}"), delete_off, delete_on);
     }
+    compaction_stall(base.path(), quick);
+}
+
+/// Two launches share one journal whose log holds `MiB` of what a compaction leaves out (the
+/// intents of calls that ended): the first one's next write compacts it (its finish does),
+/// while the second writes on, as another agent of a daemon would. Printed: the second's
+/// write median before, its longest write while the compaction ran, and the compacting
+/// write's own time (the compaction's length, the baseline of the same run).
+fn compaction_stall(base: &Path, quick: bool) {
+    let mebibytes = if quick { 2 } else { 12 };
+    let journal = base.join("shared-journal");
+    let launch = |name: &str| {
+        let work = base.join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        let options = vfs_host::LaunchOptions {
+            mounts: vec![format!("{}:/w:rw", work.display())],
+            journal: Some(journal.clone()),
+            no_read_before_edit: true,
+            current_dir: base.to_path_buf(),
+            ..vfs_host::LaunchOptions::default()
+        };
+        vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
+    };
+    // The first before the log is long (it compacts at its next write), the second after (it
+    // does not: its log has not doubled since it attached).
+    let first = launch("first");
+    // Appended as another process's ended calls would leave them.
+    let mut filler = String::new();
+    let mut ended = 0u64;
+    while filler.len() < mebibytes * 1024 * 1024 {
+        let id = format!("1700000000000-{ended:013x}");
+        let intent = json!({ "intent": id, "call": id, "operation": "write", "paths": ["/w/filler.txt"], "images": [], "session": "s", "time": "2026-12-01T00:00:00Z" });
+        filler.push_str(&format!("{intent}\n{}\n", json!({ "settled": id })));
+        ended += 1;
+    }
+    #[expect(clippy::disallowed_types, reason = "fixture: lines appended as another process appends them")]
+    let mut log = std::fs::OpenOptions::new().append(true).open(journal.join("journal.jsonl")).unwrap();
+    std::io::Write::write_all(&mut log, filler.as_bytes()).unwrap();
+    drop(log);
+    let second = launch("second");
+    let (first_tools, second_tools) = (first.tools(None), second.tools(None));
+    let content = "x".repeat(4095) + "\n";
+    let write = |tools: &vfs_host::ToolService, index: usize| {
+        let arguments = json!({ "path": format!("/w/file-{}.txt", index % 10), "content": content, "overwrite": true });
+        call(tools, "write_file", &arguments)
+    };
+    let before: Vec<Duration> = (0..20).map(|index| write(&second_tools, index)).collect();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (compacting, during) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut during = Vec::new();
+            let mut index = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                during.push(write(&second_tools, index));
+                index += 1;
+            }
+            during
+        });
+        // The second is writing before the compaction begins.
+        std::thread::sleep(Duration::from_millis(20));
+        let compacting = write(&first_tools, 0);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (compacting, writer.join().unwrap())
+    });
+    let compacted = std::fs::metadata(journal.join("journal.jsonl")).unwrap().len();
+    assert!(compacted < 1024 * 1024, "the log was not compacted: {compacted} bytes");
+    let longest = during.iter().max().copied().unwrap_or_default();
+    println!();
+    println!("| another process's write while one compacts a {mebibytes} MiB log | time |");
+    println!("|---|---|");
+    println!("| its write, median before | {:.3} ms |", median(before).as_secs_f64() * 1e3);
+    println!("| the compacting write (the compaction's length) | {:.3} ms |", compacting.as_secs_f64() * 1e3);
+    println!(
+        "| its longest write meanwhile ({} writes) | {:.3} ms ({:.2}× the compaction) |",
+        during.len(),
+        longest.as_secs_f64() * 1e3,
+        longest.as_secs_f64() / compacting.as_secs_f64()
+    );
 }

@@ -29,9 +29,11 @@
 //! exclusive knows that no other is between an image and its line (`Journal::sweep`).
 //!
 //! Appending only lengthens the log; a compaction rewrites it and renames the new one into
-//! place (`Journal::compact`): at a start alone, and by any process once the log has doubled,
-//! under the gate (`journal.gate`): every append takes it shared and checks that the file it
-//! holds is still the one named, so no line goes to a replaced log.
+//! place (`prepare`, `Journal::put_in_place`): at a start alone, and by any process once the
+//! log has doubled. The new log is written while others go on appending; it is put in place,
+//! with the lines appended meanwhile, under the gate (`journal.gate`): every append takes it
+//! shared and checks that the file it holds is still the one named, so no line goes to a
+//! replaced log.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,6 +148,8 @@ pub struct Journal {
     state: Mutex<State>,
     /// Serializes this process's writes to the journal's files.
     writing: Mutex<()>,
+    /// Held by the thread that compacts the log while it runs (`Journal::compact_if_grown`).
+    compacting: Mutex<()>,
 }
 
 /// Parses a byte count with an optional `K`, `M` or `G` suffix (powers of 1024).
@@ -181,6 +185,7 @@ impl Journal {
             log_bound: OnceLock::new(),
             state: Mutex::default(),
             writing: Mutex::new(()),
+            compacting: Mutex::new(()),
         }
     }
 
@@ -263,12 +268,15 @@ impl Journal {
         true
     }
 
-    /// What a process alone on the journal does first: reads the log once, removes the
-    /// images no line names (`Journal::sweep`), and compacts the log when that is worth it
-    /// (`Journal::compact`), to at most `bound` bytes. Nothing is removed or rewritten when
-    /// the log cannot be read.
+    /// What a process alone on the journal does first: ends a last line a killed process
+    /// cut short (`end_cut_line`), reads the log once, removes the images no line names
+    /// (`Journal::sweep`) and the files of stages cut short, and compacts the log when that
+    /// is worth it ([`prepare`], `Journal::put_in_place`), to at most `bound` bytes. Nothing
+    /// is removed or rewritten when the log cannot be read.
     fn tidy(&self, access: &PrivilegedAccessor, bound: u64) {
-        let Ok(scan) = Scan::read(access) else { return };
+        end_cut_line(access);
+        let Ok(log) = access.open_read(LOG_FILE) else { return };
+        let Ok(scan) = Scan::read(&log) else { return };
         self.sweep(access, &scan);
         // The gate too: a process whose presence lock failed still appends (under the gate).
         let gate = self.gate.get().filter(|gate| gate.lock_exclusive().is_ok());
@@ -279,7 +287,11 @@ impl Journal {
                 tracing::debug!(target: "vfs::journal", "stages in {directory} not looked for: {error}");
             }
         }
-        if let Err(error) = self.compact(access, &scan, bound) {
+        let compacted = prepare(access, &log, &scan, bound).and_then(|prepared| match prepared {
+            Some(compaction) => self.put_in_place(access, compaction, &log, scan.end),
+            None => Ok(()),
+        });
+        if let Err(error) = compacted {
             tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
         }
         if let Some(gate) = gate {
@@ -293,22 +305,12 @@ impl Journal {
     /// bound dropped but could not remove. Kept: every image a line names, and the files of a
     /// call whose intent has no entry (a recursive delete that was killed had moved them into
     /// `images/`, and they may be all that is left of the files). A line that is not JSON
-    /// names nothing (no entry is read from it either). A last line cut short by a killed
-    /// process is ended first, so that the next line is not joined to it (and lost). Run only
+    /// names nothing (no entry is read from it either). Run only
     /// by a process that holds the presence lock exclusively: no other is making images or
     /// appending. Object images, kept in their buckets, are not swept (another journal may
     /// keep its images beside them).
     fn sweep(&self, access: &PrivilegedAccessor, scan: &Scan) {
         let kept = scan.kept();
-        if !scan.ended {
-            let ended = access
-                .open_append(LOG_FILE)
-                .ok()
-                .is_some_and(|mut log| log.append(b"\n").and_then(|()| log.sync()).is_ok());
-            if !ended {
-                tracing::warn!(target: "vfs::journal", "the journal's cut last line could not be ended");
-            }
-        }
         let Ok(listing) = access.entries(IMAGES) else { return };
         let (mut removed, mut stopped) = (0usize, 0usize);
         for entry in listing.entries.iter().filter(|entry| entry.kind == vfs::EntryKind::File) {
@@ -332,74 +334,41 @@ impl Journal {
         }
     }
 
-    /// Rewrites the log without what no reader needs any more, once it has grown enough for
-    /// that to be worth it: the intents of calls that ended (their entries or `settled`
-    /// lines say so), the `settled` and `dropped` lines, lines that are not JSON; an entry
-    /// the size bound dropped keeps only what `vfs journal list` shows of it. Past `bound`,
-    /// the oldest entries are dropped (their images removed), then the oldest dropped ones
-    /// forgotten, but never an undo whose entry is still listed (that entry would seem
-    /// undoable again). The new log is written beside the old one and put in its place at
-    /// once; a failure leaves the old one as it was. Run by a process alone on the journal
-    /// (its start), or under the gate's exclusive lock (`Journal::compact_if_grown`): no line
-    /// is appended meanwhile, and every append after it goes to the new log. Intents of
-    /// calls still running are kept (they have no entry yet). Returns whether it rewrote.
-    fn compact(&self, access: &PrivilegedAccessor, scan: &Scan, bound: u64) -> Result<bool, String> {
-        let length: u64 = scan.lines.iter().map(|line| line.len as u64 + 1).sum();
-        if length < COMPACT_FROM {
-            return Ok(false);
-        }
-        let (fates, forget) = scan.fates(bound);
-        let kept: u64 = scan.lines.iter().zip(&fates).map(|(line, fate)| line.kept_bytes(*fate)).sum();
-        // Worth a rewrite: images to remove, a quarter saved, or a log past its bound that
-        // the rewrite shortens.
-        let worth = !forget.is_empty() || kept <= length / 4 * 3 || (length > bound && kept < length);
-        if !worth {
-            return Ok(false);
-        }
+    /// Puts a compacted log in place ([`prepare`] wrote it): what was appended to `log` after
+    /// the scan's whole lines (from `end`) is added as it is, then the new log is renamed over
+    /// the old one, and the images of the entries it dropped are removed. Called with no
+    /// append possible meanwhile: by a process alone on the journal, or under the gate's
+    /// exclusive lock (`Journal::compact_if_grown`), so that every append after it goes to
+    /// the new log. A failure leaves the old log as it was.
+    fn put_in_place(
+        &self,
+        access: &PrivilegedAccessor,
+        compaction: Compaction,
+        log: &vfs::ReadHandle,
+        end: u64,
+    ) -> Result<(), String> {
+        let Compaction { mut staged, written, forget, length, kept } = compaction;
         let failed = |error: vfs::Error| format!("{LOG_FILE}: {}", error_text(&error));
-        let mut staged = access.stage(LOG_FILE, vfs::StageFrom::Empty).map_err(failed)?;
-        let (mut index, mut written, mut out, mut error) = (0usize, 0u64, Vec::new(), None);
-        each_line(access, |_, line| {
-            match fates.get(index) {
-                Some(Fate::Whole) => {
-                    out.extend_from_slice(line);
-                    out.push(b'\n');
-                }
-                Some(Fate::Dropped) => {
-                    if let Ok(value) = serde_json::from_slice::<Value>(line) {
-                        out.extend_from_slice(dropped_line(&value).as_bytes());
-                        out.push(b'\n');
-                    }
-                }
-                Some(Fate::Omitted) | None => {}
+        let mut at = written;
+        loop {
+            let chunk = log.read_at(end + (at - written), CHUNK).map_err(failed)?;
+            if chunk.is_empty() {
+                break;
             }
-            index += 1;
-            if out.len() >= CHUNK && error.is_none() {
-                error = staged.write_at(written, &out).err();
-                written += out.len() as u64;
-                out.clear();
-            }
-        })
-        .map_err(failed)?;
-        if let Some(error) = error {
-            return Err(failed(error));
+            staged.write_at(at, &chunk).map_err(failed)?;
+            at += chunk.len() as u64;
         }
-        // The log is this process's alone while it compacts: a count that differs means it
-        // was not read as it was scanned, and nothing is replaced.
-        if index != fates.len() {
-            return Err(format!("{LOG_FILE}: changed while it was compacted"));
-        }
-        staged.write_at(written, &out).map_err(failed)?;
         staged.commit(&Precondition::Any).map_err(failed)?;
         for name in &forget {
             self.forget_image(access, name);
         }
         tracing::info!(
             target: "vfs::journal",
-            "compacted the journal's log from {length} to {kept} bytes{}",
+            "compacted the journal's log from {length} to {kept} bytes{}{}",
+            if at > written { format!(" (and {} bytes appended meanwhile)", at - written) } else { String::new() },
             if forget.is_empty() { String::new() } else { format!(" ({} images of its oldest entries dropped)", forget.len()) }
         );
-        Ok(true)
+        Ok(())
     }
 
     fn access(&self) -> Option<&PrivilegedAccessor> {
@@ -511,11 +480,13 @@ impl Journal {
     }
 
     /// Compacts the log once it has grown to twice its length after the last compaction (and
-    /// to [`COMPACT_FROM`]), while this process and others use it: under the gate's exclusive
-    /// lock, which every append takes shared, so that no line goes to the log it replaces.
-    /// Unlike a start's, it removes no image that no line names (another process may be
-    /// between an image and its line). Taken with the log held (`intents`): this process's
-    /// changes wait for it, as every other process's appends do.
+    /// to [`COMPACT_FROM`]), while this process and others use it. The compacted log is
+    /// written while every process goes on appending; only putting it in place, with the
+    /// lines appended meanwhile, is done under the gate's exclusive lock, which every append
+    /// takes shared, so that no line goes to the log it replaces. Unlike a start's, it
+    /// removes no image that no line names (another process may be between an image and its
+    /// line). One at a time in a process; of two processes, the second to take the gate
+    /// finds the log it scanned replaced and puts nothing in place.
     fn compact_if_grown(&self, access: &PrivilegedAccessor) {
         let (Some(gate), Some(bound)) = (self.gate.get(), self.log_bound.get()) else { return };
         let grown = {
@@ -525,23 +496,46 @@ impl Journal {
         if !grown {
             return;
         }
-        let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Err(error) = gate.lock_exclusive() {
-            tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
-            return;
-        }
-        let compacted =
-            Scan::read(access).map_err(|error| error_text(&error)).and_then(|scan| self.compact(access, &scan, *bound));
+        let Ok(_compacting) = self.compacting.try_lock() else { return };
+        // The log scanned, and a handle that tells, under the gate, whether the name still
+        // gives it (opened first: a log replaced between the two opens reads as replaced).
+        let (anchor, log) = match (access.open_append(LOG_FILE), access.open_read(LOG_FILE)) {
+            (Ok(anchor), Ok(log)) => (anchor, log),
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {}", error_text(&error));
+                return;
+            }
+        };
+        let prepared = Scan::read(&log)
+            .map_err(|error| format!("{LOG_FILE}: {}", error_text(&error)))
+            .and_then(|scan| Ok(prepare(access, &log, &scan, *bound)?.map(|compaction| (compaction, scan.end))));
+        let mut held = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let compacted = match prepared {
+            Ok(Some((compaction, end))) => match gate.lock_exclusive() {
+                Ok(()) => {
+                    let put = if anchor.unnamed().unwrap_or(true) {
+                        // Another process compacted it first.
+                        Ok(false)
+                    } else {
+                        self.put_in_place(access, compaction, &log, end).map(|()| true)
+                    };
+                    // The log is taken again either way.
+                    if let Ok(fresh) = access.open_append(LOG_FILE) {
+                        *held = Some(fresh);
+                    }
+                    let _ = gate.unlock();
+                    put
+                }
+                Err(error) => Err(error.to_string()),
+            },
+            Ok(None) => Ok(false),
+            Err(error) => Err(error),
+        };
         if let Err(error) = &compacted {
             tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
         }
-        // Another process may have compacted it first: the log is taken again either way.
-        if let Ok(fresh) = access.open_append(LOG_FILE) {
-            *log = Some(fresh);
-        }
-        let length = log.as_ref().and_then(|log| log.length().ok());
-        let _ = gate.unlock();
-        drop(log);
+        let length = held.as_ref().and_then(|log| log.length().ok());
+        drop(held);
         let mut state = self.state();
         state.log_base = length.unwrap_or(0);
         state.log_end = length;
@@ -686,6 +680,99 @@ impl ChangeObserver for Journal {
     }
 }
 
+/// Ends a last line that a killed process cut short with a newline, so that the next line is
+/// not joined to it (and lost). Run by a process alone on the journal: no other is appending.
+fn end_cut_line(access: &PrivilegedAccessor) {
+    let Ok(log) = access.open_read(LOG_FILE) else { return };
+    let size = log.size();
+    if size == 0 || log.read_at(size - 1, 1).is_ok_and(|last| last == b"\n") {
+        return;
+    }
+    let ended =
+        access.open_append(LOG_FILE).ok().is_some_and(|mut log| log.append(b"\n").and_then(|()| log.sync()).is_ok());
+    if !ended {
+        tracing::warn!(target: "vfs::journal", "the journal's cut last line could not be ended");
+    }
+}
+
+/// A compacted log written beside the old one, not yet in its place
+/// (`Journal::put_in_place`).
+struct Compaction {
+    staged: vfs::StagedWrite,
+    /// The bytes written.
+    written: u64,
+    /// The images of the entries it drops.
+    forget: Vec<String>,
+    /// The length of the lines it was made from, and what they came to.
+    length: u64,
+    kept: u64,
+}
+
+/// Writes the log's whole lines that `scan` read from `log` anew, without what no reader
+/// needs any more, once that is worth it: the intents of calls that ended (their entries or
+/// `settled` lines say so), the `settled` and `dropped` lines, lines that are not JSON; an
+/// entry the size bound dropped keeps only what `vfs journal list` shows of it. Past
+/// `bound`, the oldest entries are dropped (their images are to go), then the oldest dropped
+/// ones forgotten (`Scan::fates`). Intents of calls still running are kept (they have no
+/// entry yet). Synced before it returns: putting it in place, under a lock, then has only
+/// the lines appended meanwhile to sync. `None`: not worth a rewrite.
+fn prepare(
+    access: &PrivilegedAccessor,
+    log: &vfs::ReadHandle,
+    scan: &Scan,
+    bound: u64,
+) -> Result<Option<Compaction>, String> {
+    let length = scan.end;
+    if length < COMPACT_FROM {
+        return Ok(None);
+    }
+    let (fates, forget) = scan.fates(bound);
+    let kept: u64 = scan.lines.iter().zip(&fates).map(|(line, fate)| line.kept_bytes(*fate)).sum();
+    // Worth a rewrite: images to remove, a quarter saved, or a log past its bound that the
+    // rewrite shortens.
+    let worth = !forget.is_empty() || kept <= length / 4 * 3 || (length > bound && kept < length);
+    if !worth {
+        return Ok(None);
+    }
+    let failed = |error: vfs::Error| format!("{LOG_FILE}: {}", error_text(&error));
+    let mut staged = access.stage(LOG_FILE, vfs::StageFrom::Empty).map_err(failed)?;
+    let (mut index, mut written, mut out, mut error) = (0usize, 0u64, Vec::new(), None);
+    lines_of(log, scan.end, false, |_, line| {
+        match fates.get(index) {
+            Some(Fate::Whole) => {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+            }
+            Some(Fate::Dropped) => {
+                if let Ok(value) = serde_json::from_slice::<Value>(line) {
+                    out.extend_from_slice(dropped_line(&value).as_bytes());
+                    out.push(b'\n');
+                }
+            }
+            Some(Fate::Omitted) | None => {}
+        }
+        index += 1;
+        if out.len() >= CHUNK && error.is_none() {
+            error = staged.write_at(written, &out).err();
+            written += out.len() as u64;
+            out.clear();
+        }
+    })
+    .map_err(failed)?;
+    if let Some(error) = error {
+        return Err(failed(error));
+    }
+    // Read from the same open file, up to the same length: a count that differs means it was
+    // not read as it was scanned, and nothing is written.
+    if index != fates.len() {
+        return Err(format!("{LOG_FILE}: changed while it was compacted"));
+    }
+    staged.write_at(written, &out).map_err(failed)?;
+    written += out.len() as u64;
+    staged.sync().map_err(failed)?;
+    Ok(Some(Compaction { staged, written, forget, length, kept }))
+}
+
 /// True when a vfs from before the presence lock had its own file (`journal.lock`) uses the
 /// journal: it held the log's own lock shared, and this process is not alone.
 fn older_process_on(access: &PrivilegedAccessor) -> bool {
@@ -710,8 +797,8 @@ struct Scan {
     settled: HashSet<String>,
     intended: HashSet<String>,
     entered: HashSet<String>,
-    /// Whether the log ends with a newline (an empty one does).
-    ended: bool,
+    /// Where its whole lines end.
+    end: u64,
 }
 
 /// One line of the log, as a sweep and a compaction see it.
@@ -768,12 +855,13 @@ fn dropped_line(value: &Value) -> String {
 }
 
 impl Scan {
-    /// Reads every line of the log (in the memory of one chunk, its longest line and what is
-    /// noted of each line). A line that is not JSON (cut by a killed process, or joined to
-    /// such a one) names nothing.
-    fn read(access: &PrivilegedAccessor) -> Result<Self, vfs::Error> {
+    /// Reads the whole lines of `log` as it was when opened (in the memory of one chunk, its
+    /// longest line and what is noted of each line). A line that is not JSON (cut by a killed
+    /// process, or joined to such a one) names nothing; a last line without its newline is
+    /// left for what follows the scan (`end`).
+    fn read(log: &vfs::ReadHandle) -> Result<Self, vfs::Error> {
         let mut scan = Self::default();
-        scan.ended = each_line(access, |_, line| {
+        (scan.end, _) = lines_of(log, log.size(), false, |_, line| {
             let what = match serde_json::from_slice::<Value>(line) {
                 Ok(value) => scan.note(&value),
                 Err(_) => What::Other,
@@ -1164,17 +1252,33 @@ impl Journal {
 /// at, reading a chunk at a time, so that a log of any length is read in the memory of one
 /// chunk and its longest line. Returns whether the log ends with a newline (an empty one
 /// does): a last line without one was cut by a killed process, or is being appended to.
-fn each_line(access: &PrivilegedAccessor, mut each: impl FnMut(u64, &[u8])) -> Result<bool, vfs::Error> {
+fn each_line(access: &PrivilegedAccessor, each: impl FnMut(u64, &[u8])) -> Result<bool, vfs::Error> {
     // Read from the file opened: a compaction that puts a new log in its place meanwhile
     // leaves this reader the whole of the one it began with.
     let log = access.open_read(LOG_FILE)?;
+    let (end, read) = lines_of(&log, u64::MAX, true, each)?;
+    Ok(end == read)
+}
+
+/// Calls `each` with every whole line of `log` within its first `upto` bytes (without its
+/// newline) and the offset it begins at, and with `partial` a last line without its newline
+/// too, reading a chunk at a time, so that a log of any length is read in the memory of one
+/// chunk and its longest line. Returns where the last whole line ends, and how much was read.
+fn lines_of(
+    log: &vfs::ReadHandle,
+    upto: u64,
+    partial: bool,
+    mut each: impl FnMut(u64, &[u8]),
+) -> Result<(u64, u64), vfs::Error> {
     let mut at = 0u64;
     let mut buffer: Vec<u8> = Vec::new();
     // How much of the buffer is known to hold no newline (a line longer than a chunk is
     // searched once, not again with each chunk added).
     let mut searched = 0;
     loop {
-        let chunk = log.read_at(at + buffer.len() as u64, CHUNK)?;
+        let offset = at + buffer.len() as u64;
+        let want = usize::try_from(upto.saturating_sub(offset)).unwrap_or(usize::MAX).min(CHUNK);
+        let chunk = if want == 0 { Vec::new() } else { log.read_at(offset, want)? };
         let done = chunk.is_empty();
         buffer.extend_from_slice(&chunk);
         let mut start = 0;
@@ -1185,10 +1289,11 @@ fn each_line(access: &PrivilegedAccessor, mut each: impl FnMut(u64, &[u8])) -> R
             searched = start;
         }
         if done {
-            if start < buffer.len() {
-                each(at + start as u64, &buffer[start..]);
+            let end = at + start as u64;
+            if partial && start < buffer.len() {
+                each(end, &buffer[start..]);
             }
-            return Ok(start == buffer.len());
+            return Ok((end, at + buffer.len() as u64));
         }
         buffer.drain(..start);
         at += start as u64;

@@ -409,6 +409,13 @@ impl StagedWrite {
         self.staged.write_at(offset, bytes, &self.path)
     }
 
+    /// Flushes what is staged so far to stable storage, so that the commit's own sync has
+    /// only what is written after to flush: for a large content put in place while a lock
+    /// is held, the bulk is synced before the lock is taken.
+    pub fn sync(&self) -> Result<(), Error> {
+        self.staged.sync(&self.path)
+    }
+
     /// Cuts the content to `len` bytes, or extends it with zeros.
     pub fn set_len(&mut self, len: u64) -> Result<(), Error> {
         self.staged.set_len(len, &self.path)

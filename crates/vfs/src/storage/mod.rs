@@ -301,6 +301,16 @@ impl Staged {
         }
     }
 
+    /// Flushes what is staged so far to stable storage (an object's stage is held in memory
+    /// until its put: nothing to do).
+    pub(crate) fn sync(&self, path: &VirtualPath) -> Result<(), Error> {
+        match self {
+            Staged::Local(staged) => staged.sync(path),
+            #[cfg(feature = "s3")]
+            Staged::Object(_) => Ok(()),
+        }
+    }
+
     /// Cuts or extends (with zeros) the content to `len` bytes.
     pub(crate) fn set_len(&mut self, len: u64, path: &VirtualPath) -> Result<(), Error> {
         match self {

@@ -141,6 +141,15 @@ impl Staged {
         Ok(())
     }
 
+    /// Flushes what is staged so far to stable storage (when the store syncs writes), so that
+    /// the commit's own sync has only what follows to write.
+    pub(crate) fn sync(&self, path: &VirtualPath) -> Result<(), Error> {
+        if self.durability == Durability::Later {
+            return Ok(());
+        }
+        self.file.sync_data().map_err(|error| Error::io(path, error))
+    }
+
     /// Sets the length: cuts the content, or extends it with zeros.
     pub(crate) fn set_len(&mut self, len: u64, path: &VirtualPath) -> Result<(), Error> {
         if len > self.cap {
