@@ -54,6 +54,8 @@ fn main() {
     if std::env::args().any(|argument| argument == "--compaction") {
         for round in 0..3 {
             compaction_stall(&base.path().join(format!("round-{round}")), quick);
+            alternating(&base.path().join(format!("alternating-{round}")), quick);
+            at_bound(&base.path().join(format!("at-bound-{round}")), quick);
         }
         return;
     }
@@ -115,6 +117,122 @@ fn main() {
         row(&format!("delete_file, recursive, {files} files {state}"), delete_off, delete_on);
     }
     compaction_stall(base.path(), quick);
+    alternating(base.path(), quick);
+    at_bound(base.path(), quick);
+}
+
+/// A journal at its bound, whose log holds `MiB` of entries (each says it keeps 4 KiB of
+/// images): every write drops the oldest entry. Printed: a write on a new journal (the
+/// baseline), then a write at the bound.
+fn at_bound(base: &Path, quick: bool) {
+    let mebibytes = if quick { 2 } else { 12 };
+    let (mut entries, mut index, mut claimed) = (String::new(), 0u64, 0u64);
+    while entries.len() < mebibytes * 1024 * 1024 {
+        let id = format!("1700000000000-{index:013x}");
+        let image = format!("{id}.0.0");
+        let entry = json!({ "id": id, "call": id, "operation": "write", "paths": ["/w/kept.txt"], "images": [image], "image_bytes": 4096, "parts": [], "session": "s", "time": "2026-12-01T00:00:00Z", "undoes": null });
+        entries.push_str(&(entry.to_string() + "\n"));
+        index += 1;
+        claimed += 4096;
+    }
+    let launch = |name: &str, filled: bool| {
+        let journal = base.join(format!("{name}-journal"));
+        std::fs::create_dir_all(&journal).unwrap();
+        if filled {
+            std::fs::write(journal.join("journal.jsonl"), &entries).unwrap();
+        }
+        let work = base.join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        let options = vfs_host::LaunchOptions {
+            mounts: vec![format!("{}:/w:rw", work.display())],
+            journal: Some(journal),
+            journal_max_bytes: Some(claimed - 64 * 1024),
+            no_read_before_edit: true,
+            current_dir: base.to_path_buf(),
+            ..vfs_host::LaunchOptions::default()
+        };
+        vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
+    };
+    let (fresh, full) = (launch("fresh", false), launch("full", true));
+    let tools = [fresh.tools(None), full.tools(None)];
+    let content = "x".repeat(4095) + "\n";
+    let write = |tools: &vfs_host::ToolService, index: usize| {
+        let arguments = json!({ "path": format!("/w/file-{}.txt", index % 10), "content": content, "overwrite": true });
+        call(tools, "write_file", &arguments)
+    };
+    // The first write on each reads the log whole (nothing is counted yet).
+    write(&tools[0], 0);
+    write(&tools[1], 0);
+    let rounds = if quick { 10 } else { 40 };
+    let mut samples = [Vec::new(), Vec::new()];
+    for index in 1..=rounds {
+        for (which, tools) in tools.iter().enumerate() {
+            samples[which].push(write(tools, index));
+        }
+    }
+    let [fresh, full] = samples;
+    let (fresh, full) = (median(fresh), median(full));
+    println!();
+    println!("| a write on a journal at its bound, with a {mebibytes} MiB log (median) | time |");
+    println!("|---|---|");
+    println!("| on a new journal | {:.3} ms |", fresh.as_secs_f64() * 1e3);
+    println!(
+        "| at the bound (each drops the oldest entry) | {:.3} ms ({:.2}× new) |",
+        full.as_secs_f64() * 1e3,
+        full.as_secs_f64() / fresh.as_secs_f64()
+    );
+}
+
+/// A launch of `/w` in `base/name` with the journal in `base/shared-journal`, which several
+/// launches share as several processes would.
+fn shared(base: &Path, name: &str) -> vfs_host::Launch {
+    let work = base.join(name);
+    std::fs::create_dir_all(&work).unwrap();
+    let options = vfs_host::LaunchOptions {
+        mounts: vec![format!("{}:/w:rw", work.display())],
+        journal: Some(base.join("shared-journal")),
+        no_read_before_edit: true,
+        current_dir: base.to_path_buf(),
+        ..vfs_host::LaunchOptions::default()
+    };
+    vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
+}
+
+/// Two launches share a journal whose log holds `MiB` of entries it keeps, and write in turn,
+/// as two servers on one project do: each finds the other's lines before its own. Printed:
+/// one launch writing alone on the same log (the baseline), then each write of the two in turn.
+fn alternating(base: &Path, quick: bool) {
+    let mebibytes = if quick { 2 } else { 12 };
+    std::fs::create_dir_all(base.join("shared-journal")).unwrap();
+    let mut entries = String::new();
+    let mut index = 0u64;
+    while entries.len() < mebibytes * 1024 * 1024 {
+        let id = format!("1700000000000-{index:013x}");
+        let entry = json!({ "id": id, "call": id, "operation": "write", "paths": ["/w/kept.txt"], "images": [], "image_bytes": 0, "parts": [], "session": "s", "time": "2026-12-01T00:00:00Z", "undoes": null });
+        entries.push_str(&(entry.to_string() + "\n"));
+        index += 1;
+    }
+    std::fs::write(base.join("shared-journal/journal.jsonl"), entries).unwrap();
+    let (first, second) = (shared(base, "first"), shared(base, "second"));
+    let tools = [first.tools(None), second.tools(None)];
+    let content = "x".repeat(4095) + "\n";
+    let write = |tools: &vfs_host::ToolService, index: usize| {
+        let arguments = json!({ "path": format!("/w/file-{}.txt", index % 10), "content": content, "overwrite": true });
+        call(tools, "write_file", &arguments)
+    };
+    let rounds = if quick { 10 } else { 40 };
+    let alone: Vec<Duration> = (0..rounds).map(|index| write(&tools[0], index)).collect();
+    let in_turn: Vec<Duration> = (0..rounds).map(|index| write(&tools[index % 2], index)).collect();
+    let (alone, in_turn) = (median(alone), median(in_turn));
+    println!();
+    println!("| two processes writing in turn on a {mebibytes} MiB log (median) | time |");
+    println!("|---|---|");
+    println!("| one writing alone | {:.3} ms |", alone.as_secs_f64() * 1e3);
+    println!(
+        "| each in turn | {:.3} ms ({:.2}× alone) |",
+        in_turn.as_secs_f64() * 1e3,
+        in_turn.as_secs_f64() / alone.as_secs_f64()
+    );
 }
 
 /// Two launches share one journal whose log holds `MiB` of what a compaction leaves out (the
@@ -125,18 +243,7 @@ fn main() {
 fn compaction_stall(base: &Path, quick: bool) {
     let mebibytes = if quick { 2 } else { 12 };
     let journal = base.join("shared-journal");
-    let launch = |name: &str| {
-        let work = base.join(name);
-        std::fs::create_dir_all(&work).unwrap();
-        let options = vfs_host::LaunchOptions {
-            mounts: vec![format!("{}:/w:rw", work.display())],
-            journal: Some(journal.clone()),
-            no_read_before_edit: true,
-            current_dir: base.to_path_buf(),
-            ..vfs_host::LaunchOptions::default()
-        };
-        vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
-    };
+    let launch = |name: &str| shared(base, name);
     // The first before the log is long (it compacts at its next write), the second after (it
     // does not: its log has not doubled since it attached).
     let first = launch("first");

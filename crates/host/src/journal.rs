@@ -73,6 +73,10 @@ const IMAGES: &str = "/llm-journal/images";
 /// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
 /// log's bound is never below it.
 const COMPACT_FROM: u64 = 64 * 1024;
+/// How many stretches other processes appended (`State::unread`), and how many bytes of
+/// them, are read alone at a bound; past either, the log is counted again whole.
+const UNREAD_STRETCHES: usize = 256;
+const UNREAD_BYTES: u64 = 4 * 1024 * 1024;
 /// One read of the log or of an image: as much as one privileged read returns.
 const CHUNK: usize = vfs::VIEW_READ_BYTES;
 
@@ -117,18 +121,31 @@ struct State {
     pending: Vec<Observed>,
     calls: HashMap<CallId, CallInfo>,
     intended: HashMap<CallId, Intended>,
-    /// Bytes of the images this process knows to be kept (`None`: not counted yet, or
-    /// another process wrote to the journal since they were).
-    image_bytes: Option<u64>,
+    /// True while `Journal::live` holds the images kept, but for the lines of `unread`
+    /// (false: not counted yet, or counted before what the log says could be read).
+    counted: bool,
     /// Where the log ended after this process's last append, as far as it knows: a log found
     /// longer was written by another process too, whose images this one has not counted.
     log_end: Option<u64>,
-    /// Moved on each time `image_bytes` is found stale, so that a count made before cannot be
+    /// The stretches of the log other processes appended between this one's appends (start,
+    /// end), not yet counted: read at the next bound (`Journal::count_unread`), not the whole
+    /// log again.
+    unread: Vec<(u64, u64)>,
+    /// Moved on each time the count is found stale, so that a count made before cannot be
     /// stored over the finding.
     generation: u64,
     /// The log's length after its last compaction (or when this process attached): it is
     /// compacted again once it has grown to twice that (`Journal::compact_if_grown`).
     log_base: u64,
+}
+
+impl State {
+    /// The images are counted again, from the whole log, before the bound is next applied.
+    fn forget_count(&mut self) {
+        self.counted = false;
+        self.unread.clear();
+        self.generation += 1;
+    }
 }
 
 /// The journal of one launch.
@@ -150,6 +167,74 @@ pub struct Journal {
     writing: Mutex<()>,
     /// Held by the thread that compacts the log while it runs (`Journal::compact_if_grown`).
     compacting: Mutex<()>,
+    /// The entries whose images are kept, as this process counted them (`State::counted`
+    /// says whether the count stands); used only by `Journal::bound`, under `writing`.
+    live: Mutex<Live>,
+}
+
+/// The entries whose images are kept (not dropped), oldest first, with their bytes: what the
+/// size bound counts and drops from, kept up to date from this process's entries and the
+/// lines others append, so that the log is read whole only when it was replaced.
+#[derive(Debug, Default)]
+struct Live {
+    entries: std::collections::BTreeMap<String, LiveEntry>,
+    bytes: u64,
+}
+
+#[derive(Debug)]
+struct LiveEntry {
+    bytes: u64,
+    images: Vec<String>,
+}
+
+impl Live {
+    /// The count of a whole log's entries.
+    fn of(entries: Vec<Entry>) -> Self {
+        let mut live = Self::default();
+        for entry in entries.into_iter().filter(|entry| !entry.dropped) {
+            live.add(entry.id, entry.image_bytes, entry.images);
+        }
+        live
+    }
+
+    fn add(&mut self, id: String, bytes: u64, images: Vec<String>) {
+        if bytes == 0 {
+            return;
+        }
+        if let std::collections::btree_map::Entry::Vacant(vacant) = self.entries.entry(id) {
+            vacant.insert(LiveEntry { bytes, images });
+            self.bytes += bytes;
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<LiveEntry> {
+        let removed = self.entries.remove(id)?;
+        self.bytes -= removed.bytes;
+        Some(removed)
+    }
+
+    /// Takes in one line another process appended: its entry adds its images, its
+    /// `dropped` line takes away the entry it names (once, however many processes dropped
+    /// it). False for a line that is not one of the log's.
+    fn apply(&mut self, line: &Value) -> bool {
+        if line.get("intent").is_some() || line.get("settled").is_some() {
+            return true;
+        }
+        if let Some(id) = line.get("dropped").and_then(Value::as_str) {
+            self.remove(id);
+            return true;
+        }
+        let Some(id) = line.get("id").and_then(Value::as_str) else { return false };
+        if line.get("dropped") != Some(&Value::Bool(true)) {
+            let images = line
+                .get("images")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            self.add(id.to_owned(), line.get("image_bytes").and_then(Value::as_u64).unwrap_or(0), images);
+        }
+        true
+    }
 }
 
 /// Parses a byte count with an optional `K`, `M` or `G` suffix (powers of 1024).
@@ -186,6 +271,7 @@ impl Journal {
             state: Mutex::default(),
             writing: Mutex::new(()),
             compacting: Mutex::new(()),
+            live: Mutex::new(Live::default()),
         }
     }
 
@@ -435,7 +521,7 @@ impl Journal {
         let Some(access) = self.access() else { return };
         let _writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let default = CallInfo { session: "-".to_owned(), undoes: None, paths: Vec::new() };
-        let mut added = 0u64;
+        let mut added = Vec::new();
         let (this, others): (Vec<Observed>, Vec<Observed>) =
             observed.into_iter().partition(|change| change.call == *call);
         let info = infos.unwrap_or_else(|| default.clone());
@@ -462,7 +548,11 @@ impl Journal {
                 Ok((line, bytes)) => {
                     lines.push_str(&line.to_string());
                     lines.push('\n');
-                    added += bytes;
+                    let images = line["images"]
+                        .as_array()
+                        .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .unwrap_or_default();
+                    added.push((line["id"].as_str().unwrap_or_default().to_owned(), bytes, images));
                 }
                 Err(error) => tracing::warn!(target: "vfs::journal", "journal entry not written: {error}"),
             }
@@ -510,6 +600,7 @@ impl Journal {
             .map_err(|error| format!("{LOG_FILE}: {}", error_text(&error)))
             .and_then(|scan| Ok(prepare(access, &log, &scan, *bound)?.map(|compaction| (compaction, scan.end))));
         let mut held = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut reopened = false;
         let compacted = match prepared {
             Ok(Some((compaction, end))) => match gate.lock_exclusive() {
                 Ok(()) => {
@@ -522,6 +613,7 @@ impl Journal {
                     // The log is taken again either way.
                     if let Ok(fresh) = access.open_append(LOG_FILE) {
                         *held = Some(fresh);
+                        reopened = true;
                     }
                     let _ = gate.unlock();
                     put
@@ -539,10 +631,10 @@ impl Journal {
         let mut state = self.state();
         state.log_base = length.unwrap_or(0);
         state.log_end = length;
-        // Images of entries it dropped are gone: counted again before the bound is next applied.
-        if compacted.is_ok_and(|rewritten| rewritten) {
-            state.image_bytes = None;
-            state.generation += 1;
+        // The log was taken again (replaced by this compaction or another process's), and the
+        // images of entries dropped are gone: counted again before the bound is next applied.
+        if compacted.is_ok_and(|rewritten| rewritten) || reopened {
+            state.forget_count();
         }
     }
 
@@ -551,50 +643,84 @@ impl Journal {
         self.finish(&CallId::new());
     }
 
-    /// Drops the oldest images while the kept images exceed the bound.
-    fn bound(&self, access: &PrivilegedAccessor, added: u64) {
+    /// Drops the oldest images while the kept images exceed the bound. `added`: the entries
+    /// this process just appended (id, image bytes, images).
+    fn bound(&self, access: &PrivilegedAccessor, added: Vec<(String, u64, Vec<String>)>) {
         // Never read the journal with the state locked: the read is a call, whose end is
         // told to this observer (`call_ended`), which takes the state.
-        let (known, generation) = {
-            let state = self.state();
-            (state.image_bytes, state.generation)
-        };
-        // A count is kept only if no other process's lines were found meanwhile.
-        let keep = |count: u64| {
+        let (counted, generation, unread) = {
             let mut state = self.state();
-            if state.generation == generation {
-                state.image_bytes = Some(count);
-            }
+            (state.counted, state.generation, std::mem::take(&mut state.unread))
         };
-        // The log is read at most once here (a long one takes a while: docs/performance.md).
-        let mut loaded = None;
-        let total = if let Some(known) = known {
-            known + added
+        let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // What other processes appended since: read alone, when it can be; else the log is
+        // read whole (a long one takes a while: docs/performance.md), this process's new
+        // entries with it.
+        let incremental = counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread));
+        if incremental {
+            for (id, bytes, images) in added {
+                live.add(id, bytes, images);
+            }
         } else {
-            let entries = loaded.insert(load(access));
-            entries.iter().filter(|entry| !entry.dropped).map(|entry| entry.image_bytes).sum()
-        };
-        keep(total);
-        if total <= self.max_bytes {
-            return;
+            *live = Live::of(load(access));
         }
-        let mut left = total;
-        for entry in &loaded.unwrap_or_else(|| load(access)) {
-            if left <= self.max_bytes {
-                break;
-            }
-            if entry.dropped || entry.image_bytes == 0 {
-                continue;
-            }
+        while live.bytes > self.max_bytes {
+            let Some(oldest) = live.entries.keys().next().cloned() else { break };
+            let Some(entry) = live.remove(&oldest) else { break };
             for name in &entry.images {
                 self.forget_image(access, name);
             }
-            let line = json!({ "dropped": entry.id }).to_string() + "\n";
-            if self.append(access, &line, vfs::HeldSyncs::default()).is_ok() {
-                left -= entry.image_bytes;
+            let line = json!({ "dropped": oldest }).to_string() + "\n";
+            if let Err(error) = self.append(access, &line, vfs::HeldSyncs::default()) {
+                tracing::warn!(target: "vfs::journal", "journal entry {oldest} dropped but not marked: {error}");
             }
         }
-        keep(left);
+        // The count stands only if the log was not found changed meanwhile; one of the whole
+        // log, only if no other process's lines were noted either (it may have read them).
+        let mut state = self.state();
+        state.counted = state.generation == generation && (incremental || state.unread.is_empty());
+        if !state.counted {
+            state.unread.clear();
+        }
+    }
+}
+
+impl Journal {
+    /// Takes into `live` the lines other processes appended in `unread` (stretches of the log
+    /// this process holds). False when they cannot be read so (the log was replaced, a
+    /// stretch does not hold whole lines of the log's): the log is then read whole. Under the
+    /// gate, shared (with the log held, as every use of the gate's lock is), so that no
+    /// compaction replaces the log while it is read.
+    fn count_unread(&self, access: &PrivilegedAccessor, live: &mut Live, unread: &[(u64, u64)]) -> bool {
+        let log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let gate = self.gate.get().filter(|gate| gate.lock_shared().is_ok());
+        let counted = (|| {
+            if log.as_ref()?.unnamed().unwrap_or(true) {
+                return None;
+            }
+            let reader = access.open_read(LOG_FILE).ok()?;
+            for &(start, end) in unread {
+                let mut bytes = Vec::new();
+                while (bytes.len() as u64) < end - start {
+                    let want = usize::try_from(end - start).unwrap_or(usize::MAX) - bytes.len();
+                    let chunk = reader.read_at(start + bytes.len() as u64, want.min(CHUNK)).ok()?;
+                    if chunk.is_empty() {
+                        return None;
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                for line in bytes.strip_suffix(b"\n")?.split(|&byte| byte == b'\n') {
+                    if !live.apply(&serde_json::from_slice::<Value>(line).ok()?) {
+                        return None;
+                    }
+                }
+            }
+            Some(())
+        })();
+        if let Some(gate) = gate {
+            let _ = gate.unlock();
+        }
+        counted.is_some()
     }
 }
 
@@ -1220,6 +1346,8 @@ impl Journal {
             && let Ok(fresh) = access.open_append(LOG_FILE)
         {
             *log = Some(fresh);
+            // Another process compacted the log: where this one left it means nothing now.
+            self.state().log_end = None;
         }
         let result = match log.as_mut() {
             Some(file) => self.append_counted(file, bytes),
@@ -1233,15 +1361,25 @@ impl Journal {
 
     /// Appends `bytes` to the log. Several processes may share a journal (two stdio servers
     /// on one project): a log that is not where this process left it was appended to by
-    /// another, whose images this one has not counted, so they are counted again from the log
-    /// before the bound is next applied.
+    /// another, whose images this one has not counted: what lies between is noted, and
+    /// counted before the bound is next applied (`Journal::count_unread`); past a few such
+    /// stretches, or when the log is not as this process left it, the log is counted again.
     fn append_counted(&self, file: &mut AppendFile, bytes: &[u8]) -> std::io::Result<()> {
         let before = file.length().ok();
         file.append(bytes)?;
         let mut state = self.state();
-        if before.is_none() || before != state.log_end {
-            state.image_bytes = None;
-            state.generation += 1;
+        match (before, state.log_end) {
+            (Some(before), Some(end)) if before == end => {}
+            (Some(before), Some(end))
+                if before > end
+                    && state.counted
+                    && state.unread.len() < UNREAD_STRETCHES
+                    && state.unread.iter().map(|(start, end)| end - start).sum::<u64>() + (before - end)
+                        <= UNREAD_BYTES =>
+            {
+                state.unread.push((end, before));
+            }
+            _ => state.forget_count(),
         }
         state.log_end = before.map(|before| before + bytes.len() as u64);
         Ok(())
@@ -1802,6 +1940,31 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What another process appended is taken in line by line: its entries add their
+    /// images, its `dropped` lines take away the entry they name, once however many say so; a
+    /// line that is not one of the log's sends the count back to a read of the whole log.
+    #[test]
+    fn lines_another_process_appended_are_counted_alone() {
+        let mut live = Live::default();
+        live.add("1".to_owned(), 100, vec!["1.0".to_owned()]);
+        assert!(live.apply(&json!({ "id": "2", "image_bytes": 24, "images": ["2.0"], "parts": [] })));
+        assert!(live.apply(&json!({ "id": "3", "images": [], "parts": [] })));
+        assert!(live.apply(&json!({ "intent": "i", "call": "c", "image_bytes": 7 })));
+        assert!(live.apply(&json!({ "settled": "c" })));
+        assert!(live.apply(&json!({ "dropped": true, "id": "4", "call": "c" })));
+        assert_eq!(
+            (live.bytes, live.entries.keys().cloned().collect::<Vec<_>>()),
+            (124, vec!["1".to_owned(), "2".to_owned()])
+        );
+        assert!(live.apply(&json!({ "dropped": "1" })));
+        assert!(live.apply(&json!({ "dropped": "1" })), "dropped by two processes at once");
+        assert!(live.apply(&json!({ "dropped": "unknown" })));
+        assert_eq!(live.bytes, 24);
+        assert_eq!(live.entries["2"].images, ["2.0"]);
+        assert!(!live.apply(&json!({ "something": "else" })));
+        assert!(!live.apply(&json!([1, 2])));
+    }
 
     #[test]
     fn byte_counts_take_suffixes() {
