@@ -188,10 +188,13 @@ struct LiveEntry {
 }
 
 impl Live {
-    /// The count of a whole log's entries.
+    /// The count of a whole log's entries. An intent without its entry is left out: its call
+    /// may be running (its entry, added later under its own id, names the same images, which
+    /// the oldest-first drop would then remove under a listed entry); a stopped call's images
+    /// are the sweep's.
     fn of(entries: Vec<Entry>) -> Self {
         let mut live = Self::default();
-        for entry in entries.into_iter().filter(|entry| !entry.dropped) {
+        for entry in entries.into_iter().filter(|entry| !entry.dropped && !entry.incomplete) {
             live.add(entry.id, entry.image_bytes, entry.images);
         }
         live
@@ -630,10 +633,12 @@ impl Journal {
         drop(held);
         let mut state = self.state();
         state.log_base = length.unwrap_or(0);
-        state.log_end = length;
         // The log was taken again (replaced by this compaction or another process's), and the
         // images of entries dropped are gone: counted again before the bound is next applied.
+        // Not taken again, the log's end stays where this process's last append left it: what
+        // others appended since is still to be read as theirs.
         if compacted.is_ok_and(|rewritten| rewritten) || reopened {
+            state.log_end = length;
             state.forget_count();
         }
     }
