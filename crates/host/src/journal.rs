@@ -134,6 +134,11 @@ struct State {
     /// Moved on each time the count is found stale, so that a count made before cannot be
     /// stored over the finding.
     generation: u64,
+    /// True while `Journal::bound` reads the whole log: what other processes append
+    /// meanwhile is noted in `unread` as when the count stands, and what of it lies past
+    /// where the read stopped is counted next (without, every own append while two
+    /// processes write at once would send the next bound back to the whole log).
+    loading: bool,
     /// The log's length after its last compaction (or when this process attached): it is
     /// compacted again once it has grown to twice that (`Journal::compact_if_grown`).
     log_base: u64,
@@ -661,13 +666,19 @@ impl Journal {
         // What other processes appended since: read alone, when it can be; else the log is
         // read whole (a long one takes a while: docs/performance.md), this process's new
         // entries with it.
-        let incremental = counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread));
+        let incremental = counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread, generation));
+        // Where the whole log's read stopped: the stretches noted meanwhile are counted
+        // next from there on.
+        let mut loaded_to = None;
         if incremental {
             for (id, bytes, images) in added {
                 live.add(id, bytes, images);
             }
         } else {
-            *live = Live::of(load(access));
+            self.state().loading = true;
+            let loaded = load_ending(access);
+            loaded_to = loaded.as_ref().map(|(_, end)| *end);
+            *live = Live::of(loaded.map(|(entries, _)| entries).unwrap_or_default());
         }
         while live.bytes > self.max_bytes {
             let Some(oldest) = live.entries.keys().next().cloned() else { break };
@@ -680,10 +691,15 @@ impl Journal {
                 tracing::warn!(target: "vfs::journal", "journal entry {oldest} dropped but not marked: {error}");
             }
         }
-        // The count stands only if the log was not found changed meanwhile; one of the whole
-        // log, only if no other process's lines were noted either (it may have read them).
+        // The count stands only if the log was not found changed meanwhile (nor replaced).
+        // One of the whole log has read the lines others appended before it stopped; what
+        // they appended past that is counted next.
         let mut state = self.state();
-        state.counted = state.generation == generation && (incremental || state.unread.is_empty());
+        state.loading = false;
+        state.counted = state.generation == generation && (incremental || loaded_to.is_some());
+        if let (Some(end), true) = (loaded_to, state.counted) {
+            state.unread = unread_past(&state.unread, end);
+        }
         if !state.counted {
             state.unread.clear();
         }
@@ -696,15 +712,27 @@ impl Journal {
     /// stretch does not hold whole lines of the log's): the log is then read whole. Under the
     /// gate, shared (with the log held, as every use of the gate's lock is), so that no
     /// compaction replaces the log while it is read.
-    fn count_unread(&self, access: &PrivilegedAccessor, live: &mut Live, unread: &[(u64, u64)]) -> bool {
+    fn count_unread(
+        &self,
+        access: &PrivilegedAccessor,
+        live: &mut Live,
+        unread: &[(u64, u64)],
+        generation: u64,
+    ) -> bool {
         let log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let gate = self.gate.get().filter(|gate| gate.lock_shared().is_ok());
         let counted = (|| {
-            if log.as_ref()?.unnamed().unwrap_or(true) {
+            // The stretches are of the log held when they were noted: not if it was taken
+            // again since (a reopen, under `intents`, moves the generation on).
+            if self.state().generation != generation || log.as_ref()?.unnamed().unwrap_or(true) {
                 return None;
             }
             let reader = access.open_read(LOG_FILE).ok()?;
             for &(start, end) in unread {
+                // A stretch begins where a line of this process's ended.
+                if start > 0 && reader.read_at(start - 1, 1).ok()? != b"\n" {
+                    return None;
+                }
                 let mut bytes = Vec::new();
                 while (bytes.len() as u64) < end - start {
                     let want = usize::try_from(end - start).unwrap_or(usize::MAX) - bytes.len();
@@ -727,6 +755,12 @@ impl Journal {
         }
         counted.is_some()
     }
+}
+
+/// What of the stretches `unread` lies past `end`, where a read of the whole log stopped (the
+/// end of a whole line): the rest it read.
+fn unread_past(unread: &[(u64, u64)], end: u64) -> Vec<(u64, u64)> {
+    unread.iter().filter(|(_, to)| *to > end).map(|&(from, to)| (from.max(end), to)).collect()
 }
 
 /// Opens the journal in `directory` for reading (`vfs journal list`), a host path the operator
@@ -911,10 +945,11 @@ fn older_process_on(access: &PrivilegedAccessor) -> bool {
 }
 
 /// The bound a compaction brings the log within: `--journal-max-bytes`, but no less than
-/// [`COMPACT_FROM`], and never more than one file may be written (the write cap: the new log
-/// is one).
+/// [`COMPACT_FROM`], and never more than half of what one file may be written (the write cap:
+/// the new log is one file, and a running compaction adds to it the lines appended while it
+/// was written, which the other half leaves room for).
 fn log_bound(max_bytes: u64, write_cap: u64) -> u64 {
-    max_bytes.max(COMPACT_FROM).min(write_cap)
+    max_bytes.max(COMPACT_FROM).min(write_cap / 2)
 }
 
 /// The log, read once, a line at a time: what the sweep and the compaction decide from.
@@ -1351,8 +1386,11 @@ impl Journal {
             && let Ok(fresh) = access.open_append(LOG_FILE)
         {
             *log = Some(fresh);
-            // Another process compacted the log: where this one left it means nothing now.
-            self.state().log_end = None;
+            // Another process compacted the log: where this one left it, and the stretches
+            // noted in the old one, mean nothing now.
+            let mut state = self.state();
+            state.log_end = None;
+            state.forget_count();
         }
         let result = match log.as_mut() {
             Some(file) => self.append_counted(file, bytes),
@@ -1370,37 +1408,38 @@ impl Journal {
     /// counted before the bound is next applied (`Journal::count_unread`); past a few such
     /// stretches, or when the log is not as this process left it, the log is counted again.
     fn append_counted(&self, file: &mut AppendFile, bytes: &[u8]) -> std::io::Result<()> {
-        let before = file.length().ok();
-        file.append(bytes)?;
+        // Where the lines landed, told by the write itself: another process may append
+        // between a look at the log's length and this append (appenders share the gate).
+        let end = file.append_ending(bytes)?;
+        let start = end.saturating_sub(bytes.len() as u64);
         let mut state = self.state();
-        match (before, state.log_end) {
-            (Some(before), Some(end)) if before == end => {}
-            (Some(before), Some(end))
-                if before > end
-                    && state.counted
+        match state.log_end {
+            Some(known) if known == start => {}
+            Some(known)
+                if start > known
+                    && (state.counted || state.loading)
                     && state.unread.len() < UNREAD_STRETCHES
-                    && state.unread.iter().map(|(start, end)| end - start).sum::<u64>() + (before - end)
+                    && state.unread.iter().map(|(from, to)| to - from).sum::<u64>() + (start - known)
                         <= UNREAD_BYTES =>
             {
-                state.unread.push((end, before));
+                state.unread.push((known, start));
             }
             _ => state.forget_count(),
         }
-        state.log_end = before.map(|before| before + bytes.len() as u64);
+        state.log_end = Some(end);
         Ok(())
     }
 }
 
 /// Calls `each` with every line of the log (without its newline) and the offset it begins
 /// at, reading a chunk at a time, so that a log of any length is read in the memory of one
-/// chunk and its longest line. Returns whether the log ends with a newline (an empty one
-/// does): a last line without one was cut by a killed process, or is being appended to.
-fn each_line(access: &PrivilegedAccessor, each: impl FnMut(u64, &[u8])) -> Result<bool, vfs::Error> {
+/// chunk and its longest line. Returns where its whole lines end, and how much was read: a
+/// last line without its newline was cut by a killed process, or is being appended to.
+fn each_line(access: &PrivilegedAccessor, each: impl FnMut(u64, &[u8])) -> Result<(u64, u64), vfs::Error> {
     // Read from the file opened: a compaction that puts a new log in its place meanwhile
     // leaves this reader the whole of the one it began with.
     let log = access.open_read(LOG_FILE)?;
-    let (end, read) = lines_of(&log, u64::MAX, true, each)?;
-    Ok(end == read)
+    lines_of(&log, u64::MAX, true, each)
 }
 
 /// Calls `each` with every whole line of `log` within its first `upto` bytes (without its
@@ -1489,6 +1528,12 @@ pub struct Entry {
 }
 
 fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
+    load_ending(access).map(|(entries, _)| entries).unwrap_or_default()
+}
+
+/// [`load`], and where the log's whole lines it read end; `None` when the log could not be
+/// read.
+fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64)> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut dropped = HashSet::new();
     let mut intents = Vec::new();
@@ -1536,9 +1581,7 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
         };
         if incomplete { intents.push(entry) } else { entries.push(entry) }
     });
-    if read.is_err() {
-        return Vec::new();
-    }
+    let (end, _) = read.ok()?;
     // An intent is incomplete when its call has no entry and was not settled: the process
     // stopped between the image and the change, or between the change and its entry.
     let complete: HashSet<String> = entries.iter().map(|entry| entry.call.clone()).collect();
@@ -1549,7 +1592,7 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
         entry.dropped = dropped.contains(&entry.id);
     }
     entries.sort_by(|a, b| a.id.cmp(&b.id));
-    entries
+    Some((entries, end))
 }
 
 /// What can be done with an entry now.
@@ -1971,6 +2014,183 @@ mod tests {
         assert!(!live.apply(&json!([1, 2])));
     }
 
+    /// Appends "another process" makes to the log in `directory`: a file of its own, opened
+    /// for appending, as another process's would be.
+    #[expect(clippy::disallowed_types, reason = "fixture: another process's appends to a journal's log")]
+    fn append_as_another(directory: &std::path::Path, line: &Value) -> u64 {
+        use std::io::Write as _;
+        let text = format!("{line}\n");
+        let mut log = std::fs::OpenOptions::new().append(true).open(directory.join("journal.jsonl")).unwrap();
+        log.write_all(text.as_bytes()).unwrap();
+        text.len() as u64
+    }
+
+    fn own_line(journal: &Journal, line: &Value) -> u64 {
+        let text = format!("{line}\n");
+        journal.append(journal.access().unwrap(), &text, vfs::HeldSyncs::default()).unwrap();
+        text.len() as u64
+    }
+
+    /// What another process appends between this one's appends is noted as the stretch it
+    /// takes, found from where each append of this one's landed, and counted alone: its
+    /// entry adds its images. A stretch that does not begin a line, or one noted in a log
+    /// taken again since, is not counted (the log is then read whole). While the whole log
+    /// is read, stretches are still noted; with no count standing, and none being made, the
+    /// count is forgotten.
+    #[test]
+    fn lines_another_process_appends_between_own_appends_are_noted_where_they_lie() {
+        let directory = tempfile::tempdir().unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let access = journal.access().unwrap();
+        let first = own_line(&journal, &json!({ "settled": "own-1" }));
+        journal.state().counted = true;
+        assert_eq!(journal.state().log_end, Some(first));
+        let theirs = append_as_another(
+            directory.path(),
+            &json!({ "id": "2", "image_bytes": 24, "images": ["2.0"], "parts": [] }),
+        );
+        let second = own_line(&journal, &json!({ "settled": "own-2" }));
+        let (unread, generation) = {
+            let state = journal.state();
+            (state.unread.clone(), state.generation)
+        };
+        assert_eq!(unread, [(first, first + theirs)]);
+        assert_eq!(journal.state().log_end, Some(first + theirs + second));
+
+        let mut live = Live::default();
+        assert!(journal.count_unread(access, &mut live, &unread, generation));
+        assert_eq!((live.bytes, live.entries["2"].images.clone()), (24, vec!["2.0".to_owned()]));
+        assert!(!journal.count_unread(access, &mut Live::default(), &[(first + 1, first + theirs)], generation));
+        assert!(!journal.count_unread(access, &mut Live::default(), &unread, generation + 1));
+
+        // A whole read runs: noted all the same.
+        {
+            let mut state = journal.state();
+            (state.counted, state.loading) = (false, true);
+        }
+        let before = journal.state().log_end.unwrap();
+        let more = append_as_another(directory.path(), &json!({ "dropped": "2" }));
+        own_line(&journal, &json!({ "settled": "own-3" }));
+        let state = journal.state();
+        assert_eq!(
+            (state.unread.clone(), state.generation),
+            (vec![(first, first + theirs), (before, before + more)], generation)
+        );
+        drop(state);
+
+        // Neither counted nor counting: the stretches mean nothing, and a count under way
+        // cannot stand.
+        journal.state().loading = false;
+        append_as_another(directory.path(), &json!({ "dropped": "3" }));
+        own_line(&journal, &json!({ "settled": "own-4" }));
+        let state = journal.state();
+        assert_eq!((state.unread.clone(), state.generation), (Vec::new(), generation + 1));
+    }
+
+    /// After a read of the whole log that stopped at `end`, what is left of the stretches
+    /// noted meanwhile is what lies past it.
+    #[test]
+    fn stretches_a_whole_read_covered_are_left_out() {
+        assert_eq!(unread_past(&[(10, 20), (30, 40), (50, 60)], 35), [(35, 40), (50, 60)]);
+        assert_eq!(unread_past(&[(10, 20)], 20), []);
+        assert_eq!(unread_past(&[(10, 20)], 5), [(10, 20)]);
+    }
+
+    /// The count of a whole log leaves out an intent without its entry (its call may be
+    /// running: its entry comes later, under its own id, with the same images) and the
+    /// entries dropped.
+    #[test]
+    fn a_whole_count_leaves_out_intents_without_their_entry() {
+        let directory = tempfile::tempdir().unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        own_line(&journal, &json!({ "intent": "1", "call": "c1", "images": ["c1.0"], "image_bytes": 10 }));
+        own_line(&journal, &json!({ "intent": "2", "call": "c2", "images": ["c2.0"], "image_bytes": 20 }));
+        own_line(&journal, &json!({ "id": "3", "call": "c2", "images": ["c2.0"], "image_bytes": 20, "parts": [] }));
+        own_line(&journal, &json!({ "id": "4", "call": "c4", "images": ["c4.0"], "image_bytes": 40, "parts": [] }));
+        own_line(&journal, &json!({ "dropped": "4" }));
+        let live = Live::of(load(journal.access().unwrap()));
+        assert_eq!((live.bytes, live.entries.keys().cloned().collect::<Vec<_>>()), (20, vec!["3".to_owned()]));
+    }
+
+    /// A log that has grown but is not worth a rewrite is left as it is, and where this
+    /// process's last append ended with it: what another process appended since is still
+    /// noted as theirs at the next append.
+    #[test]
+    fn a_compaction_that_rewrites_nothing_keeps_where_the_own_lines_end() {
+        let directory = tempfile::tempdir().unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let access = journal.access().unwrap();
+        let (mut end, mut id) = (0, 0);
+        while end < COMPACT_FROM {
+            end += own_line(&journal, &json!({ "id": format!("{id:08}"), "parts": [], "pad": "p".repeat(60) }));
+            id += 1;
+        }
+        journal.state().counted = true;
+        let theirs = append_as_another(directory.path(), &json!({ "id": "x", "parts": [] }));
+        journal.compact_if_grown(access);
+        assert_eq!(journal.state().log_end, Some(end));
+        own_line(&journal, &json!({ "settled": "own" }));
+        assert_eq!(journal.state().unread, [(end, end + theirs)]);
+    }
+
+    /// Two processes append to one log while each compacts it as it grows: every entry
+    /// either appended is in the log at the end, once (the lines appended while a compaction
+    /// wrote the new log are carried into it; a compaction of a log that another replaced
+    /// first is not put in place), and what no reader needs is gone.
+    #[test]
+    fn two_processes_compacting_one_log_as_they_append_lose_no_line() {
+        const ROUNDS: usize = 400;
+        let directory = tempfile::tempdir().unwrap();
+        let journals = [(); 2].map(|()| open_journal(directory.path(), vfs::ambient_authority()).unwrap());
+        std::thread::scope(|scope| {
+            for (which, journal) in journals.iter().enumerate() {
+                scope.spawn(move || {
+                    let pad = "p".repeat(600);
+                    for round in 0..ROUNDS {
+                        let id = format!("{round:05}-{which}");
+                        let entry = json!({ "id": id, "call": id, "parts": [], "pad": pad });
+                        let settled = json!({ "settled": id, "pad": pad });
+                        let lines = format!("{entry}\n{settled}\n");
+                        journal.append(journal.access().unwrap(), &lines, vfs::HeldSyncs::default()).unwrap();
+                        journal.compact_if_grown(journal.access().unwrap());
+                    }
+                });
+            }
+        });
+        let mut ids = Vec::new();
+        let mut settled = 0;
+        each_line(journals[0].access().unwrap(), |_, line| {
+            let value: Value = serde_json::from_slice(line).unwrap();
+            match value.get("id").and_then(Value::as_str) {
+                Some(id) => ids.push(id.to_owned()),
+                None => settled += 1,
+            }
+        })
+        .unwrap();
+        ids.sort();
+        let expected: Vec<String> =
+            (0..ROUNDS).flat_map(|round| (0..2).map(move |which| format!("{round:05}-{which}"))).collect();
+        assert!(
+            ids == expected,
+            "{} entries, {} of them distinct",
+            ids.len(),
+            ids.iter().collect::<HashSet<_>>().len()
+        );
+        // Each compaction leaves out the `settled` lines before it; those appended since
+        // the last one stay.
+        assert!(settled < 2 * ROUNDS, "{settled} settled lines left: the log was never compacted");
+    }
+
+    /// The log's bound leaves half the write cap for the lines appended while a running
+    /// compaction writes the new log (one file, bounded by the cap).
+    #[test]
+    fn the_log_bound_leaves_room_for_what_is_appended_during_a_compaction() {
+        let cap = 16 * 1024 * 1024;
+        assert_eq!(log_bound(DEFAULT_MAX_BYTES, cap), cap / 2);
+        assert_eq!(log_bound(1_000, cap), COMPACT_FROM);
+        assert_eq!(log_bound(1024 * 1024, cap), 1024 * 1024);
+    }
+
     #[test]
     fn byte_counts_take_suffixes() {
         assert_eq!(parse_bytes("1024"), Ok(1024));
@@ -1998,8 +2218,8 @@ mod tests {
         let access = journal.access().unwrap();
 
         let mut lines = Vec::new();
-        let ended = each_line(access, |at, line| lines.push((at, line.to_vec()))).unwrap();
-        assert!(!ended);
+        let (end, read) = each_line(access, |at, line| lines.push((at, line.to_vec()))).unwrap();
+        assert_eq!(read - end, 5, "the cut last line is read, and not counted as whole");
         let entry_text = entry.to_string();
         let second = 17u64;
         let offsets: Vec<(u64, usize)> = lines.iter().map(|(at, line)| (*at, line.len())).collect();

@@ -144,6 +144,12 @@ impl AppendFile {
     /// Appends one record (for a JSON-lines log: one line, newline included) and flushes it to
     /// the kernel.
     pub fn append(&mut self, record: &[u8]) -> std::io::Result<()> {
+        self.file.append(record).map(drop)
+    }
+
+    /// [`AppendFile::append`], returning where the record ends in the file: it begins that
+    /// many bytes before, whatever other writers appended before or after it.
+    pub fn append_ending(&mut self, record: &[u8]) -> std::io::Result<u64> {
         self.file.append(record)
     }
 

@@ -559,12 +559,15 @@ pub(crate) enum Appender {
 }
 
 impl Appender {
-    /// Appends `bytes` whole, and hands them to the system.
-    pub(crate) fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+    /// Appends `bytes` whole, hands them to the system, and returns where they end in the
+    /// file: an `O_APPEND` write moves the descriptor's offset to its own end, wherever other
+    /// writers' appends put the file's end before it.
+    pub(crate) fn append(&mut self, bytes: &[u8]) -> io::Result<u64> {
         match self {
             Appender::Local(named) => {
                 io::Write::write_all(&mut named.file, bytes)?;
-                io::Write::flush(&mut named.file)
+                io::Write::flush(&mut named.file)?;
+                io::Seek::stream_position(&mut named.file)
             }
         }
     }
