@@ -315,12 +315,14 @@ def test_the_journals_bound_drops_an_objects_oldest_image_from_its_bucket(fixtur
     area = f"{prefix}/.vfs-tmp-journal/"
 
     async def body(client, init):
-        for content in ["one\n", "two\n", "six\n"]:
+        for word in ["one\n", "two\n", "six\n"]:
+            content = word * 37_500
             result = await client.call("write_file", {"path": "/data/a.txt", "content": content, "overwrite": True})
             assert not result.is_error, text(result)
-        # Two images of 4 bytes each were kept; the bound (4 bytes) dropped the older one.
+        # Two images of 150,000 bytes each were kept; the bound (256 KiB, the least, for the
+        # log and the images) dropped the older one.
         images = [key for key in list_keys(prefix) if key.startswith(area)]
-        assert [get_object(key) for key in images] == [b"two\n"], images
+        assert [get_object(key) for key in images] == [b"two\n" * 37_500], images
         changes = (await client.call("list_changes", {})).structured_content["changes"]
         assert [change["state"] for change in changes] == ["undoable", "dropped", "undoable"]
 
@@ -334,7 +336,7 @@ def test_the_journals_bound_drops_an_objects_oldest_image_from_its_bucket(fixtur
             "--journal",
             "journal",
             "--journal-max-bytes",
-            "4",
+            "256K",
             "--no-read-before-edit",
         ],
         env=aws_env(),

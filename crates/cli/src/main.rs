@@ -338,9 +338,10 @@ struct LaunchArgs {
     /// undoes them.
     #[arg(long = "journal", value_name = "DIR")]
     journal: Option<PathBuf>,
-    /// The most bytes of before images the journal keeps (`K`, `M`, `G` suffixes); the oldest
-    /// are dropped first.
-    #[arg(long = "journal-max-bytes", value_name = "BYTES", default_value = "1G", value_parser = vfs_host::parse_bytes)]
+    /// The most bytes the journal keeps on disk, its log and the before images (`K`, `M`, `G`
+    /// suffixes; at least 256K): the oldest images are dropped first, and the oldest entries
+    /// leave the log once it is compacted.
+    #[arg(long = "journal-max-bytes", value_name = "BYTES", default_value = "1G", value_parser = vfs_host::parse_journal_bound)]
     journal_max_bytes: u64,
     /// Mount the default `/workspace` (the current directory) read-write instead of read-only.
     #[arg(long)]

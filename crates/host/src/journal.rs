@@ -57,8 +57,14 @@ pub const OPERATOR_SESSION: &str = "operator";
 /// The virtual root of the journal, internal.
 pub const JOURNAL_ROOT: &str = "/llm-journal";
 
-/// The default bound on the images' bytes (`--journal-max-bytes`): 1 GiB.
+/// The default bound on the journal's bytes, its log and its images (`--journal-max-bytes`):
+/// 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// The least bound a journal takes, 256 KiB: its log alone may take up to half of it (a
+/// quarter once compacted, twice that before the next compaction), and a compacted log is
+/// never bounded below 64 KiB.
+pub const MIN_MAX_BYTES: u64 = 4 * COMPACT_FROM;
 
 const LOG_FILE: &str = "/llm-journal/journal.jsonl";
 /// Locked (`flock`) by every process that uses the journal, shared; only one alone gets it
@@ -245,6 +251,24 @@ impl Live {
     }
 }
 
+/// Parses a journal's bound (`--journal-max-bytes`): a byte count ([`parse_bytes`]) of at
+/// least [`MIN_MAX_BYTES`].
+///
+/// # Errors
+/// A message naming what is wrong and the least bound taken.
+pub fn parse_journal_bound(text: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(text)?;
+    check_journal_bound(bytes).map_err(|least| {
+        format!("`{}` is below {least}, the least a journal keeps (its log alone takes up to half of it)", text.trim())
+    })?;
+    Ok(bytes)
+}
+
+/// `Err` with the least bound, in words (`256K`), when `bytes` is below it.
+pub(crate) fn check_journal_bound(bytes: u64) -> Result<(), String> {
+    if bytes < MIN_MAX_BYTES { Err(format!("{}K", MIN_MAX_BYTES / 1024)) } else { Ok(()) }
+}
+
 /// Parses a byte count with an optional `K`, `M` or `G` suffix (powers of 1024).
 ///
 /// # Errors
@@ -265,7 +289,8 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 impl Journal {
-    /// A journal bounded to `max_bytes` of images, not yet attached to its registry.
+    /// A journal bounded to `max_bytes` (its log and its images; at least [`MIN_MAX_BYTES`]:
+    /// a launch refuses less), not yet attached to its registry.
     #[must_use]
     pub fn new(max_bytes: u64) -> Self {
         Self {
@@ -680,16 +705,22 @@ impl Journal {
             loaded_to = loaded.as_ref().map(|(_, end)| *end);
             *live = Live::of(loaded.map(|(entries, _)| entries).unwrap_or_default());
         }
-        while live.bytes > self.max_bytes {
+        // The bound is on the journal's bytes: the log's, which only a compaction shortens
+        // (`Journal::compact_if_grown`), and the images', which go oldest first.
+        // The `dropped` lines go in one append (one sync).
+        let log_bytes = self.log_length();
+        let mut lines = String::new();
+        while live.bytes + log_bytes + lines.len() as u64 > self.max_bytes {
             let Some(oldest) = live.entries.keys().next().cloned() else { break };
             let Some(entry) = live.remove(&oldest) else { break };
             for name in &entry.images {
                 self.forget_image(access, name);
             }
-            let line = json!({ "dropped": oldest }).to_string() + "\n";
-            if let Err(error) = self.append(access, &line, vfs::HeldSyncs::default()) {
-                tracing::warn!(target: "vfs::journal", "journal entry {oldest} dropped but not marked: {error}");
-            }
+            lines.push_str(&json!({ "dropped": oldest }).to_string());
+            lines.push('\n');
+        }
+        if let Err(error) = self.append(access, &lines, vfs::HeldSyncs::default()) {
+            tracing::warn!(target: "vfs::journal", "journal entries dropped but not marked: {error}");
         }
         // The count stands only if the log was not found changed meanwhile (nor replaced).
         // One of the whole log has read the lines others appended before it stopped; what
@@ -707,6 +738,12 @@ impl Journal {
 }
 
 impl Journal {
+    /// The length of the log held, every process's appends included (0 when it is not held).
+    fn log_length(&self) -> u64 {
+        let log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        log.as_ref().and_then(|log| log.length().ok()).unwrap_or(0)
+    }
+
     /// Takes into `live` the lines other processes appended in `unread` (stretches of the log
     /// this process holds). False when they cannot be read so (the log was replaced, a
     /// stretch does not hold whole lines of the log's): the log is then read whole. Under the
@@ -944,12 +981,14 @@ fn older_process_on(access: &PrivilegedAccessor) -> bool {
     access.open_append(LOG_FILE).is_ok_and(|log| !log.try_lock_exclusive().unwrap_or(true))
 }
 
-/// The bound a compaction brings the log within: `--journal-max-bytes`, but no less than
-/// [`COMPACT_FROM`], and never more than half of what one file may be written (the write cap:
-/// the new log is one file, and a running compaction adds to it the lines appended while it
-/// was written, which the other half leaves room for).
+/// The bound a compaction brings the log within: a quarter of `--journal-max-bytes` (the log
+/// grows to twice its compacted length before the next compaction, so it takes at most half
+/// of the journal's bound, the images the rest), but no less than [`COMPACT_FROM`], and never
+/// more than half of what one file may be written (the write cap: the new log is one file,
+/// and a running compaction adds to it the lines appended while it was written, which the
+/// other half leaves room for).
 fn log_bound(max_bytes: u64, write_cap: u64) -> u64 {
-    max_bytes.max(COMPACT_FROM).min(write_cap / 2)
+    (max_bytes / 4).max(COMPACT_FROM).min(write_cap / 2)
 }
 
 /// The log, read once, a line at a time: what the sweep and the compaction decide from.
@@ -2181,14 +2220,15 @@ mod tests {
         assert!(settled < 2 * ROUNDS, "{settled} settled lines left: the log was never compacted");
     }
 
-    /// The log's bound leaves half the write cap for the lines appended while a running
+    /// The log's bound is a quarter of the journal's (it grows to twice that before the next
+    /// compaction), and leaves half the write cap for the lines appended while a running
     /// compaction writes the new log (one file, bounded by the cap).
     #[test]
     fn the_log_bound_leaves_room_for_what_is_appended_during_a_compaction() {
         let cap = 16 * 1024 * 1024;
         assert_eq!(log_bound(DEFAULT_MAX_BYTES, cap), cap / 2);
-        assert_eq!(log_bound(1_000, cap), COMPACT_FROM);
-        assert_eq!(log_bound(1024 * 1024, cap), 1024 * 1024);
+        assert_eq!(log_bound(MIN_MAX_BYTES, cap), COMPACT_FROM);
+        assert_eq!(log_bound(1024 * 1024, cap), 256 * 1024);
     }
 
     #[test]
@@ -2198,6 +2238,11 @@ mod tests {
         assert_eq!(parse_bytes("2M"), Ok(2 * 1024 * 1024));
         assert_eq!(parse_bytes("1G"), Ok(DEFAULT_MAX_BYTES));
         assert_eq!(parse_bytes("x").unwrap_err(), "`x` is not a byte count (digits, optionally followed by K, M or G)");
+        assert_eq!(parse_journal_bound("256K"), Ok(MIN_MAX_BYTES));
+        assert_eq!(
+            parse_journal_bound("100K").unwrap_err(),
+            "`100K` is below 256K, the least a journal keeps (its log alone takes up to half of it)"
+        );
     }
 
     /// The log is read a chunk at a time: a line longer than a chunk (an entry of a tree of

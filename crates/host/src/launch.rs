@@ -51,7 +51,8 @@ pub struct LaunchOptions {
     pub llm_log: Option<PathBuf>,
     /// `--journal DIR`: the journal directory (created if missing), for `vfs undo`.
     pub journal: Option<PathBuf>,
-    /// `--journal-max-bytes N`: the bound on the journal's images (default 1 GiB).
+    /// `--journal-max-bytes N`: the bound on the journal's bytes, its log and its images
+    /// (default 1 GiB, at least [`crate::MIN_MAX_BYTES`]).
     pub journal_max_bytes: Option<u64>,
     /// Not an option: writes to the agent-facing mounts are made durable at once by the one
     /// who reports them, not each with its own `fsync`s (`vfs undo`, which restores many files
@@ -342,6 +343,9 @@ pub(crate) fn finish(
 
     let journal = match &options.journal {
         Some(directory) => {
+            let bound = options.journal_max_bytes.unwrap_or(crate::journal::DEFAULT_MAX_BYTES);
+            crate::journal::check_journal_bound(bound)
+                .map_err(|least| HostError::JournalBound { given: bound, least })?;
             let directory = absolute(&options.current_dir, directory);
             ensure_directory(&directory, authority)?;
             selected.push(Entry {
@@ -349,7 +353,6 @@ pub(crate) fn finish(
                 visibility: Visibility::Internal,
                 origin: "runner (--journal)".to_owned(),
             });
-            let bound = options.journal_max_bytes.unwrap_or(crate::journal::DEFAULT_MAX_BYTES);
             Some(std::sync::Arc::new(crate::Journal::new(bound)))
         }
         None => None,

@@ -21,8 +21,8 @@ fn launch_with(base: &Path, more: &[String]) -> vfs_host::Launch {
     vfs_host::compose(&options(base, more), vfs::ambient_authority()).unwrap()
 }
 
-/// A launch of `/w` with a journal whose images are bounded to `bound` bytes: several of
-/// them on one `base` share the journal, as two stdio servers on one project do.
+/// A launch of `/w` with a journal bounded to `bound` bytes (its log and its images): several
+/// of them on one `base` share the journal, as two stdio servers on one project do.
 fn launch_bounded(base: &Path, bound: u64) -> vfs_host::Launch {
     let options = LaunchOptions { journal_max_bytes: Some(bound), ..options(base, &[]) };
     vfs_host::compose(&options, vfs::ambient_authority()).unwrap()
@@ -88,13 +88,18 @@ fn image_bytes(base: &Path) -> u64 {
     std::fs::read_dir(images).map_or(0, |entries| entries.map(|entry| entry.unwrap().metadata().unwrap().len()).sum())
 }
 
+/// The bytes of the journal at `base` on disk: its log's and its images'.
+fn journal_bytes(base: &Path) -> u64 {
+    image_bytes(base) + std::fs::metadata(base.join("journal/journal.jsonl")).map_or(0, |log| log.len())
+}
+
 #[test]
 fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
     // Two launches on one journal, as two stdio servers on one project are: each replaces its
     // own files (so each keeps images), taking turns. Each must count what the other kept.
     let base = tempfile::tempdir().unwrap();
-    let bound = 2_000u64;
-    let entry = 400u64;
+    let bound = vfs_host::MIN_MAX_BYTES;
+    let entry = 45_000u64;
     let open = || launch_bounded(base.path(), bound);
     let (first, second) = (open(), open());
     let tools = [first.tools(None), second.tools(None)];
@@ -107,8 +112,8 @@ fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
             let path = format!("/w/{index}.txt");
             let content = char::from(b'a' + round).to_string().repeat(entry as usize);
             call(tools, "write_file", &json!({ "path": path, "content": content, "overwrite": true }));
-            let kept = image_bytes(base.path());
-            assert!(kept <= bound + entry, "round {round}, process {index}: {kept} bytes of images kept");
+            let kept = journal_bytes(base.path());
+            assert!(kept <= bound + entry, "round {round}, process {index}: the journal takes {kept} bytes");
         }
     }
     // Both processes' entries are there, the oldest dropped, the newest of each undoable.
@@ -116,11 +121,46 @@ fn two_processes_sharing_a_journal_keep_it_within_its_bound_together() {
     let states: Vec<(String, EntryState)> =
         entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state(entry))).collect();
     assert_eq!(states.len(), 26);
-    // 24 replacements kept 400 bytes each; 2,000 bytes hold five of them.
+    // 24 replacements kept 45,000 bytes each; 256 KiB hold five of them beside the log (of
+    // less than 37,144 bytes), not six.
+    let log = std::fs::metadata(base.path().join("journal/journal.jsonl")).unwrap().len();
+    assert!(log < 37_144, "{log}");
     let dropped = states.iter().filter(|(_, state)| *state == EntryState::Dropped).count();
     assert_eq!(dropped, 24 - 5, "{states:?}");
     let newest: Vec<&(String, EntryState)> = states.iter().take(2).collect();
     assert!(newest.iter().all(|(_, state)| *state == EntryState::Undoable), "{states:?}");
+}
+
+/// The bound is on the journal's bytes on disk, its log's and its images': written long
+/// enough for the log to pass a quarter of the bound several times over, the journal never
+/// takes more than the bound and one entry (an image, its intent and entry lines); the log is
+/// compacted as it grows, the oldest images go, and the newest entry stays undoable.
+#[test]
+fn a_journal_written_long_stays_within_its_bound_on_disk() {
+    let base = tempfile::tempdir().unwrap();
+    let bound = vfs_host::MIN_MAX_BYTES;
+    let launch = launch_bounded(base.path(), bound);
+    let tools = launch.tools(None);
+    let (image, lines) = (2_000u64, 2_000u64);
+    let mut largest = 0;
+    for round in 0..600u32 {
+        let content = format!("{round:>width$}", width = usize::try_from(image).unwrap());
+        call(
+            &tools,
+            "write_file",
+            &json!({ "path": format!("/w/{}.txt", round % 7), "content": content, "overwrite": true }),
+        );
+        let taken = journal_bytes(base.path());
+        assert!(taken <= bound + image + lines, "round {round}: the journal takes {taken} bytes");
+        largest = largest.max(taken);
+    }
+    // The log was written well past the bound, and compacted back.
+    let log = std::fs::metadata(base.path().join("journal/journal.jsonl")).unwrap().len();
+    assert!(log <= bound / 2 + lines, "{log}");
+    assert!(largest > bound / 2, "{largest}: the bound was never reached");
+    let entries = launch.journal().unwrap().entries();
+    assert!(entries.all().len() < 600, "the oldest were forgotten");
+    assert_eq!(entries.state(entries.all().last().unwrap()), EntryState::Undoable);
 }
 
 #[test]
@@ -128,7 +168,7 @@ fn two_processes_writing_at_once_into_one_journal_all_succeed_and_end_within_its
     // The same two launches, now at once: every write succeeds, and once both are done the
     // images are within the bound and one entry (the last bound applied saw every line).
     let base = tempfile::tempdir().unwrap();
-    let (bound, entry) = (2_000u64, 400usize);
+    let (bound, entry) = (vfs_host::MIN_MAX_BYTES, 45_000usize);
     let open = || launch_bounded(base.path(), bound);
     let launches = [open(), open()];
     let written: Vec<usize> = std::thread::scope(|scope| {
@@ -151,8 +191,8 @@ fn two_processes_writing_at_once_into_one_journal_all_succeed_and_end_within_its
         workers.into_iter().map(|worker| worker.join().unwrap()).collect()
     });
     assert_eq!(written, [16, 16]);
-    let kept = image_bytes(base.path());
-    assert!(kept <= bound + entry as u64, "{kept} bytes of images kept");
+    let kept = journal_bytes(base.path());
+    assert!(kept <= bound + entry as u64, "the journal takes {kept} bytes");
     let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
     assert_eq!(entries.all().len(), 32);
     // Each of the 30 replacements kept one image; those not dropped still have it on the disk,
@@ -933,7 +973,7 @@ fn a_long_log_is_compacted_at_the_next_start_and_every_entry_reads_and_undoes_as
     assert_eq!(log_lines(base.path()).iter().filter(|line| line["operation"] == "undo").count(), 2);
 }
 
-/// Past its bound (`--journal-max-bytes`, here 64 KiB), a compaction drops the oldest entries
+/// Past its bound (a quarter of `--journal-max-bytes`: here 64 KiB), a compaction drops the oldest entries
 /// (their images go) and then forgets the oldest dropped ones: the log ends within the bound,
 /// the newest entries stay undoable, and what is listed is the newest part of what was.
 #[test]
@@ -942,7 +982,7 @@ fn past_its_bound_a_compaction_drops_the_oldest_entries_then_forgets_the_oldest_
     make_many_changes(base.path());
     let listed_before = listed(base.path());
     let _alone = alone();
-    let launch = launch_bounded(base.path(), 64 * 1024);
+    let launch = launch_bounded(base.path(), 256 * 1024);
     let after = std::fs::metadata(base.path().join("journal/journal.jsonl")).unwrap().len();
     assert!(after <= 64 * 1024, "{after} bytes");
 
@@ -1115,7 +1155,7 @@ fn a_compaction_past_its_bound_keeps_intents_undos_and_dropped_marks_as_readers_
     let newest_image = original.iter().find(|line| line["id"] == json!(newest)).unwrap()["images"][0].clone();
 
     let _alone = alone();
-    let launch = launch_bounded(base.path(), 64 * 1024);
+    let launch = launch_bounded(base.path(), 256 * 1024);
     let log = std::fs::read_to_string(base.path().join("journal/journal.jsonl")).unwrap();
     assert!(log.len() <= 64 * 1024, "{} bytes", log.len());
     let lines: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
@@ -1167,7 +1207,7 @@ fn a_log_just_past_its_bound_is_compacted_at_a_start() {
         index += 1;
     }
     std::fs::write(base.path().join("journal/journal.jsonl"), &text).unwrap();
-    let _launch = launch_bounded(base.path(), 64 * 1024);
+    let _launch = launch_bounded(base.path(), 256 * 1024);
     let after = std::fs::metadata(base.path().join("journal/journal.jsonl")).unwrap().len();
     assert!(after <= 64 * 1024, "{} bytes, then {after}", text.len());
     let listing = listed(base.path());

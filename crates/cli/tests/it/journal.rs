@@ -146,10 +146,11 @@ fn undoing_an_undo_redoes_the_change_and_the_dry_run_changes_nothing() {
 #[test]
 fn the_size_bound_drops_the_oldest_images_first_and_lists_them_as_dropped() {
     let test = TestDir::new();
-    test.file("w/a.txt", &"a".repeat(600));
-    test.file("w/b.txt", &"b".repeat(600));
+    // 256 KiB (the least bound) hold one image of 150,000 bytes beside the log, not two.
+    test.file("w/a.txt", &"a".repeat(150_000));
+    test.file("w/b.txt", &"b".repeat(150_000));
     let bounded = |tool: &str, arguments: &str| {
-        let mut args = vec!["call", tool, arguments, "--journal-max-bytes", "1K"];
+        let mut args = vec!["call", tool, arguments, "--journal-max-bytes", "256K"];
         args.extend(LAUNCH);
         assert_eq!(test.run(&args).code, 0);
     };
@@ -160,7 +161,7 @@ fn the_size_bound_drops_the_oldest_images_first_and_lists_them_as_dropped() {
         .unwrap()
         .map(|entry| entry.unwrap().metadata().unwrap().len())
         .sum();
-    assert_eq!(images, 600);
+    assert_eq!(images, 150_000);
     let run = undo(&test, &["--last", "2"]);
     let dropped = list(&test).iter().find(|entry| entry["state"] == "dropped").unwrap()["id"].clone();
     eqnice!(format!("restored /w/b.txt\nskipped {}: dropped\n", dropped.as_str().unwrap()), run.stdout);
@@ -168,6 +169,15 @@ fn the_size_bound_drops_the_oldest_images_first_and_lists_them_as_dropped() {
     assert!(test.run(&["call", "write_file", "{}", "--journal-max-bytes", "lots"]).stderr.contains(
         "invalid value 'lots' for '--journal-max-bytes <BYTES>': `lots` is not a byte count (digits, optionally followed by K, M or G)"
     ));
+    let small = test.run(&["call", "write_file", "{}", "--journal-max-bytes", "1K"]);
+    assert_eq!(small.code, 2);
+    assert!(
+        small.stderr.contains(
+            "invalid value '1K' for '--journal-max-bytes <BYTES>': `1K` is below 256K, the least a journal keeps (its log alone takes up to half of it)"
+        ),
+        "{}",
+        small.stderr
+    );
 }
 
 #[test]
