@@ -264,7 +264,8 @@ fn compaction_stall(base: &Path, quick: bool) {
     std::io::Write::write_all(&mut log, filler.as_bytes()).unwrap();
     drop(log);
     let second = launch("second");
-    let (first_tools, second_tools) = (first.tools(None), second.tools(None));
+    // Another session of the compacting launch, as another agent of the same daemon.
+    let (first_tools, second_tools, sibling_tools) = (first.tools(None), second.tools(None), first.tools(None));
     let content = "x".repeat(4095) + "\n";
     let write = |tools: &vfs_host::ToolService, index: usize| {
         let arguments = json!({ "path": format!("/w/file-{}.txt", index % 10), "content": content, "overwrite": true });
@@ -272,25 +273,34 @@ fn compaction_stall(base: &Path, quick: bool) {
     };
     let before: Vec<Duration> = (0..20).map(|index| write(&second_tools, index)).collect();
     let done = std::sync::atomic::AtomicBool::new(false);
-    let (compacting, during) = std::thread::scope(|scope| {
-        let writer = scope.spawn(|| {
-            let mut during = Vec::new();
-            let mut index = 0;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                during.push(write(&second_tools, index));
-                index += 1;
-            }
-            during
-        });
+    let writes = |tools: &vfs_host::ToolService, first: usize| {
+        let mut during = Vec::new();
+        let mut index = first;
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            during.push(write(tools, index));
+            index += 1;
+        }
+        during
+    };
+    let (compacting, during, sibling) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| writes(&second_tools, 0));
         // The second is writing before the compaction begins.
         std::thread::sleep(Duration::from_millis(20));
-        let compacting = write(&first_tools, 0);
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        (compacting, writer.join().unwrap())
+        let compacting = scope.spawn(|| {
+            let compacting = write(&first_tools, 0);
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            compacting
+        });
+        // The other session begins once the compacting write has: the compacting write's
+        // count of the other process's 12 MiB (read whole) holds its first write.
+        std::thread::sleep(Duration::from_millis(20));
+        let sibling = writes(&sibling_tools, 1);
+        (compacting.join().unwrap(), writer.join().unwrap(), sibling)
     });
     let compacted = std::fs::metadata(journal.join("journal.jsonl")).unwrap().len();
     assert!(compacted < 1024 * 1024, "the log was not compacted: {compacted} bytes");
     let longest = during.iter().max().copied().unwrap_or_default();
+    let sibling_longest = sibling.iter().max().copied().unwrap_or_default();
     println!();
     println!("| another process's write while one compacts a {mebibytes} MiB log | time |");
     println!("|---|---|");
@@ -301,5 +311,11 @@ fn compaction_stall(base: &Path, quick: bool) {
         during.len(),
         longest.as_secs_f64() * 1e3,
         longest.as_secs_f64() / compacting.as_secs_f64()
+    );
+    println!(
+        "| the compacting launch's other session, its longest write meanwhile ({} writes) | {:.3} ms ({:.2}× the compaction) |",
+        sibling.len(),
+        sibling_longest.as_secs_f64() * 1e3,
+        sibling_longest.as_secs_f64() / compacting.as_secs_f64()
     );
 }

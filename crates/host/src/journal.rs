@@ -552,7 +552,7 @@ impl Journal {
             return;
         }
         let Some(access) = self.access() else { return };
-        let _writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let default = CallInfo { session: "-".to_owned(), undoes: None, paths: Vec::new() };
         let mut added = Vec::new();
         let (this, others): (Vec<Observed>, Vec<Observed>) =
@@ -599,6 +599,9 @@ impl Journal {
             return;
         }
         self.bound(access, added);
+        // This process's other calls write on while the log is compacted (only putting the
+        // new log in place holds their appends, as it holds other processes').
+        drop(writing);
         self.compact_if_grown(access);
     }
 
@@ -660,7 +663,8 @@ impl Journal {
             tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
         }
         let length = held.as_ref().and_then(|log| log.length().ok());
-        drop(held);
+        // With the log still held: a count of the stretches noted in the old log
+        // (`Journal::count_unread`, under `intents`) must find the generation moved on.
         let mut state = self.state();
         state.log_base = length.unwrap_or(0);
         // The log was taken again (replaced by this compaction or another process's), and the
@@ -671,6 +675,8 @@ impl Journal {
             state.log_end = length;
             state.forget_count();
         }
+        drop(state);
+        drop(held);
     }
 
     /// Writes out every change no begun call made (the FUSE view's), durably.

@@ -163,6 +163,46 @@ fn a_journal_written_long_stays_within_its_bound_on_disk() {
     assert_eq!(entries.state(entries.all().last().unwrap()), EntryState::Undoable);
 }
 
+/// Two sessions of one launch write at once while the log is compacted under them (this
+/// process's other calls write on during its compaction) and the bound drops images: every
+/// write succeeds, every entry the log keeps undoable still has its images, no image is
+/// left that no such entry names, and the journal ends within its bound and one entry.
+#[test]
+fn two_sessions_writing_through_compactions_keep_every_undoable_entrys_images() {
+    let base = tempfile::tempdir().unwrap();
+    let bound = vfs_host::MIN_MAX_BYTES;
+    let launch = launch_bounded(base.path(), bound);
+    let (image, rounds) = (2_000usize, 300u32);
+    std::thread::scope(|scope| {
+        for session in 0..2 {
+            let tools = launch.tools(None);
+            scope.spawn(move || {
+                for round in 0..rounds {
+                    let path = format!("/w/{session}-{}.txt", round % 4);
+                    let content = format!("{round:>image$}");
+                    call(&tools, "write_file", &json!({ "path": path, "content": content, "overwrite": true }));
+                }
+            });
+        }
+    });
+    let lines = log_lines(base.path());
+    let gone: std::collections::HashSet<&str> =
+        lines.iter().filter_map(|line| line.get("dropped").and_then(Value::as_str)).collect();
+    let mut named: Vec<String> = lines
+        .iter()
+        .filter(|line| line.get("parts").is_some() && !gone.contains(line["id"].as_str().unwrap()))
+        .flat_map(|line| line["images"].as_array().unwrap().iter().map(|name| name.as_str().unwrap().to_owned()))
+        .collect();
+    named.sort();
+    assert!(named.len() > 10, "{} images kept", named.len());
+    assert_eq!(image_names(base.path()), named, "the images on disk are those of the entries kept");
+    let taken = journal_bytes(base.path());
+    assert!(taken <= bound + image as u64 + 2_000, "the journal takes {taken} bytes");
+    // Compacted: the intents of the calls that ended are gone.
+    let intents = lines.iter().filter(|line| line.get("intent").is_some()).count();
+    assert!(intents < 2 * rounds as usize, "{intents} intents");
+}
+
 #[test]
 fn two_processes_writing_at_once_into_one_journal_all_succeed_and_end_within_its_bound() {
     // The same two launches, now at once: every write succeeds, and once both are done the
