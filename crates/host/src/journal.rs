@@ -174,7 +174,8 @@ pub struct Journal {
     /// The bound a compaction brings the log within (`log_bound`).
     log_bound: OnceLock<u64>,
     state: Mutex<State>,
-    /// Serializes this process's writes to the journal's files.
+    /// Serializes this process's calls' entries and the size bound they apply (a running
+    /// compaction writes outside it: `Journal::compact_if_grown`).
     writing: Mutex<()>,
     /// Held by the thread that compacts the log while it runs (`Journal::compact_if_grown`).
     compacting: Mutex<()>,
@@ -684,8 +685,8 @@ impl Journal {
         self.finish(&CallId::new());
     }
 
-    /// Drops the oldest images while the kept images exceed the bound. `added`: the entries
-    /// this process just appended (id, image bytes, images).
+    /// Drops the oldest images while the kept images and the log together exceed the bound.
+    /// `added`: the entries this process just appended (id, image bytes, images).
     fn bound(&self, access: &PrivilegedAccessor, added: Vec<(String, u64, Vec<String>)>) {
         // Never read the journal with the state locked: the read is a call, whose end is
         // told to this observer (`call_ended`), which takes the state.
