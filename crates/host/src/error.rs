@@ -284,14 +284,12 @@ pub enum HostError {
     #[error("commands cannot be run: {0}")]
     Sandbox(#[from] vfs_fuse::SandboxError),
     /// A journal bound too small to hold the journal's log.
-    #[error(
-        "--journal-max-bytes {given} is below {least}, the least a journal keeps (its log alone takes up to half of it)"
-    )]
+    #[error("--journal-max-bytes {given} is below {why}")]
     JournalBound {
-        /// The bound given, in bytes.
-        given: u64,
-        /// The least bound, in words.
-        least: String,
+        /// The bound given, in words (`100K`).
+        given: String,
+        /// The least bound and why.
+        why: String,
     },
     /// A `--run-env` value that is not `NAME` or `NAME=VALUE`.
     #[error("invalid --run-env `{value}`: {reason}")]
@@ -332,9 +330,10 @@ impl HostError {
                 "a token file holds one token per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; make tokens with `openssl rand -hex 32`".to_owned(),
             ),
             HostError::NeedsListen { .. } => Some("add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned()),
-            HostError::JournalBound { least, .. } => {
-                Some(format!("give --journal-max-bytes {least} or more, like --journal-max-bytes 1G (the default)"))
-            }
+            HostError::JournalBound { .. } => Some(format!(
+                "give --journal-max-bytes {} or more, like --journal-max-bytes 1G (the default)",
+                crate::journal::byte_words(crate::journal::MIN_MAX_BYTES)
+            )),
             HostError::RunEnv { .. } => Some(
                 "--run-env takes `NAME` (its value from vfs's own environment) or `NAME=VALUE`, like --run-env CARGO_HOME=/w/.cargo".to_owned(),
             ),

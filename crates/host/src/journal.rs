@@ -145,9 +145,13 @@ struct State {
     /// where the read stopped is counted next (without, every own append while two
     /// processes write at once would send the next bound back to the whole log).
     loading: bool,
-    /// The log's length after its last compaction (or when this process attached): it is
-    /// compacted again once it has grown to twice that (`Journal::compact_if_grown`).
-    log_base: u64,
+    /// Where the log's end must reach before it is compacted again
+    /// (`Journal::compact_if_grown`, [`compact_at`]).
+    compact_at: u64,
+    /// An append failed, perhaps after part of it was written: the next one begins with a
+    /// newline, so that a cut line stays a line of its own (skipped by every reader) and
+    /// does not take the next one with it.
+    cut: bool,
 }
 
 impl State {
@@ -259,15 +263,33 @@ impl Live {
 /// A message naming what is wrong and the least bound taken.
 pub fn parse_journal_bound(text: &str) -> Result<u64, String> {
     let bytes = parse_bytes(text)?;
-    check_journal_bound(bytes).map_err(|least| {
-        format!("`{}` is below {least}, the least a journal keeps (its log alone takes up to half of it)", text.trim())
-    })?;
+    check_journal_bound(bytes).map_err(|why| format!("`{}` is below {why}", text.trim()))?;
     Ok(bytes)
 }
 
-/// `Err` with the least bound, in words (`256K`), when `bytes` is below it.
+/// `Err` with the least bound and why it is the least, to follow "is below", when `bytes`
+/// is below [`MIN_MAX_BYTES`].
 pub(crate) fn check_journal_bound(bytes: u64) -> Result<(), String> {
-    if bytes < MIN_MAX_BYTES { Err(format!("{}K", MIN_MAX_BYTES / 1024)) } else { Ok(()) }
+    if bytes < MIN_MAX_BYTES {
+        Err(format!(
+            "{}, the least a journal keeps (its log may grow to {} before it is compacted, and takes at most half)",
+            byte_words(MIN_MAX_BYTES),
+            byte_words(2 * COMPACT_FROM)
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A byte count as `--journal-max-bytes` takes it: with the largest suffix that divides it.
+pub(crate) fn byte_words(bytes: u64) -> String {
+    match bytes {
+        0 => "0".to_owned(),
+        _ if bytes.is_multiple_of(1 << 30) => format!("{}G", bytes >> 30),
+        _ if bytes.is_multiple_of(1 << 20) => format!("{}M", bytes >> 20),
+        _ if bytes.is_multiple_of(1 << 10) => format!("{}K", bytes >> 10),
+        _ => bytes.to_string(),
+    }
 }
 
 /// Parses a byte count with an optional `K`, `M` or `G` suffix (powers of 1024).
@@ -382,7 +404,7 @@ impl Journal {
             }
         };
         *self.presence.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = presence;
-        self.state().log_base = log.as_ref().and_then(|log| log.length().ok()).unwrap_or(0);
+        self.state().compact_at = compact_at(log.as_ref().and_then(|log| log.length().ok()).unwrap_or(0), bound);
         *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = log;
         let _ = self.access.set(capability);
         true
@@ -618,7 +640,7 @@ impl Journal {
         let (Some(gate), Some(bound)) = (self.gate.get(), self.log_bound.get()) else { return };
         let grown = {
             let state = self.state();
-            state.log_end.is_some_and(|end| end >= COMPACT_FROM.max(state.log_base.saturating_mul(2)))
+            state.log_end.is_some_and(|end| end >= state.compact_at)
         };
         if !grown {
             return;
@@ -667,15 +689,22 @@ impl Journal {
         // With the log still held: a count of the stretches noted in the old log
         // (`Journal::count_unread`, under `intents`) must find the generation moved on.
         let mut state = self.state();
-        state.log_base = length.unwrap_or(0);
         // The log was taken again (replaced by this compaction or another process's), and the
         // images of entries dropped are gone: counted again before the bound is next applied.
         // Not taken again, the log's end stays where this process's last append left it: what
         // others appended since is still to be read as theirs.
-        if compacted.is_ok_and(|rewritten| rewritten) || reopened {
+        if compacted.as_ref().is_ok_and(|rewritten| *rewritten) || reopened {
             state.log_end = length;
             state.forget_count();
         }
+        let length = length.or(state.log_end).unwrap_or(0);
+        state.compact_at = if compacted.is_ok_and(|rewritten| rewritten) || reopened {
+            compact_at(length, *bound)
+        } else {
+            // Not worth a rewrite, or failed: tried again once the log has grown by half,
+            // not at every append (each try reads the whole log).
+            compact_at(length, *bound).max(length.saturating_add(length / 2))
+        };
         drop(state);
         drop(held);
     }
@@ -690,7 +719,7 @@ impl Journal {
     fn bound(&self, access: &PrivilegedAccessor, added: Vec<(String, u64, Vec<String>)>) {
         // Never read the journal with the state locked: the read is a call, whose end is
         // told to this observer (`call_ended`), which takes the state.
-        let (counted, generation, unread) = {
+        let (counted, mut generation, unread) = {
             let mut state = self.state();
             (state.counted, state.generation, std::mem::take(&mut state.unread))
         };
@@ -698,7 +727,8 @@ impl Journal {
         // What other processes appended since: read alone, when it can be; else the log is
         // read whole (a long one takes a while: docs/performance.md), this process's new
         // entries with it.
-        let incremental = counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread, generation));
+        let mut incremental =
+            counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread, generation));
         // Where the whole log's read stopped: the stretches noted meanwhile are counted
         // next from there on.
         let mut loaded_to = None;
@@ -707,10 +737,14 @@ impl Journal {
                 live.add(id, bytes, images);
             }
         } else {
-            self.state().loading = true;
-            let loaded = load_ending(access);
-            loaded_to = loaded.as_ref().map(|(_, end)| *end);
-            *live = Live::of(loaded.map(|(entries, _)| entries).unwrap_or_default());
+            (generation, loaded_to) = self.load_whole(access, &mut live);
+        }
+        // A compaction that landed since (this process's, which runs outside `writing`, or
+        // another's, seen at an append) forgot entries this count still holds: dropping
+        // from it would give up undoable entries for bytes no longer on disk. Counted again.
+        if self.state().generation != generation {
+            incremental = false;
+            (generation, loaded_to) = self.load_whole(access, &mut live);
         }
         // The bound is on the journal's bytes: the log's, which only a compaction shortens
         // (`Journal::compact_if_grown`), and the images', which go oldest first.
@@ -730,25 +764,43 @@ impl Journal {
             tracing::warn!(target: "vfs::journal", "journal entries dropped but not marked: {error}");
         }
         // The count stands only if the log was not found changed meanwhile (nor replaced).
-        // One of the whole log has read the lines others appended before it stopped; what
-        // they appended past that is counted next.
+        // One of the whole log has read the lines others appended before it stopped: what
+        // they appended past that is counted next, and an append of this process's that
+        // lands past it finds what lies between to be theirs, not what was read.
         let mut state = self.state();
         state.loading = false;
         state.counted = state.generation == generation && (incremental || loaded_to.is_some());
         if let (Some(end), true) = (loaded_to, state.counted) {
             state.unread = unread_past(&state.unread, end);
+            state.log_end = state.log_end.map(|known| known.max(end));
         }
         if !state.counted {
             state.unread.clear();
         }
     }
+
+    /// Counts the whole log into `live`: the generation it was read at (taken with `loading`
+    /// set, under one lock, so that a stretch noted after the read began is kept for the next
+    /// count), and where its whole lines end (`None`: it could not be read).
+    fn load_whole(&self, access: &PrivilegedAccessor, live: &mut Live) -> (u64, Option<u64>) {
+        let generation = {
+            let mut state = self.state();
+            state.loading = true;
+            state.generation
+        };
+        let loaded = load_ending(access);
+        let loaded_to = loaded.as_ref().map(|(_, end)| *end);
+        *live = Live::of(loaded.map(|(entries, _)| entries).unwrap_or_default());
+        (generation, loaded_to)
+    }
 }
 
 impl Journal {
-    /// The length of the log held, every process's appends included (0 when it is not held).
+    /// The length of the log held, every process's appends included; where this process's
+    /// last append left it when its length cannot be read.
     fn log_length(&self) -> u64 {
         let log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        log.as_ref().and_then(|log| log.length().ok()).unwrap_or(0)
+        log.as_ref().and_then(|log| log.length().ok()).or_else(|| self.state().log_end).unwrap_or(0)
     }
 
     /// Takes into `live` the lines other processes appended in `unread` (stretches of the log
@@ -996,6 +1048,14 @@ fn older_process_on(access: &PrivilegedAccessor) -> bool {
 /// other half leaves room for).
 fn log_bound(max_bytes: u64, write_cap: u64) -> u64 {
     (max_bytes / 4).max(COMPACT_FROM).min(write_cap / 2)
+}
+
+/// Where a log `length` bytes long (just compacted, or found so) is compacted next: once it
+/// has doubled, and at [`COMPACT_FROM`] at the least. A log found longer than its bound `bound`
+/// (inherited from another process, or left so by another process's compaction) is compacted
+/// at twice the bound, not at twice its length, so that it takes at most half of the journal's.
+fn compact_at(length: u64, bound: u64) -> u64 {
+    COMPACT_FROM.max(length.min(bound).saturating_mul(2))
 }
 
 /// The log, read once, a line at a time: what the sweep and the compaction decide from.
@@ -1431,12 +1491,17 @@ impl Journal {
             && let Some(access) = self.access()
             && let Ok(fresh) = access.open_append(LOG_FILE)
         {
+            let length = fresh.length().unwrap_or(0);
             *log = Some(fresh);
             // Another process compacted the log: where this one left it, and the stretches
-            // noted in the old one, mean nothing now.
+            // noted in the old one, mean nothing now; the next compaction is reckoned from
+            // the new log.
             let mut state = self.state();
             state.log_end = None;
             state.forget_count();
+            if let Some(bound) = self.log_bound.get() {
+                state.compact_at = compact_at(length, *bound);
+            }
         }
         let result = match log.as_mut() {
             Some(file) => self.append_counted(file, bytes),
@@ -1456,9 +1521,29 @@ impl Journal {
     fn append_counted(&self, file: &mut AppendFile, bytes: &[u8]) -> std::io::Result<()> {
         // Where the lines landed, told by the write itself: another process may append
         // between a look at the log's length and this append (appenders share the gate).
-        let end = file.append_ending(bytes)?;
-        let start = end.saturating_sub(bytes.len() as u64);
+        let cut = self.state().cut;
+        let ending = if cut {
+            let mut whole = Vec::with_capacity(bytes.len() + 1);
+            whole.push(b'\n');
+            whole.extend_from_slice(bytes);
+            file.append_ending(&whole)
+        } else {
+            file.append_ending(bytes)
+        };
         let mut state = self.state();
+        let end = match ending {
+            Ok(end) => end,
+            Err(error) => {
+                // Some of it may be in the log: where it ends is not known, nor what is this
+                // process's.
+                state.cut = true;
+                state.log_end = None;
+                state.forget_count();
+                return Err(error);
+            }
+        };
+        state.cut = false;
+        let start = end.saturating_sub(bytes.len() as u64 + u64::from(cut));
         match state.log_end {
             Some(known) if known == start => {}
             Some(known)
@@ -2133,6 +2218,94 @@ mod tests {
         assert_eq!((state.unread.clone(), state.generation), (Vec::new(), generation + 1));
     }
 
+    /// A bound that counts the whole log (no count stood) takes in what another process
+    /// appended, drops the oldest entry for it, and leaves a count that stands: the stretch
+    /// its own `dropped` line found (the other process's entry, read whole already) is not
+    /// kept for the next count, and where this process's lines end moves past what was read,
+    /// so that the next own append notes nothing.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the length of a journal's log on disk")]
+    fn a_bound_that_read_the_whole_log_leaves_nothing_to_read_again() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        journal.max_bytes = MIN_MAX_BYTES;
+        own_line(&journal, &json!({ "id": "1", "call": "c1", "images": ["c1.0"], "image_bytes": 1000, "parts": [] }));
+        let theirs = MIN_MAX_BYTES - 500;
+        append_as_another(
+            directory.path(),
+            &json!({ "id": "2", "call": "c2", "images": ["c2.0"], "image_bytes": theirs, "parts": [] }),
+        );
+        assert!(!journal.state().counted);
+        journal.bound(journal.access().unwrap(), Vec::new());
+        let on_disk = || std::fs::metadata(directory.path().join("journal.jsonl")).unwrap().len();
+        {
+            let live = journal.live.lock().unwrap();
+            assert_eq!((live.bytes, live.entries.keys().cloned().collect::<Vec<_>>()), (theirs, vec!["2".to_owned()]));
+            let state = journal.state();
+            assert_eq!((state.counted, state.unread.clone(), state.log_end), (true, Vec::new(), Some(on_disk())));
+        }
+        own_line(&journal, &json!({ "settled": "c1" }));
+        assert_eq!(journal.state().unread, []);
+        // Counted whole again with nothing to drop (no own append after the read): the
+        // other process's line read is not noted at the next own append.
+        journal.state().forget_count();
+        append_as_another(
+            directory.path(),
+            &json!({ "id": "3", "call": "c3", "images": ["c3.0"], "image_bytes": 10, "parts": [] }),
+        );
+        journal.bound(journal.access().unwrap(), Vec::new());
+        assert_eq!(journal.live.lock().unwrap().bytes, theirs + 10);
+        own_line(&journal, &json!({ "settled": "c3" }));
+        let state = journal.state();
+        assert_eq!((state.counted, state.unread.clone(), state.log_end), (true, Vec::new(), Some(on_disk())));
+    }
+
+    /// After an append that failed (perhaps part written), the next begins on a line of its
+    /// own: what was cut is a line every reader skips, and the next entry is read whole.
+    #[test]
+    #[expect(clippy::disallowed_types, reason = "fixture: a line cut short in a journal's log")]
+    fn after_a_failed_append_the_next_line_stands_alone() {
+        let directory = tempfile::tempdir().unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let access = journal.access().unwrap();
+        append_as_another(directory.path(), &json!({ "id": "1", "call": "c1", "parts": [] }));
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(directory.path().join("journal.jsonl"))
+            .and_then(|mut log| std::io::Write::write_all(&mut log, b"{\"id\": \"cu"))
+            .unwrap();
+        journal.state().cut = true;
+        own_line(&journal, &json!({ "id": "2", "call": "c2", "parts": [] }));
+        let ids: Vec<String> = load(access).into_iter().map(|entry| entry.id).collect();
+        assert_eq!(ids, ["1", "2"]);
+        own_line(&journal, &json!({ "id": "3", "call": "c3", "parts": [] }));
+        assert_eq!(load(access).len(), 3, "one newline, once");
+        assert!(!journal.state().cut);
+    }
+
+    /// A log that another process's compaction replaced is compacted next from its new
+    /// length, not from the one this process saw when it attached; a log found longer than
+    /// its bound is compacted at twice the bound.
+    #[test]
+    fn the_next_compaction_is_reckoned_from_the_log_in_use() {
+        assert_eq!(compact_at(0, 1 << 20), COMPACT_FROM);
+        assert_eq!(compact_at(100 << 10, 1 << 20), 200 << 10);
+        assert_eq!(compact_at(10 << 20, 1 << 20), 2 << 20);
+        let directory = tempfile::tempdir().unwrap();
+        let first = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let mut length = 0;
+        while length < 3 * COMPACT_FROM {
+            length += own_line(&first, &json!({ "settled": format!("{length}"), "pad": "p".repeat(200) }));
+        }
+        let second = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        assert_eq!(second.state().compact_at, 2 * length);
+        first.compact_if_grown(first.access().unwrap());
+        assert_eq!(first.state().compact_at, COMPACT_FROM, "every `settled` line left out");
+        let own = own_line(&second, &json!({ "settled": "second" }));
+        let state = second.state();
+        assert_eq!((state.compact_at, state.log_end), (COMPACT_FROM, Some(own)));
+    }
+
     /// After a read of the whole log that stopped at `end`, what is left of the stretches
     /// noted meanwhile is what lies past it.
     #[test]
@@ -2175,6 +2348,8 @@ mod tests {
         let theirs = append_as_another(directory.path(), &json!({ "id": "x", "parts": [] }));
         journal.compact_if_grown(access);
         assert_eq!(journal.state().log_end, Some(end));
+        // Tried again once the log has grown by half, not at the next append.
+        assert_eq!(journal.state().compact_at, 2 * (end + theirs));
         own_line(&journal, &json!({ "settled": "own" }));
         assert_eq!(journal.state().unread, [(end, end + theirs)]);
     }
@@ -2248,7 +2423,11 @@ mod tests {
         assert_eq!(parse_journal_bound("256K"), Ok(MIN_MAX_BYTES));
         assert_eq!(
             parse_journal_bound("100K").unwrap_err(),
-            "`100K` is below 256K, the least a journal keeps (its log alone takes up to half of it)"
+            "`100K` is below 256K, the least a journal keeps (its log may grow to 128K before it is compacted, and takes at most half)"
+        );
+        assert_eq!(
+            [0, 1000, 1024, 3 << 20, (1 << 30) + (1 << 20), 5 << 30].map(byte_words),
+            ["0", "1000", "1K", "3M", "1025M", "5G"]
         );
     }
 

@@ -345,7 +345,7 @@ pub(crate) fn finish(
         Some(directory) => {
             let bound = options.journal_max_bytes.unwrap_or(crate::journal::DEFAULT_MAX_BYTES);
             crate::journal::check_journal_bound(bound)
-                .map_err(|least| HostError::JournalBound { given: bound, least })?;
+                .map_err(|why| HostError::JournalBound { given: crate::journal::byte_words(bound), why })?;
             let directory = absolute(&options.current_dir, directory);
             ensure_directory(&directory, authority)?;
             selected.push(Entry {
@@ -1050,5 +1050,30 @@ mod tests {
         assert!(launch.has_exchange_log());
         assert!(std::fs::metadata(setup.dir.path().join("a/b/c")).unwrap().is_dir());
         assert_eq!(launch.registry().internal_roots(), [LOG_ROOT]);
+    }
+
+    /// A launch given a journal bound below the least (through the library, where the
+    /// command line's parser does not stand guard) is refused in one line, in the words the
+    /// option takes, and nothing is created.
+    #[test]
+    fn a_journal_bound_below_the_least_is_refused_at_launch() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.mounts = vec!["./one:/w:rw".to_owned()];
+        options.journal = Some(PathBuf::from("journal"));
+        options.journal_max_bytes = Some(100 * 1024);
+        let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
+        let [problem] = problems.0.as_slice() else { panic!("{problems:?}") };
+        assert_eq!(
+            problem.to_string(),
+            "--journal-max-bytes 100K is below 256K, the least a journal keeps (its log may grow to 128K before it is compacted, and takes at most half)"
+        );
+        assert_eq!(
+            problem.hint().as_deref(),
+            Some("give --journal-max-bytes 256K or more, like --journal-max-bytes 1G (the default)")
+        );
+        assert!(!setup.dir.path().join("journal").exists());
+        options.journal_max_bytes = Some(crate::journal::MIN_MAX_BYTES);
+        assert!(compose(&options, vfs::ambient_authority()).unwrap().journal().is_some());
     }
 }

@@ -173,7 +173,7 @@ fn the_size_bound_drops_the_oldest_images_first_and_lists_them_as_dropped() {
     assert_eq!(small.code, 2);
     assert!(
         small.stderr.contains(
-            "invalid value '1K' for '--journal-max-bytes <BYTES>': `1K` is below 256K, the least a journal keeps (its log alone takes up to half of it)"
+            "invalid value '1K' for '--journal-max-bytes <BYTES>': `1K` is below 256K, the least a journal keeps (its log may grow to 128K before it is compacted, and takes at most half)"
         ),
         "{}",
         small.stderr
