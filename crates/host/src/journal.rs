@@ -357,6 +357,8 @@ impl Journal {
         // intents are not written (the entries still are).
         match capability.keeper(IMAGES) {
             Ok(keeper) => {
+                // A tree whose store-made copies pass the bound would be dropped at once.
+                keeper.bound_stored(self.max_bytes);
                 let _ = self.keeper.set(keeper);
             }
             Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
@@ -729,6 +731,7 @@ impl Journal {
         // entries with it.
         let mut incremental =
             counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread, generation));
+        let sizes: Vec<(String, u64)> = added.iter().map(|(id, bytes, _)| (id.clone(), *bytes)).collect();
         // Where the whole log's read stopped: the stretches noted meanwhile are counted
         // next from there on.
         let mut loaded_to = None;
@@ -751,8 +754,13 @@ impl Journal {
         // The `dropped` lines go in one append (one sync).
         let log_bytes = self.log_length();
         let mut lines = String::new();
+        // An entry of this process's whose images alone, beside the log, pass the bound can
+        // never be kept: it goes first, not after every older entry it would push out.
+        let mut too_large =
+            sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(log_bytes) > self.max_bytes).map(|(id, _)| id);
         while live.bytes + log_bytes + lines.len() as u64 > self.max_bytes {
-            let Some(oldest) = live.entries.keys().next().cloned() else { break };
+            let next = too_large.find(|id| live.entries.contains_key(id));
+            let Some(oldest) = next.or_else(|| live.entries.keys().next().cloned()) else { break };
             let Some(entry) = live.remove(&oldest) else { break };
             for name in &entry.images {
                 self.forget_image(access, name);

@@ -82,6 +82,64 @@ fn a_replaced_file_is_kept_by_a_link_to_its_own_inode_and_its_call_has_an_intent
     assert_eq!(entries.state(&entries.all()[0]), EntryState::Undoable);
 }
 
+/// A recursive delete of an object directory whose copies (made by the store) would pass the
+/// journal's bound makes none: the delete is journaled as not undoable. One within the bound
+/// is kept whole and undoable.
+#[test]
+fn an_object_tree_whose_copies_would_pass_the_journals_bound_is_not_undoable() {
+    let base = tempfile::tempdir().unwrap();
+    let bound = vfs_host::MIN_MAX_BYTES;
+    let options = LaunchOptions {
+        journal_max_bytes: Some(bound),
+        ..options(base.path(), &["memory://journal-trees:/m:rw".to_owned()])
+    };
+    let launch = vfs_host::compose(&options, vfs::ambient_authority()).unwrap();
+    let tools = launch.tools(None);
+    let content = "x".repeat(usize::try_from(bound / 3).unwrap());
+    for (tree, files) in [("within", 2), ("past", 4)] {
+        for file in 0..files {
+            let path = format!("/m/{tree}/{file}.txt");
+            call(&tools, "write_file", &json!({ "path": path, "content": content }));
+        }
+    }
+    call(&tools, "delete_file", &json!({ "path": "/m/within", "recursive": true }));
+    call(&tools, "delete_file", &json!({ "path": "/m/past", "recursive": true }));
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
+    let deletes: Vec<(String, String)> = entries
+        .all()
+        .iter()
+        .filter(|entry| entry.operation == "remove")
+        .map(|entry| (entry.paths.join(" "), entries.state_text(entry)))
+        .collect();
+    assert_eq!(
+        deletes,
+        [("/m/within".to_owned(), "undoable".to_owned()), ("/m/past".to_owned(), "not undoable".to_owned())]
+    );
+}
+
+/// A change whose image alone passes the journal's bound (a directory deleted by a move into
+/// the journal, which costs nothing to keep) is dropped at once, and alone: the older entries
+/// it cannot make room for stay undoable.
+#[test]
+fn an_image_larger_than_the_bound_is_dropped_alone() {
+    let base = tempfile::tempdir().unwrap();
+    let bound = vfs_host::MIN_MAX_BYTES;
+    let launch = launch_bounded(base.path(), bound);
+    let tools = launch.tools(None);
+    std::fs::write(base.path().join("w/a.txt"), "before\n").unwrap();
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    std::fs::create_dir(base.path().join("w/t")).unwrap();
+    for file in 0..3 {
+        std::fs::write(base.path().join(format!("w/t/{file}.txt")), vec![b'x'; 100 * 1024]).unwrap();
+    }
+    call(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
+    let states: Vec<(String, String)> =
+        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect();
+    assert_eq!(states, [("/w/a.txt".to_owned(), "undoable".to_owned()), ("/w/t".to_owned(), "dropped".to_owned())]);
+    assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
+}
+
 /// The bytes of the images kept in the journal at `base` (each image a file, by link or copy).
 fn image_bytes(base: &Path) -> u64 {
     let images = base.join("journal/images");

@@ -193,7 +193,9 @@ pub enum Image {
 }
 
 /// The most bytes of copied file content one tree image holds in memory; a larger tree is
-/// [`Image::NotKept`]. Content kept by a [`Keeper`] (linked or moved, not read) does not count.
+/// [`Image::NotKept`]. Content kept by a [`Keeper`] (linked or moved, not read) does not count;
+/// copies an object store makes itself ([`Saved::Stored`]) count against
+/// [`Keeper::bound_stored`] instead.
 pub const TREE_IMAGE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The content of a file in a before image.
@@ -248,6 +250,9 @@ impl Saved {
 pub struct Keeper {
     pub(crate) directory: crate::storage::local::KeepDirectory,
     next: AtomicU64,
+    /// The most bytes of copies one tree image may have an object store make
+    /// ([`Keeper::bound_stored`]).
+    stored_bound: AtomicU64,
     /// This process's id (asked once: every image's name holds it).
     process: u32,
     /// The registry whose object mounts keep their own images ([`Saved::Stored`]); weak, as
@@ -267,7 +272,27 @@ impl Keeper {
         directory: crate::storage::local::KeepDirectory,
         registry: std::sync::Weak<crate::registry::RegistryInner>,
     ) -> Self {
-        Self { directory, next: AtomicU64::new(0), process: std::process::id(), registry }
+        Self {
+            directory,
+            next: AtomicU64::new(0),
+            stored_bound: AtomicU64::new(u64::MAX),
+            process: std::process::id(),
+            registry,
+        }
+    }
+
+    /// Bounds the bytes of the copies an object store makes for one tree image (a recursive
+    /// delete of an object directory) to `bytes`: past it the tree is [`Image::NotKept`] and
+    /// the copies made are removed. The keeper's holder gives what it could keep at all (a
+    /// journal, its own bound: copies past it would be dropped as soon as they are kept,
+    /// each one a request and bytes in the bucket for nothing). Unbounded until called.
+    pub fn bound_stored(&self, bytes: u64) {
+        self.stored_bound.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The bound [`Keeper::bound_stored`] set.
+    pub(crate) fn stored_bound(&self) -> u64 {
+        self.stored_bound.load(Ordering::Relaxed)
     }
 
     /// The content of the image a store kept itself ([`Saved::Stored`]) at `path`, bounded by

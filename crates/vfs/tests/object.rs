@@ -507,6 +507,36 @@ fn a_memory_store_keeps_its_own_images_where_no_agent_sees_them() {
     keeps_its_own_images("memory://kept-images");
 }
 
+/// The copies a store makes for one tree's image are bounded by what the keeper's holder can
+/// keep ([`vfs::Keeper::bound_stored`]): a tree whose copies would pass it has no image (the
+/// delete goes ahead, not undoable), one within it has its whole image.
+#[test]
+fn a_tree_whose_copies_would_pass_the_keepers_bound_is_not_kept() {
+    use vfs::{ChangeKind, Image};
+    let fixture = Fixture::new();
+    let (registry, keeping) = keeping_registry("memory://bounded-trees", &fixture, vfs::Limits::default());
+    let agent = registry.agent();
+    keeping.keeper.get().unwrap().bound_stored(16);
+    for tree in ["/data/within", "/data/past"] {
+        agent.write(&format!("{tree}/x.txt"), "12345678", &Precondition::Absent).unwrap();
+        agent.write(&format!("{tree}/y.txt"), "12345678", &Precondition::Absent).unwrap();
+    }
+    agent.write("/data/past/z.txt", "1", &Precondition::Absent).unwrap();
+    keeping.told.lock().unwrap().clear();
+    agent.delete("/data/within", true, &Precondition::Any).unwrap();
+    agent.delete("/data/past", true, &Precondition::Any).unwrap();
+    let told = keeping.told.lock().unwrap().clone();
+    let [(ChangeKind::Remove, within, Some(Image::Tree(items))), (ChangeKind::Remove, past, Some(Image::NotKept(why)))] =
+        told.as_slice()
+    else {
+        panic!("{told:?}")
+    };
+    assert_eq!((within.as_str(), items.len()), ("/data/within", 2), "its two files (an object directory is implied)");
+    assert_eq!((past.as_str(), *why), ("/data/past", "its copies would pass the journal's bound"));
+    let names: Vec<String> = agent.list("/data").unwrap().entries.into_iter().map(|entry| entry.name).collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
 /// The images sort first in a listing of the mount's root, and there may be many: a walk skips
 /// them before it counts, so they never use up its bound (the walk bound here is 16 objects,
 /// eight times the listing limit of 2, and 40 images lie beside the one file).

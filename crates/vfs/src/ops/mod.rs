@@ -246,6 +246,8 @@ impl<'r> Context<'r> {
         let cap = self.registry.limits.write_bytes;
         let mut items = Vec::new();
         let mut copied = 0u64;
+        let mut stored = 0u64;
+        let stored_bound = self.keeper().map_or(u64::MAX, crate::changes::Keeper::stored_bound);
         let mut refused = None;
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
             let relative = entry.relative.to_owned();
@@ -266,13 +268,20 @@ impl<'r> Context<'r> {
                             (Saved::Copied(content), stat.mode & 0o7777)
                         }
                     };
-                    // Copies are held in memory; links cost nothing but a name.
-                    if let Saved::Copied(bytes) = &content {
-                        copied += bytes.len() as u64;
+                    // Copies are held in memory; links cost nothing but a name; a store's
+                    // own copies cost a request each and bytes in the bucket.
+                    match &content {
+                        Saved::Copied(bytes) => copied += bytes.len() as u64,
+                        Saved::Stored { size, .. } => stored += size,
+                        Saved::Kept { .. } => {}
                     }
                     items.push(TreeItem { relative, content: Some(content), mode });
                     if copied > crate::changes::TREE_IMAGE_BYTES {
                         refused = Some("above the tree image bound");
+                        return Flow::Stop;
+                    }
+                    if stored > stored_bound {
+                        refused = Some("its copies would pass the journal's bound");
                         return Flow::Stop;
                     }
                 }
