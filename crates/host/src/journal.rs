@@ -76,6 +76,12 @@ const PRESENCE: &str = "/llm-journal/journal.lock";
 /// under this lock, that the log it holds still has its name.
 const GATE: &str = "/llm-journal/journal.gate";
 const IMAGES: &str = "/llm-journal/images";
+/// The journal's own word, made once: the names of the images object stores keep for it
+/// begin with it, so that a start alone can tell them from another journal's in the same
+/// bucket (`Journal::sweep_stored`).
+const ID_FILE: &str = "/llm-journal/journal.id";
+/// The most object images of one mount a start looks at.
+const SWEEP_STORED: usize = 100_000;
 /// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
 /// log's bound is never below it.
 const COMPACT_FROM: u64 = 64 * 1024;
@@ -359,6 +365,13 @@ impl Journal {
             Ok(keeper) => {
                 // A tree whose store-made copies pass the bound would be dropped at once.
                 keeper.bound_stored(self.max_bytes);
+                // Only where a store keeps images, and made only by a process that changes
+                // things (not a listing, not a dry run).
+                if registry.has_object_storage()
+                    && let Some(tag) = journal_tag(&capability, sweeps)
+                {
+                    keeper.tag_stored(&tag);
+                }
                 let _ = self.keeper.set(keeper);
             }
             Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
@@ -421,7 +434,9 @@ impl Journal {
         end_cut_line(access);
         let Ok(log) = access.open_read(LOG_FILE) else { return };
         let Ok(scan) = Scan::read(&log) else { return };
-        self.sweep(access, &scan);
+        let kept = scan.kept();
+        self.sweep(access, &kept);
+        self.sweep_stored(&kept);
         // The gate too: a process whose presence lock failed still appends (under the gate).
         let gate = self.gate.get().filter(|gate| gate.lock_exclusive().is_ok());
         // What a process killed while it wrote a copied image, or compacted, left: alone, and
@@ -451,10 +466,8 @@ impl Journal {
     /// `images/`, and they may be all that is left of the files). A line that is not JSON
     /// names nothing (no entry is read from it either). Run only
     /// by a process that holds the presence lock exclusively: no other is making images or
-    /// appending. Object images, kept in their buckets, are not swept (another journal may
-    /// keep its images beside them).
-    fn sweep(&self, access: &PrivilegedAccessor, scan: &Scan) {
-        let kept = scan.kept();
+    /// appending. Object images, kept in their buckets, are `Journal::sweep_stored`'s.
+    fn sweep(&self, access: &PrivilegedAccessor, kept: &Kept) {
         let Ok(listing) = access.entries(IMAGES) else { return };
         let (mut removed, mut stopped) = (0usize, 0usize);
         for entry in listing.entries.iter().filter(|entry| entry.kind == vfs::EntryKind::File) {
@@ -475,6 +488,35 @@ impl Journal {
                  them as incomplete; their names begin with the call's id): remove them by hand when \
                  they are not wanted"
             );
+        }
+    }
+
+    /// [`Journal::sweep`] of the images object stores keep for this journal in their
+    /// mounts' image areas: those that begin with this journal's tag ([`ID_FILE`]; another
+    /// journal sharing the bucket has its own, and images from before the tag have none, so
+    /// neither is touched) and that no line names (a process killed between a store's copy
+    /// and the intent that names it, or an image the bound dropped and could not remove).
+    /// Those of a call stopped during its change are kept, as `images/`'s are.
+    fn sweep_stored(&self, kept: &Kept) {
+        let Some(keeper) = self.keeper.get() else { return };
+        let images = match keeper.stored_images(SWEEP_STORED) {
+            Ok(images) => images,
+            Err(error) => {
+                tracing::warn!(target: "vfs::journal", "object images not looked for: {}", error_text(&error));
+                return;
+            }
+        };
+        let mut removed = 0usize;
+        for path in images {
+            // `<root>/<area>/<tag>-<call>.<process>.<n>`: the call's id after the tag.
+            let call_on = path.rsplit_once('/').and_then(|(_, name)| name.split_once('-')).map(|(_, rest)| rest);
+            if !kept.named.contains(&path) && !call_on.is_some_and(|name| kept.of_incomplete(name)) {
+                keeper.forget_stored(&path);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            tracing::info!(target: "vfs::journal", "removed {removed} object images that no line names");
         }
     }
 
@@ -1046,6 +1088,30 @@ fn prepare(
 /// journal: it held the log's own lock shared, and this process is not alone.
 fn older_process_on(access: &PrivilegedAccessor) -> bool {
     access.open_append(LOG_FILE).is_ok_and(|log| !log.try_lock_exclusive().unwrap_or(true))
+}
+
+/// This journal's own word ([`ID_FILE`]), made (when `make`) by the first process that needs
+/// it: what the names of the images object stores keep for it begin with. `None` when it can
+/// be neither read nor made (the images are then named without it, and not swept).
+fn journal_tag(access: &PrivilegedAccessor, make: bool) -> Option<String> {
+    let read = || {
+        let read = access.read_text(ID_FILE, &vfs::ReadWindow::default()).ok()?;
+        let tag = read.content.trim();
+        (!tag.is_empty() && tag.len() <= 64 && tag.bytes().all(|byte| byte.is_ascii_alphanumeric()))
+            .then(|| tag.to_owned())
+    };
+    if let Some(tag) = read() {
+        return Some(tag);
+    }
+    if !make {
+        return None;
+    }
+    let fresh: String = CallId::new().as_str().chars().filter(char::is_ascii_alphanumeric).collect();
+    match access.write(ID_FILE, format!("{fresh}\n").as_bytes(), &vfs::Precondition::Absent) {
+        Ok(_) => Some(fresh),
+        // Another process made it first.
+        Err(_) => read(),
+    }
 }
 
 /// The bound a compaction brings the log within: a quarter of `--journal-max-bytes` (the log
@@ -2289,6 +2355,86 @@ mod tests {
         own_line(&journal, &json!({ "id": "3", "call": "c3", "parts": [] }));
         assert_eq!(load(access).len(), 3, "one newline, once");
         assert!(!journal.state().cut);
+    }
+
+    /// A start alone removes the images object stores keep for this journal that no line
+    /// names (a process killed between the copy and its intent), and leaves those a line
+    /// names and those of another journal in the same bucket (another tag).
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "fixture: a journal's log on disk, cut as a killed process leaves it"
+    )]
+    fn a_start_alone_removes_only_its_own_object_images_that_no_line_names() {
+        let (directory, other_directory) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let attach = |directory: &std::path::Path| {
+            let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
+            let journal_root = crate::launch::runner_root(JOURNAL_ROOT);
+            let registry = MountRegistry::builder()
+                .mount("memory://swept-images:/m:rw".parse().unwrap())
+                .internal(vfs::MountSpec::local(directory.to_path_buf(), journal_root, vfs::Rights::ReadWrite))
+                .observe(journal.clone())
+                .build(vfs::ambient_authority())
+                .unwrap();
+            assert!(journal.attach(&registry));
+            (registry, journal)
+        };
+        let image_of = |journal: &Journal, path: &str| -> String {
+            let entries = journal.entries();
+            let entry = entries.all().iter().rev().find(|entry| entry.paths == [path]).unwrap().clone();
+            let line = serde_json::from_str::<Value>(
+                std::fs::read_to_string(directory.path().join("journal.jsonl"))
+                    .unwrap()
+                    .lines()
+                    .find(|line| line.contains(&entry.id))
+                    .unwrap(),
+            )
+            .unwrap();
+            line["images"][0].as_str().unwrap().to_owned()
+        };
+        let (named, orphan) = {
+            let (registry, journal) = attach(directory.path());
+            let agent = registry.agent();
+            agent.write("/m/a.txt", "one\n", &Precondition::Absent).unwrap();
+            agent.write("/m/a.txt", "two\n", &Precondition::Any).unwrap();
+            journal.flush();
+            let named = image_of(&journal, "/m/a.txt");
+            agent.write("/m/b.txt", "one\n", &Precondition::Absent).unwrap();
+            agent.write("/m/b.txt", "two\n", &Precondition::Any).unwrap();
+            journal.flush();
+            let orphan = image_of(&journal, "/m/b.txt");
+            (named, orphan)
+        };
+        // Killed between the copy and its intent: no line names the copy.
+        let log = std::fs::read_to_string(directory.path().join("journal.jsonl")).unwrap();
+        let kept: String = log.lines().filter(|line| !line.contains(&orphan)).flat_map(|line| [line, "\n"]).collect();
+        std::fs::write(directory.path().join("journal.jsonl"), kept).unwrap();
+        let theirs = {
+            let (registry, journal) = attach(other_directory.path());
+            registry.agent().write("/m/a.txt", "three\n", &Precondition::Any).unwrap();
+            journal.flush();
+            let entries = journal.entries();
+            let line = serde_json::from_str::<Value>(
+                std::fs::read_to_string(other_directory.path().join("journal.jsonl")).unwrap().lines().last().unwrap(),
+            )
+            .unwrap();
+            assert_eq!(entries.all().len(), 1);
+            line["images"][0].as_str().unwrap().to_owned()
+        };
+        let tags: Vec<String> = [&named, &orphan, &theirs]
+            .map(|path| path.rsplit_once('/').unwrap().1.split_once('-').unwrap().0.to_owned())
+            .into();
+        assert_eq!(tags[0], tags[1]);
+        assert_ne!(tags[0], tags[2], "each journal has its own tag");
+
+        // What a start alone does (the journals above are never freed in this process: each
+        // holds its capability, which holds its registry, which holds it).
+        let (_registry, journal) = attach(directory.path());
+        journal.tidy(journal.access().unwrap(), COMPACT_FROM);
+        let keeper = journal.keeper.get().unwrap();
+        assert_eq!(keeper.read_stored(&named).unwrap(), b"one\n");
+        assert_eq!(keeper.read_stored(&orphan).unwrap_err().kind(), vfs::ErrorKind::NotFound);
+        assert_eq!(keeper.read_stored(&theirs).unwrap(), b"two\n");
     }
 
     /// A log that another process's compaction replaced is compacted next from its new

@@ -253,6 +253,9 @@ pub struct Keeper {
     /// The most bytes of copies one tree image may have an object store make
     /// ([`Keeper::bound_stored`]).
     stored_bound: AtomicU64,
+    /// What the names of the images object stores keep for this keeper begin with
+    /// ([`Keeper::tag_stored`]).
+    stored_tag: std::sync::OnceLock<String>,
     /// This process's id (asked once: every image's name holds it).
     process: u32,
     /// The registry whose object mounts keep their own images ([`Saved::Stored`]); weak, as
@@ -276,6 +279,7 @@ impl Keeper {
             directory,
             next: AtomicU64::new(0),
             stored_bound: AtomicU64::new(u64::MAX),
+            stored_tag: std::sync::OnceLock::new(),
             process: std::process::id(),
             registry,
         }
@@ -293,6 +297,44 @@ impl Keeper {
     /// The bound [`Keeper::bound_stored`] set.
     pub(crate) fn stored_bound(&self) -> u64 {
         self.stored_bound.load(Ordering::Relaxed)
+    }
+
+    /// Begins the name of every image an object store keeps for this keeper from now on with
+    /// `tag` (ASCII letters and digits, at most 64; once), so that its holder can tell its
+    /// own images from those of other holders sharing the bucket
+    /// ([`Keeper::stored_images`]). False when `tag` is not such a word, or a tag was set.
+    pub fn tag_stored(&self, tag: &str) -> bool {
+        let word = !tag.is_empty() && tag.len() <= 64 && tag.bytes().all(|byte| byte.is_ascii_alphanumeric());
+        word && self.stored_tag.set(tag.to_owned()).is_ok()
+    }
+
+    /// The images object stores keep for this keeper's tag ([`Keeper::tag_stored`]), as the
+    /// paths [`Saved::Stored`] gives, in every object mount of the registry; at most `limit`
+    /// of each mount's. Empty without a tag.
+    ///
+    /// # Errors
+    /// A store could not be listed.
+    ///
+    /// # Privilege
+    /// Lists vfs's own image areas of agent-facing mounts: hold the keeper in infrastructure
+    /// only (the journal).
+    pub fn stored_images(&self, limit: usize) -> Result<Vec<String>, crate::Error> {
+        let Some(tag) = self.stored_tag.get() else { return Ok(Vec::new()) };
+        #[cfg(feature = "s3")]
+        if let Some(registry) = self.registry.upgrade() {
+            let mut paths = Vec::new();
+            for mount in &registry.mounts {
+                if let crate::storage::Backend::Object(object) = &mount.storage {
+                    let area = format!("{}/{}", mount.root.as_str(), crate::storage::object::IMAGE_AREA);
+                    let at = VirtualPath::new(&area).map_err(|error| crate::Error::invalid_path(&error))?;
+                    let names = object.image_names(&format!("{tag}-"), limit, &at)?;
+                    paths.extend(names.into_iter().map(|name| format!("{area}/{name}")));
+                }
+            }
+            return Ok(paths);
+        }
+        let _ = (tag, limit);
+        Ok(Vec::new())
     }
 
     /// The content of the image a store kept itself ([`Saved::Stored`]) at `path`, bounded by
@@ -353,6 +395,16 @@ impl Keeper {
     pub(crate) fn fresh_name(&self, call: &CallId) -> String {
         let next = self.next.fetch_add(1, Ordering::Relaxed);
         format!("{call}.{:x}.{next:x}", self.process)
+    }
+
+    /// [`Keeper::fresh_name`] for an image an object store keeps: after the keeper's tag, when
+    /// it has one (`tag-call.process.n`).
+    #[cfg(feature = "s3")]
+    pub(crate) fn fresh_stored_name(&self, call: &CallId) -> String {
+        match self.stored_tag.get() {
+            Some(tag) => format!("{tag}-{}", self.fresh_name(call)),
+            None => self.fresh_name(call),
+        }
     }
 
     /// Removes the image `name` (one kept for a change that was then not made, or that the

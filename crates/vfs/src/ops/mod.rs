@@ -193,7 +193,7 @@ impl<'r> Context<'r> {
             .iter()
             .find(|mount| matches!(&mount.storage, Backend::Object(mine) if std::ptr::eq(mine, object)))?;
         let root = &mount.root;
-        let name = keeper.fresh_name(&self.call);
+        let name = keeper.fresh_stored_name(&self.call);
         let size = object.keep_copy(node, size, &name, cap)?;
         if size > cap {
             return Some(Err(Image::NotKept("above the write cap")));

@@ -551,6 +551,28 @@ impl ObjectRoot {
         }
     }
 
+    /// The names of the images in this mount's image area (at `path`) that begin with
+    /// `start`, at most `limit` of them.
+    pub(crate) fn image_names(&self, start: &str, limit: usize, path: &VirtualPath) -> Result<Vec<String>, Error> {
+        let store = self.store.clone();
+        let area = self.key(&[IMAGE_AREA]);
+        let start = start.to_owned();
+        self.block(async move {
+            let mut stream = store.list(Some(&area));
+            let mut names = Vec::new();
+            while names.len() < limit
+                && let Some(meta) = stream.try_next().await?
+            {
+                if let Some(name) = meta.location.filename().filter(|name| name.starts_with(start.as_str())) {
+                    names.push(name.to_owned());
+                }
+            }
+            Ok::<_, object_store::Error>(names)
+        })
+        .and_then(|listed| listed.map_err(StoreError::from))
+        .map_err(|error| store_error(path, error))
+    }
+
     /// Removes the image `name` from this mount's image area, whatever the call's clock says
     /// (an image given up because the call ran out of time is removed all the same).
     pub(crate) fn forget_image(&self, name: &str) {
