@@ -506,11 +506,17 @@ impl Journal {
                 return;
             }
         };
+        // By name, not by path: a launch that mounts the bucket at another root lists the
+        // same images under another path, and they are still the ones the lines name.
+        let base = |path: &str| path.rsplit_once('/').map_or(path, |(_, name)| name).to_owned();
+        let named: HashSet<String> =
+            kept.named.iter().filter(|path| path.starts_with('/')).map(|path| base(path)).collect();
         let mut removed = 0usize;
         for path in images {
             // `<root>/<area>/<tag>-<call>.<process>.<n>`: the call's id after the tag.
-            let call_on = path.rsplit_once('/').and_then(|(_, name)| name.split_once('-')).map(|(_, rest)| rest);
-            if !kept.named.contains(&path) && !call_on.is_some_and(|name| kept.of_incomplete(name)) {
+            let name = base(&path);
+            let call_on = name.split_once('-').map(|(_, rest)| rest);
+            if !named.contains(&name) && !call_on.is_some_and(|rest| kept.of_incomplete(rest)) {
                 keeper.forget_stored(&path);
                 removed += 1;
             }
@@ -2367,11 +2373,11 @@ mod tests {
     )]
     fn a_start_alone_removes_only_its_own_object_images_that_no_line_names() {
         let (directory, other_directory) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let attach = |directory: &std::path::Path| {
+        let attach_at = |directory: &std::path::Path, root: &str| {
             let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
             let journal_root = crate::launch::runner_root(JOURNAL_ROOT);
             let registry = MountRegistry::builder()
-                .mount("memory://swept-images:/m:rw".parse().unwrap())
+                .mount(format!("memory://swept-images:{root}:rw").parse().unwrap())
                 .internal(vfs::MountSpec::local(directory.to_path_buf(), journal_root, vfs::Rights::ReadWrite))
                 .observe(journal.clone())
                 .build(vfs::ambient_authority())
@@ -2379,6 +2385,7 @@ mod tests {
             assert!(journal.attach(&registry));
             (registry, journal)
         };
+        let attach = |directory: &std::path::Path| attach_at(directory, "/m");
         let image_of = |journal: &Journal, path: &str| -> String {
             let entries = journal.entries();
             let entry = entries.all().iter().rev().find(|entry| entry.paths == [path]).unwrap().clone();
@@ -2428,13 +2435,15 @@ mod tests {
         assert_ne!(tags[0], tags[2], "each journal has its own tag");
 
         // What a start alone does (the journals above are never freed in this process: each
-        // holds its capability, which holds its registry, which holds it).
-        let (_registry, journal) = attach(directory.path());
+        // holds its capability, which holds its registry, which holds it), here with the
+        // bucket mounted at another root: the images the lines name are the same objects.
+        let (_registry, journal) = attach_at(directory.path(), "/n");
         journal.tidy(journal.access().unwrap(), COMPACT_FROM);
         let keeper = journal.keeper.get().unwrap();
-        assert_eq!(keeper.read_stored(&named).unwrap(), b"one\n");
-        assert_eq!(keeper.read_stored(&orphan).unwrap_err().kind(), vfs::ErrorKind::NotFound);
-        assert_eq!(keeper.read_stored(&theirs).unwrap(), b"two\n");
+        let at_n = |path: &str| path.replacen("/m/", "/n/", 1);
+        assert_eq!(keeper.read_stored(&at_n(&named)).unwrap(), b"one\n");
+        assert_eq!(keeper.read_stored(&at_n(&orphan)).unwrap_err().kind(), vfs::ErrorKind::NotFound);
+        assert_eq!(keeper.read_stored(&at_n(&theirs)).unwrap(), b"two\n");
     }
 
     /// A log that another process's compaction replaced is compacted next from its new
