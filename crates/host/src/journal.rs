@@ -2373,11 +2373,11 @@ mod tests {
     )]
     fn a_start_alone_removes_only_its_own_object_images_that_no_line_names() {
         let (directory, other_directory) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let attach_at = |directory: &std::path::Path, root: &str| {
+        let attach_at = |directory: &std::path::Path, root: &str, rights: &str| {
             let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
             let journal_root = crate::launch::runner_root(JOURNAL_ROOT);
             let registry = MountRegistry::builder()
-                .mount(format!("memory://swept-images:{root}:rw").parse().unwrap())
+                .mount(format!("memory://swept-images:{root}:{rights}").parse().unwrap())
                 .internal(vfs::MountSpec::local(directory.to_path_buf(), journal_root, vfs::Rights::ReadWrite))
                 .observe(journal.clone())
                 .build(vfs::ambient_authority())
@@ -2385,7 +2385,7 @@ mod tests {
             assert!(journal.attach(&registry));
             (registry, journal)
         };
-        let attach = |directory: &std::path::Path| attach_at(directory, "/m");
+        let attach = |directory: &std::path::Path| attach_at(directory, "/m", "rw");
         let image_of = |journal: &Journal, path: &str| -> String {
             let entries = journal.entries();
             let entry = entries.all().iter().rev().find(|entry| entry.paths == [path]).unwrap().clone();
@@ -2437,10 +2437,14 @@ mod tests {
         // What a start alone does (the journals above are never freed in this process: each
         // holds its capability, which holds its registry, which holds it), here with the
         // bucket mounted at another root: the images the lines name are the same objects.
-        let (_registry, journal) = attach_at(directory.path(), "/n");
+        let at_n = |path: &str| path.replacen("/m/", "/n/", 1);
+        // A mount that takes no write is not swept.
+        let (_registry, journal) = attach_at(directory.path(), "/n", "ro");
+        journal.tidy(journal.access().unwrap(), COMPACT_FROM);
+        assert_eq!(journal.keeper.get().unwrap().read_stored(&at_n(&orphan)).unwrap(), b"one\n");
+        let (_registry, journal) = attach_at(directory.path(), "/n", "rw");
         journal.tidy(journal.access().unwrap(), COMPACT_FROM);
         let keeper = journal.keeper.get().unwrap();
-        let at_n = |path: &str| path.replacen("/m/", "/n/", 1);
         assert_eq!(keeper.read_stored(&at_n(&named)).unwrap(), b"one\n");
         assert_eq!(keeper.read_stored(&at_n(&orphan)).unwrap_err().kind(), vfs::ErrorKind::NotFound);
         assert_eq!(keeper.read_stored(&at_n(&theirs)).unwrap(), b"two\n");

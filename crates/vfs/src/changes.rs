@@ -309,8 +309,8 @@ impl Keeper {
     }
 
     /// The images object stores keep for this keeper's tag ([`Keeper::tag_stored`]), as the
-    /// paths [`Saved::Stored`] gives, in every object mount of the registry; at most `limit`
-    /// of each mount's. Empty without a tag.
+    /// paths [`Saved::Stored`] gives, in every object mount of the registry that takes a
+    /// write; at most `limit` of each mount's. Empty without a tag.
     ///
     /// # Errors
     /// A store could not be listed.
@@ -323,7 +323,13 @@ impl Keeper {
         #[cfg(feature = "s3")]
         if let Some(registry) = self.registry.upgrade() {
             let mut paths = Vec::new();
-            for mount in &registry.mounts {
+            // Only where a write can go: no image is made in a mount that takes none, and a
+            // read-only mount's area is not vfs's to clear.
+            let writes = |mount: &crate::registry::Mount| {
+                mount.rights.allows(crate::Access::Write)
+                    || mount.overrides.iter().any(|item| item.rights().allows(crate::Access::Write))
+            };
+            for mount in registry.mounts.iter().filter(|mount| writes(mount)) {
                 if let crate::storage::Backend::Object(object) = &mount.storage {
                     let area = format!("{}/{}", mount.root.as_str(), crate::storage::object::IMAGE_AREA);
                     let at = VirtualPath::new(&area).map_err(|error| crate::Error::invalid_path(&error))?;
