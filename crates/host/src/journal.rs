@@ -363,8 +363,10 @@ impl Journal {
         // intents are not written (the entries still are).
         match capability.keeper(IMAGES) {
             Ok(keeper) => {
-                // A tree whose store-made copies pass the bound would be dropped at once.
-                keeper.bound_stored(self.max_bytes);
+                // A tree whose store-made copies pass the bound beside the compacted log
+                // would be dropped at once.
+                let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
+                keeper.bound_stored(self.max_bytes.saturating_sub(bound));
                 // Only where a store keeps images, and made only by a process that changes
                 // things (not a listing, not a dry run).
                 if registry.has_object_storage()
@@ -511,18 +513,30 @@ impl Journal {
         let base = |path: &str| path.rsplit_once('/').map_or(path, |(_, name)| name).to_owned();
         let named: HashSet<String> =
             kept.named.iter().filter(|path| path.starts_with('/')).map(|path| base(path)).collect();
-        let mut removed = 0usize;
+        let (mut removed, mut stopped) = (0usize, 0usize);
         for path in images {
             // `<root>/<area>/<tag>-<call>.<process>.<n>`: the call's id after the tag.
             let name = base(&path);
-            let call_on = name.split_once('-').map(|(_, rest)| rest);
-            if !named.contains(&name) && !call_on.is_some_and(|rest| kept.of_incomplete(rest)) {
+            if named.contains(&name) {
+                continue;
+            }
+            if name.split_once('-').is_some_and(|(_, rest)| kept.of_incomplete(rest)) {
+                stopped += 1;
+            } else {
                 keeper.forget_stored(&path);
                 removed += 1;
             }
         }
         if removed > 0 {
             tracing::info!(target: "vfs::journal", "removed {removed} object images that no line names");
+        }
+        if stopped > 0 {
+            tracing::warn!(
+                target: "vfs::journal",
+                "the object mounts' image areas keep {stopped} images of changes vfs stopped during \
+                 (`vfs journal list` shows them as incomplete; their names hold the call's id after \
+                 the journal's word): remove them by hand when they are not wanted"
+            );
         }
     }
 
@@ -748,13 +762,14 @@ impl Journal {
             state.forget_count();
         }
         let length = length.or(state.log_end).unwrap_or(0);
-        state.compact_at = if compacted.is_ok_and(|rewritten| rewritten) || reopened {
-            compact_at(length, *bound)
-        } else {
-            // Not worth a rewrite, or failed: tried again once the log has grown by half,
-            // not at every append (each try reads the whole log).
-            compact_at(length, *bound).max(length.saturating_add(length / 2))
-        };
+        let next = compact_at(length, *bound);
+        // Not worth a rewrite, failed, or left as long as the mark (intents of calls still
+        // running kept): tried again once the log has grown by half (and by 64 KiB), not
+        // at every append (each try reads the whole log).
+        // (Taken again after another process's compaction: a fresh log, a fresh mark.)
+        let fresh = compacted.as_ref().is_ok_and(|rewritten| *rewritten || reopened);
+        state.compact_at =
+            if fresh && next > length { next } else { length.saturating_add((length / 2).max(COMPACT_FROM)) };
         drop(state);
         drop(held);
     }
@@ -790,22 +805,27 @@ impl Journal {
         } else {
             (generation, loaded_to) = self.load_whole(access, &mut live);
         }
-        // A compaction that landed since (this process's, which runs outside `writing`, or
-        // another's, seen at an append) forgot entries this count still holds: dropping
-        // from it would give up undoable entries for bytes no longer on disk. Counted again.
-        if self.state().generation != generation {
-            incremental = false;
-            (generation, loaded_to) = self.load_whole(access, &mut live);
-        }
         // The bound is on the journal's bytes: the log's, which only a compaction shortens
         // (`Journal::compact_if_grown`), and the images', which go oldest first.
         // The `dropped` lines go in one append (one sync).
-        let log_bytes = self.log_length();
+        let mut log_bytes = self.log_length();
+        // A compaction that landed since (this process's, which runs outside `writing`, or
+        // another's, seen at an append) forgot entries this count still holds: dropping
+        // from it would give up undoable entries for bytes no longer on disk. Counted again
+        // (looked at after the log's length, which waits for a compaction putting its log
+        // in place).
+        if self.state().generation != generation {
+            incremental = false;
+            (generation, loaded_to) = self.load_whole(access, &mut live);
+            log_bytes = self.log_length();
+        }
         let mut lines = String::new();
-        // An entry of this process's whose images alone, beside the log, pass the bound can
-        // never be kept: it goes first, not after every older entry it would push out.
+        // An entry of this process's whose images pass the bound beside the least the log
+        // takes (its compacted length, or less) can never be kept: it goes first, not after
+        // every older entry it would push out.
+        let least_log = log_bytes.min(self.log_bound.get().copied().unwrap_or(0));
         let mut too_large =
-            sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(log_bytes) > self.max_bytes).map(|(id, _)| id);
+            sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(least_log) > self.max_bytes).map(|(id, _)| id);
         while live.bytes + log_bytes + lines.len() as u64 > self.max_bytes {
             let next = too_large.find(|id| live.entries.contains_key(id));
             let Some(oldest) = next.or_else(|| live.entries.keys().next().cloned()) else { break };
@@ -1103,8 +1123,7 @@ fn journal_tag(access: &PrivilegedAccessor, make: bool) -> Option<String> {
     let read = || {
         let read = access.read_text(ID_FILE, &vfs::ReadWindow::default()).ok()?;
         let tag = read.content.trim();
-        (!tag.is_empty() && tag.len() <= 64 && tag.bytes().all(|byte| byte.is_ascii_alphanumeric()))
-            .then(|| tag.to_owned())
+        is_journal_tag(tag).then(|| tag.to_owned())
     };
     if let Some(tag) = read() {
         return Some(tag);
@@ -1112,12 +1131,32 @@ fn journal_tag(access: &PrivilegedAccessor, make: bool) -> Option<String> {
     if !make {
         return None;
     }
-    let fresh: String = CallId::new().as_str().chars().filter(char::is_ascii_alphanumeric).collect();
+    let fresh = fresh_journal_tag();
     match access.write(ID_FILE, format!("{fresh}\n").as_bytes(), &vfs::Precondition::Absent) {
         Ok(_) => Some(fresh),
-        // Another process made it first.
+        // Another process made it first (or the file holds something else: no tag then).
         Err(_) => read(),
     }
+}
+
+/// A journal's word: `j` and 32 hex digits, a form no call id has (they begin with a digit
+/// and hold a `-`), so that no word is the beginning of an image name made without one.
+fn is_journal_tag(tag: &str) -> bool {
+    tag.len() == 33
+        && tag.starts_with('j')
+        && tag[1..].bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+/// A fresh word, 128 bits from the operating system's random source (through the standard
+/// library's randomly seeded hasher, so no dependency is added for it).
+fn fresh_journal_tag() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let half = || {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos()));
+        hasher.finish()
+    };
+    format!("j{:016x}{:016x}", half(), half())
 }
 
 /// The bound a compaction brings the log within: a quarter of `--journal-max-bytes` (the log
@@ -1615,8 +1654,10 @@ impl Journal {
             Ok(end) => end,
             Err(error) => {
                 // Some of it may be in the log: where it ends is not known, nor what is this
-                // process's.
-                state.cut = true;
+                // process's. The cut line is ended at once, still under the gate, so that
+                // another process's next line is not glued to it either; where that fails
+                // too, this process's next append begins with the newline.
+                state.cut = file.append_ending(b"\n").is_err();
                 state.log_end = None;
                 state.forget_count();
                 return Err(error);
@@ -2450,6 +2491,52 @@ mod tests {
         assert_eq!(keeper.read_stored(&at_n(&theirs)).unwrap(), b"two\n");
     }
 
+    /// A journal's word is `j` and 32 hex digits, fresh each time it is made; a process that
+    /// changes nothing makes none, and a `journal.id` that does not hold such a word gives
+    /// none (the images are then named without it, and never swept).
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a journal's word on disk")]
+    fn a_journals_word_is_made_only_by_a_process_that_changes_things_and_only_of_its_form() {
+        let (one, two) = (fresh_journal_tag(), fresh_journal_tag());
+        assert!(is_journal_tag(&one) && is_journal_tag(&two), "{one} {two}");
+        assert_ne!(one, two);
+        for not in ["", "1712345678901", "J0123456789abcdef0123456789abcdef", "j0123456789ABCDEF0123456789abcdef"] {
+            assert!(!is_journal_tag(not), "{not}");
+        }
+        let directory = tempfile::tempdir().unwrap();
+        let attach = |sweeps: bool| {
+            let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
+            let registry = MountRegistry::builder()
+                .mount("memory://journal-words:/m:rw".parse().unwrap())
+                .internal(vfs::MountSpec::local(
+                    directory.path().to_path_buf(),
+                    crate::launch::runner_root(JOURNAL_ROOT),
+                    vfs::Rights::ReadWrite,
+                ))
+                .observe(journal.clone())
+                .build(vfs::ambient_authority())
+                .unwrap();
+            assert!(journal.attach_with(&registry, sweeps));
+            (registry, journal)
+        };
+        let (_registry, _journal) = attach(false);
+        assert!(!directory.path().join("journal.id").exists(), "a dry run writes no word");
+        let (registry, journal) = attach(true);
+        let word = std::fs::read_to_string(directory.path().join("journal.id")).unwrap();
+        assert!(is_journal_tag(word.trim()), "{word}");
+        let agent = registry.agent();
+        agent.write("/m/w.txt", "one\n", &Precondition::Absent).unwrap();
+        agent.write("/m/w.txt", "two\n", &Precondition::Any).unwrap();
+        journal.flush();
+        let images = journal.keeper.get().unwrap().stored_images(10).unwrap();
+        assert_eq!(images.len(), 1);
+        assert!(images[0].starts_with(&format!("/m/.vfs-tmp-journal/{}-", word.trim())), "{images:?}");
+        std::fs::write(directory.path().join("journal.id"), "1712345678901\n").unwrap();
+        let (_registry, journal) = attach(true);
+        assert_eq!(journal.keeper.get().unwrap().stored_images(10).unwrap(), Vec::<String>::new());
+        assert_eq!(std::fs::read_to_string(directory.path().join("journal.id")).unwrap(), "1712345678901\n");
+    }
+
     /// A log that another process's compaction replaced is compacted next from its new
     /// length, not from the one this process saw when it attached; a log found longer than
     /// its bound is compacted at twice the bound.
@@ -2516,7 +2603,7 @@ mod tests {
         journal.compact_if_grown(access);
         assert_eq!(journal.state().log_end, Some(end));
         // Tried again once the log has grown by half, not at the next append.
-        assert_eq!(journal.state().compact_at, 2 * (end + theirs));
+        assert_eq!(journal.state().compact_at, end + theirs + COMPACT_FROM, "half of it is less than 64 KiB");
         own_line(&journal, &json!({ "settled": "own" }));
         assert_eq!(journal.state().unread, [(end, end + theirs)]);
     }

@@ -556,15 +556,19 @@ impl ObjectRoot {
     pub(crate) fn image_names(&self, start: &str, limit: usize, path: &VirtualPath) -> Result<Vec<String>, Error> {
         let store = self.store.clone();
         let area = self.key(&[IMAGE_AREA]);
+        // Listed from where the names begin with `start` (a store lists in key order), and
+        // only until they no longer do: other holders' images are not walked.
+        let offset = self.key(&[IMAGE_AREA, start]);
         let start = start.to_owned();
         self.block(async move {
-            let mut stream = store.list(Some(&area));
+            let mut stream = store.list_with_offset(Some(&area), &offset);
             let mut names = Vec::new();
             while names.len() < limit
                 && let Some(meta) = stream.try_next().await?
             {
-                if let Some(name) = meta.location.filename().filter(|name| name.starts_with(start.as_str())) {
-                    names.push(name.to_owned());
+                match meta.location.filename() {
+                    Some(name) if name.starts_with(start.as_str()) => names.push(name.to_owned()),
+                    _ => break,
                 }
             }
             Ok::<_, object_store::Error>(names)
