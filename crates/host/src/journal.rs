@@ -359,13 +359,13 @@ impl Journal {
         let Some(capability) = registry.mint_privileged(JOURNAL_ROOT) else {
             return false;
         };
+        let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
         // Without a keeper (object storage), images are copied; without the log held open,
         // intents are not written (the entries still are).
         match capability.keeper(IMAGES) {
             Ok(keeper) => {
                 // A tree whose store-made copies pass the bound beside the compacted log
                 // would be dropped at once.
-                let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
                 keeper.bound_stored(self.max_bytes.saturating_sub(bound));
                 // Only where a store keeps images, and made only by a process that changes
                 // things (not a listing, not a dry run).
@@ -378,7 +378,6 @@ impl Journal {
             }
             Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
         }
-        let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
         match capability.open_append(GATE) {
             Ok(gate) => {
                 let _ = self.gate.set(gate);
@@ -2404,6 +2403,25 @@ mod tests {
         assert!(!journal.state().cut);
     }
 
+    /// A journal in `directory` attached (`sweeps`: as a process that changes things) to a
+    /// registry of `mount` and the journal's root, observing it.
+    fn attached_beside(
+        directory: &std::path::Path,
+        mount: &str,
+        sweeps: bool,
+    ) -> (MountRegistry, std::sync::Arc<Journal>) {
+        let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
+        let journal_root = crate::launch::runner_root(JOURNAL_ROOT);
+        let registry = MountRegistry::builder()
+            .mount(mount.parse().unwrap())
+            .internal(vfs::MountSpec::local(directory.to_path_buf(), journal_root, vfs::Rights::ReadWrite))
+            .observe(journal.clone())
+            .build(vfs::ambient_authority())
+            .unwrap();
+        assert!(journal.attach_with(&registry, sweeps));
+        (registry, journal)
+    }
+
     /// A start alone removes the images object stores keep for this journal that no line
     /// names (a process killed between the copy and its intent), and leaves those a line
     /// names and those of another journal in the same bucket (another tag).
@@ -2415,16 +2433,7 @@ mod tests {
     fn a_start_alone_removes_only_its_own_object_images_that_no_line_names() {
         let (directory, other_directory) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let attach_at = |directory: &std::path::Path, root: &str, rights: &str| {
-            let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
-            let journal_root = crate::launch::runner_root(JOURNAL_ROOT);
-            let registry = MountRegistry::builder()
-                .mount(format!("memory://swept-images:{root}:{rights}").parse().unwrap())
-                .internal(vfs::MountSpec::local(directory.to_path_buf(), journal_root, vfs::Rights::ReadWrite))
-                .observe(journal.clone())
-                .build(vfs::ambient_authority())
-                .unwrap();
-            assert!(journal.attach(&registry));
-            (registry, journal)
+            attached_beside(directory, &format!("memory://swept-images:{root}:{rights}"), true)
         };
         let attach = |directory: &std::path::Path| attach_at(directory, "/m", "rw");
         let image_of = |journal: &Journal, path: &str| -> String {
@@ -2504,21 +2513,7 @@ mod tests {
             assert!(!is_journal_tag(not), "{not}");
         }
         let directory = tempfile::tempdir().unwrap();
-        let attach = |sweeps: bool| {
-            let journal = std::sync::Arc::new(Journal::new(DEFAULT_MAX_BYTES));
-            let registry = MountRegistry::builder()
-                .mount("memory://journal-words:/m:rw".parse().unwrap())
-                .internal(vfs::MountSpec::local(
-                    directory.path().to_path_buf(),
-                    crate::launch::runner_root(JOURNAL_ROOT),
-                    vfs::Rights::ReadWrite,
-                ))
-                .observe(journal.clone())
-                .build(vfs::ambient_authority())
-                .unwrap();
-            assert!(journal.attach_with(&registry, sweeps));
-            (registry, journal)
-        };
+        let attach = |sweeps: bool| attached_beside(directory.path(), "memory://journal-words:/m:rw", sweeps);
         let (_registry, _journal) = attach(false);
         assert!(!directory.path().join("journal.id").exists(), "a dry run writes no word");
         let (registry, journal) = attach(true);
