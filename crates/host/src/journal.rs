@@ -39,7 +39,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use vfs::{AppendFile, Keeper, Saved};
 
 use serde_json::{Value, json};
@@ -82,6 +82,10 @@ const IMAGES: &str = "/llm-journal/images";
 const ID_FILE: &str = "/llm-journal/journal.id";
 /// The most object images of one mount a start looks at.
 const SWEEP_STORED: usize = 100_000;
+/// How long a start alone spends on the object images no line names (listing and removing
+/// them; a store answers a thousand removals a request): past it the start goes on, and the
+/// next start alone takes up what is left. A host waits for a stdio server's first answer.
+const SWEEP_STORED_TIME: Duration = Duration::from_secs(5);
 /// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
 /// log's bound is never below it.
 const COMPACT_FROM: u64 = 64 * 1024;
@@ -500,20 +504,23 @@ impl Journal {
     /// Those of a call stopped during its change are kept, as `images/`'s are.
     fn sweep_stored(&self, kept: &Kept) {
         let Some(keeper) = self.keeper.get() else { return };
-        let images = match keeper.stored_images(SWEEP_STORED) {
-            Ok(images) => images,
-            Err(error) => {
-                tracing::warn!(target: "vfs::journal", "object images not looked for: {}", error_text(&error));
-                return;
-            }
-        };
+        let until = Instant::now() + SWEEP_STORED_TIME;
+        let listed = keeper.stored_images(SWEEP_STORED, until);
+        for missed in &listed.missed {
+            tracing::warn!(
+                target: "vfs::journal",
+                "object images not all looked for ({}): the next start alone looks again",
+                error_text(missed)
+            );
+        }
         // By name, not by path: a launch that mounts the bucket at another root lists the
         // same images under another path, and they are still the ones the lines name.
         let base = |path: &str| path.rsplit_once('/').map_or(path, |(_, name)| name).to_owned();
         let named: HashSet<String> =
             kept.named.iter().filter(|path| path.starts_with('/')).map(|path| base(path)).collect();
-        let (mut removed, mut stopped) = (0usize, 0usize);
-        for path in images {
+        let mut stopped = 0usize;
+        let mut unnamed = Vec::new();
+        for path in listed.paths {
             // `<root>/<area>/<tag>-<call>.<process>.<n>`: the call's id after the tag.
             let name = base(&path);
             if named.contains(&name) {
@@ -522,12 +529,21 @@ impl Journal {
             if name.split_once('-').is_some_and(|(_, rest)| kept.of_incomplete(rest)) {
                 stopped += 1;
             } else {
-                keeper.forget_stored(&path);
-                removed += 1;
+                unnamed.push(path);
             }
         }
+        let removed = keeper.forget_stored_all(&unnamed, until);
         if removed > 0 {
             tracing::info!(target: "vfs::journal", "removed {removed} object images that no line names");
+        }
+        if removed < unnamed.len() {
+            tracing::warn!(
+                target: "vfs::journal",
+                "{} object images that no line names are left (the store did not remove them within {} s): \
+                 the next start alone removes them",
+                unnamed.len() - removed,
+                SWEEP_STORED_TIME.as_secs()
+            );
         }
         if stopped > 0 {
             tracing::warn!(
@@ -2403,6 +2419,11 @@ mod tests {
         assert!(!journal.state().cut);
     }
 
+    /// An hour from now: a listing that is not meant to run out of time.
+    fn far() -> Instant {
+        Instant::now() + Duration::from_hours(1)
+    }
+
     /// A journal in `directory` attached (`sweeps`: as a process that changes things) to a
     /// registry of `mount` and the journal's root, observing it.
     fn attached_beside(
@@ -2424,7 +2445,8 @@ mod tests {
 
     /// A start alone removes the images object stores keep for this journal that no line
     /// names (a process killed between the copy and its intent), and leaves those a line
-    /// names and those of another journal in the same bucket (another tag).
+    /// names, those of a call stopped during its change (an intent without an entry), and
+    /// those of another journal in the same bucket (another tag).
     #[test]
     #[expect(
         clippy::disallowed_methods,
@@ -2449,7 +2471,7 @@ mod tests {
             .unwrap();
             line["images"][0].as_str().unwrap().to_owned()
         };
-        let (named, orphan) = {
+        let (named, orphan, stopped) = {
             let (registry, journal) = attach(directory.path());
             let agent = registry.agent();
             agent.write("/m/a.txt", "one\n", &Precondition::Absent).unwrap();
@@ -2460,11 +2482,28 @@ mod tests {
             agent.write("/m/b.txt", "two\n", &Precondition::Any).unwrap();
             journal.flush();
             let orphan = image_of(&journal, "/m/b.txt");
-            (named, orphan)
+            agent.write("/m/c.txt", "one\n", &Precondition::Absent).unwrap();
+            agent.write("/m/c.txt", "two\n", &Precondition::Any).unwrap();
+            journal.flush();
+            let stopped = image_of(&journal, "/m/c.txt");
+            (named, orphan, stopped)
         };
-        // Killed between the copy and its intent: no line names the copy.
+        // Killed between the copy and its intent: no line names the copy. And killed during
+        // a change whose intent was written, with no line naming its image (a tree's images
+        // are made after the intent): that call's images are kept.
+        let call_of = |path: &str| {
+            path.rsplit_once('/').unwrap().1.split_once('-').unwrap().1.split('.').next().unwrap().to_owned()
+        };
         let log = std::fs::read_to_string(directory.path().join("journal.jsonl")).unwrap();
-        let kept: String = log.lines().filter(|line| !line.contains(&orphan)).flat_map(|line| [line, "\n"]).collect();
+        let mut kept: String = log
+            .lines()
+            .filter(|line| !line.contains(&orphan) && !line.contains(&stopped))
+            .flat_map(|line| [line, "\n"])
+            .collect();
+        kept.push_str(&format!(
+            "{}\n",
+            json!({ "intent": "i-stopped", "call": call_of(&stopped), "operation": "write_file" })
+        ));
         std::fs::write(directory.path().join("journal.jsonl"), kept).unwrap();
         let theirs = {
             let (registry, journal) = attach(other_directory.path());
@@ -2497,6 +2536,7 @@ mod tests {
         let keeper = journal.keeper.get().unwrap();
         assert_eq!(keeper.read_stored(&at_n(&named)).unwrap(), b"one\n");
         assert_eq!(keeper.read_stored(&at_n(&orphan)).unwrap_err().kind(), vfs::ErrorKind::NotFound);
+        assert_eq!(keeper.read_stored(&at_n(&stopped)).unwrap(), b"one\n");
         assert_eq!(keeper.read_stored(&at_n(&theirs)).unwrap(), b"two\n");
     }
 
@@ -2523,12 +2563,12 @@ mod tests {
         agent.write("/m/w.txt", "one\n", &Precondition::Absent).unwrap();
         agent.write("/m/w.txt", "two\n", &Precondition::Any).unwrap();
         journal.flush();
-        let images = journal.keeper.get().unwrap().stored_images(10).unwrap();
+        let images = journal.keeper.get().unwrap().stored_images(10, far()).paths;
         assert_eq!(images.len(), 1);
         assert!(images[0].starts_with(&format!("/m/.vfs-tmp-journal/{}-", word.trim())), "{images:?}");
         std::fs::write(directory.path().join("journal.id"), "1712345678901\n").unwrap();
         let (_registry, journal) = attach(true);
-        assert_eq!(journal.keeper.get().unwrap().stored_images(10).unwrap(), Vec::<String>::new());
+        assert_eq!(journal.keeper.get().unwrap().stored_images(10, far()).paths, Vec::<String>::new());
         assert_eq!(std::fs::read_to_string(directory.path().join("journal.id")).unwrap(), "1712345678901\n");
     }
 

@@ -243,6 +243,16 @@ impl Saved {
     }
 }
 
+/// What [`Keeper::stored_images`] found.
+#[derive(Debug, Default)]
+pub struct StoredImages {
+    /// The images listed, as the paths [`Saved::Stored`] gives.
+    pub paths: Vec<String>,
+    /// Why a mount's image area was not listed whole: a store that failed, or did not answer
+    /// in time (the names it gave before are in `paths`).
+    pub missed: Vec<crate::Error>,
+}
+
 /// A directory of a local internal root where the operations keep before images by hard
 /// link instead of copying them ([`PrivilegedAccessor::keeper`](crate::PrivilegedAccessor::keeper)).
 /// An observer that holds one offers it with [`ChangeObserver::keeper`]. Opaque: it says
@@ -310,19 +320,18 @@ impl Keeper {
 
     /// The images object stores keep for this keeper's tag ([`Keeper::tag_stored`]), as the
     /// paths [`Saved::Stored`] gives, in every object mount of the registry that takes a
-    /// write; at most `limit` of each mount's. Empty without a tag.
-    ///
-    /// # Errors
-    /// A store could not be listed.
+    /// write; at most `limit` of each mount's, listed until `until`. A mount whose listing
+    /// failed or ran out of time is named in [`StoredImages::missed`] and does not stop the
+    /// others. Empty without a tag.
     ///
     /// # Privilege
     /// Lists vfs's own image areas of agent-facing mounts: hold the keeper in infrastructure
     /// only (the journal).
-    pub fn stored_images(&self, limit: usize) -> Result<Vec<String>, crate::Error> {
-        let Some(tag) = self.stored_tag.get() else { return Ok(Vec::new()) };
+    pub fn stored_images(&self, limit: usize, until: std::time::Instant) -> StoredImages {
+        let Some(tag) = self.stored_tag.get() else { return StoredImages::default() };
         #[cfg(feature = "s3")]
         if let Some(registry) = self.registry.upgrade() {
-            let mut paths = Vec::new();
+            let mut found = StoredImages::default();
             // Only where a write can go: no image is made in a mount that takes none, and a
             // read-only mount's area is not vfs's to clear.
             let writes = |mount: &crate::registry::Mount| {
@@ -332,15 +341,48 @@ impl Keeper {
             for mount in registry.mounts.iter().filter(|mount| writes(mount)) {
                 if let crate::storage::Backend::Object(object) = &mount.storage {
                     let area = format!("{}/{}", mount.root.as_str(), crate::storage::object::IMAGE_AREA);
-                    let at = VirtualPath::new(&area).map_err(|error| crate::Error::invalid_path(&error))?;
-                    let names = object.image_names(&format!("{tag}-"), limit, &at)?;
-                    paths.extend(names.into_iter().map(|name| format!("{area}/{name}")));
+                    let Ok(at) = VirtualPath::new(&area) else { continue };
+                    let (names, missed) = object.image_names(&format!("{tag}-"), limit, until, &at);
+                    found.paths.extend(names.into_iter().map(|name| format!("{area}/{name}")));
+                    found.missed.extend(missed);
                 }
             }
-            return Ok(paths);
+            return found;
         }
-        let _ = (tag, limit);
-        Ok(Vec::new())
+        let _ = (tag, limit, until);
+        StoredImages::default()
+    }
+
+    /// Removes the images stores keep at `paths` ([`Keeper::stored_images`] gave them), each
+    /// mount's in as few requests as its store takes, until `until`: how many were removed.
+    /// A path that is not such an image is left, as is one the store did not remove in time.
+    pub fn forget_stored_all(&self, paths: &[String], until: std::time::Instant) -> usize {
+        #[cfg(feature = "s3")]
+        {
+            let mut by_mount: std::collections::BTreeMap<usize, Vec<String>> = std::collections::BTreeMap::new();
+            let mut registry = None;
+            for path in paths {
+                if let Ok(virtual_path) = VirtualPath::new(path)
+                    && let Some((inner, mount, name)) = self.stored(&virtual_path)
+                {
+                    by_mount.entry(mount).or_default().push(name.to_owned());
+                    registry = Some(inner);
+                }
+            }
+            let Some(registry) = registry else { return 0 };
+            by_mount
+                .iter()
+                .map(|(&mount, names)| match &registry.mounts[mount].storage {
+                    crate::storage::Backend::Object(object) => object.forget_images(names, until),
+                    crate::storage::Backend::Local(_) => 0,
+                })
+                .sum()
+        }
+        #[cfg(not(feature = "s3"))]
+        {
+            let _ = (paths, until);
+            0
+        }
     }
 
     /// The content of the image a store kept itself ([`Saved::Stored`]) at `path`, bounded by

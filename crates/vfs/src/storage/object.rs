@@ -552,29 +552,41 @@ impl ObjectRoot {
     }
 
     /// The names of the images in this mount's image area (at `path`) that begin with
-    /// `start`, at most `limit` of them.
-    pub(crate) fn image_names(&self, start: &str, limit: usize, path: &VirtualPath) -> Result<Vec<String>, Error> {
+    /// `start`, at most `limit` of them, listed until `until`; and why the listing stopped
+    /// short, when it did (the names listed before are still given: each is one that lies
+    /// there).
+    pub(crate) fn image_names(
+        &self,
+        start: &str,
+        limit: usize,
+        until: Instant,
+        path: &VirtualPath,
+    ) -> (Vec<String>, Option<Error>) {
         let store = self.store.clone();
         let area = self.key(&[IMAGE_AREA]);
         // Listed from where the names begin with `start` (a store lists in key order), and
         // only until they no longer do: other holders' images are not walked.
         let offset = self.key(&[IMAGE_AREA, start]);
         let start = start.to_owned();
-        self.block(async move {
+        let (names, stopped) = self.finish_change(async move {
             let mut stream = store.list_with_offset(Some(&area), &offset);
             let mut names = Vec::new();
-            while names.len() < limit
-                && let Some(meta) = stream.try_next().await?
-            {
+            let until = tokio::time::Instant::from_std(until);
+            while names.len() < limit {
+                let meta = match tokio::time::timeout_at(until, stream.try_next()).await {
+                    Ok(Ok(Some(meta))) => meta,
+                    Ok(Ok(None)) => break,
+                    Ok(Err(error)) => return (names, Some(error)),
+                    Err(_) => return (names, Some(out_of_time("the listing of the image area"))),
+                };
                 match meta.location.filename() {
                     Some(name) if name.starts_with(start.as_str()) => names.push(name.to_owned()),
                     _ => break,
                 }
             }
-            Ok::<_, object_store::Error>(names)
-        })
-        .and_then(|listed| listed.map_err(StoreError::from))
-        .map_err(|error| store_error(path, error))
+            (names, None)
+        });
+        (names, stopped.map(|error| store_error(path, error.into())))
     }
 
     /// Removes the image `name` from this mount's image area, whatever the call's clock says
@@ -583,6 +595,26 @@ impl ObjectRoot {
         let store = self.store.clone();
         let key = self.key(&[IMAGE_AREA, name]);
         let _ = self.finish_change(async move { store.delete(&key).await });
+    }
+
+    /// Removes the images `names` from this mount's image area, as many to a request as the
+    /// store takes (a thousand to S3's bulk delete), until `until`: how many were removed.
+    /// A name the store could not remove, or did not reach in time, is left.
+    pub(crate) fn forget_images(&self, names: &[String], until: Instant) -> usize {
+        let store = self.store.clone();
+        let keys: Vec<object_store::Result<Key>> =
+            names.iter().map(|name| Ok(self.key(&[IMAGE_AREA, name.as_str()]))).collect();
+        self.finish_change(async move {
+            let mut removed = store.delete_stream(Box::pin(futures_util::stream::iter(keys)));
+            let until = tokio::time::Instant::from_std(until);
+            let mut count = 0;
+            while let Ok(Some(outcome)) =
+                tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut removed)).await
+            {
+                count += usize::from(outcome.is_ok());
+            }
+            count
+        })
     }
 
     /// Deletes one object.
@@ -617,6 +649,12 @@ enum Listed {
 
 /// Describes a store failure to an agent without the store's own text (which names the bucket
 /// and endpoint); the failure is logged for the operator.
+/// A request vfs gave up waiting for, told as the store's own failures are (to the operator's
+/// log, never to an agent).
+fn out_of_time(what: &str) -> object_store::Error {
+    object_store::Error::Generic { store: "vfs", source: format!("{what} did not end within its time").into() }
+}
+
 fn store_error(path: &VirtualPath, error: StoreError) -> Error {
     match error {
         StoreError::Stopped(error) => error,
@@ -1318,6 +1356,75 @@ mod tests {
         assert_eq!(left.iter().map(|meta| meta.location.to_string()).collect::<Vec<_>>(), Vec::<String>::new());
         let read = registry.agent().read_text("/data/file.txt", &ReadWindow::default()).unwrap();
         assert_eq!(read.content, "before\n");
+    }
+
+    /// A start's sweep of the image areas is bounded by the time it is given, mount by mount:
+    /// a store that does not answer its listing is named as missed and does not keep another
+    /// mount's images from being listed, only the keeper's own word's images are listed, and
+    /// the removals a store has not made when the time is up are left (and not counted).
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
+    fn image_areas_are_listed_and_cleared_within_their_time_each_mount_on_its_own() {
+        let throttled = |name: &str, config: object_store::throttle::ThrottleConfig, keys: &[&str]| {
+            let store = object_store::throttle::ThrottledStore::new(object_store::memory::InMemory::new(), config);
+            for key in keys {
+                let key = Key::from(format!("{IMAGE_AREA}/{key}"));
+                runtime().unwrap().block_on(store.put(&key, PutPayload::from("image\n"))).unwrap();
+            }
+            memory_stores().insert(name.to_owned(), Arc::new(store));
+        };
+        let stalled = Duration::from_mins(1);
+        let quiet = object_store::throttle::ThrottleConfig::default;
+        throttled(
+            "sweep-stalled-list",
+            object_store::throttle::ThrottleConfig { wait_list_per_call: stalled, ..quiet() },
+            &["jw-1.1.1"],
+        );
+        throttled("sweep-quick", quiet(), &["jv-1.1.1", "jw-1.1.1", "jw-2.1.1", "jx-1.1.1"]);
+        throttled(
+            "sweep-stalled-delete",
+            object_store::throttle::ThrottleConfig { wait_delete_per_call: stalled, ..quiet() },
+            &["jw-3.1.1"],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("k")).unwrap();
+        let keep = dir.path().join("k").to_string_lossy().into_owned();
+        let registry = MountRegistry::builder()
+            .mount("memory://sweep-stalled-list:/a:rw".parse().unwrap())
+            .mount("memory://sweep-quick:/b:rw".parse().unwrap())
+            .mount("memory://sweep-stalled-delete:/c:rw".parse().unwrap())
+            .internal(MountSpec::new(
+                keep,
+                crate::spec::MountRoot::new("/keep").unwrap(),
+                crate::spec::Rights::ReadWrite,
+            ))
+            .build(crate::ambient_authority())
+            .unwrap();
+        let keeper = registry.mint_privileged("/keep").unwrap().keeper("/keep/images").unwrap();
+        assert!(keeper.tag_stored("jw"));
+
+        let started = Instant::now();
+        let listed = keeper.stored_images(10, started + SOON);
+        assert!(started.elapsed() < SOON + Duration::from_secs(1), "listed in {:?}", started.elapsed());
+        assert_eq!(
+            listed.paths,
+            ["/b/.vfs-tmp-journal/jw-1.1.1", "/b/.vfs-tmp-journal/jw-2.1.1", "/c/.vfs-tmp-journal/jw-3.1.1"]
+        );
+        let missed: Vec<(ErrorKind, Option<&str>)> =
+            listed.missed.iter().map(|error| (error.kind(), error.path().map(VirtualPath::as_str))).collect();
+        assert_eq!(missed, [(ErrorKind::Io, Some("/a/.vfs-tmp-journal"))]);
+
+        let started = Instant::now();
+        assert_eq!(keeper.forget_stored_all(&listed.paths, started + SOON), 2);
+        assert!(started.elapsed() < SOON + Duration::from_secs(1), "removed in {:?}", started.elapsed());
+        let names = |name: &str| -> Vec<String> {
+            let store = memory_stores()[name].clone();
+            let listed: Vec<object_store::ObjectMeta> =
+                runtime().unwrap().block_on(store.list(None).try_collect()).unwrap();
+            listed.iter().map(|meta| meta.location.to_string()).collect()
+        };
+        assert_eq!(names("sweep-quick"), [".vfs-tmp-journal/jv-1.1.1", ".vfs-tmp-journal/jx-1.1.1"]);
+        assert_eq!(names("sweep-stalled-delete"), [".vfs-tmp-journal/jw-3.1.1"]);
     }
 
     /// A change the store is making is not cut off by the call's clock: a put sent before the
