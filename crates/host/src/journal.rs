@@ -835,12 +835,13 @@ impl Journal {
             log_bytes = self.log_length();
         }
         let mut lines = String::new();
-        // An entry of this process's whose images pass the bound beside the least the log
-        // takes (its compacted length, or less) can never be kept: it goes first, not after
-        // every older entry it would push out.
-        let least_log = log_bytes.min(self.log_bound.get().copied().unwrap_or(0));
+        // An entry of this process's whose images pass the bound beside the log as it is
+        // cannot be kept now: it goes first, not after every older entry, which dropping
+        // would not make room for it (it would go next all the same). A log past its bound
+        // is compacted after this count, not before: an entry that would fit beside the
+        // compacted log is dropped too, where it does not fit beside the long one.
         let mut too_large =
-            sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(least_log) > self.max_bytes).map(|(id, _)| id);
+            sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(log_bytes) > self.max_bytes).map(|(id, _)| id);
         while live.bytes + log_bytes + lines.len() as u64 > self.max_bytes {
             let next = too_large.find(|id| live.entries.contains_key(id));
             let Some(oldest) = next.or_else(|| live.entries.keys().next().cloned()) else { break };
@@ -2417,6 +2418,58 @@ mod tests {
         own_line(&journal, &json!({ "id": "3", "call": "c3", "parts": [] }));
         assert_eq!(load(access).len(), 3, "one newline, once");
         assert!(!journal.state().cut);
+    }
+
+    /// A real failed append: the file-size limit (`RLIMIT_FSIZE`) cuts a line part way and
+    /// refuses the rest, and the lone newline too. The next append, once the limit is raised,
+    /// begins on a line of its own: the cut part is a line every reader skips, and the entries
+    /// before and after it are read whole. Run in a child process (the limit is the whole
+    /// process's), with `SIGXFSZ` ignored so that the write fails instead of ending it.
+    #[test]
+    fn an_append_cut_by_the_file_size_limit_leaves_a_line_every_reader_skips() {
+        let directory = tempfile::tempdir().unwrap();
+        let test = "journal::tests::append_cut_by_the_file_size_limit_in_a_child";
+        let output = std::process::Command::new("/bin/sh")
+            .args(["-c", "trap '' XFSZ; exec \"$@\"", "sh"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--ignored", "--nocapture", "--test-threads", "1"])
+            .env("VFS_TEST_CUT_LOG", directory.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("the cut line stood alone"), "{stdout}");
+    }
+
+    /// The child of [`an_append_cut_by_the_file_size_limit_leaves_a_line_every_reader_skips`].
+    #[test]
+    #[ignore = "run by its parent test, in a process of its own"]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the journal's log on disk")]
+    fn append_cut_by_the_file_size_limit_in_a_child() {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let Some(directory) = std::env::var_os("VFS_TEST_CUT_LOG") else { return };
+        let directory = std::path::PathBuf::from(directory);
+        let journal = open_journal(&directory, vfs::ambient_authority()).unwrap();
+        let access = journal.access().unwrap();
+        let first = own_line(&journal, &json!({ "id": "1", "call": "c1", "parts": [] }));
+        let limit = getrlimit(Resource::Fsize);
+        setrlimit(Resource::Fsize, rustix::process::Rlimit { current: Some(first + 10), ..limit }).unwrap();
+        let second = format!("{}\n", json!({ "id": "2", "call": "c2", "parts": [] }));
+        let failed = journal.append(access, &second, vfs::HeldSyncs::default());
+        setrlimit(Resource::Fsize, limit).unwrap();
+        assert_eq!(failed, Err(format!("{LOG_FILE}: could not be appended to")));
+        assert!(journal.state().cut, "the lone newline was refused too");
+        own_line(&journal, &json!({ "id": "3", "call": "c3", "parts": [] }));
+        let log = std::fs::read_to_string(directory.join("journal.jsonl")).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 3, "{log}");
+        assert_eq!(lines[1], &second[..10]);
+        let ids: Vec<String> = load(access).into_iter().map(|entry| entry.id).collect();
+        assert_eq!(ids, ["1", "3"]);
+        #[expect(clippy::print_stdout, reason = "the parent test reads that the child ran to its end")]
+        {
+            println!("the cut line stood alone");
+        }
     }
 
     /// An hour from now: a listing that is not meant to run out of time.

@@ -140,6 +140,36 @@ fn an_image_larger_than_the_bound_is_dropped_alone() {
     assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
 }
 
+/// A change whose image fits the bound beside the log as compacted, but not beside the log as
+/// it is (long with another process's lines, past its own bound, not compacted yet), cannot be
+/// kept now: it is dropped alone, and the older entries, which dropping would not have made
+/// room for it, stay undoable.
+#[test]
+fn an_image_that_does_not_fit_beside_a_long_log_is_dropped_alone() {
+    let base = tempfile::tempdir().unwrap();
+    let bound = vfs_host::MIN_MAX_BYTES;
+    let launch = launch_bounded(base.path(), bound);
+    let tools = launch.tools(None);
+    std::fs::write(base.path().join("w/a.txt"), "before\n").unwrap();
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    // Another process's lines: 100 KiB of calls it settled (its log's bound, a quarter of
+    // the journal's, is 64 KiB; so the least the log takes is well under this).
+    let mut lines = String::new();
+    while lines.len() < 100 * 1024 {
+        lines.push_str(&format!("{}\n", json!({ "settled": format!("theirs-{}", lines.len()) })));
+    }
+    let mut log = std::fs::OpenOptions::new().append(true).open(base.path().join("journal/journal.jsonl")).unwrap();
+    std::io::Write::write_all(&mut log, lines.as_bytes()).unwrap();
+    // 170 KiB: beside 64 KiB of log it fits 256 KiB, beside 100 KiB it does not.
+    std::fs::write(base.path().join("w/b.txt"), vec![b'b'; 170 * 1024]).unwrap();
+    call(&tools, "write_file", &json!({ "path": "/w/b.txt", "content": "small\n", "overwrite": true }));
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
+    let states: Vec<(String, String)> =
+        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect();
+    assert_eq!(states, [("/w/a.txt".to_owned(), "undoable".to_owned()), ("/w/b.txt".to_owned(), "dropped".to_owned())]);
+    assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
+}
+
 /// The bytes of the images kept in the journal at `base` (each image a file, by link or copy).
 fn image_bytes(base: &Path) -> u64 {
     let images = base.join("journal/images");
