@@ -20,7 +20,8 @@ pub(crate) enum JournalCommand {
         /// Only the changes of this session.
         #[arg(long, value_name = "S")]
         session: Option<String>,
-        /// Only the changes made at or after this time (RFC 3339, like `2026-12-02T19:00:00Z`).
+        /// Only the changes made at or after this time (RFC 3339, like `2026-12-02T19:00:00Z` or
+        /// `2026-12-02T20:00:00+01:00`; to the second).
         #[arg(long, value_name = "TIME")]
         since: Option<String>,
         /// Print a JSON array instead.
@@ -49,15 +50,17 @@ pub(crate) struct Selection {
 
 pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) -> anyhow::Result<ExitCode> {
     let JournalCommand::List { journal, session, since, json } = command;
-    if let Some(since) = &since
-        && !is_rfc3339(since)
-    {
-        return Err(Refusal {
-            message: format!("--since `{since}` is not an RFC 3339 UTC time"),
-            hint: Some("write it like 2026-12-02T19:00:00Z".to_owned()),
+    let since = match since.as_deref().map(|text| (text, utc_second(text))) {
+        None => None,
+        Some((_, Some(utc))) => Some(utc),
+        Some((text, None)) => {
+            return Err(Refusal {
+                message: format!("--since `{text}` is not an RFC 3339 time"),
+                hint: Some("write it like 2026-12-02T19:00:00Z (UTC) or 2026-12-02T20:00:00+01:00".to_owned()),
+            }
+            .into());
         }
-        .into());
-    }
+    };
     let opened = vfs_host::open_journal(&journal, authority).map_err(vfs_host::Problems::from)?;
     let entries = opened.entries();
     let shown: Vec<&Entry> = entries
@@ -86,23 +89,79 @@ pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) ->
     Ok(ExitCode::SUCCESS)
 }
 
-/// `2026-12-02T19:00:00Z`: the form every vfs surface writes.
-fn is_rfc3339(text: &str) -> bool {
+/// An RFC 3339 time (`2026-12-02T19:00:00Z`, `2026-12-02T20:00:00.250+01:00`, `t` or a space
+/// for `T`, `z` for `Z`) in the form every vfs surface writes: UTC, to the second (a fraction
+/// is cut: an entry's time is kept to the second). `None` for anything else, a day that does
+/// not exist (`2026-02-30`) included.
+fn utc_second(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
-    bytes.len() == 20
-        && digits(0..4)
-        && bytes[4] == b'-'
-        && digits(5..7)
-        && bytes[7] == b'-'
-        && digits(8..10)
-        && bytes[10] == b'T'
-        && digits(11..13)
-        && bytes[13] == b':'
-        && digits(14..16)
-        && bytes[16] == b':'
-        && digits(17..19)
-        && bytes[19] == b'Z'
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let digits = bytes.get(range)?;
+        digits
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| digits.iter().fold(0, |value, digit| value * 10 + i64::from(digit - b'0')))
+    };
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
+    if separators.iter().any(|&(at, byte)| bytes[at] != byte) || !matches!(bytes[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let mut rest = &bytes[19..];
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let digits = fraction.iter().take_while(|byte| byte.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digits = [*h1, *h2, *m1, *m2];
+            if !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let [h1, h2, m1, m2] = digits.map(|digit| i64::from(digit - b'0'));
+            let (hours, minutes) = (h1 * 10 + h2, m1 * 10 + m2);
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            let minutes = hours * 60 + minutes;
+            if *sign == b'-' { -minutes } else { minutes }
+        }
+        _ => return None,
+    };
+    // A leap second (`:60`) counts as the last second of its minute.
+    if !(1..=12).contains(&month) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day)?;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second.min(59) - offset * 60;
+    Some(vfs::rfc3339(seconds))
+}
+
+/// Days from 1970-01-01 to the date (Howard Hinnant's days-from-civil, the inverse of the one
+/// [`vfs::rfc3339`] uses); `None` for a day its month does not have.
+fn days_from_civil(year: i64, month: i64, day: i64) -> Option<i64> {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let length = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1..=length).contains(&day) {
+        return None;
+    }
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_index = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    Some(era * 146_097 + day_of_era - 719_468)
 }
 
 /// The entries `selection` names, newest first.
@@ -132,6 +191,8 @@ pub(crate) fn undo(
     // Each undo syncs what it restored once (`Journal::undo`), not each file twice: 3.6-4.1 s
     // -> 1.1-1.3 s for 10,000 files (docs/performance.md, the journal).
     options.defer_syncs = true;
+    // The operator is not an agent: `rwnd`'s "no delete" does not hold for the undo.
+    options.operator_deletes = true;
     // A dry run changes nothing, the journal's images included.
     options.journal_unswept = dry_run;
     if options.journal.is_none() {
@@ -171,4 +232,47 @@ pub(crate) fn undo(
         clean &= undone;
     }
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(crate::TOOL_ERROR) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_second;
+
+    #[test]
+    fn since_takes_rfc_3339_times_to_the_second_in_utc() {
+        let cases = [
+            ("2026-12-02T19:00:00Z", "2026-12-02T19:00:00Z"),
+            ("2026-12-02t19:00:00z", "2026-12-02T19:00:00Z"),
+            ("2026-12-02 19:00:00Z", "2026-12-02T19:00:00Z"),
+            ("2026-12-02T19:00:00.999Z", "2026-12-02T19:00:00Z"),
+            ("2026-12-02T20:30:00+01:30", "2026-12-02T19:00:00Z"),
+            ("2026-12-02T00:00:00-05:00", "2026-12-02T05:00:00Z"),
+            ("2026-01-01T00:30:00+01:00", "2025-12-31T23:30:00Z"),
+            ("2024-02-29T12:00:00Z", "2024-02-29T12:00:00Z"),
+            ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z"),
+            ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z"),
+        ];
+        for (given, utc) in cases {
+            assert_eq!(utc_second(given).as_deref(), Some(utc), "{given}");
+        }
+        for not in [
+            "",
+            "yesterday",
+            "2026-12-02",
+            "2026-12-02T19:00:00",
+            "2026-12-02T19:00Z",
+            "2026-02-30T00:00:00Z",
+            "2025-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-12-02T24:00:00Z",
+            "2026-12-02T19:00:00.Z",
+            "2026-12-02T19:00:00+0100",
+            "2026-12-02T19:00:00+24:00",
+            "2026-12-02T19:00:00Zjunk",
+            "2026-12-02X19:00:00Z",
+            "+026-12-02T19:00:00Z",
+        ] {
+            assert_eq!(utc_second(not), None, "{not}");
+        }
+    }
 }

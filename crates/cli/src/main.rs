@@ -378,6 +378,7 @@ impl LaunchArgs {
             journal: self.journal,
             journal_max_bytes: Some(self.journal_max_bytes),
             defer_syncs: false,
+            operator_deletes: false,
             defer_name_rules: false,
             journal_unswept: false,
             allow_write: self.allow_write,

@@ -59,6 +59,10 @@ pub struct LaunchOptions {
     /// and syncs them before the undo's journal entry; see
     /// `vfs::MountRegistryBuilder::defer_agent_syncs`).
     pub defer_syncs: bool,
+    /// Not an option: `rwnd` counts as `rw` (`vfs undo`, the operator's: "no delete" is a rule
+    /// for agents, and undoing a file an agent created in an `rwnd` mount removes it; see
+    /// `vfs::MountRegistryBuilder::deletes_with_writes`).
+    pub operator_deletes: bool,
     /// Not an option: the name rules are parsed by the launch and compiled later, by
     /// `vfs::MountRegistry::compile_name_rules` or the first judgement of a name (`vfs serve`
     /// compiles them on a thread while it answers its first request; see
@@ -365,6 +369,9 @@ pub(crate) fn finish(
     }
     if options.defer_syncs {
         builder.defer_agent_syncs();
+    }
+    if options.operator_deletes {
+        builder.deletes_with_writes();
     }
     if options.defer_name_rules {
         builder.defer_name_rules();

@@ -170,6 +170,29 @@ fn an_image_that_does_not_fit_beside_a_long_log_is_dropped_alone() {
     assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
 }
 
+/// A file above the write cap (16 MiB) is not kept: an undo could not write it back. Its
+/// overwrite is journaled as `not undoable`, and nothing of it stays in the journal.
+#[test]
+fn a_file_above_the_write_cap_is_journaled_not_undoable() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    let cap = vfs::Limits::default().write_bytes;
+    std::fs::write(base.path().join("w/big.bin"), vec![b'b'; usize::try_from(cap + 1).unwrap()]).unwrap();
+    std::fs::write(base.path().join("w/small.bin"), vec![b's'; 10]).unwrap();
+    for path in ["/w/big.bin", "/w/small.bin"] {
+        call(&tools, "write_file", &json!({ "path": path, "content": "now\n", "overwrite": true }));
+    }
+    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
+    let states: Vec<(String, String)> =
+        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect();
+    assert_eq!(
+        states,
+        [("/w/big.bin".to_owned(), "not undoable".to_owned()), ("/w/small.bin".to_owned(), "undoable".to_owned())]
+    );
+    assert_eq!(image_bytes(base.path()), 10, "the small file's image alone");
+}
+
 /// The bytes of the images kept in the journal at `base` (each image a file, by link or copy).
 fn image_bytes(base: &Path) -> u64 {
     let images = base.join("journal/images");

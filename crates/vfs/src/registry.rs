@@ -28,11 +28,13 @@ pub(crate) use claims::{CLAIMS, Claim, Place};
 /// Builds a [`MountRegistry`]. Mounts are agent-facing unless added with
 /// [`MountRegistryBuilder::internal`].
 #[derive(Debug, Clone, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "a builder's independent switches, each set by its own method")]
 pub struct MountRegistryBuilder {
     entries: Vec<(MountSpec, Visibility, String)>,
     limits: Limits,
     skip_sync: bool,
     defer_agent_syncs: bool,
+    deletes_with_writes: bool,
     deferred_rules: bool,
     rules: Vec<NameRule>,
     observers: Vec<Arc<dyn ChangeObserver>>,
@@ -108,6 +110,15 @@ impl MountRegistryBuilder {
         self
     }
 
+    /// Every place that takes writes takes deletes too: `rwnd` (read-write, no delete), a rule
+    /// for agents, counts as `rw`. For the operator's own changes through the agent accessor
+    /// (`vfs undo`: undoing a file an agent created in an `rwnd` mount removes it); never for
+    /// a registry that serves an agent.
+    pub fn deletes_with_writes(&mut self) -> &mut Self {
+        self.deletes_with_writes = true;
+        self
+    }
+
     /// Has [`MountRegistryBuilder::build`] leave the compiling of the name rules' glob sets
     /// (most of a launch's own time) to [`MountRegistry::compile_name_rules`], which a server
     /// can call on a thread of its own while it answers its first request, or to the first
@@ -155,12 +166,16 @@ impl MountRegistryBuilder {
             let Ok(root_path) = VirtualPath::new(root) else {
                 unreachable!("a validated mount root is a virtual path")
             };
+            let lifted = |rights: Rights| match rights {
+                Rights::ReadWriteNoDelete if self.deletes_with_writes => Rights::ReadWrite,
+                rights => rights,
+            };
             mounts.push(Mount {
                 spec: spec.clone(),
                 root: spec.root().clone(),
                 root_path,
-                rights: spec.rights(),
-                overrides: spec.overrides().to_vec(),
+                rights: lifted(spec.rights()),
+                overrides: spec.overrides().iter().map(|item| item.with_rights(lifted(item.rights()))).collect(),
                 visibility: *visibility,
                 origin: origin.clone(),
                 storage,

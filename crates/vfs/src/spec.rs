@@ -199,6 +199,12 @@ pub struct SubPathRights {
 }
 
 impl SubPathRights {
+    /// The same override with `rights`.
+    #[must_use]
+    pub(crate) fn with_rights(&self, rights: Rights) -> Self {
+        Self { segments: self.segments.clone(), rights }
+    }
+
     /// The override's segments, relative to the mount root.
     #[must_use]
     pub fn segments(&self) -> &[String] {

@@ -218,12 +218,22 @@ fn the_journal_is_invisible_to_agents_and_listed_with_sessions_calls_and_times()
         "[]\n",
         test.run(&["journal", "list", "--journal", "j", "--json", "--since", "2999-01-01T00:00:00Z"]).stdout
     );
-    let all = test.run(&["journal", "list", "--journal", "j", "--json", "--since", "2000-01-01T00:00:00Z"]);
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&all.stdout).unwrap().as_array().unwrap().len(), 1);
+    // Any RFC 3339 spelling of a time, to the second: the entry's own second, with a
+    // fraction and an offset of zero, still includes it.
+    let own_second = time.replace('Z', ".5+00:00");
+    for since in ["2000-01-01T00:00:00Z", "2000-01-01T05:00:00+05:00", own_second.as_str()] {
+        let all = test.run(&["journal", "list", "--journal", "j", "--json", "--since", since]);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&all.stdout).unwrap().as_array().unwrap().len(),
+            1,
+            "{since}"
+        );
+    }
     let bad = test.run(&["journal", "list", "--journal", "j", "--since", "yesterday"]);
     assert_eq!(bad.code, 2);
     eqnice!(
-        "error: --since `yesterday` is not an RFC 3339 UTC time\n\nhint: write it like 2026-12-02T19:00:00Z\n",
+        "error: --since `yesterday` is not an RFC 3339 time\n\nhint: write it like 2026-12-02T19:00:00Z (UTC) or \
+         2026-12-02T20:00:00+01:00\n",
         bad.stderr
     );
 }
@@ -342,7 +352,11 @@ fn an_agent_undoes_its_own_changes_only_with_the_same_guards() {
     assert_eq!(std::fs::read_to_string(test.path().join("w/theirs.txt")).unwrap(), "THEIRS\n");
     assert!(!test.path().join("w/made.txt").exists());
     eqnice!("nothing to undo\n", mine.call("undo_changes", "{}").0);
-    eqnice!("no changes in this session\n", theirs.call("list_changes", r#"{"limit":0}"#).0);
+    // The other session sees its own change only, none of mine (undone or not).
+    let (listed, _) = theirs.call("list_changes", "{}");
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 1, "{listed}");
+    assert!(lines[0].ends_with("  write  /w/theirs.txt  undoable"), "{listed}");
 
     // A conflict is the agent's to see too.
     assert!(!theirs.call("write_file", r#"{"path":"/w/theirs.txt","content":"again\n","overwrite":true}"#).1);
@@ -368,4 +382,28 @@ fn the_journal_tools_are_listed_only_with_a_journal_and_a_writable_mount() {
     assert!(listed(&["--mount", "./w:/w:rw", "--journal", "j"]));
     assert!(!listed(&["--mount", "./w:/w:rw"]));
     assert!(!listed(&["--mount", "./w:/w:ro", "--journal", "j"]));
+}
+
+/// "No delete" (`rwnd`) is a rule for agents: the operator's `vfs undo` of a file an agent
+/// created there removes it, with the same launch options the change was made with.
+#[test]
+fn the_operators_undo_removes_a_file_an_agent_created_in_an_rwnd_mount() {
+    let test = TestDir::new();
+    test.dir("k");
+    let launch = ["--mount", "./k:/k:rwnd", "--journal", "j", "--no-read-before-edit"];
+    let mut args = vec!["call", "write_file", r#"{"path": "/k/new.txt", "content": "made\n"}"#];
+    args.extend(launch);
+    assert_eq!(test.run(&args).code, 0);
+    // An agent may not delete there.
+    let mut args = vec!["call", "delete_file", r#"{"path": "/k/new.txt"}"#];
+    args.extend(launch);
+    let refused = test.run(&args);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(test.path().join("k/new.txt").exists());
+    let mut args = vec!["undo", "--last", "1"];
+    args.extend(launch);
+    let run = test.run(&args);
+    assert_eq!(run.code, 0, "{run:?}");
+    eqnice!("removed /k/new.txt\n", run.stdout);
+    assert!(!test.path().join("k/new.txt").exists());
 }
