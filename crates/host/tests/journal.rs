@@ -657,8 +657,10 @@ mod lane {
         crate::common::can_mount("the journal's shell lane")
     }
 
-    /// Every file (with its bytes) and directory (`None`) under `root`, by relative path.
-    fn snapshot(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    /// Every file (with its permission bits and bytes) and directory (`None`) under `root`,
+    /// by relative path.
+    fn snapshot(root: &Path) -> BTreeMap<String, Option<(u32, Vec<u8>)>> {
+        use std::os::unix::fs::PermissionsExt as _;
         let mut found = BTreeMap::new();
         let mut stack = vec![root.to_path_buf()];
         while let Some(directory) = stack.pop() {
@@ -669,7 +671,8 @@ mod lane {
                     found.insert(relative, None);
                     stack.push(path);
                 } else {
-                    found.insert(relative, Some(std::fs::read(&path).unwrap()));
+                    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+                    found.insert(relative, Some((mode, std::fs::read(&path).unwrap())));
                 }
             }
         }
@@ -694,6 +697,13 @@ mod lane {
         std::fs::create_dir_all(work.join("d")).unwrap();
         std::fs::write(work.join("a.txt"), "start a\n").unwrap();
         std::fs::write(work.join("d/c.txt"), "start c\n").unwrap();
+        // A program and a private file: the modes come back too (an agent's writes leave a
+        // file without execute bits).
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(work.join("a.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::set_permissions(work.join("d/c.txt"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
         let start = snapshot(&work);
         let launch = super::launch(base.path());
         let tools = launch.tools(None);
@@ -808,8 +818,8 @@ mod lane {
         for (path, content) in &last_outside {
             if !conflicts.iter().any(|conflict| related(path, conflict)) {
                 prop_assert_eq!(
-                    end.get(path),
-                    Some(&Some(content.clone())),
+                    end.get(path).map(|found| found.as_ref().map(|(_, bytes)| bytes)),
+                    Some(Some(content)),
                     "`{}` lost its outside edit: {:#?}",
                     path,
                     lines

@@ -56,10 +56,14 @@ fn every_operation_is_undone_exactly_binary_content_and_mode_too() {
     test.file("w/move.txt", "moved\n");
     test.file("w/tree/a.txt", "a\n");
     test.file("w/tree/sub/b.txt", "b\n");
+    // Programs: an agent's edit leaves a file without execute bits; the undo gives them back.
+    std::fs::set_permissions(test.path().join("w/edit.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(test.path().join("w/tree/sub/b.txt"), std::fs::Permissions::from_mode(0o750)).unwrap();
 
     call(&test, "write_file", r#"{"path": "/w/data.bin", "content": "text now\n", "overwrite": true}"#);
     call(&test, "write_file", r#"{"path": "/w/new/deep/n.txt", "content": "new\n"}"#);
     call(&test, "edit_file", r#"{"path": "/w/edit.txt", "edits": [{"oldText": "beta", "newText": "gamma"}]}"#);
+    assert_eq!(mode(&test, "w/edit.txt"), 0o644);
     call(&test, "move_file", r#"{"source": "/w/move.txt", "destination": "/w/moved.txt"}"#);
     call(&test, "delete_file", r#"{"path": "/w/tree", "recursive": true}"#);
     call(&test, "create_directory", r#"{"path": "/w/made"}"#);
@@ -85,6 +89,8 @@ fn every_operation_is_undone_exactly_binary_content_and_mode_too() {
     assert_eq!(std::fs::read(test.path().join("w/data.bin")).unwrap(), binary);
     assert_eq!(mode(&test, "w/data.bin"), 0o640);
     assert_eq!(std::fs::read_to_string(test.path().join("w/edit.txt")).unwrap(), "alpha\nbeta\n");
+    assert_eq!(mode(&test, "w/edit.txt"), 0o755);
+    assert_eq!(mode(&test, "w/tree/sub/b.txt"), 0o750);
     assert_eq!(std::fs::read_to_string(test.path().join("w/move.txt")).unwrap(), "moved\n");
     assert_eq!(std::fs::read_to_string(test.path().join("w/tree/a.txt")).unwrap(), "a\n");
     assert_eq!(std::fs::read_to_string(test.path().join("w/tree/sub/b.txt")).unwrap(), "b\n");

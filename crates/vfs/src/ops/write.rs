@@ -333,8 +333,10 @@ impl Context<'_> {
         self.write_mode(input, content, precondition, None)
     }
 
-    /// [`Context::write`], the file getting `mode` (without its execute bits, as every file
-    /// an agent's call writes) instead of the mode it had.
+    /// [`Context::write`], the file getting `mode` (the permission bits of a before image an
+    /// undo restores, execute bits included: the mode the file had before a change, never
+    /// one an agent chose) instead of the mode it had, less its execute bits, as every other
+    /// file an agent's call writes.
     pub(crate) fn write_mode(
         &self,
         input: &str,
@@ -357,12 +359,13 @@ impl Context<'_> {
         // Again under the directory's lock, which a `create_directory` beside it takes too.
         self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
         let existing = store.restat(&located.node, &path)?;
-        let mode = match existing {
-            Some(stat) => {
-                Self::replaceable(stat.kind, &path)?;
-                super::authored_mode(mode.unwrap_or(stat.mode))
-            }
-            None => mode.map_or(0o666, super::authored_mode),
+        if let Some(stat) = existing {
+            Self::replaceable(stat.kind, &path)?;
+        }
+        let mode = match (mode, existing) {
+            (Some(restored), _) => restored & 0o777,
+            (None, Some(stat)) => super::authored_mode(stat.mode),
+            (None, None) => 0o666,
         };
         let when = Self::put_when(store, &located.node, precondition, existing.is_some(), &path)?;
         let before = match existing {
