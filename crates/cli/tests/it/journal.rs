@@ -413,3 +413,41 @@ fn the_operators_undo_removes_a_file_an_agent_created_in_an_rwnd_mount() {
     eqnice!("removed /k/new.txt\n", run.stdout);
     assert!(!test.path().join("k/new.txt").exists());
 }
+
+/// A directory's move is undone only while the directory holds what the move left: a file
+/// changed or added in it since (outside vfs, or by another call) makes the undo a conflict,
+/// and the tree stays where it is, as it is. Untouched, it moves back.
+#[test]
+fn a_directory_moved_is_moved_back_only_while_its_tree_is_as_the_move_left_it() {
+    let test = TestDir::new();
+    test.file("w/d/a.txt", "a\n");
+    test.file("w/d/sub/b.txt", "b\n");
+    call(&test, "move_file", r#"{"source": "/w/d", "destination": "/w/e"}"#);
+    std::fs::write(test.path().join("w/e/a.txt"), "outside\n").unwrap();
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("conflict /w/e: changed since (left as it is)\n", run.stdout);
+    assert_eq!(run.code, 1);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/e/a.txt")).unwrap(), "outside\n");
+    assert!(!test.path().join("w/d").exists());
+
+    // A file added by another call makes it a conflict too; removed again, the tree is as
+    // the move left it, and the undo goes through.
+    test.file("w/p/x.txt", "x\n");
+    call(&test, "move_file", r#"{"source": "/w/p", "destination": "/w/q"}"#);
+    let moved = list(&test)[0]["id"].as_str().unwrap().to_owned();
+    call(&test, "write_file", r#"{"path": "/w/q/new.txt", "content": "new\n"}"#);
+    let run = undo(&test, &["--change", &moved]);
+    eqnice!("conflict /w/q: changed since (left as it is)\n", run.stdout);
+    call(&test, "delete_file", r#"{"path": "/w/q/new.txt"}"#);
+    let run = undo(&test, &["--change", &moved]);
+    eqnice!("restored /w/p\n", run.stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/p/x.txt")).unwrap(), "x\n");
+
+    // A tree left untouched since its move moves back.
+    test.file("w/t/x.txt", "x\n");
+    call(&test, "move_file", r#"{"source": "/w/t", "destination": "/w/u"}"#);
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("restored /w/t\n", run.stdout);
+    assert_eq!(run.code, 0);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/t/x.txt")).unwrap(), "x\n");
+}

@@ -240,6 +240,45 @@ impl<'r> Context<'r> {
         }
     }
 
+    /// The version of the directory at `located`, for the guard of a move's undo: a hash of
+    /// every name below it, with its kind and, for a file, its version, in sorted order.
+    /// Equal while nothing below it was added, removed, renamed or rewritten. `None` when the
+    /// tree cannot be walked whole (past the listing bound, an unreadable part, a file
+    /// without a version): such a move is moved back without a guard.
+    pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath) -> Option<String> {
+        let store = self.store(located.mount);
+        let mut items: Vec<(String, u8, String)> = Vec::new();
+        let mut whole = true;
+        let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
+            let (kind, version) = match entry.kind {
+                Kind::Directory => (b'd', String::new()),
+                Kind::File => {
+                    let Ok(Some(version)) = store.version(entry.node, entry.path) else {
+                        whole = false;
+                        return Flow::Stop;
+                    };
+                    (b'f', version)
+                }
+                Kind::Symlink => (b'l', String::new()),
+                Kind::Special => (b's', String::new()),
+            };
+            items.push((entry.relative.to_owned(), kind, version));
+            Flow::Continue
+        });
+        if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
+            return None;
+        }
+        items.sort_unstable();
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for (relative, kind, version) in &items {
+            for part in [relative.as_bytes(), std::slice::from_ref(kind), version.as_bytes()] {
+                hasher.update(part);
+                hasher.update(b"\0");
+            }
+        }
+        Some(format!("tree-{:016x}", hasher.digest()))
+    }
+
     /// The before image of the directory at `located` and everything in it.
     pub(crate) fn tree_image(&self, located: &Located, path: &VirtualPath) -> Image {
         let store = self.store(located.mount);

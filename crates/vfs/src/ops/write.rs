@@ -535,7 +535,16 @@ impl Context<'_> {
         // `HEAD` written there meanwhile would make an `objects` directory moved in a git
         // repository's look-alike.
         self.guard_git_directory(to.mount, &to.rel, Access::Write, &destination)?;
-        Self::hold(from_store, &from.node, at_source, &source)?;
+        match (from_stat.kind, at_source) {
+            // A directory's version is its tree's (`Context::tree_version`): an undo moves a
+            // directory back only while it holds what the move left.
+            (Kind::Directory, Precondition::Version(expected)) => {
+                if self.tree_version(&from, &source).as_deref() != Some(expected.as_str()) {
+                    return Err(Error::version_mismatch(&source, "another tree"));
+                }
+            }
+            _ => Self::hold(from_store, &from.node, at_source, &source)?,
+        }
         let existing = to_store.restat(&to.node, &destination)?;
         if existing.is_some_and(|stat| stat.kind == Kind::Directory) {
             return Err(Error::invalid_argument(agent_text![
@@ -569,13 +578,19 @@ impl Context<'_> {
             Some(stat) => self.file_image(to_store, &to.node, Some(stat.size), &destination),
             None => Image::Absent,
         });
-        // The version at the destination after the move, for an undo's guard.
-        let moved_version = |keeps: bool| {
-            if keeps && from_stat.kind == Kind::File {
-                to_store.version_now(&to.node, &destination).ok().flatten()
-            } else {
-                None
+        // The version at the destination after the move, for an undo's guard (a directory's:
+        // its tree's, taken under the same locks as the rename).
+        let moved_version = |keeps: bool| match from_stat.kind {
+            Kind::File if keeps => to_store.version_now(&to.node, &destination).ok().flatten(),
+            Kind::Directory if keeps => {
+                let now = Located {
+                    mount: to.mount,
+                    rel: to.rel.clone(),
+                    node: crate::storage::Backend::directory_now(&to.node),
+                };
+                self.tree_version(&now, &destination)
             }
+            _ => None,
         };
         self.intends(ChangeKind::Move, &source, Some(&destination), &before, image.as_ref());
         let forget = |_: &Error| self.forget_image(image.as_ref());

@@ -822,6 +822,20 @@ impl Backend {
         }
     }
 
+    /// `node`'s place as a directory found there now (a move's destination after the move:
+    /// resolution saw nothing there, or another file).
+    pub(crate) fn directory_now(node: &Node) -> Node {
+        match node {
+            Node::Local(node) => Node::Local(local::Node {
+                parent: node.parent.clone(),
+                name: node.name.clone(),
+                seen: local::Seen::Listed(Kind::Directory),
+            }),
+            #[cfg(feature = "s3")]
+            other => other.clone(),
+        }
+    }
+
     /// Refuses with the current version unless the file's version is `expected`.
     pub(crate) fn check_version(&self, node: &Node, expected: &str, path: &VirtualPath) -> Result<(), Error> {
         with_node!(self, node, path, |store, node| store.check_version(node, expected, path))
