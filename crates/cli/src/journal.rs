@@ -195,15 +195,16 @@ pub(crate) fn undo(
     options.operator_deletes = true;
     // A dry run changes nothing, the journal's images included.
     options.journal_unswept = dry_run;
-    if options.journal.is_none() {
+    let composed = vfs_host::compose(&options, authority)?;
+    // The journal may come from the flag or from the settings file's `journal`.
+    let Some(journal) = composed.journal() else {
         return Err(Refusal {
-            message: "`vfs undo` needs --journal DIR".to_owned(),
+            message: "`vfs undo` needs --journal DIR (or a settings file with `journal`)".to_owned(),
             hint: Some("name the journal the changes were made with, and the same mounts".to_owned()),
         }
         .into());
-    }
-    let composed = vfs_host::compose(&options, authority)?;
-    let journal: &Journal = composed.journal().ok_or_else(|| anyhow::anyhow!("the journal did not open"))?;
+    };
+    let journal: &Journal = journal;
     let entries = journal.entries();
     let chosen = selected(&entries, selection)?;
     if chosen.is_empty() {

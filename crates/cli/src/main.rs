@@ -339,10 +339,10 @@ struct LaunchArgs {
     #[arg(long = "journal", value_name = "DIR")]
     journal: Option<PathBuf>,
     /// The most bytes the journal keeps on disk, its log and the before images (`K`, `M`, `G`
-    /// suffixes; at least 256K): the oldest images are dropped first, and the oldest entries
-    /// leave the log once it is compacted.
-    #[arg(long = "journal-max-bytes", value_name = "BYTES", default_value = "1G", value_parser = vfs_host::parse_journal_bound)]
-    journal_max_bytes: u64,
+    /// suffixes; at least 256K; default 1G): the oldest images are dropped first, and the
+    /// oldest entries leave the log once it is compacted.
+    #[arg(long = "journal-max-bytes", value_name = "BYTES", value_parser = vfs_host::parse_journal_bound)]
+    journal_max_bytes: Option<u64>,
     /// Mount the default `/workspace` (the current directory) read-write instead of read-only.
     #[arg(long)]
     allow_write: bool,
@@ -376,7 +376,7 @@ impl LaunchArgs {
             crews: self.crews,
             llm_log: self.llm_log,
             journal: self.journal,
-            journal_max_bytes: Some(self.journal_max_bytes),
+            journal_max_bytes: self.journal_max_bytes,
             defer_syncs: false,
             operator_deletes: false,
             defer_name_rules: false,

@@ -176,6 +176,9 @@ pub(crate) struct Sources {
     pub(crate) flags: Vec<Entry>,
     pub(crate) mount_ids: Vec<MountId>,
     pub(crate) settings: Vec<Entry>,
+    /// The settings file's `journal` and `journal_max_bytes`, for when the flags are not given.
+    pub(crate) journal: Option<PathBuf>,
+    pub(crate) journal_max_bytes: Option<u64>,
     /// The name rules for every agent-facing mount: the defaults (unless
     /// `--no-default-hide`), the settings file's `hide`, then `--hide`.
     pub(crate) rules: Vec<vfs::NameRule>,
@@ -186,12 +189,14 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>, au
     let flags = flag_mounts(options, problems);
     let mount_ids = mount_ids(options, problems);
     let mut rules = if options.no_default_hide { Vec::new() } else { vfs::NameRule::defaults() };
+    let (mut journal, mut journal_max_bytes) = (None, None);
     let settings = match &options.settings {
         Some(path) => match settings_entries(options, path, authority) {
-            Ok((entries, hide)) => {
+            Ok(settings) => {
                 let origin = format!("settings {}", path_text(path));
-                rules.extend(hide.iter().map(|glob| vfs::NameRule::hide(glob, &origin)));
-                entries
+                rules.extend(settings.hide.iter().map(|glob| vfs::NameRule::hide(glob, &origin)));
+                (journal, journal_max_bytes) = (settings.journal, settings.journal_max_bytes);
+                settings.entries
             }
             Err(Problems(found)) => {
                 problems.extend(found);
@@ -201,7 +206,7 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>, au
         None => Vec::new(),
     };
     rules.extend(options.hide.iter().map(|glob| vfs::NameRule::hide(glob, "--hide")));
-    Sources { flags, mount_ids, settings, rules }
+    Sources { flags, mount_ids, settings, journal, journal_max_bytes, rules }
 }
 
 /// Composes a launch, or returns every problem found (one line each). `authority` opens the
@@ -224,7 +229,22 @@ pub(crate) fn compose_beside(
     authority: AmbientAuthority,
 ) -> Result<Launch, Problems> {
     let mut problems: Vec<HostError> = Vec::new();
-    let Sources { flags: flag_mounts, mount_ids, settings, rules } = sources(options, &mut problems, authority);
+    let Sources { flags: flag_mounts, mount_ids, settings, journal, journal_max_bytes, rules } =
+        sources(options, &mut problems, authority);
+    // The journal's flags first, then the settings file's keys.
+    let merged;
+    let options = if (options.journal.is_none() && journal.is_some())
+        || (options.journal_max_bytes.is_none() && journal_max_bytes.is_some())
+    {
+        merged = LaunchOptions {
+            journal: options.journal.clone().or(journal),
+            journal_max_bytes: options.journal_max_bytes.or(journal_max_bytes),
+            ..options.clone()
+        };
+        &merged
+    } else {
+        options
+    };
     let crew_place = match crew.map(|path| crew_place(options, path, authority)).transpose() {
         Ok(place) => place,
         Err(error) => {
@@ -506,14 +526,33 @@ struct SettingsFile {
     internal_mounts: Vec<String>,
     #[serde(default)]
     hide: Vec<String>,
+    /// `--journal`'s directory (relative to the settings file's), when the flag is not given.
+    #[serde(default)]
+    journal: Option<String>,
+    /// `--journal-max-bytes`, when the flag is not given: a number of bytes, or a string with
+    /// the flag's suffixes (`"512M"`).
+    #[serde(default)]
+    journal_max_bytes: Option<ByteCount>,
 }
 
-/// A settings file's mount entries and its `hide` globs.
-fn settings_entries(
-    options: &LaunchOptions,
-    path: &Path,
-    authority: AmbientAuthority,
-) -> Result<(Vec<Entry>, Vec<String>), Problems> {
+/// A byte count in a settings file: `1073741824` or `"1G"`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum ByteCount {
+    Number(u64),
+    Text(String),
+}
+
+/// What a settings file says: its mounts, its `hide` globs and its journal.
+struct Settings {
+    entries: Vec<Entry>,
+    hide: Vec<String>,
+    journal: Option<PathBuf>,
+    journal_max_bytes: Option<u64>,
+}
+
+/// A settings file's mount entries, its `hide` globs and its journal keys.
+fn settings_entries(options: &LaunchOptions, path: &Path, authority: AmbientAuthority) -> Result<Settings, Problems> {
     let shown = path_text(path);
     let file = absolute(&options.current_dir, path);
     let text = host_path::read_text_file(&file, read_limit(), authority)
@@ -551,7 +590,25 @@ fn settings_entries(
             }
         }
     }
-    if problems.is_empty() { Ok((entries, settings.hide)) } else { Err(Problems(problems)) }
+    let journal_max_bytes = match settings.journal_max_bytes {
+        None => None,
+        Some(ByteCount::Number(bytes)) => Some(crate::journal::byte_words(bytes)),
+        Some(ByteCount::Text(text)) => Some(text),
+    }
+    .and_then(|text| match crate::journal::parse_journal_bound(&text) {
+        Ok(bytes) => Some(bytes),
+        Err(why) => {
+            problems
+                .push(HostError::SettingsParse { path: shown.clone(), reason: format!("journal_max_bytes: {why}") });
+            None
+        }
+    });
+    let journal = settings.journal.map(|directory| absolute(&base, Path::new(&directory)));
+    if problems.is_empty() {
+        Ok(Settings { entries, hide: settings.hide, journal, journal_max_bytes })
+    } else {
+        Err(Problems(problems))
+    }
 }
 
 /// Where the crew lives: the directory mounted at `/crew` and the definition's file name.

@@ -253,7 +253,8 @@ fn a_journal_inside_a_writable_mount_is_refused_and_undo_needs_one() {
     let run = test.run(&["undo", "--last", "1", "--mount", "./w:/w:rw"]);
     assert_eq!(run.code, 2);
     eqnice!(
-        "error: `vfs undo` needs --journal DIR\n\nhint: name the journal the changes were made with, and the same mounts\n",
+        "error: `vfs undo` needs --journal DIR (or a settings file with `journal`)\n\nhint: name the journal the \
+         changes were made with, and the same mounts\n",
         run.stderr
     );
 }
@@ -450,4 +451,41 @@ fn a_directory_moved_is_moved_back_only_while_its_tree_is_as_the_move_left_it() 
     eqnice!("restored /w/t\n", run.stdout);
     assert_eq!(run.code, 0);
     assert_eq!(std::fs::read_to_string(test.path().join("w/t/x.txt")).unwrap(), "x\n");
+}
+
+/// The journal from a settings file (`journal`, relative to the file; `journal_max_bytes`, a
+/// number or a string with the flag's suffixes), for `call`, `undo` and the rest; a flag given
+/// wins; a bound below the least is refused in one line naming the file.
+#[test]
+fn the_journal_can_come_from_the_settings_file() {
+    let test = TestDir::new();
+    test.dir("w");
+    test.file("conf/vfs.json", r#"{"mounts": ["../w:/w:rw"], "journal": "../j", "journal_max_bytes": "512K"}"#);
+    let settings = ["--settings", "conf/vfs.json", "--no-read-before-edit"];
+    let mut args = vec!["call", "write_file", r#"{"path": "/w/a.txt", "content": "a\n"}"#];
+    args.extend(settings);
+    assert_eq!(test.run(&args).code, 0);
+    assert_eq!(summary(&test), ["write undoable /w/a.txt"]);
+    let mut args = vec!["undo", "--last", "1"];
+    args.extend(settings);
+    let run = test.run(&args);
+    eqnice!("removed /w/a.txt\n", run.stdout);
+    assert_eq!(run.code, 0);
+    // The flag wins over the key.
+    let mut args = vec!["call", "write_file", r#"{"path": "/w/b.txt", "content": "b\n"}"#, "--journal", "k"];
+    args.extend(settings);
+    assert_eq!(test.run(&args).code, 0);
+    assert!(test.path().join("k/journal.jsonl").exists());
+    assert_eq!(summary(&test).len(), 2, "the settings' journal has the write and its undo only");
+
+    test.file("conf/small.json", r#"{"mounts": ["../w:/w:rw"], "journal": "../j", "journal_max_bytes": 1000}"#);
+    let run = test.run(&["call", "list_directory", r#"{"path": "/w"}"#, "--settings", "conf/small.json"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.starts_with(
+            "error: invalid settings file `conf/small.json`: journal_max_bytes: `1000` is below 256K, the least a journal keeps"
+        ),
+        "{}",
+        run.stderr
+    );
 }

@@ -348,7 +348,8 @@ fn a_bad_settings_file_is_one_line() {
     test.file("vfs.json", r#"{"mount": []}"#);
     let run = test.run(&["check", "--settings", "vfs.json"]);
     eqnice!(
-        "invalid settings file `vfs.json`: unknown field `mount`, expected one of `mounts`, `internal_mounts`, `hide` at line 1 column 8\n",
+        "invalid settings file `vfs.json`: unknown field `mount`, expected one of `mounts`, `internal_mounts`, `hide`, \
+         `journal`, `journal_max_bytes` at line 1 column 8\n",
         run.stdout
     );
     let run = test.run(&["check", "--settings", "missing.json"]);
