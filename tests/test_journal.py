@@ -253,3 +253,43 @@ def test_what_vfs_run_changed_is_journaled_as_the_operators_under_its_call_and_u
     ]
     assert tree(fixture.out) == start
 
+
+
+@MODES
+def test_two_sessions_share_a_journal_and_neither_sees_or_undoes_the_others(fixture, mode):
+    """Two stdio servers on one project, each an SDK session, one journal: each lists and undoes
+    its own changes only, the other's stay as they are; with a small bound, the oldest images
+    are dropped and listed as such, the newest change still undone exactly."""
+    (fixture.out / "theirs.txt").write_text("theirs\n")
+    big = "x" * (100 * 1024)
+
+    async def main():
+        async with client(fixture, mode, None, "--journal-max-bytes", "256K") as mine:
+            async with client(fixture, mode, None, "--journal-max-bytes", "256K") as theirs:
+                arguments = {"path": "/output/theirs.txt", "content": "THEIRS\n", "overwrite": True}
+                result = await theirs.call("write_file", arguments)
+                assert not result.is_error, text(result)
+                for round in range(4):
+                    arguments = {"path": "/output/big.txt", "content": f"{round}{big}", "overwrite": True}
+                    result = await mine.call("write_file", arguments)
+                    assert not result.is_error, text(result)
+                changes = (await mine.call("list_changes", {})).structured_content["changes"]
+                assert [(change["paths"], change["state"]) for change in changes] == [
+                    (["/output/big.txt"], "undoable"),
+                    (["/output/big.txt"], "undoable"),
+                    (["/output/big.txt"], "dropped"),
+                    (["/output/big.txt"], "undoable"),
+                ]
+                undone = await mine.call("undo_changes", {})
+                assert undone.structured_content["lines"] == ["restored /output/big.txt"]
+                assert (fixture.out / "big.txt").read_text() == f"2{big}"
+                everything = await mine.call("undo_changes", {"count": 10})
+                assert (fixture.out / "theirs.txt").read_text() == "THEIRS\n", text(everything)
+                # Theirs alone, and the journal's oldest: the shared bound dropped its image
+                # first (the bound is the journal's, not a session's).
+                their_changes = (await theirs.call("list_changes", {})).structured_content["changes"]
+                assert [(change["paths"], change["state"]) for change in their_changes] == [
+                    (["/output/theirs.txt"], "dropped")
+                ]
+
+    anyio.run(main)

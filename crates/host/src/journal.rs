@@ -2027,7 +2027,9 @@ impl Journal {
             lines.push(format!("failed {}: its line in the journal could not be read", entry.id));
             return (lines, false);
         };
-        let call = CallId::new();
+        // The call that asked for the undo (an agent's `undo_changes`: the id its exchange-log
+        // line carries), else one of its own (the operator's `vfs undo`).
+        let call = agent.budget().call_id().cloned().unwrap_or_else(CallId::new);
         self.begin(&call, session, Some(entry));
         let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
         // What the undo restores is made durable at once, one `syncfs` of each file system

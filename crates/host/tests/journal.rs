@@ -117,25 +117,29 @@ fn an_object_tree_whose_copies_would_pass_the_journals_bound_is_not_undoable() {
     );
 }
 
+/// A launch of `/w` whose journal has the least bound, and one entry: `/w/a.txt` replaced
+/// (its image 7 bytes).
+fn at_the_least_bound_with_one_entry(base: &Path) -> (vfs_host::Launch, vfs_host::ToolService) {
+    let launch = launch_bounded(base, vfs_host::MIN_MAX_BYTES);
+    let tools = launch.tools(None);
+    std::fs::write(base.join("w/a.txt"), "before\n").unwrap();
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    (launch, tools)
+}
+
 /// A change whose image alone passes the journal's bound (a directory deleted by a move into
 /// the journal, which costs nothing to keep) is dropped at once, and alone: the older entries
 /// it cannot make room for stay undoable.
 #[test]
 fn an_image_larger_than_the_bound_is_dropped_alone() {
     let base = tempfile::tempdir().unwrap();
-    let bound = vfs_host::MIN_MAX_BYTES;
-    let launch = launch_bounded(base.path(), bound);
-    let tools = launch.tools(None);
-    std::fs::write(base.path().join("w/a.txt"), "before\n").unwrap();
-    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    let (_launch, tools) = at_the_least_bound_with_one_entry(base.path());
     std::fs::create_dir(base.path().join("w/t")).unwrap();
     for file in 0..3 {
         std::fs::write(base.path().join(format!("w/t/{file}.txt")), vec![b'x'; 100 * 1024]).unwrap();
     }
     call(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
-    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
-    let states: Vec<(String, String)> =
-        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect();
+    let states = states_of(base.path());
     assert_eq!(states, [("/w/a.txt".to_owned(), "undoable".to_owned()), ("/w/t".to_owned(), "dropped".to_owned())]);
     assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
 }
@@ -147,11 +151,7 @@ fn an_image_larger_than_the_bound_is_dropped_alone() {
 #[test]
 fn an_image_that_does_not_fit_beside_a_long_log_is_dropped_alone() {
     let base = tempfile::tempdir().unwrap();
-    let bound = vfs_host::MIN_MAX_BYTES;
-    let launch = launch_bounded(base.path(), bound);
-    let tools = launch.tools(None);
-    std::fs::write(base.path().join("w/a.txt"), "before\n").unwrap();
-    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));
+    let (_launch, tools) = at_the_least_bound_with_one_entry(base.path());
     // Another process's lines: 100 KiB of calls it settled (its log's bound, a quarter of
     // the journal's, is 64 KiB; so the least the log takes is well under this).
     let mut lines = String::new();
@@ -163,9 +163,7 @@ fn an_image_that_does_not_fit_beside_a_long_log_is_dropped_alone() {
     // 170 KiB: beside 64 KiB of log it fits 256 KiB, beside 100 KiB it does not.
     std::fs::write(base.path().join("w/b.txt"), vec![b'b'; 170 * 1024]).unwrap();
     call(&tools, "write_file", &json!({ "path": "/w/b.txt", "content": "small\n", "overwrite": true }));
-    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
-    let states: Vec<(String, String)> =
-        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect();
+    let states = states_of(base.path());
     assert_eq!(states, [("/w/a.txt".to_owned(), "undoable".to_owned()), ("/w/b.txt".to_owned(), "dropped".to_owned())]);
     assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
 }
@@ -183,14 +181,18 @@ fn a_file_above_the_write_cap_is_journaled_not_undoable() {
     for path in ["/w/big.bin", "/w/small.bin"] {
         call(&tools, "write_file", &json!({ "path": path, "content": "now\n", "overwrite": true }));
     }
-    let entries = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority()).unwrap().entries();
-    let states: Vec<(String, String)> =
-        entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect();
+    let states = states_of(base.path());
     assert_eq!(
         states,
         [("/w/big.bin".to_owned(), "not undoable".to_owned()), ("/w/small.bin".to_owned(), "undoable".to_owned())]
     );
     assert_eq!(image_bytes(base.path()), 10, "the small file's image alone");
+}
+
+/// Each entry of the journal at `base`, oldest first: its paths and its state.
+fn states_of(base: &Path) -> Vec<(String, String)> {
+    let entries = vfs_host::open_journal(&base.join("journal"), vfs::ambient_authority()).unwrap().entries();
+    entries.all().iter().map(|entry| (entry.paths.join(" "), entries.state_text(entry))).collect()
 }
 
 /// The bytes of the images kept in the journal at `base` (each image a file, by link or copy).

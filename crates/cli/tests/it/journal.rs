@@ -269,9 +269,14 @@ struct Session {
 
 impl Session {
     fn start(test: &TestDir) -> Self {
+        Self::start_with(test, &[])
+    }
+
+    fn start_with(test: &TestDir, more: &[&str]) -> Self {
         use std::io::Write as _;
         let mut args = vec!["serve"];
         args.extend(LAUNCH);
+        args.extend(more);
         let mut child = test
             .command(&args)
             .stdin(std::process::Stdio::piped())
@@ -488,4 +493,46 @@ fn the_journal_can_come_from_the_settings_file() {
         "{}",
         run.stderr
     );
+}
+
+/// An agent's undo is journaled under the call that asked for it: the undo entry's `call` is
+/// the one on the `undo_changes` line of the exchange log.
+#[test]
+fn an_agents_undo_carries_the_call_id_of_its_undo_changes_call() {
+    let test = TestDir::new();
+    test.dir("w");
+    let mut session = Session::start_with(&test, &["--llm-log", "logs"]);
+    assert!(!session.call("write_file", r#"{"path":"/w/a.txt","content":"a\n"}"#).1);
+    let (undone, error) = session.call("undo_changes", "{}");
+    eqnice!("removed /w/a.txt\n", undone);
+    assert!(!error);
+    drop(session);
+    let logs: Vec<std::path::PathBuf> =
+        std::fs::read_dir(test.path().join("logs")).unwrap().map(|entry| entry.unwrap().path()).collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    let asked: Vec<String> = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["tool"] == "undo_changes")
+        .map(|line| line["call"].as_str().unwrap().to_owned())
+        .collect();
+    let undo = list(&test).into_iter().find(|entry| entry["operation"] == "undo").unwrap();
+    assert_eq!(asked, [undo["call"].as_str().unwrap().to_owned()]);
+}
+
+/// An entry is durable once its call is answered: a server killed (`SIGKILL`) right after the
+/// answer leaves the entry whole and undoable, and the operator's undo puts the file back.
+#[test]
+fn a_change_answered_is_journaled_whole_when_the_server_is_killed_right_after() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "before\n");
+    let mut session = Session::start(&test);
+    assert!(!session.call("write_file", r#"{"path":"/w/a.txt","content":"after\n","overwrite":true}"#).1);
+    session.child.kill().unwrap();
+    session.child.wait().unwrap();
+    assert_eq!(summary(&test), ["write undoable /w/a.txt"]);
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("restored /w/a.txt\n", run.stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "before\n");
 }
