@@ -2027,9 +2027,9 @@ impl Journal {
             lines.push(format!("failed {}: its line in the journal could not be read", entry.id));
             return (lines, false);
         };
-        // The call that asked for the undo (an agent's `undo_changes`: the id its exchange-log
-        // line carries), else one of its own (the operator's `vfs undo`).
-        let call = agent.budget().call_id().cloned().unwrap_or_else(CallId::new);
+        // A call of its own for each undo: whether a call was cut short is judged by its id,
+        // so two undos under one id would let the first's entry hide a crash in the second.
+        let call = CallId::new();
         self.begin(&call, session, Some(entry));
         let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
         // What the undo restores is made durable at once, one `syncfs` of each file system

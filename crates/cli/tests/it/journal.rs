@@ -495,32 +495,6 @@ fn the_journal_can_come_from_the_settings_file() {
     );
 }
 
-/// An agent's undo is journaled under the call that asked for it: the undo entry's `call` is
-/// the one on the `undo_changes` line of the exchange log.
-#[test]
-fn an_agents_undo_carries_the_call_id_of_its_undo_changes_call() {
-    let test = TestDir::new();
-    test.dir("w");
-    let mut session = Session::start_with(&test, &["--llm-log", "logs"]);
-    assert!(!session.call("write_file", r#"{"path":"/w/a.txt","content":"a\n"}"#).1);
-    let (undone, error) = session.call("undo_changes", "{}");
-    eqnice!("removed /w/a.txt\n", undone);
-    assert!(!error);
-    drop(session);
-    let logs: Vec<std::path::PathBuf> =
-        std::fs::read_dir(test.path().join("logs")).unwrap().map(|entry| entry.unwrap().path()).collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    let log = std::fs::read_to_string(&logs[0]).unwrap();
-    let asked: Vec<String> = log
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|line| line["tool"] == "undo_changes")
-        .map(|line| line["call"].as_str().unwrap().to_owned())
-        .collect();
-    let undo = list(&test).into_iter().find(|entry| entry["operation"] == "undo").unwrap();
-    assert_eq!(asked, [undo["call"].as_str().unwrap().to_owned()]);
-}
-
 /// An entry is durable once its call is answered: a server killed (`SIGKILL`) right after the
 /// answer leaves the entry whole and undoable, and the operator's undo puts the file back.
 #[test]
