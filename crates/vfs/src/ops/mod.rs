@@ -243,8 +243,9 @@ impl<'r> Context<'r> {
     /// The version of the directory at `located`, for the guard of a move's undo: a hash of
     /// every name below it, with its kind and, for a file, its version, in sorted order.
     /// Equal while nothing below it was added, removed, renamed or rewritten. `None` when the
-    /// tree cannot be walked whole (past the listing bound, an unreadable part, a file
-    /// without a version): such a move is moved back without a guard.
+    /// tree cannot be walked whole (the call's time ran out, an unreadable part, a file
+    /// without a version): such a move is moved back without a guard. Each file's version
+    /// reads it up to 32 MiB, so the walk costs as much as the tree's small files.
     pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath) -> Option<String> {
         let store = self.store(located.mount);
         let mut items: Vec<(String, u8, String)> = Vec::new();
