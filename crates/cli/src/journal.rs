@@ -133,13 +133,19 @@ fn utc_second(text: &str) -> Option<String> {
         }
         _ => return None,
     };
-    // A leap second (`:60`) counts as the last second of its minute.
     if !(1..=12).contains(&month) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    // A leap second (`:60`) is the last minute of a UTC day only, and counts as its last second.
+    if second == 60 && (hour * 60 + minute - offset).rem_euclid(1440) != 1439 {
         return None;
     }
     let days = days_from_civil(year, month, day)?;
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second.min(59) - offset * 60;
-    Some(vfs::rfc3339(seconds))
+    // An offset can carry a time past the years four digits write (`9999-12-31T23:59:59-00:01`):
+    // it is kept in them, so that the times still compare as text.
+    let (first, last) = (days_from_civil(0, 1, 1)? * 86_400, days_from_civil(9999, 12, 31)? * 86_400 + 86_399);
+    Some(vfs::rfc3339(seconds.clamp(first, last)))
 }
 
 /// Days from 1970-01-01 to the date (Howard Hinnant's days-from-civil, the inverse of the one
@@ -251,7 +257,10 @@ mod tests {
             ("2026-01-01T00:30:00+01:00", "2025-12-31T23:30:00Z"),
             ("2024-02-29T12:00:00Z", "2024-02-29T12:00:00Z"),
             ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z"),
+            ("2016-12-31T18:59:60-05:00", "2016-12-31T23:59:59Z"),
             ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z"),
+            ("9999-12-31T23:59:59-00:01", "9999-12-31T23:59:59Z"),
+            ("0000-01-01T00:00:00+00:01", "0000-01-01T00:00:00Z"),
         ];
         for (given, utc) in cases {
             assert_eq!(utc_second(given).as_deref(), Some(utc), "{given}");
@@ -272,6 +281,8 @@ mod tests {
             "2026-12-02T19:00:00Zjunk",
             "2026-12-02X19:00:00Z",
             "+026-12-02T19:00:00Z",
+            "2026-12-02T19:00:60Z",
+            "2016-12-31T23:59:60+01:00",
         ] {
             assert_eq!(utc_second(not), None, "{not}");
         }

@@ -380,6 +380,7 @@ impl LaunchArgs {
             defer_syncs: false,
             operator_deletes: false,
             defer_name_rules: false,
+            journal_origin: None,
             journal_unswept: false,
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),

@@ -276,8 +276,9 @@ fn compose_crew(
         origin: format!("runner (--crew, hosted at {})", loaded.root),
     });
     selected.extend(others);
+    let options = sources.journal_over(options);
     let launch =
-        finish(options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()), authority)?;
+        finish(&options, selected, &sources.rules, Some(loaded.crew.clone()), Some(loaded.name.clone()), authority)?;
     crew_out_of_reach(&launch, &loaded.place)?;
     Ok(launch)
 }

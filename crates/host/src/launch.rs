@@ -17,6 +17,7 @@
 //! Then: no agent-facing mount at all means the current directory at `/workspace` (`ro`, or
 //! `rw` with `--allow-write`); the runner adds `/crew` (ro) and `/llm-logs` (internal).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -68,6 +69,9 @@ pub struct LaunchOptions {
     /// compiles them on a thread while it answers its first request; see
     /// `vfs::MountRegistryBuilder::defer_name_rules`).
     pub defer_name_rules: bool,
+    /// Not an option: where the journal was named when `--journal` did not name it (the
+    /// settings file), for the ORIGIN of its row in the mount table.
+    pub journal_origin: Option<String>,
     /// Not an option: the journal is opened without its sweep of the images no line names
     /// (`vfs undo --dry-run`, which changes nothing).
     pub journal_unswept: bool,
@@ -178,10 +182,35 @@ pub(crate) struct Sources {
     pub(crate) settings: Vec<Entry>,
     /// The settings file's `journal` and `journal_max_bytes`, for when the flags are not given.
     pub(crate) journal: Option<PathBuf>,
+    /// The settings file, as the mount table names it (`settings FILE`).
+    pub(crate) settings_origin: Option<String>,
     pub(crate) journal_max_bytes: Option<u64>,
     /// The name rules for every agent-facing mount: the defaults (unless
     /// `--no-default-hide`), the settings file's `hide`, then `--hide`.
     pub(crate) rules: Vec<vfs::NameRule>,
+}
+
+impl Sources {
+    /// `options` with the settings file's journal keys where the flags do not give them: the
+    /// flags win, key by key. Every launch (a single one, and each endpoint of the daemon)
+    /// finishes with these options, so a settings file's journal is never ignored.
+    pub(crate) fn journal_over<'a>(&self, options: &'a LaunchOptions) -> Cow<'a, LaunchOptions> {
+        let journal = options.journal.is_none() && self.journal.is_some();
+        let bound = options.journal_max_bytes.is_none() && self.journal_max_bytes.is_some();
+        if !journal && !bound {
+            return Cow::Borrowed(options);
+        }
+        Cow::Owned(LaunchOptions {
+            journal: options.journal.clone().or_else(|| self.journal.clone()),
+            journal_origin: if journal {
+                self.settings_origin.as_ref().map(|origin| format!("runner ({origin})"))
+            } else {
+                None
+            },
+            journal_max_bytes: options.journal_max_bytes.or(self.journal_max_bytes),
+            ..options.clone()
+        })
+    }
 }
 
 /// Reads the `--mount`, `--mount-id` and settings options, recording every problem.
@@ -189,13 +218,14 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>, au
     let flags = flag_mounts(options, problems);
     let mount_ids = mount_ids(options, problems);
     let mut rules = if options.no_default_hide { Vec::new() } else { vfs::NameRule::defaults() };
-    let (mut journal, mut journal_max_bytes) = (None, None);
+    let (mut journal, mut journal_max_bytes, mut settings_origin) = (None, None, None);
     let settings = match &options.settings {
         Some(path) => match settings_entries(options, path, authority) {
             Ok(settings) => {
                 let origin = format!("settings {}", path_text(path));
                 rules.extend(settings.hide.iter().map(|glob| vfs::NameRule::hide(glob, &origin)));
                 (journal, journal_max_bytes) = (settings.journal, settings.journal_max_bytes);
+                settings_origin = Some(origin);
                 settings.entries
             }
             Err(Problems(found)) => {
@@ -206,7 +236,7 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>, au
         None => Vec::new(),
     };
     rules.extend(options.hide.iter().map(|glob| vfs::NameRule::hide(glob, "--hide")));
-    Sources { flags, mount_ids, settings, journal, journal_max_bytes, rules }
+    Sources { flags, mount_ids, settings, journal, settings_origin, journal_max_bytes, rules }
 }
 
 /// Composes a launch, or returns every problem found (one line each). `authority` opens the
@@ -229,22 +259,10 @@ pub(crate) fn compose_beside(
     authority: AmbientAuthority,
 ) -> Result<Launch, Problems> {
     let mut problems: Vec<HostError> = Vec::new();
-    let Sources { flags: flag_mounts, mount_ids, settings, journal, journal_max_bytes, rules } =
-        sources(options, &mut problems, authority);
-    // The journal's flags first, then the settings file's keys.
-    let merged;
-    let options = if (options.journal.is_none() && journal.is_some())
-        || (options.journal_max_bytes.is_none() && journal_max_bytes.is_some())
-    {
-        merged = LaunchOptions {
-            journal: options.journal.clone().or(journal),
-            journal_max_bytes: options.journal_max_bytes.or(journal_max_bytes),
-            ..options.clone()
-        };
-        &merged
-    } else {
-        options
-    };
+    let sources = sources(options, &mut problems, authority);
+    let merged = sources.journal_over(options);
+    let options = &*merged;
+    let Sources { flags: flag_mounts, mount_ids, settings, rules, .. } = sources;
     let crew_place = match crew.map(|path| crew_place(options, path, authority)).transpose() {
         Ok(place) => place,
         Err(error) => {
@@ -375,7 +393,7 @@ pub(crate) fn finish(
             selected.push(Entry {
                 spec: MountSpec::local(directory.clone(), runner_root(crate::journal::JOURNAL_ROOT), Rights::ReadWrite),
                 visibility: Visibility::Internal,
-                origin: "runner (--journal)".to_owned(),
+                origin: options.journal_origin.clone().unwrap_or_else(|| "runner (--journal)".to_owned()),
             });
             Some(std::sync::Arc::new(crate::Journal::new(bound)))
         }

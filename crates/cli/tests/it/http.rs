@@ -483,6 +483,41 @@ ROOT     RIGHTS  VISIBILITY    ORIGIN                               PHYSICAL
     eqnice!("OK\n", run.stdout);
 }
 
+/// A settings file's journal is every endpoint's journal: each hosted crew's table has it, named
+/// by the file, beside the crew's own roots.
+#[test]
+fn the_settings_journal_serves_every_hosted_crew() {
+    let test = TestDir::new();
+    two_crews(&test);
+    test.file("conf/vfs.json", r#"{"journal": "../j", "journal_max_bytes": "512K"}"#);
+    let mut args = vec!["mounts", "--listen", "127.0.0.1:0", "--no-default-hide", "--settings", "conf/vfs.json"];
+    args.extend_from_slice(&TWO_CREWS);
+    let run = test.run(&args);
+    eqnice!(
+        "/mcp/review (crew `review`, hosted at /crews):
+ROOT          RIGHTS  VISIBILITY    ORIGIN                             PHYSICAL
+/crew         ro      agent-facing  runner (--crew, hosted at /crews)  [TMP]/crews/review
+/crews-1      ro      internal      runner (hosted crew `builder`)     [TMP]/crews/build
+/llm-journal  rw      internal      runner (settings conf/vfs.json)    [TMP]/conf/../j
+/src          ro      agent-facing  --mount                            [TMP]/data
+
+/mcp/builder (crew `builder`, hosted at /crews-1):
+ROOT          RIGHTS  VISIBILITY    ORIGIN                               PHYSICAL
+/crew         ro      agent-facing  runner (--crew, hosted at /crews-1)  [TMP]/crews/build
+/crews        ro      internal      runner (hosted crew `review`)        [TMP]/crews/review
+/llm-journal  rw      internal      runner (settings conf/vfs.json)      [TMP]/conf/../j
+/output       rw      agent-facing  --mount                              [TMP]/out
+",
+        test.redact(&run.stdout)
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The bound is the file's too: one below the least is refused for the daemon as for `call`.
+    test.file("conf/vfs.json", r#"{"journal": "../j", "journal_max_bytes": 1000}"#);
+    let run = test.run(&args);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("journal_max_bytes: `1000` is below 256K"), "{}", run.stderr);
+}
+
 #[test]
 fn hosted_crews_are_refused_in_one_line_each() {
     let test = TestDir::new();
