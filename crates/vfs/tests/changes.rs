@@ -714,6 +714,49 @@ fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
     assert!(moves[0].3.is_some());
 }
 
+/// A directory's move records its tree's version; a move back guarded by it goes through while
+/// the tree is as the move left it, and is refused once a file in it changed. The version a
+/// move records when it had no time to walk the tree (`tree-unknown`) matches no tree.
+#[test]
+fn a_directory_move_records_its_trees_version_and_only_that_tree_matches_it() {
+    let fixture = Fixture::new();
+    fixture.file("p/d/a.txt", "a\n");
+    fixture.file("p/d/sub/b.txt", "b\n");
+    let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", "rw"))
+        .observe(keeper.clone())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = registry.agent();
+    let version_of_move = || {
+        let told = keeper.images.lock().unwrap().clone();
+        told.iter().rev().find(|kept| kept.0 == ChangeKind::Move).and_then(|kept| kept.3.clone()).unwrap()
+    };
+    agent.move_path("/p/d", "/p/e", &Precondition::Any, &Precondition::Absent).unwrap();
+    let left = version_of_move();
+    assert!(left.starts_with("tree-c"), "{left}");
+    let refused = |version: &str| {
+        let error = agent
+            .move_path("/p/e", "/p/d", &Precondition::Version(version.to_owned()), &Precondition::Absent)
+            .unwrap_err();
+        (error.kind(), error.to_string())
+    };
+    let mismatch = |now: &str| {
+        let text = format!("`/p/e` changed since you read it: its version is now `{now}`; read it again and retry");
+        (vfs::ErrorKind::VersionMismatch, text)
+    };
+    assert_eq!(refused("tree-unknown"), mismatch(&left));
+    agent.write("/p/e/sub/b.txt", "B\n", &Precondition::Any).unwrap();
+    let (kind, text) = refused(&left);
+    assert_eq!(kind, vfs::ErrorKind::VersionMismatch);
+    assert!(text.starts_with("`/p/e` changed since you read it: its version is now `tree-c"), "{text}");
+    assert_ne!(text, mismatch(&left).1);
+    agent.write("/p/e/sub/b.txt", "b\n", &Precondition::Any).unwrap();
+    agent.move_path("/p/e", "/p/d", &Precondition::Version(left), &Precondition::Absent).unwrap();
+    assert_eq!(fixture.read("p/d/sub/b.txt"), "b\n");
+}
+
 /// The process's umask (the fixture's files are made with it).
 #[expect(clippy::disallowed_methods, reason = "fixture: the mode a fixture file gets")]
 fn fixture_umask() -> u32 {

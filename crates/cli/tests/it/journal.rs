@@ -458,6 +458,45 @@ fn a_directory_moved_is_moved_back_only_while_its_tree_is_as_the_move_left_it() 
     assert_eq!(std::fs::read_to_string(test.path().join("w/t/x.txt")).unwrap(), "x\n");
 }
 
+/// A directory moved, then a file in it edited: undoing both puts the file's bytes back, then
+/// the tree (a small tree's guard compares its files' contents, which the first undo put
+/// back). A tree whose files pass 16 MiB in all is compared by its files' sizes, times and
+/// modes instead, not read: one holding a 40 MiB file moves back, also after that file was
+/// renamed away and back; a file added to it since makes the undo a conflict.
+#[test]
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse 40 MiB file")]
+fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_compared_unread() {
+    let test = TestDir::new();
+    test.file("w/s/a.txt", "alpha\n");
+    test.file("w/s/b.txt", "beta\n");
+    call(&test, "move_file", r#"{"source": "/w/s", "destination": "/w/d"}"#);
+    call(&test, "edit_file", r#"{"path": "/w/d/a.txt", "edits": [{"oldText": "alpha", "newText": "gamma"}]}"#);
+    let run = undo(&test, &["--last", "2"]);
+    eqnice!("restored /w/d/a.txt\nrestored /w/s\n", run.stdout);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/s/a.txt")).unwrap(), "alpha\n");
+    assert!(!test.path().join("w/d").exists());
+
+    test.file("w/big/small.txt", "small\n");
+    let large = std::fs::File::create(test.path().join("w/big/large.bin")).unwrap();
+    large.set_len(40 << 20).unwrap();
+    call(&test, "move_file", r#"{"source": "/w/big", "destination": "/w/moved"}"#);
+    let (inside, away) = (test.path().join("w/moved/large.bin"), test.path().join("w/away.bin"));
+    std::fs::rename(&inside, &away).unwrap();
+    std::fs::rename(&away, &inside).unwrap();
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("restored /w/big\n", run.stdout);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(std::fs::metadata(test.path().join("w/big/large.bin")).unwrap().len(), 40 << 20);
+
+    call(&test, "move_file", r#"{"source": "/w/big", "destination": "/w/moved"}"#);
+    test.file("w/moved/new.txt", "new\n");
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("conflict /w/moved: changed since (left as it is)\n", run.stdout);
+    assert_eq!(run.code, 1);
+    assert!(test.path().join("w/moved/new.txt").exists());
+}
+
 /// The journal from a settings file (`journal`, relative to the file; `journal_max_bytes`, a
 /// number or a string with the flag's suffixes), for `call`, `undo` and the rest; a flag given
 /// wins; a bound below the least is refused in one line naming the file.

@@ -39,6 +39,15 @@ use crate::registry::{Claim, Place, RegistryInner, TreeChange, View};
 use crate::spec::Access;
 use crate::storage::{Backend, Flow, Kind, Located, Resolve, Stat};
 
+/// The most bytes a directory move's tree version reads (see [`Context::tree_version`]):
+/// above it, the tree is hashed by its files' sizes and times instead of their contents.
+pub(crate) const TREE_READ_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The version a journaled directory move records when its tree could not be walked whole in
+/// the call's time: no tree hashes to it, so the move's undo is a conflict, never a move back
+/// without a guard.
+pub(crate) const TREE_UNKNOWN: &str = "tree-unknown";
+
 /// One request's view: the registry, who is asking, the call's clock, and its id.
 pub(crate) struct Context<'r> {
     /// Shared (not only borrowed), so that work handed to the registry's worker pool can hold it.
@@ -240,44 +249,77 @@ impl<'r> Context<'r> {
         }
     }
 
-    /// The version of the directory at `located`, for the guard of a move's undo: a hash of
-    /// every name below it, with its kind and, for a file, its version, in sorted order.
-    /// Equal while nothing below it was added, removed, renamed or rewritten. `None` when the
-    /// tree cannot be walked whole (the call's time ran out, an unreadable part, a file
-    /// without a version): such a move is moved back without a guard. Each file's version
-    /// reads it up to 32 MiB, so the walk costs as much as the tree's small files.
+    /// The version of the directory at `located`, for the guard of a move's undo: equal while
+    /// nothing below it was added, removed, renamed, rewritten or given other permission bits.
+    /// A tree whose files hold at most [`TREE_READ_BYTES`] in all is hashed by its names, kinds,
+    /// and its files' versions (their contents) and permission bits: an undo that puts a
+    /// file's bytes back leaves it as it was. A larger one is hashed by its names, kinds, and
+    /// its files' sizes, modification times and permission bits, one `stat` a file and no
+    /// reads, so that a journaled move of a large tree does not hold both parents' locks for
+    /// the time its bytes take to read (a file in it whose bytes an undo puts back gets a new
+    /// modification time, and the tree's undo is then a conflict). Either way the tree's own
+    /// rename leaves it as it was. `None` when the tree cannot be walked whole (the call's time
+    /// ran out, an unreadable part).
     pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath) -> Option<String> {
         let store = self.store(located.mount);
-        let mut items: Vec<(String, u8, String)> = Vec::new();
-        let mut whole = true;
+        // Each entry is hashed on its own and the hashes are added: the sum is the same in any
+        // walk order, and no list of the tree is held.
+        let entry_hash = |relative: &str, kind: u8, state: &[u8]| {
+            let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+            hasher.update(relative.as_bytes());
+            hasher.update(&[0, kind]);
+            hasher.update(state);
+            hasher.digest128()
+        };
+        let kind_byte = |kind: Kind| match kind {
+            Kind::Directory => b'd',
+            Kind::File => b'f',
+            Kind::Symlink => b'l',
+            Kind::Special => b's',
+        };
+        let (mut by_stat, mut bytes, mut whole) = (0u128, 0u64, true);
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
-            let (kind, version) = match entry.kind {
-                Kind::Directory => (b'd', String::new()),
-                Kind::File => {
-                    let Ok(Some(version)) = store.version(entry.node, entry.path) else {
-                        whole = false;
-                        return Flow::Stop;
-                    };
-                    (b'f', version)
-                }
-                Kind::Symlink => (b'l', String::new()),
-                Kind::Special => (b's', String::new()),
-            };
-            items.push((entry.relative.to_owned(), kind, version));
+            let mut state = [0u8; 28];
+            if entry.kind == Kind::File {
+                let Ok(Some(stat)) = store.restat(entry.node, entry.path) else {
+                    whole = false;
+                    return Flow::Stop;
+                };
+                bytes = bytes.saturating_add(stat.size);
+                state[..8].copy_from_slice(&stat.size.to_le_bytes());
+                state[8..16].copy_from_slice(&stat.modified.0.to_le_bytes());
+                state[16..20].copy_from_slice(&stat.modified.1.to_le_bytes());
+                state[20..24].copy_from_slice(&(stat.mode & 0o7777).to_le_bytes());
+            }
+            by_stat = by_stat.wrapping_add(entry_hash(entry.relative, kind_byte(entry.kind), &state));
             Flow::Continue
         });
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
             return None;
         }
-        items.sort_unstable();
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        for (relative, kind, version) in &items {
-            for part in [relative.as_bytes(), std::slice::from_ref(kind), version.as_bytes()] {
-                hasher.update(part);
-                hasher.update(b"\0");
-            }
+        if bytes > TREE_READ_BYTES {
+            return Some(format!("tree-s{by_stat:032x}"));
         }
-        Some(format!("tree-{:016x}", hasher.digest()))
+        let mut by_content = 0u128;
+        let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
+            let mut state = Vec::new();
+            if entry.kind == Kind::File {
+                let (Ok(Some(stat)), Ok(Some(version))) =
+                    (store.restat(entry.node, entry.path), store.version(entry.node, entry.path))
+                else {
+                    whole = false;
+                    return Flow::Stop;
+                };
+                state.extend_from_slice(&(stat.mode & 0o7777).to_le_bytes());
+                state.extend_from_slice(version.as_bytes());
+            }
+            by_content = by_content.wrapping_add(entry_hash(entry.relative, kind_byte(entry.kind), &state));
+            Flow::Continue
+        });
+        if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
+            return None;
+        }
+        Some(format!("tree-c{by_content:032x}"))
     }
 
     /// The before image of the directory at `located` and everything in it.

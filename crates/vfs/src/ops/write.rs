@@ -539,8 +539,9 @@ impl Context<'_> {
             // A directory's version is its tree's (`Context::tree_version`): an undo moves a
             // directory back only while it holds what the move left.
             (Kind::Directory, Precondition::Version(expected)) => {
-                if self.tree_version(&from, &source).as_deref() != Some(expected.as_str()) {
-                    return Err(Error::version_mismatch(&source, "another tree"));
+                let now = self.tree_version(&from, &source);
+                if now.as_deref() != Some(expected.as_str()) {
+                    return Err(Error::version_mismatch(&source, now.as_deref().unwrap_or(super::TREE_UNKNOWN)));
                 }
             }
             _ => Self::hold(from_store, &from.node, at_source, &source)?,
@@ -588,7 +589,7 @@ impl Context<'_> {
                     rel: to.rel.clone(),
                     node: crate::storage::Backend::directory_now(&to.node),
                 };
-                self.tree_version(&now, &destination)
+                Some(self.tree_version(&now, &destination).unwrap_or_else(|| super::TREE_UNKNOWN.to_owned()))
             }
             _ => None,
         };
