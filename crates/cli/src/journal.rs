@@ -13,10 +13,14 @@ use crate::{LaunchArgs, Refusal, output};
 pub(crate) enum JournalCommand {
     /// One line per change, newest first: id, time, session, operation, virtual paths, state
     /// (`undoable`, `undone`, `not undoable`, `dropped`).
+    #[command(group = clap::ArgGroup::new("where").required(true).multiple(true).args(["journal", "settings"]))]
     List {
         /// The journal directory (as given to `--journal`).
         #[arg(long = "journal", value_name = "DIR")]
-        journal: PathBuf,
+        journal: Option<PathBuf>,
+        /// A settings file whose `journal` names the directory (`--journal`, given, wins).
+        #[arg(long = "settings", value_name = "FILE")]
+        settings: Option<PathBuf>,
         /// Only the changes of this session.
         #[arg(long, value_name = "S")]
         session: Option<String>,
@@ -49,7 +53,24 @@ pub(crate) struct Selection {
 }
 
 pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) -> anyhow::Result<ExitCode> {
-    let JournalCommand::List { journal, session, since, json } = command;
+    let JournalCommand::List { journal, settings, session, since, json } = command;
+    let journal = match (journal, settings) {
+        (Some(journal), _) => journal,
+        (None, Some(settings)) => {
+            let current_dir = std::env::current_dir()?;
+            match vfs_host::settings_journal(&settings, &current_dir, authority)? {
+                Some(journal) => journal,
+                None => {
+                    return Err(Refusal {
+                        message: format!("the settings file `{}` names no `journal`", settings.display()),
+                        hint: Some("add \"journal\": \"DIR\" to it, or pass --journal DIR".to_owned()),
+                    }
+                    .into());
+                }
+            }
+        }
+        (None, None) => unreachable!("clap requires --journal or --settings"),
+    };
     let since = match since.as_deref().map(|text| (text, utc_second(text))) {
         None => None,
         Some((_, Some(utc))) => Some(utc),
@@ -232,7 +253,7 @@ pub(crate) fn undo(
             }
             continue;
         }
-        let (lines, undone) = journal.undo(&agent, entry, vfs_host::OPERATOR_SESSION);
+        let (lines, undone) = journal.undo(&agent, entry, vfs_host::OPERATOR_SESSION, None);
         for line in lines {
             output::line(&line);
         }

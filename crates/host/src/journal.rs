@@ -119,6 +119,9 @@ struct Observed {
 struct CallInfo {
     session: String,
     undoes: Option<String>,
+    /// An undo's asker: the call of the request that asked for it (an agent's `undo_changes`,
+    /// whose exchange-log line carries that id), when it is not the undo's own call.
+    asked_by: Option<String>,
     /// An undo's paths: those of the entry it undoes.
     paths: Vec<String>,
 }
@@ -605,6 +608,7 @@ impl Journal {
         let info = CallInfo {
             session: session.to_owned(),
             undoes: undoes.map(|entry| entry.id.clone()),
+            asked_by: None,
             paths: undoes.map(|entry| entry.paths.clone()).unwrap_or_default(),
         };
         self.state().calls.insert(call.clone(), info);
@@ -655,7 +659,7 @@ impl Journal {
         }
         let Some(access) = self.access() else { return };
         let writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let default = CallInfo { session: "-".to_owned(), undoes: None, paths: Vec::new() };
+        let default = CallInfo { session: "-".to_owned(), undoes: None, asked_by: None, paths: Vec::new() };
         let mut added = Vec::new();
         let (this, others): (Vec<Observed>, Vec<Observed>) =
             observed.into_iter().partition(|change| change.call == *call);
@@ -1001,16 +1005,19 @@ impl ChangeObserver for Journal {
 
     fn intends(&self, change: &Change<'_>) {
         let time = SystemTime::now();
-        let session = {
+        let (session, asked_by) = {
             let mut state = self.state();
             state.intended.entry(change.call.clone()).or_default();
-            state.calls.get(change.call).map_or_else(|| "-".to_owned(), |info| info.session.clone())
+            state
+                .calls
+                .get(change.call)
+                .map_or_else(|| ("-".to_owned(), None), |info| (info.session.clone(), info.asked_by.clone()))
         };
         let mut paths = vec![change.path.as_str()];
         paths.extend(change.to.map(VirtualPath::as_str));
         let images = kept_names(change.image);
         let bytes: u64 = kept_sizes(change.image);
-        let line = json!({
+        let mut line = json!({
             "intent": fresh_id(time),
             "time": time_text(time),
             "session": session,
@@ -1020,6 +1027,9 @@ impl ChangeObserver for Journal {
             "images": images,
             "image_bytes": bytes,
         });
+        if let Some(asked_by) = asked_by {
+            line["asked_by"] = json!(asked_by);
+        }
         let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if log.is_some() && self.append_gated(&mut log, format!("{line}\n").as_bytes()).is_err() {
             tracing::warn!(target: "vfs::journal", "journal intent not written");
@@ -1253,7 +1263,7 @@ impl Line {
 /// the entry it undoes, without its parts and images.
 fn dropped_line(value: &Value) -> String {
     let mut line = json!({ "dropped": true });
-    for key in ["id", "time", "session", "call", "operation", "paths", "undoes"] {
+    for key in ["id", "time", "session", "call", "asked_by", "operation", "paths", "undoes"] {
         if let Some(field) = value.get(key) {
             line[key] = field.clone();
         }
@@ -1586,7 +1596,7 @@ fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) 
         paths.clone_from(&info.paths);
     }
     let operation = if info.undoes.is_some() { "undo" } else { main.kind.as_str() };
-    let line = json!({
+    let mut line = json!({
         "id": id,
         "time": time_text(main.time),
         "session": info.session,
@@ -1598,6 +1608,9 @@ fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) 
         "images": images,
         "image_bytes": bytes,
     });
+    if let Some(asked_by) = &info.asked_by {
+        line["asked_by"] = json!(asked_by);
+    }
     Ok((line, bytes))
 }
 
@@ -1780,6 +1793,10 @@ pub struct Entry {
     pub paths: Vec<String>,
     /// The entry this one undoes.
     pub undoes: Option<String>,
+    /// An undo's asker: the call id of the request that asked for it (an agent's
+    /// `undo_changes`, as its exchange-log line says); `None` for the operator's `vfs undo`
+    /// and for every other change. Each undo has a call of its own ([`Entry::call`]).
+    pub asked_by: Option<String>,
     /// Where its line lies in the log (offset, length): its parts are read from there when
     /// it is undone, not held. A compaction (at a start, or by any process once the log has
     /// doubled) moves lines: a line not found there is looked for through the log.
@@ -1837,6 +1854,7 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64)> {
             operation: text("operation"),
             paths: strings("paths"),
             undoes: value.get("undoes").and_then(Value::as_str).map(str::to_owned),
+            asked_by: value.get("asked_by").and_then(Value::as_str).map(str::to_owned),
             line: (at, line.len()),
             partly_kept: parts
                 .into_iter()
@@ -1988,6 +2006,9 @@ impl Entries {
             "paths": entry.paths,
             "state": self.state(entry).as_str(),
         });
+        if let Some(asked_by) = &entry.asked_by {
+            value["asked_by"] = json!(asked_by);
+        }
         if entry.incomplete {
             value["incomplete"] = json!(true);
         }
@@ -2003,8 +2024,15 @@ impl Journal {
     }
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
-    /// `session`; one line per path, and whether every part was undone.
-    pub fn undo(&self, agent: &AgentAccessor, entry: &Entry, session: &str) -> (Vec<String>, bool) {
+    /// `session`, asked for by the call `asked_by` (an agent's `undo_changes`); one line per
+    /// path, and whether every part was undone.
+    pub fn undo(
+        &self,
+        agent: &AgentAccessor,
+        entry: &Entry,
+        session: &str,
+        asked_by: Option<&CallId>,
+    ) -> (Vec<String>, bool) {
         let mut lines = Vec::new();
         // Judged from the log as it is now, not as `entry` was read: another process may have
         // undone it, or dropped or forgotten it (the size bound, a compaction) meanwhile.
@@ -2029,8 +2057,12 @@ impl Journal {
         };
         // A call of its own for each undo: whether a call was cut short is judged by its id,
         // so two undos under one id would let the first's entry hide a crash in the second.
+        // The request that asked for it is named beside (`asked_by`).
         let call = CallId::new();
         self.begin(&call, session, Some(entry));
+        if let Some(info) = self.state().calls.get_mut(&call) {
+            info.asked_by = asked_by.map(|asker| asker.as_str().to_owned());
+        }
         let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
         // What the undo restores is made durable at once, one `syncfs` of each file system
         // (not two `fsync`s a file), before its entry is written.

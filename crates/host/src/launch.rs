@@ -239,6 +239,18 @@ pub(crate) fn sources(options: &LaunchOptions, problems: &mut Vec<HostError>, au
     Sources { flags, mount_ids, settings, journal, settings_origin, journal_max_bytes, rules }
 }
 
+/// The journal directory a settings file names (its `journal`, resolved against the file's
+/// directory), for the commands that read a journal without a launch (`vfs journal list`).
+/// `authority` opens the file.
+pub fn settings_journal(
+    settings: &Path,
+    current_dir: &Path,
+    authority: AmbientAuthority,
+) -> Result<Option<PathBuf>, Problems> {
+    let options = LaunchOptions { current_dir: current_dir.to_path_buf(), ..LaunchOptions::default() };
+    settings_entries(&options, settings, authority).map(|settings| settings.journal)
+}
+
 /// Composes a launch, or returns every problem found (one line each). `authority` opens the
 /// host paths the options name: the mounts' directories, the settings and crew files, the
 /// exchange log's and the journal's directories.

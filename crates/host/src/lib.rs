@@ -32,7 +32,7 @@ pub use journal::{
     DEFAULT_MAX_BYTES, Entries, Entry, EntryState, JOURNAL_ROOT, Journal, MIN_MAX_BYTES, OPERATOR_SESSION,
     open_journal, parse_bytes, parse_journal_bound,
 };
-pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose};
+pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose, settings_journal};
 pub use logger::ExchangeLogger;
 #[cfg(feature = "mcp")]
 pub use server::{VfsServer, serve_stdio};

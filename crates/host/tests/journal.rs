@@ -378,7 +378,7 @@ fn a_process_that_stops_between_a_change_and_its_entry_leaves_an_incomplete_entr
     assert_eq!((&listed["state"], &listed["incomplete"]), (&json!("not undoable"), &json!(true)));
 
     let launch = launch(base.path());
-    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), entry, "operator");
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), entry, "operator", None);
     assert_eq!(
         lines,
         [format!(
@@ -440,7 +440,7 @@ fn a_change_nobody_began_gets_its_entry_at_the_flush_and_a_call_whose_change_fai
     let entries = journal.entries();
     let newest = entries.all().last().unwrap();
     assert_eq!((newest.operation.as_str(), entries.state(newest)), ("remove", EntryState::Undoable));
-    let (lines, clean) = journal.undo(&launch.registry().agent(), newest, "operator");
+    let (lines, clean) = journal.undo(&launch.registry().agent(), newest, "operator", None);
     assert_eq!((lines, clean), (vec!["restored /s/tree".to_owned()], true));
     assert_eq!(std::fs::read(other.as_ref().unwrap().path().join("tree/sub/x.txt")).unwrap(), b"on tmpfs\n");
 }
@@ -468,7 +468,8 @@ fn a_change_of_the_views_written_with_a_later_calls_entry_sorts_before_it() {
         let newest: Vec<&vfs_host::Entry> = entries.undoable_newest(None).into_iter().take(2).collect();
         let order: Vec<&str> = newest.iter().map(|entry| entry.operation.as_str()).collect();
         assert_eq!(order, ["remove", "write"], "round {round}");
-        let undone: Vec<String> = newest.iter().flat_map(|entry| journal.undo(&agent, entry, "operator").0).collect();
+        let undone: Vec<String> =
+            newest.iter().flat_map(|entry| journal.undo(&agent, entry, "operator", None).0).collect();
         assert_eq!(undone, [format!("restored {path}"), format!("removed {path}")], "round {round}");
         assert!(!base.path().join(&path[1..]).exists());
     }
@@ -532,7 +533,7 @@ fn a_shell_mv_beside_move_file_moves_the_file_once_and_its_undo_puts_it_back() {
             (newest.operation.as_str(), newest.paths.clone()),
             ("move", vec!["/w/a.txt".to_owned(), format!("/w/{moved_to}")])
         );
-        let (lines, clean) = journal.undo(&launch.registry().agent(), newest, "operator");
+        let (lines, clean) = journal.undo(&launch.registry().agent(), newest, "operator", None);
         assert_eq!((lines, clean), (vec!["restored /w/a.txt".to_owned()], true), "round {round}");
         let present: Vec<&str> =
             ["a.txt", "b.txt", "c.txt"].into_iter().filter(|name| work.join(name).exists()).collect();
@@ -783,7 +784,7 @@ mod lane {
         // and leaves both).
         let mut conflicts: BTreeSet<String> = BTreeSet::new();
         for entry in entries.undoable_newest(None) {
-            let (undone, _) = journal.undo(&agent, entry, "operator");
+            let (undone, _) = journal.undo(&agent, entry, "operator", None);
             if undone.iter().any(|line| line.starts_with("conflict ")) {
                 conflicts.extend(entry.paths.iter().map(|path| path.trim_start_matches("/w/").to_owned()));
             }
@@ -931,7 +932,7 @@ fn the_images_a_stopped_process_left_unnamed_are_removed_by_the_next_process_alo
     let entries = launch.journal().unwrap().entries();
     let write = entries.all().iter().find(|entry| entry.operation == "write").unwrap();
     assert_eq!(entries.state(write), EntryState::Undoable);
-    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), write, "operator");
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), write, "operator", None);
     assert!(clean, "{lines:?}");
     assert_eq!(std::fs::read(base.path().join("w/a.txt")).unwrap(), b"before\n");
     let delete = entries.all().iter().find(|entry| entry.operation == "remove").unwrap();
@@ -1123,7 +1124,7 @@ fn a_long_log_is_compacted_at_the_next_start_and_every_entry_reads_and_undoes_as
     let entries = launch.journal().unwrap().entries();
     let agent = launch.registry().agent();
     for entry in [&entries.all()[0], &entries.all()[MANY - 1]] {
-        let (lines, clean) = launch.journal().unwrap().undo(&agent, entry, "operator");
+        let (lines, clean) = launch.journal().unwrap().undo(&agent, entry, "operator", None);
         assert!(clean, "{lines:?}");
         assert_eq!(lines, [format!("restored {}", entry.paths[0])]);
     }
@@ -1168,7 +1169,7 @@ fn past_its_bound_a_compaction_drops_the_oldest_entries_then_forgets_the_oldest_
 
     let entries = launch.journal().unwrap().entries();
     let newest = entries.all().last().unwrap();
-    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), newest, "operator");
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), newest, "operator", None);
     assert!(clean, "{lines:?}");
     let oldest = entries.all().first().unwrap();
     assert_eq!(entries.skipped(oldest), Some(format!("skipped {}: dropped", oldest.id)));
@@ -1249,7 +1250,7 @@ fn a_log_in_use_is_compacted_as_it_grows_and_two_processes_sharing_it_lose_no_li
     let expected: Vec<String> = (0..MANY).map(|index| format!("/w/{index:03}.txt")).collect();
     assert_eq!(paths, expected);
 
-    let (undone, clean) = first.journal().unwrap().undo(&first.registry().agent(), &early, "operator");
+    let (undone, clean) = first.journal().unwrap().undo(&first.registry().agent(), &early, "operator", None);
     assert!(clean, "{undone:?}");
     assert_eq!(undone, ["restored /w/000.txt"]);
     assert_eq!(std::fs::read_to_string(base.path().join("w/000.txt")).unwrap(), "before 0\n");
@@ -1429,7 +1430,7 @@ fn an_undo_of_an_entry_dropped_since_it_was_listed_is_skipped_whole() {
     }
     let mut log = std::fs::OpenOptions::new().append(true).open(base.path().join("journal/journal.jsonl")).unwrap();
     std::io::Write::write_all(&mut log, format!("{}\n", json!({ "dropped": entry.id })).as_bytes()).unwrap();
-    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), &entry, "operator");
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), &entry, "operator", None);
     assert!(!clean);
     assert_eq!(lines, [format!("skipped {}: dropped", entry.id)]);
     assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "after\n");

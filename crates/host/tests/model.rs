@@ -811,7 +811,7 @@ mod fuse_lane {
         let mut lines = Vec::new();
         let mut refused: Vec<String> = Vec::new();
         for entry in journal.entries().undoable_newest(None) {
-            let (undone, _) = journal.undo(&agent, entry, "operator");
+            let (undone, _) = journal.undo(&agent, entry, "operator", None);
             for line in &undone {
                 if line.starts_with("restored ") || line.starts_with("removed ") {
                     continue;

@@ -510,6 +510,18 @@ fn the_journal_can_come_from_the_settings_file() {
     args.extend(settings);
     assert_eq!(test.run(&args).code, 0);
     assert_eq!(summary(&test), ["write undoable /w/a.txt"]);
+    // `vfs journal list` finds it through the file too; a file without `journal` is refused.
+    let run = test.run(&["journal", "list", "--settings", "conf/vfs.json", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(listed, list(&test));
+    test.file("conf/bare.json", r#"{"mounts": ["../w:/w:rw"]}"#);
+    let run = test.run(&["journal", "list", "--settings", "conf/bare.json"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    eqnice!(
+        "error: the settings file `conf/bare.json` names no `journal`\n\nhint: add \"journal\": \"DIR\" to it, or pass --journal DIR\n",
+        run.stderr
+    );
     let mut args = vec!["undo", "--last", "1"];
     args.extend(settings);
     let run = test.run(&args);
@@ -532,6 +544,45 @@ fn the_journal_can_come_from_the_settings_file() {
         "{}",
         run.stderr
     );
+}
+
+/// An agent's undo names the request that asked for it: each undo entry has a call of its
+/// own (so a crash in one undo is never hidden by another's entry) and `asked_by`, the call id
+/// on the `undo_changes` line of the exchange log. The operator's undo has no `asked_by`.
+#[test]
+fn an_agents_undo_names_its_undo_changes_call_as_asked_by() {
+    let test = TestDir::new();
+    test.dir("w");
+    let mut session = Session::start_with(&test, &["--llm-log", "logs"]);
+    assert!(!session.call("write_file", r#"{"path":"/w/a.txt","content":"a\n"}"#).1);
+    assert!(!session.call("write_file", r#"{"path":"/w/b.txt","content":"b\n"}"#).1);
+    let (undone, error) = session.call("undo_changes", r#"{"count": 2}"#);
+    eqnice!("removed /w/b.txt\nremoved /w/a.txt\n", undone);
+    assert!(!error);
+    drop(session);
+    let logs: Vec<std::path::PathBuf> =
+        std::fs::read_dir(test.path().join("logs")).unwrap().map(|entry| entry.unwrap().path()).collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    let asked: Vec<String> = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["tool"] == "undo_changes")
+        .map(|line| line["call"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(asked.len(), 1);
+    let undos: Vec<serde_json::Value> = list(&test).into_iter().filter(|entry| entry["operation"] == "undo").collect();
+    assert_eq!(undos.len(), 2);
+    for undo in &undos {
+        assert_eq!(undo["asked_by"].as_str(), Some(asked[0].as_str()), "{undo}");
+        assert_ne!(undo["call"].as_str(), Some(asked[0].as_str()), "{undo}");
+    }
+    assert_ne!(undos[0]["call"], undos[1]["call"]);
+
+    let run = undo(&test, &["--change", undos[0]["id"].as_str().unwrap()]);
+    eqnice!("restored /w/a.txt\n", run.stdout);
+    let newest = &list(&test)[0];
+    assert_eq!((&newest["session"], newest.get("asked_by")), (&serde_json::json!("operator"), None));
 }
 
 /// An entry is durable once its call is answered: a server killed (`SIGKILL`) right after the

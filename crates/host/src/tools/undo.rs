@@ -127,7 +127,7 @@ pub(super) fn run_undo_changes(
     let mut lines = Vec::new();
     let mut clean = true;
     for entry in chosen {
-        let (mut done, undone) = journal.undo(agent, entry, session);
+        let (mut done, undone) = journal.undo(agent, entry, session, agent.budget().call_id());
         lines.append(&mut done);
         clean &= undone;
     }
