@@ -2158,7 +2158,13 @@ impl Journal {
         let (kind, path, to) = (text("kind"), text("path"), text("to"));
         let version = part.get("version").and_then(Value::as_str).map(str::to_owned);
         let image = part.get("image").cloned().unwrap_or(Value::Null);
-        let guard = version.map_or(Precondition::Any, Precondition::Version);
+        // A directory's move recorded its tree's version (`tree-…`, which no file's version
+        // is): its move back is guarded by the tree.
+        let guard = match version {
+            Some(tree) if kind == "move" && tree.starts_with("tree-") => Precondition::Tree(tree),
+            Some(version) => Precondition::Version(version),
+            None => Precondition::Any,
+        };
         let conflict = |lines: &mut Vec<String>, path: &str, error: &vfs::Error| {
             match error.kind() {
                 ErrorKind::VersionMismatch

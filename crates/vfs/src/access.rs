@@ -173,8 +173,8 @@ impl AgentAccessor {
         self.run(Operation::Write, path, |context| context.write(path, content.as_bytes(), precondition))
     }
 
-    /// Puts `content` back at `path` with the permission bits `mode`, execute bits included
-    /// (less the process's umask; never set-user-ID or set-group-ID), when `precondition`
+    /// Puts `content` back at `path` with exactly the permission bits `mode`, execute bits
+    /// included (whatever the process's umask; never set-user-ID or set-group-ID), when `precondition`
     /// holds: what an undo restores (a journal's before image, whose mode is the one the file
     /// had before a change: no agent's write ever sets an execute bit).
     /// Binary content is welcome; rights and rules apply as to [`AgentAccessor::write`].

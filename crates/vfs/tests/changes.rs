@@ -714,9 +714,12 @@ fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
     assert!(moves[0].3.is_some());
 }
 
-/// A directory's move records its tree's version; a move back guarded by it goes through while
-/// the tree is as the move left it, and is refused once a file in it changed. The version a
-/// move records when it had no time to walk the tree (`tree-unknown`) matches no tree.
+/// A directory's move records its tree's version; a move back guarded by it
+/// ([`Precondition::Tree`], the journal's) goes through while the tree is as the move left it,
+/// and is refused once a file in it changed, without saying the tree's version (it covers
+/// hidden names). The version a move records when it had no time to walk the tree
+/// (`tree-unknown`) matches no tree. A tree's version given as a file's (`expectedVersion`,
+/// all an agent can give) never matches either.
 #[test]
 fn a_directory_move_records_its_trees_version_and_only_that_tree_matches_it() {
     let fixture = Fixture::new();
@@ -736,24 +739,21 @@ fn a_directory_move_records_its_trees_version_and_only_that_tree_matches_it() {
     agent.move_path("/p/d", "/p/e", &Precondition::Any, &Precondition::Absent).unwrap();
     let left = version_of_move();
     assert!(left.starts_with("tree-c"), "{left}");
-    let refused = |version: &str| {
-        let error = agent
-            .move_path("/p/e", "/p/d", &Precondition::Version(version.to_owned()), &Precondition::Absent)
-            .unwrap_err();
+    let refused = |guard: Precondition| {
+        let error = agent.move_path("/p/e", "/p/d", &guard, &Precondition::Absent).unwrap_err();
         (error.kind(), error.to_string())
     };
-    let mismatch = |now: &str| {
-        let text = format!("`/p/e` changed since you read it: its version is now `{now}`; read it again and retry");
-        (vfs::ErrorKind::VersionMismatch, text)
-    };
-    assert_eq!(refused("tree-unknown"), mismatch(&left));
+    let mismatch = (
+        vfs::ErrorKind::VersionMismatch,
+        "`/p/e` changed since you read it: its version is now `another tree`; read it again and retry".to_owned(),
+    );
+    assert_eq!(refused(Precondition::Tree("tree-unknown".to_owned())), mismatch);
+    let not_a_file = (vfs::ErrorKind::NotAFile, "`/p/e` is a directory, not a file".to_owned());
+    assert_eq!(refused(Precondition::Version(left.clone())), not_a_file);
     agent.write("/p/e/sub/b.txt", "B\n", &Precondition::Any).unwrap();
-    let (kind, text) = refused(&left);
-    assert_eq!(kind, vfs::ErrorKind::VersionMismatch);
-    assert!(text.starts_with("`/p/e` changed since you read it: its version is now `tree-c"), "{text}");
-    assert_ne!(text, mismatch(&left).1);
+    assert_eq!(refused(Precondition::Tree(left.clone())), mismatch);
     agent.write("/p/e/sub/b.txt", "b\n", &Precondition::Any).unwrap();
-    agent.move_path("/p/e", "/p/d", &Precondition::Version(left), &Precondition::Absent).unwrap();
+    agent.move_path("/p/e", "/p/d", &Precondition::Tree(left), &Precondition::Absent).unwrap();
     assert_eq!(fixture.read("p/d/sub/b.txt"), "b\n");
 }
 

@@ -458,43 +458,73 @@ fn a_directory_moved_is_moved_back_only_while_its_tree_is_as_the_move_left_it() 
     assert_eq!(std::fs::read_to_string(test.path().join("w/t/x.txt")).unwrap(), "x\n");
 }
 
-/// A directory moved, then a file in it edited: undoing both puts the file's bytes back, then
-/// the tree (a small tree's guard compares its files' contents, which the first undo put
-/// back). A tree whose files pass 16 MiB in all is compared by its files' sizes, times and
-/// modes instead, not read: one holding a 40 MiB file moves back, also after that file was
-/// renamed away and back; a file added to it since makes the undo a conflict.
+/// A directory moved, then a file in it edited: undoing both puts the file's bytes and its mode
+/// back (exactly, whatever the umask: `0664` here), then the tree (a small tree's guard
+/// compares its files' contents and modes). A tree whose files pass 16 MiB in all is compared
+/// by its files' sizes and times instead, not read: untouched, it moves back; a content change
+/// that keeps the size and the modification time (`touch -d`), a file renamed away and back, a
+/// directory's mode, a link pointed elsewhere each make the undo a conflict.
 #[test]
 #[expect(clippy::disallowed_types, reason = "fixture: a sparse 40 MiB file")]
 fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_compared_unread() {
+    use std::os::unix::fs::PermissionsExt as _;
     let test = TestDir::new();
     test.file("w/s/a.txt", "alpha\n");
     test.file("w/s/b.txt", "beta\n");
+    let shared = test.path().join("w/s/a.txt");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o664)).unwrap();
     call(&test, "move_file", r#"{"source": "/w/s", "destination": "/w/d"}"#);
     call(&test, "edit_file", r#"{"path": "/w/d/a.txt", "edits": [{"oldText": "alpha", "newText": "gamma"}]}"#);
     let run = undo(&test, &["--last", "2"]);
     eqnice!("restored /w/d/a.txt\nrestored /w/s\n", run.stdout);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(std::fs::read_to_string(test.path().join("w/s/a.txt")).unwrap(), "alpha\n");
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "alpha\n");
+    assert_eq!(std::fs::metadata(&shared).unwrap().permissions().mode() & 0o777, 0o664);
     assert!(!test.path().join("w/d").exists());
 
-    test.file("w/big/small.txt", "small\n");
+    test.file("w/big/small.txt", "value=1\n");
+    test.dir("w/big/sub");
+    std::os::unix::fs::symlink("small.txt", test.path().join("w/big/link")).unwrap();
     let large = std::fs::File::create(test.path().join("w/big/large.bin")).unwrap();
     large.set_len(40 << 20).unwrap();
     call(&test, "move_file", r#"{"source": "/w/big", "destination": "/w/moved"}"#);
-    let (inside, away) = (test.path().join("w/moved/large.bin"), test.path().join("w/away.bin"));
-    std::fs::rename(&inside, &away).unwrap();
-    std::fs::rename(&away, &inside).unwrap();
     let run = undo(&test, &["--last", "1"]);
     eqnice!("restored /w/big\n", run.stdout);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(std::fs::metadata(test.path().join("w/big/large.bin")).unwrap().len(), 40 << 20);
 
-    call(&test, "move_file", r#"{"source": "/w/big", "destination": "/w/moved"}"#);
-    test.file("w/moved/new.txt", "new\n");
-    let run = undo(&test, &["--last", "1"]);
-    eqnice!("conflict /w/moved: changed since (left as it is)\n", run.stdout);
-    assert_eq!(run.code, 1);
-    assert!(test.path().join("w/moved/new.txt").exists());
+    let moved = test.path().join("w/moved");
+    let changes: [(&str, &dyn Fn()); 4] = [
+        ("same size, same modification time", &|| {
+            let small = moved.join("small.txt");
+            let modified = std::fs::metadata(&small).unwrap().modified().unwrap();
+            std::fs::write(&small, "value=2\n").unwrap();
+            std::fs::File::options().write(true).open(&small).unwrap().set_modified(modified).unwrap();
+        }),
+        ("renamed away and back", &|| {
+            let away = test.path().join("w/away.bin");
+            std::fs::rename(moved.join("large.bin"), &away).unwrap();
+            std::fs::rename(&away, moved.join("large.bin")).unwrap();
+        }),
+        ("a directory's mode", &|| {
+            std::fs::set_permissions(moved.join("sub"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        }),
+        ("a link pointed elsewhere", &|| {
+            std::fs::remove_file(moved.join("link")).unwrap();
+            std::os::unix::fs::symlink("large.bin", moved.join("link")).unwrap();
+        }),
+    ];
+    for (what, change) in changes {
+        call(&test, "move_file", r#"{"source": "/w/big", "destination": "/w/moved"}"#);
+        change();
+        let run = undo(&test, &["--last", "1"]);
+        eqnice!(
+            format!("{what}: conflict /w/moved: changed since (left as it is)\n"),
+            format!("{what}: {}", run.stdout)
+        );
+        assert_eq!(run.code, 1, "{what}");
+        std::fs::rename(&moved, test.path().join("w/big")).unwrap();
+    }
 }
 
 /// The journal from a settings file (`journal`, relative to the file; `journal_max_bytes`, a

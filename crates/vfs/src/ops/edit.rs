@@ -238,7 +238,13 @@ impl Context<'_> {
             self.keeps_images(&path).then(|| self.file_image_of(store, &place.node, before.as_bytes(), stat.mode));
         self.intends(ChangeKind::Edit, &path, None, &was, image.as_ref());
         let version = store
-            .put(place, after.as_bytes(), &when, super::authored_mode(stat.mode), &path)
+            .put(
+                place,
+                after.as_bytes(),
+                &when,
+                crate::storage::NewMode::Masked(super::authored_mode(stat.mode)),
+                &path,
+            )
             .inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Edit, &path, None, &was, version.as_deref(), image.as_ref());
         Ok(EditOutcome { path, diff, applied: true, replacements, version })

@@ -250,48 +250,63 @@ impl<'r> Context<'r> {
     }
 
     /// The version of the directory at `located`, for the guard of a move's undo: equal while
-    /// nothing below it was added, removed, renamed, rewritten or given other permission bits.
-    /// A tree whose files hold at most [`TREE_READ_BYTES`] in all is hashed by its names, kinds,
-    /// and its files' versions (their contents) and permission bits: an undo that puts a
-    /// file's bytes back leaves it as it was. A larger one is hashed by its names, kinds, and
-    /// its files' sizes, modification times and permission bits, one `stat` a file and no
-    /// reads, so that a journaled move of a large tree does not hold both parents' locks for
-    /// the time its bytes take to read (a file in it whose bytes an undo puts back gets a new
-    /// modification time, and the tree's undo is then a conflict). Either way the tree's own
-    /// rename leaves it as it was. `None` when the tree cannot be walked whole (the call's time
-    /// ran out, an unreadable part).
+    /// nothing below it was added, removed, renamed, rewritten, replaced or given other
+    /// permission bits. Every name below it counts, with its kind and permission bits; a link
+    /// or a special file with its type, size and change time (a replaced one has another).
+    /// A tree whose files hold at most [`TREE_READ_BYTES`] in all counts its files' versions
+    /// (their contents): an undo that puts a file's bytes and mode back leaves it as it was.
+    /// A larger one counts its files' sizes, modification and change times instead, one `stat`
+    /// a file and no reads, so that a journaled move of a large tree does not hold both
+    /// parents' locks for the time its bytes take to read; a change of the content always
+    /// moves the change time (a file whose bytes an undo put back has a new one, so the
+    /// tree's undo is then a conflict). Either way the tree's own rename leaves it as it was.
+    /// `None` when the tree cannot be walked whole (the call's time ran out, an unreadable
+    /// part).
+    ///
+    /// It covers the names the name rules hide: it is never shown to an agent, and only the
+    /// journal's undo checks it ([`Precondition::Tree`](crate::Precondition::Tree)).
     pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath) -> Option<String> {
         let store = self.store(located.mount);
         // Each entry is hashed on its own and the hashes are added: the sum is the same in any
         // walk order, and no list of the tree is held.
-        let entry_hash = |relative: &str, kind: u8, state: &[u8]| {
+        let entry_hash = |relative: &str, state: &[u8]| {
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
             hasher.update(relative.as_bytes());
-            hasher.update(&[0, kind]);
+            hasher.update(&[0]);
             hasher.update(state);
             hasher.digest128()
         };
-        let kind_byte = |kind: Kind| match kind {
-            Kind::Directory => b'd',
-            Kind::File => b'f',
-            Kind::Symlink => b'l',
-            Kind::Special => b's',
+        // What is hashed of an entry besides its name: the permission bits, and the file
+        // type; the sizes and the times where the content is not read.
+        let stamp = |stat: &Stat, kind: Kind, times: bool| -> Vec<u8> {
+            let mut state = Vec::with_capacity(40);
+            let mode = if kind == Kind::Directory || kind == Kind::File { stat.mode & 0o7777 } else { stat.mode };
+            state.push(match kind {
+                Kind::Directory => b'd',
+                Kind::File => b'f',
+                Kind::Symlink => b'l',
+                Kind::Special => b's',
+            });
+            state.extend_from_slice(&mode.to_le_bytes());
+            if times && kind != Kind::Directory {
+                state.extend_from_slice(&stat.size.to_le_bytes());
+                for (seconds, nanoseconds) in [stat.modified, stat.changed] {
+                    state.extend_from_slice(&seconds.to_le_bytes());
+                    state.extend_from_slice(&nanoseconds.to_le_bytes());
+                }
+            }
+            state
         };
         let (mut by_stat, mut bytes, mut whole) = (0u128, 0u64, true);
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
-            let mut state = [0u8; 28];
+            let Ok(Some(stat)) = store.restat(entry.node, entry.path) else {
+                whole = false;
+                return Flow::Stop;
+            };
             if entry.kind == Kind::File {
-                let Ok(Some(stat)) = store.restat(entry.node, entry.path) else {
-                    whole = false;
-                    return Flow::Stop;
-                };
                 bytes = bytes.saturating_add(stat.size);
-                state[..8].copy_from_slice(&stat.size.to_le_bytes());
-                state[8..16].copy_from_slice(&stat.modified.0.to_le_bytes());
-                state[16..20].copy_from_slice(&stat.modified.1.to_le_bytes());
-                state[20..24].copy_from_slice(&(stat.mode & 0o7777).to_le_bytes());
             }
-            by_stat = by_stat.wrapping_add(entry_hash(entry.relative, kind_byte(entry.kind), &state));
+            by_stat = by_stat.wrapping_add(entry_hash(entry.relative, &stamp(&stat, entry.kind, true)));
             Flow::Continue
         });
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
@@ -302,18 +317,22 @@ impl<'r> Context<'r> {
         }
         let mut by_content = 0u128;
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
-            let mut state = Vec::new();
-            if entry.kind == Kind::File {
-                let (Ok(Some(stat)), Ok(Some(version))) =
-                    (store.restat(entry.node, entry.path), store.version(entry.node, entry.path))
-                else {
+            let Ok(Some(stat)) = store.restat(entry.node, entry.path) else {
+                whole = false;
+                return Flow::Stop;
+            };
+            let state = if entry.kind == Kind::File {
+                let Ok(Some(version)) = store.version(entry.node, entry.path) else {
                     whole = false;
                     return Flow::Stop;
                 };
-                state.extend_from_slice(&(stat.mode & 0o7777).to_le_bytes());
+                let mut state = stamp(&stat, Kind::File, false);
                 state.extend_from_slice(version.as_bytes());
-            }
-            by_content = by_content.wrapping_add(entry_hash(entry.relative, kind_byte(entry.kind), &state));
+                state
+            } else {
+                stamp(&stat, entry.kind, true)
+            };
+            by_content = by_content.wrapping_add(entry_hash(entry.relative, &state));
             Flow::Continue
         });
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::gate::{self, Claimed, Place};
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::{Backend, Kind, Located, Node, PutWhen, Removal, Staged, Start, Stat};
+use crate::storage::{Backend, Kind, Located, NewMode, Node, PutWhen, Removal, Staged, Start, Stat};
 use crate::text::{AgentText, agent_text, code};
 
 /// The result of a write.
@@ -288,10 +288,20 @@ pub enum Precondition {
     /// A file at exactly this version (as `get_file_info` or a read reported it); another
     /// version, or no file, is a [`VersionMismatch`](crate::ErrorKind::VersionMismatch).
     Version(String),
+    /// A directory whose tree is at exactly this version: the one a journaled directory move
+    /// recorded ([`crate::Change::version`]), for the source of the move back that undoes it.
+    /// Only the journal holds one: no tool builds it from an agent's input and no answer shows
+    /// one, because the tree's version covers names the name rules hide. A file, or another
+    /// tree, is a [`VersionMismatch`](crate::ErrorKind::VersionMismatch).
+    Tree(String),
 }
 
 /// What a version mismatch says is there when no file is.
 const NO_FILE: &str = "none (the file does not exist)";
+
+/// What a tree's version mismatch says is there: a file, or another tree. Never the tree's
+/// version, which covers hidden names (see [`Precondition::Tree`]).
+const NOT_A_TREE: &str = "another tree";
 
 impl Precondition {
     /// Checks this precondition of a place where a file is, at version `current` (if it has
@@ -302,6 +312,7 @@ impl Precondition {
             Precondition::Absent => Err(Error::exists(path)),
             Precondition::Version(expected) if current == Some(expected.as_str()) => Ok(()),
             Precondition::Version(_) => Err(Error::version_mismatch(path, current.unwrap_or_default())),
+            Precondition::Tree(_) => Err(Error::version_mismatch(path, NOT_A_TREE)),
         }
     }
 
@@ -309,7 +320,7 @@ impl Precondition {
     fn version(&self) -> Option<String> {
         match self {
             Precondition::Version(version) => Some(version.clone()),
-            Precondition::Absent | Precondition::Any => None,
+            Precondition::Absent | Precondition::Any | Precondition::Tree(_) => None,
         }
     }
 }
@@ -363,9 +374,9 @@ impl Context<'_> {
             Self::replaceable(stat.kind, &path)?;
         }
         let mode = match (mode, existing) {
-            (Some(restored), _) => restored & 0o777,
-            (None, Some(stat)) => super::authored_mode(stat.mode),
-            (None, None) => 0o666,
+            (Some(restored), _) => NewMode::Exact(restored),
+            (None, Some(stat)) => NewMode::Masked(super::authored_mode(stat.mode)),
+            (None, None) => NewMode::Masked(0o666),
         };
         let when = Self::put_when(store, &located.node, precondition, existing.is_some(), &path)?;
         let before = match existing {
@@ -409,7 +420,8 @@ impl Context<'_> {
             (Precondition::Absent | Precondition::Any, false) => Ok(PutWhen::Absent),
             (Precondition::Any, true) => Ok(PutWhen::Any),
             (Precondition::Version(expected), true) => Self::guarded(store, node, expected, path),
-            (Precondition::Version(_), false) => Err(Error::version_mismatch(path, NO_FILE)),
+            (Precondition::Version(_) | Precondition::Tree(_), false) => Err(Error::version_mismatch(path, NO_FILE)),
+            (Precondition::Tree(_), true) => Err(Error::version_mismatch(path, NOT_A_TREE)),
         }
     }
 
@@ -430,9 +442,9 @@ impl Context<'_> {
         let mode = match store.restat(&place.node, &path)? {
             Some(stat) => {
                 Self::replaceable(stat.kind, &path)?;
-                super::authored_mode(stat.mode)
+                NewMode::Masked(super::authored_mode(stat.mode))
             }
-            None => 0o666,
+            None => NewMode::Masked(0o666),
         };
         let start = match from {
             StageFrom::Empty => Start::Empty,
@@ -538,10 +550,9 @@ impl Context<'_> {
         match (from_stat.kind, at_source) {
             // A directory's version is its tree's (`Context::tree_version`): an undo moves a
             // directory back only while it holds what the move left.
-            (Kind::Directory, Precondition::Version(expected)) => {
-                let now = self.tree_version(&from, &source);
-                if now.as_deref() != Some(expected.as_str()) {
-                    return Err(Error::version_mismatch(&source, now.as_deref().unwrap_or(super::TREE_UNKNOWN)));
+            (Kind::Directory, Precondition::Tree(expected)) => {
+                if self.tree_version(&from, &source).as_deref() != Some(expected.as_str()) {
+                    return Err(Error::version_mismatch(&source, NOT_A_TREE));
                 }
             }
             _ => Self::hold(from_store, &from.node, at_source, &source)?,
@@ -556,16 +567,7 @@ impl Context<'_> {
         }
         // Checked under both directories' locks, just before the rename (a store without
         // locks has no conditional rename: its check is a look just before).
-        let when = match (at_destination, existing) {
-            (Precondition::Absent, Some(_)) => return Err(Error::already_exists(&destination)),
-            (Precondition::Absent, None) => PutWhen::Absent,
-            (Precondition::Any, _) => PutWhen::Any,
-            (Precondition::Version(expected), Some(_)) => {
-                to_store.check_version(&to.node, expected, &destination)?;
-                PutWhen::Any
-            }
-            (Precondition::Version(_), None) => return Err(Error::version_mismatch(&destination, NO_FILE)),
-        };
+        let when = Self::destination_when(to_store, &to.node, at_destination, existing.is_some(), &destination)?;
         if source == destination || Self::same_file(from_store, &from.node, &source, existing)? {
             return Ok(MoveOutcome { source, destination, copied: false });
         }
@@ -628,6 +630,30 @@ impl Context<'_> {
         Ok(to.identity.is_some() && store.restat(from, source)?.is_some_and(|from| from.identity == to.identity))
     }
 
+    /// What a move may do at its destination, where something is (`present`) or not, under
+    /// `precondition`.
+    fn destination_when(
+        store: &Backend,
+        node: &Node,
+        precondition: &Precondition,
+        present: bool,
+        destination: &VirtualPath,
+    ) -> Result<PutWhen, Error> {
+        match (precondition, present) {
+            (Precondition::Absent, true) => Err(Error::already_exists(destination)),
+            (Precondition::Absent, false) => Ok(PutWhen::Absent),
+            (Precondition::Any, _) => Ok(PutWhen::Any),
+            (Precondition::Version(expected), true) => {
+                store.check_version(node, expected, destination)?;
+                Ok(PutWhen::Any)
+            }
+            (Precondition::Version(_) | Precondition::Tree(_), false) => {
+                Err(Error::version_mismatch(destination, NO_FILE))
+            }
+            (Precondition::Tree(_), true) => Err(Error::version_mismatch(destination, NOT_A_TREE)),
+        }
+    }
+
     /// Checks `precondition` of a place where something is (a delete's, a move's source),
     /// under the lock the caller holds.
     fn hold(store: &Backend, node: &Node, precondition: &Precondition, path: &VirtualPath) -> Result<(), Error> {
@@ -635,6 +661,7 @@ impl Context<'_> {
             Precondition::Any => Ok(()),
             Precondition::Absent => Err(Error::exists(path)),
             Precondition::Version(expected) => store.check_version(node, expected, path),
+            Precondition::Tree(_) => Err(Error::version_mismatch(path, NOT_A_TREE)),
         }
     }
 

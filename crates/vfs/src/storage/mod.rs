@@ -70,6 +70,26 @@ pub(crate) enum Kind {
     Special,
 }
 
+/// The permission bits a write gives the file it puts in place (local stores; object stores
+/// have none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NewMode {
+    /// These bits less the process's umask, as any file a program creates: every write.
+    Masked(u32),
+    /// Exactly these bits, whatever the umask: an undo's restore of the mode a file had before
+    /// a change, so that the tree it lies in is as it was (`Context::tree_version`).
+    Exact(u32),
+}
+
+impl NewMode {
+    /// The permission bits (no file type, no set-user-ID, set-group-ID or sticky bit).
+    pub(crate) fn bits(self) -> u32 {
+        match self {
+            NewMode::Masked(bits) | NewMode::Exact(bits) => bits & 0o777,
+        }
+    }
+}
+
 /// The part of a name's metadata the crate uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stat {
@@ -505,7 +525,7 @@ pub(crate) trait Store {
         node: &Self::Node,
         bytes: &[u8],
         when: &PutWhen,
-        mode: u32,
+        mode: NewMode,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error>;
 
@@ -513,7 +533,14 @@ pub(crate) trait Store {
     /// it holds now, at most `cap` bytes, with the permission bits of `mode` for a new file.
     /// Nothing changes at the place until [`Store::commit`]; a stage dropped uncommitted leaves
     /// nothing behind.
-    fn stage(&self, node: &Self::Node, start: Start, mode: u32, cap: u64, path: &VirtualPath) -> Result<Staged, Error>;
+    fn stage(
+        &self,
+        node: &Self::Node,
+        start: Start,
+        mode: NewMode,
+        cap: u64,
+        path: &VirtualPath,
+    ) -> Result<Staged, Error>;
 
     /// Puts a stage begun on `node` in its place, atomically, when `when` allows; returns the
     /// new version token.
@@ -882,7 +909,7 @@ impl Backend {
         place: &Place<Write>,
         bytes: &[u8],
         when: &PutWhen,
-        mode: u32,
+        mode: NewMode,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         with_node!(self, &place.node, path, |store, node| store.put(node, bytes, when, mode, path))
@@ -893,7 +920,7 @@ impl Backend {
         &self,
         place: &Place<Write>,
         start: Start,
-        mode: u32,
+        mode: NewMode,
         cap: u64,
         path: &VirtualPath,
     ) -> Result<Staged, Error> {
@@ -965,12 +992,12 @@ pub(crate) fn copy_file(
         (Backend::Local(_), Node::Local(from), Backend::Local(target), Node::Local(to)) => {
             let (mut file, stat) = local::open_local(from, source_path)?;
             let replace = !matches!(when, PutWhen::Absent);
-            target.put_from(to, &mut file, replace, stat.mode, target_path).map(|_| ())
+            target.put_from(to, &mut file, replace, NewMode::Masked(stat.mode), target_path).map(|_| ())
         }
         #[cfg(feature = "s3")]
         _ => {
             let (bytes, _, stat) = source.read_all(from, cap, source_path)?;
-            target.put(to, &bytes, when, stat.mode, target_path).map(|_| ())
+            target.put(to, &bytes, when, NewMode::Masked(stat.mode), target_path).map(|_| ())
         }
     }
 }

@@ -902,7 +902,7 @@ impl crate::storage::Store for ObjectRoot {
         node: &Node,
         bytes: &[u8],
         when: &PutWhen,
-        _mode: u32,
+        _mode: crate::storage::NewMode,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         if node.rel.is_empty() {
@@ -926,7 +926,7 @@ impl crate::storage::Store for ObjectRoot {
         &self,
         node: &Node,
         start: crate::storage::Start,
-        _mode: u32,
+        _mode: crate::storage::NewMode,
         cap: u64,
         path: &VirtualPath,
     ) -> Result<crate::storage::Staged, Error> {
@@ -951,7 +951,7 @@ impl crate::storage::Store for ObjectRoot {
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         let crate::storage::Staged::Object(staged) = staged else { return Err(Error::changed_during_call(path)) };
-        self.put(node, &staged.bytes, when, 0, path)
+        self.put(node, &staged.bytes, when, crate::storage::NewMode::Masked(0), path)
     }
 
     /// Directories are prefixes: nothing is written until a file is.

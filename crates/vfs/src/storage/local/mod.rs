@@ -41,7 +41,7 @@ pub(crate) use staged::{Staged, Start};
 pub(crate) use version::version_of_bytes;
 use version::{VersionCache, version_of_file};
 
-use super::{Capabilities, Entry, Kind, MountTable, Opened, PutWhen, Reader, Stat, Visit, WalkFrom, Walked};
+use super::{Capabilities, Entry, Kind, MountTable, NewMode, Opened, PutWhen, Reader, Stat, Visit, WalkFrom, Walked};
 use crate::error::Error;
 use crate::mount::ConfigError;
 use crate::path::VirtualPath;
@@ -599,7 +599,7 @@ impl LocalRoot {
         node: &Node,
         source: &mut dyn Read,
         replace: bool,
-        mode: u32,
+        mode: NewMode,
         path: &VirtualPath,
     ) -> Result<u64, Error> {
         let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.durability(), path)?;
@@ -746,7 +746,7 @@ impl super::Store for LocalRoot {
         node: &Node,
         bytes: &[u8],
         when: &PutWhen,
-        mode: u32,
+        mode: NewMode,
         path: &VirtualPath,
     ) -> Result<Option<String>, Error> {
         // A whole-file write is a stage written at offset 0 and committed.
@@ -760,7 +760,7 @@ impl super::Store for LocalRoot {
         &self,
         node: &Node,
         start: Start,
-        mode: u32,
+        mode: NewMode,
         cap: u64,
         path: &VirtualPath,
     ) -> Result<super::Staged, Error> {

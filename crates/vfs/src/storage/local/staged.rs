@@ -22,7 +22,7 @@ use super::files;
 use super::{Durability, Node, io_error};
 use crate::error::Error;
 use crate::path::VirtualPath;
-use crate::storage::Kind;
+use crate::storage::{Kind, NewMode};
 use crate::text::agent_text;
 
 /// A file's next content, being built beside it.
@@ -67,7 +67,7 @@ impl Staged {
     pub(super) fn begin(
         node: &Node,
         start: Start,
-        mode: u32,
+        mode: NewMode,
         cap: u64,
         durability: Durability,
         path: &VirtualPath,
@@ -78,13 +78,21 @@ impl Staged {
             &*node.parent,
             temporary.as_str(),
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode & 0o777),
+            Mode::from_raw_mode(mode.bits()),
         )
         .map_err(|errno| match errno {
             // The directory held open was removed since it was found (a delete beside this call).
             Errno::NOENT => Error::changed_during_call(path),
             errno => Error::io(path, io_error(errno)),
         })?;
+        if let NewMode::Exact(_) = mode {
+            // The umask took bits off at the create; the file is still only this call's.
+            let exact = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode.bits()));
+            if let Err(errno) = exact {
+                let _ = rustix::fs::unlinkat(&*node.parent, temporary.as_str(), rustix::fs::AtFlags::empty());
+                return Err(Error::io(path, io_error(errno)));
+            }
+        }
         let mut staged = Staged {
             directory: node.parent.clone(),
             name: name.clone(),
@@ -245,7 +253,8 @@ mod tests {
     #[test]
     fn a_stage_writes_at_offsets_sets_the_length_and_appears_whole_at_commit() {
         let (dir, node, path) = place(Some("old content\n"));
-        let mut staged = Staged::begin(&node, Start::Current, 0o644, 1024, Durability::Now, &path).unwrap();
+        let mut staged =
+            Staged::begin(&node, Start::Current, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap();
         assert_eq!(staged.len(), 12);
         staged.write_at(0, b"new", &path).unwrap();
         staged.write_at(14, b"end", &path).unwrap();
@@ -261,7 +270,8 @@ mod tests {
     #[test]
     fn a_stage_dropped_without_commit_leaves_the_place_and_no_temporary_file() {
         let (dir, node, path) = place(Some("old"));
-        let mut staged = Staged::begin(&node, Start::Empty, 0o644, 1024, Durability::Now, &path).unwrap();
+        let mut staged =
+            Staged::begin(&node, Start::Empty, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap();
         staged.write_at(0, b"half of the new content", &path).unwrap();
         assert_eq!(names(&dir).len(), 2, "the stage's temporary file sits beside the target");
         drop(staged);
@@ -272,7 +282,7 @@ mod tests {
     #[test]
     fn a_stage_refuses_to_grow_past_its_cap_and_a_create_refuses_an_existing_name() {
         let (dir, node, path) = place(Some("old"));
-        let mut staged = Staged::begin(&node, Start::Empty, 0o644, 8, Durability::Now, &path).unwrap();
+        let mut staged = Staged::begin(&node, Start::Empty, NewMode::Masked(0o644), 8, Durability::Now, &path).unwrap();
         let error = staged.write_at(4, b"12345", &path).unwrap_err();
         assert_eq!(error.to_string(), "`/x/file.txt`: the file would have 9 bytes, more than the 8-byte cap");
         assert_eq!(staged.set_len(9, &path).unwrap_err().kind(), crate::ErrorKind::TooLarge);
@@ -281,7 +291,8 @@ mod tests {
         assert_eq!(error.kind(), crate::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read_to_string(dir.path().join("file.txt")).unwrap(), "old");
         assert_eq!(names(&dir), ["file.txt"]);
-        let error = Staged::begin(&node, Start::Current, 0o644, 2, Durability::Now, &path).unwrap_err();
+        let error =
+            Staged::begin(&node, Start::Current, NewMode::Masked(0o644), 2, Durability::Now, &path).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::TooLarge);
     }
 
@@ -289,7 +300,8 @@ mod tests {
     fn a_stage_from_the_current_content_never_starts_from_a_link() {
         let (dir, node, path) = place(None);
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join("file.txt")).unwrap();
-        let error = Staged::begin(&node, Start::Current, 0o644, 1024, Durability::Now, &path).unwrap_err();
+        let error =
+            Staged::begin(&node, Start::Current, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::Symlink);
         assert_eq!(names(&dir), ["file.txt"]);
     }
