@@ -242,7 +242,7 @@ pub(crate) fn undo(
     for entry in chosen {
         if dry_run {
             // What the undo would do: the same skips, said as they would be.
-            match entries.skipped(entry) {
+            match entries.skipped(entry).or_else(|| journal.misplaced(entry)) {
                 Some(skipped) => {
                     output::line(&format!("would be {skipped}"));
                     clean = false;

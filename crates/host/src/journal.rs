@@ -190,6 +190,9 @@ pub struct Journal {
     gate: OnceLock<AppendFile>,
     /// The bound a compaction brings the log within (`log_bound`).
     log_bound: OnceLock<u64>,
+    /// The launch's agent-facing roots and where their files lie
+    /// (`MountRegistry::mount_places`): recorded with each entry, and compared by its undo.
+    places: OnceLock<Vec<(String, String)>>,
     state: Mutex<State>,
     /// Serializes this process's calls' entries and the size bound they apply (a running
     /// compaction writes outside it: `Journal::compact_if_grown`).
@@ -337,6 +340,7 @@ impl Journal {
             presence: Mutex::new(None),
             gate: OnceLock::new(),
             log_bound: OnceLock::new(),
+            places: OnceLock::new(),
             state: Mutex::default(),
             writing: Mutex::new(()),
             compacting: Mutex::new(()),
@@ -366,6 +370,7 @@ impl Journal {
         let Some(capability) = registry.mint_privileged(JOURNAL_ROOT) else {
             return false;
         };
+        let _ = self.places.set(registry.mount_places());
         let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
         // Without a keeper (object storage), images are copied; without the log held open,
         // intents are not written (the entries still are).
@@ -683,7 +688,7 @@ impl Journal {
             if group.is_empty() {
                 continue;
             }
-            match entry_line(access, &group, &info) {
+            match entry_line(access, &group, &info, self.places.get().map_or(&[], Vec::as_slice)) {
                 Ok((line, bytes)) => {
                     lines.push_str(&line.to_string());
                     lines.push('\n');
@@ -1531,7 +1536,12 @@ fn time_text(time: SystemTime) -> String {
 
 /// One entry's line, its copied images written (kept ones are linked already); with the
 /// bytes of its images.
-fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) -> Result<(Value, u64), String> {
+fn entry_line(
+    access: &PrivilegedAccessor,
+    group: &[Observed],
+    info: &CallInfo,
+    places: &[(String, String)],
+) -> Result<(Value, u64), String> {
     let main = group.iter().rev().find(|change| !change.on_the_way).unwrap_or(&group[group.len() - 1]);
     let id = id_at(main.time, main.sequence);
     let mut bytes = 0u64;
@@ -1611,7 +1621,37 @@ fn entry_line(access: &PrivilegedAccessor, group: &[Observed], info: &CallInfo) 
     if let Some(asked_by) = &info.asked_by {
         line["asked_by"] = json!(asked_by);
     }
+    if let Some(at) = places_of(&parts, places) {
+        line["places"] = at;
+    }
     Ok((line, bytes))
+}
+
+/// Where the roots of the paths of `parts` lie (`{root: place}`), for the entry's undo to
+/// compare with its launch's (`Journal::misplaced`); `None` when no path lies under a root.
+fn places_of(parts: &[Value], places: &[(String, String)]) -> Option<Value> {
+    let mut at = serde_json::Map::new();
+    for part in parts {
+        for key in ["path", "to"] {
+            if let Some(path) = part.get(key).and_then(Value::as_str)
+                && let Some((root, place)) = place_of(places, path)
+            {
+                at.insert(root.to_owned(), json!(place));
+            }
+        }
+    }
+    (!at.is_empty()).then_some(Value::Object(at))
+}
+
+/// The agent-facing root `path` lies under (the longest that holds it) and where its files lie.
+fn place_of<'p>(places: &'p [(String, String)], path: &str) -> Option<(&'p str, &'p str)> {
+    places
+        .iter()
+        .filter(|(root, _)| {
+            path.strip_prefix(root.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+        .max_by_key(|(root, _)| root.len())
+        .map(|(root, place)| (root.as_str(), place.as_str()))
 }
 
 impl Journal {
@@ -1797,6 +1837,9 @@ pub struct Entry {
     /// `undo_changes`, as its exchange-log line says); `None` for the operator's `vfs undo`
     /// and for every other change. Each undo has a call of its own ([`Entry::call`]).
     pub asked_by: Option<String>,
+    /// Where the roots of its paths lay when it was made (root, a word naming the place; see
+    /// `MountRegistry::mount_places`); empty for an entry written before they were recorded.
+    places: Vec<(String, String)>,
     /// Where its line lies in the log (offset, length): its parts are read from there when
     /// it is undone, not held. A compaction (at a start, or by any process once the log has
     /// doubled) moves lines: a line not found there is looked for through the log.
@@ -1855,6 +1898,13 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64)> {
             paths: strings("paths"),
             undoes: value.get("undoes").and_then(Value::as_str).map(str::to_owned),
             asked_by: value.get("asked_by").and_then(Value::as_str).map(str::to_owned),
+            places: value
+                .get("places")
+                .and_then(Value::as_object)
+                .map(|places| {
+                    places.iter().filter_map(|(root, place)| Some((root.clone(), place.as_str()?.to_owned()))).collect()
+                })
+                .unwrap_or_default(),
             line: (at, line.len()),
             partly_kept: parts
                 .into_iter()
@@ -2045,6 +2095,10 @@ impl Journal {
             lines.push(skipped);
             return (lines, false);
         }
+        if let Some(skipped) = self.misplaced(entry) {
+            lines.push(skipped);
+            return (lines, false);
+        }
         // Every image is looked for before anything is restored: an entry whose images were
         // dropped since it was listed is skipped whole, never half-undone.
         if !self.has_images(entry) {
@@ -2080,6 +2134,24 @@ impl Journal {
         }
         self.finish(&call);
         (lines, clean)
+    }
+
+    /// The line saying why `entry` is skipped when this launch mounts one of its roots from
+    /// another place than the launch that made it: undone through it, its paths would name
+    /// other files (another crew's mount at the same root). `None` when every root is where
+    /// it was (or the entry predates the record).
+    #[must_use]
+    pub fn misplaced(&self, entry: &Entry) -> Option<String> {
+        let now = self.places.get()?;
+        let (root, _) = entry
+            .places
+            .iter()
+            .find(|(root, place)| !now.iter().any(|(here, there)| here == root && there == place))?;
+        Some(format!(
+            "skipped {}: {root} is mounted from another place than when the change was made (undo it with the \
+             mounts it was made with)",
+            entry.id
+        ))
     }
 
     /// True when every image of `entry` kept in `images/` is there (an object's image, kept
@@ -2296,6 +2368,21 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A path's root is the longest agent-facing root that holds it, by whole names: `/out2`
+    /// is not under `/out`; a path under no root has no place.
+    #[test]
+    fn a_path_is_placed_by_the_longest_root_that_holds_it() {
+        let places: Vec<(String, String)> =
+            [("/out", "pA"), ("/out/deep", "pB"), ("/src", "pC")].map(|(r, p)| (r.to_owned(), p.to_owned())).to_vec();
+        assert_eq!(place_of(&places, "/out/a.txt"), Some(("/out", "pA")));
+        assert_eq!(place_of(&places, "/out"), Some(("/out", "pA")));
+        assert_eq!(place_of(&places, "/out/deep/x"), Some(("/out/deep", "pB")));
+        assert_eq!(place_of(&places, "/out2/x"), None);
+        let parts = [json!({ "path": "/src/a", "to": "/out/deep/b" }), json!({ "path": "/elsewhere" })];
+        assert_eq!(places_of(&parts, &places), Some(json!({ "/src": "pC", "/out/deep": "pB" })));
+        assert_eq!(places_of(&[json!({ "path": "/elsewhere" })], &places), None);
+    }
 
     /// What another process appended is taken in line by line: its entries add their
     /// images, its `dropped` lines take away the entry they name, once however many say so; a

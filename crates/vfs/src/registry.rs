@@ -1034,6 +1034,31 @@ impl MountRegistry {
         rows
     }
 
+    /// Each agent-facing mount's root and a word naming where its files lie (a hash of the
+    /// store's place: a local root's canonical directory, an object mount's bucket and
+    /// prefix), sorted by root. Two launches that mount the same place at a root give the same
+    /// word; no physical path can be read from it. The journal records it with each change,
+    /// so that an undo through a launch that maps the root elsewhere is refused.
+    #[must_use]
+    pub fn mount_places(&self) -> Vec<(String, String)> {
+        let mut places: Vec<(String, String)> = self
+            .inner
+            .mounts
+            .iter()
+            .filter(|mount| mount.visibility == Visibility::AgentFacing)
+            .map(|mount| {
+                let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+                for segment in mount.storage.tree_base() {
+                    hasher.update(segment.as_bytes());
+                    hasher.update(&[0]);
+                }
+                (mount.root.as_str().to_owned(), format!("p{:016x}", hasher.digest()))
+            })
+            .collect();
+        places.sort();
+        places
+    }
+
     /// True when some agent-facing mount or override grants write.
     #[must_use]
     pub fn agent_can_write(&self) -> bool {

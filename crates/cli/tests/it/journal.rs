@@ -527,6 +527,46 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
     }
 }
 
+/// A change is undone only through a launch that mounts its roots where they were: one journal
+/// shared by two selections of `/output` (two crews' settings entries, chosen by id) never
+/// restores one's file into the other's directory; the dry run says so too.
+#[test]
+fn a_change_is_undone_only_through_the_mounts_it_was_made_with() {
+    const ID_A: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W3";
+    const ID_B: &str = "01J9Z3K4M5N6P7Q8R9S0T1V2W4";
+    let test = TestDir::new();
+    test.file("outA/f.txt", "secret of A\n");
+    test.dir("outB");
+    test.file(
+        "vfs.json",
+        &format!(r#"{{"mounts": ["{ID_A}|./outA:/output:rw", "{ID_B}|./outB:/output:rw"], "journal": "j"}}"#),
+    );
+    let with = |id: &'static str| ["--settings", "vfs.json", "--mount-id", id, "--no-read-before-edit"];
+    let mut args = vec!["call", "delete_file", r#"{"path": "/output/f.txt"}"#];
+    args.extend(with(ID_A));
+    assert_eq!(test.run(&args).code, 0);
+    let id = list(&test)[0]["id"].as_str().unwrap().to_owned();
+    let skipped = format!(
+        "skipped {id}: /output is mounted from another place than when the change was made (undo it with the mounts it was made with)\n"
+    );
+    for dry in [true, false] {
+        let mut args = vec!["undo", "--last", "1"];
+        if dry {
+            args.push("--dry-run");
+        }
+        args.extend(with(ID_B));
+        let run = test.run(&args);
+        eqnice!(if dry { format!("would be {skipped}") } else { skipped.clone() }, run.stdout);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(!test.path().join("outB/f.txt").exists());
+    }
+    let mut args = vec!["undo", "--last", "1"];
+    args.extend(with(ID_A));
+    let run = test.run(&args);
+    eqnice!("restored /output/f.txt\n", run.stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("outA/f.txt")).unwrap(), "secret of A\n");
+}
+
 /// The journal from a settings file (`journal`, relative to the file; `journal_max_bytes`, a
 /// number or a string with the flag's suffixes), for `call`, `undo` and the rest; a flag given
 /// wins; a bound below the least is refused in one line naming the file.
