@@ -24,7 +24,7 @@ use vfs::{AmbientAuthority, MountRoot, MountSpec, Rights, Visibility};
 use crate::crew::Crew;
 use crate::error::{HostError, Problems};
 use crate::launch::{
-    CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_beside, crew_out_of_reach, crew_place, finish,
+    CrewPlace, Entry, Launch, LaunchOptions, Sources, absolute, compose_from, crew_out_of_reach, crew_place, finish,
     path_text, read_crew, read_limit, runner_root, select, sources, unprovided,
 };
 use crate::tokens::Tokens;
@@ -111,7 +111,7 @@ pub fn host(
 
     let mut endpoints = Vec::new();
     if loaded.is_empty() || tokens.as_ref().is_some_and(Tokens::grants_default) {
-        match compose_beside(options, None, &hidden, authority) {
+        match compose_from(options, sources.clone(), Vec::new(), None, &hidden, authority) {
             Ok(launch) => endpoints.push(Served { crew: None, launch }),
             Err(Problems(found)) => problems.extend(found),
         }

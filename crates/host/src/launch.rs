@@ -176,6 +176,7 @@ pub(crate) struct Entry {
 
 /// What the operator's options offer before any crew selects: `--mount`, `--mount-id` and the
 /// settings file's entries.
+#[derive(Clone)]
 pub(crate) struct Sources {
     pub(crate) flags: Vec<Entry>,
     pub(crate) mount_ids: Vec<MountId>,
@@ -272,6 +273,20 @@ pub(crate) fn compose_beside(
 ) -> Result<Launch, Problems> {
     let mut problems: Vec<HostError> = Vec::new();
     let sources = sources(options, &mut problems, authority);
+    compose_from(options, sources, problems, crew, hidden, authority)
+}
+
+/// [`compose_beside`] from the sources read already (the daemon reads the settings file once
+/// for all its endpoints, so that an edit meanwhile cannot give them different journals or
+/// mounts), with the `problems` found reading them.
+pub(crate) fn compose_from(
+    options: &LaunchOptions,
+    sources: Sources,
+    mut problems: Vec<HostError>,
+    crew: Option<&Path>,
+    hidden: &[Entry],
+    authority: AmbientAuthority,
+) -> Result<Launch, Problems> {
     let merged = sources.journal_over(options);
     let options = &*merged;
     let Sources { flags: flag_mounts, mount_ids, settings, rules, .. } = sources;
