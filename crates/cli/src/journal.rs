@@ -208,12 +208,22 @@ fn selected<'e>(entries: &'e Entries, selection: &Selection) -> Result<Vec<&'e E
     Ok(entries.undoable_newest(selection.session.as_deref()))
 }
 
+/// How `vfs undo` goes about it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UndoHow {
+    /// `--dry-run`: say what would be undone, change nothing.
+    pub(crate) dry_run: bool,
+    /// `--any-place`: undo whatever place the roots are mounted from now.
+    pub(crate) any_place: bool,
+}
+
 pub(crate) fn undo(
     launch: LaunchArgs,
     selection: &Selection,
-    dry_run: bool,
+    how: UndoHow,
     authority: vfs::AmbientAuthority,
 ) -> anyhow::Result<ExitCode> {
+    let UndoHow { dry_run, any_place } = how;
     let mut options = launch.into_options()?;
     // Each undo syncs what it restored once (`Journal::undo`), not each file twice: 3.6-4.1 s
     // -> 1.1-1.3 s for 10,000 files (docs/performance.md, the journal).
@@ -232,6 +242,9 @@ pub(crate) fn undo(
         .into());
     };
     let journal: &Journal = journal;
+    if any_place {
+        journal.undo_from_any_place();
+    }
     let entries = journal.entries();
     let chosen = selected(&entries, selection)?;
     if chosen.is_empty() {

@@ -183,6 +183,10 @@ enum Command {
         /// Print what would be undone, and change nothing.
         #[arg(long = "dry-run")]
         dry_run: bool,
+        /// Undo changes whose roots this launch mounts from another place than when they were
+        /// made (a project directory moved or renamed since); without it they are skipped.
+        #[arg(long = "any-place")]
+        any_place: bool,
         #[command(flatten)]
         launch: LaunchArgs,
     },
@@ -456,7 +460,9 @@ fn run(command: Command, authority: AmbientAuthority) -> anyhow::Result<ExitCode
         }
         Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?, authority),
         Command::Journal { command } => journal::list(command, authority),
-        Command::Undo { selection, dry_run, launch } => journal::undo(launch, &selection, dry_run, authority),
+        Command::Undo { selection, dry_run, any_place, launch } => {
+            journal::undo(launch, &selection, journal::UndoHow { dry_run, any_place }, authority)
+        }
     }
 }
 

@@ -193,6 +193,8 @@ pub struct Journal {
     /// The launch's agent-facing roots and where their files lie
     /// (`MountRegistry::mount_places`): recorded with each entry, and compared by its undo.
     places: OnceLock<Vec<(String, String)>>,
+    /// Set by the operator's `vfs undo --any-place`: the places are not compared.
+    any_place: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     /// Serializes this process's calls' entries and the size bound they apply (a running
     /// compaction writes outside it: `Journal::compact_if_grown`).
@@ -341,6 +343,7 @@ impl Journal {
             gate: OnceLock::new(),
             log_bound: OnceLock::new(),
             places: OnceLock::new(),
+            any_place: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::default(),
             writing: Mutex::new(()),
             compacting: Mutex::new(()),
@@ -2136,22 +2139,33 @@ impl Journal {
         (lines, clean)
     }
 
-    /// The line saying why `entry` is skipped when this launch mounts one of its roots from
-    /// another place than the launch that made it: undone through it, its paths would name
-    /// other files (another crew's mount at the same root). `None` when every root is where
-    /// it was (or the entry predates the record).
+    /// Undoes entries whatever place their roots are mounted from now (the operator's `vfs
+    /// undo --any-place`: a project directory moved or renamed since the changes).
+    pub fn undo_from_any_place(&self) {
+        self.any_place.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The line saying why `entry` is skipped when this launch would put one of its paths in
+    /// another place than the launch that made it: a root mounted from another directory or
+    /// bucket, not mounted, or a mount nested in it since that now holds the path. Undone
+    /// through it, its paths would name other files (another crew's mount at the same root).
+    /// `None` when every path lies where it lay (or the entry predates the record).
     #[must_use]
     pub fn misplaced(&self, entry: &Entry) -> Option<String> {
+        if self.any_place.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
         let now = self.places.get()?;
-        let (root, _) = entry
-            .places
-            .iter()
-            .find(|(root, place)| !now.iter().any(|(here, there)| here == root && there == place))?;
-        Some(format!(
-            "skipped {}: {root} is mounted from another place than when the change was made (undo it with the \
-             mounts it was made with)",
-            entry.id
-        ))
+        entry.paths.iter().find_map(|path| {
+            let (root, then) = place_of(&entry.places, path)?;
+            let why = match place_of(now, path) {
+                None => format!("{root} is not mounted"),
+                Some((here, there)) if here == root && there == then => return None,
+                Some((here, _)) if here != root => format!("{path} now lies in another mount, {here}"),
+                Some(_) => format!("{root} is mounted from another place than when the change was made"),
+            };
+            Some(format!("skipped {}: {why} (undo it with the mounts it was made with)", entry.id))
+        })
     }
 
     /// True when every image of `entry` kept in `images/` is there (an object's image, kept

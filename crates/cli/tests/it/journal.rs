@@ -506,8 +506,8 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
             std::fs::rename(moved.join("large.bin"), &away).unwrap();
             std::fs::rename(&away, moved.join("large.bin")).unwrap();
         }),
-        ("a directory's mode", &|| {
-            std::fs::set_permissions(moved.join("sub"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        ("a file's mode", &|| {
+            std::fs::set_permissions(moved.join("small.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
         }),
         ("a link pointed elsewhere", &|| {
             std::fs::remove_file(moved.join("link")).unwrap();
@@ -525,6 +525,29 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
         assert_eq!(run.code, 1, "{what}");
         std::fs::rename(&moved, test.path().join("w/big")).unwrap();
     }
+
+    // A private directory deleted in a moved tree, both undone: the restore makes the
+    // directory anew (with the umask's mode), and a directory's mode is not the tree's.
+    test.file("w/p/sub/b.txt", "b\n");
+    std::fs::set_permissions(test.path().join("w/p/sub"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    call(&test, "move_file", r#"{"source": "/w/p", "destination": "/w/q"}"#);
+    call(&test, "delete_file", r#"{"path": "/w/q/sub", "recursive": true}"#);
+    let run = undo(&test, &["--last", "2"]);
+    eqnice!("restored /w/q/sub\nrestored /w/p\n", run.stdout);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    // Which way a tree is hashed depends on its visible files alone: a hidden `.env` past
+    // 16 MiB leaves a small tree hashed by content, so the undo of an edit in it and of its
+    // move go through (hashed by times, the edit's undo would make the move's a conflict,
+    // and the outcome would tell an agent the hidden file's size).
+    test.file("w/h/a.txt", "alpha\n");
+    let secret = std::fs::File::create(test.path().join("w/h/.env")).unwrap();
+    secret.set_len(17 << 20).unwrap();
+    call(&test, "move_file", r#"{"source": "/w/h", "destination": "/w/i"}"#);
+    call(&test, "edit_file", r#"{"path": "/w/i/a.txt", "edits": [{"oldText": "alpha", "newText": "gamma"}]}"#);
+    let run = undo(&test, &["--last", "2"]);
+    eqnice!("restored /w/i/a.txt\nrestored /w/h\n", run.stdout);
+    assert_eq!(run.code, 0, "{run:?}");
 }
 
 /// A change is undone only through a launch that mounts its roots where they were: one journal
@@ -565,6 +588,75 @@ fn a_change_is_undone_only_through_the_mounts_it_was_made_with() {
     let run = test.run(&args);
     eqnice!("restored /output/f.txt\n", run.stdout);
     assert_eq!(std::fs::read_to_string(test.path().join("outA/f.txt")).unwrap(), "secret of A\n");
+
+    // A mount nested in the root since, which now holds the path, is another place too; so
+    // is a root no longer mounted.
+    test.file("outA/x/g.txt", "g\n");
+    test.dir("other");
+    let mut args = vec!["call", "delete_file", r#"{"path": "/output/x/g.txt"}"#];
+    args.extend(with(ID_A));
+    assert_eq!(test.run(&args).code, 0);
+    let id = list(&test)[0]["id"].as_str().unwrap().to_owned();
+    let mut args = vec!["undo", "--last", "1", "--mount", "./other:/output/x:rw"];
+    args.extend(with(ID_A));
+    let run = test.run(&args);
+    eqnice!(
+        format!(
+            "skipped {id}: /output/x/g.txt now lies in another mount, /output/x (undo it with the mounts it was made with)\n"
+        ),
+        run.stdout
+    );
+    assert_eq!(run.code, 1);
+    assert!(!test.path().join("other/g.txt").exists());
+    let run = test.run(&["undo", "--last", "1", "--journal", "j", "--mount", "./other:/elsewhere:rw"]);
+    eqnice!(format!("skipped {id}: /output is not mounted (undo it with the mounts it was made with)\n"), run.stdout);
+    assert!(!test.path().join("outA/x/g.txt").exists());
+}
+
+/// A project directory renamed since its changes is another place: the undo skips them, and
+/// `--any-place` undoes them through the mounts as given.
+#[test]
+fn any_place_undoes_changes_made_before_the_project_directory_was_renamed() {
+    let test = TestDir::new();
+    test.file("before/a.txt", "a\n");
+    let made = ["--mount", "./before:/w:rw", "--journal", "j", "--no-read-before-edit"];
+    let mut args = vec!["call", "delete_file", r#"{"path": "/w/a.txt"}"#];
+    args.extend(made);
+    assert_eq!(test.run(&args).code, 0);
+    std::fs::rename(test.path().join("before"), test.path().join("after")).unwrap();
+    let id = list(&test)[0]["id"].as_str().unwrap().to_owned();
+    let now = ["--mount", "./after:/w:rw", "--journal", "j", "--no-read-before-edit"];
+    let mut args = vec!["undo", "--last", "1"];
+    args.extend(now);
+    let run = test.run(&args);
+    eqnice!(
+        format!(
+            "skipped {id}: /w is mounted from another place than when the change was made (undo it with the mounts it was made with)\n"
+        ),
+        run.stdout
+    );
+    args.push("--any-place");
+    let run = test.run(&args);
+    eqnice!("restored /w/a.txt\n", run.stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("after/a.txt")).unwrap(), "a\n");
+}
+
+/// An undo puts a file's mode back exactly (bits the umask or the agent's write took
+/// included) only while the file has the mode that write left; a mode narrowed since (an
+/// operator's `chmod 600`) is kept, never widened.
+#[test]
+fn an_undo_keeps_a_mode_narrowed_since_the_change() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let test = TestDir::new();
+    let file = test.path().join("w/s.txt");
+    test.file("w/s.txt", "alpha\n");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let edit = r#"{"path": "/w/s.txt", "edits": [{"oldText": "alpha", "newText": "gamma"}]}"#;
+    call(&test, "edit_file", edit);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    eqnice!("restored /w/s.txt\n", undo(&test, &["--last", "1"]).stdout);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "alpha\n");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
 }
 
 /// The journal from a settings file (`journal`, relative to the file; `journal_max_bytes`, a

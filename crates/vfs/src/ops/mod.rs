@@ -251,62 +251,46 @@ impl<'r> Context<'r> {
 
     /// The version of the directory at `located`, for the guard of a move's undo: equal while
     /// nothing below it was added, removed, renamed, rewritten, replaced or given other
-    /// permission bits. Every name below it counts, with its kind and permission bits; a link
-    /// or a special file with its type, size and change time (a replaced one has another).
-    /// A tree whose files hold at most [`TREE_READ_BYTES`] in all counts its files' versions
-    /// (their contents): an undo that puts a file's bytes and mode back leaves it as it was.
-    /// A larger one counts its files' sizes, modification and change times instead, one `stat`
-    /// a file and no reads, so that a journaled move of a large tree does not hold both
-    /// parents' locks for the time its bytes take to read; a change of the content always
-    /// moves the change time (a file whose bytes an undo put back has a new one, so the
-    /// tree's undo is then a conflict). Either way the tree's own rename leaves it as it was.
-    /// `None` when the tree cannot be walked whole (the call's time ran out, an unreadable
-    /// part).
+    /// permission bits. Every name below it counts, with its kind; a file with its permission
+    /// bits; a link or a special file with its type, size and times (a replaced one has
+    /// another change time). A directory's own mode does not count: an undo that restores a
+    /// deleted tree makes its directories anew. Files the name rules hide count by their
+    /// sizes and times. The visible files of a tree that holds at most [`TREE_READ_BYTES`] of
+    /// them count by their versions (their contents): an undo that puts a file's bytes and
+    /// mode back leaves it as it was. Past that, they count by their sizes, modification and
+    /// change times instead, one `stat` a file and no reads, so that a journaled move of a
+    /// large tree does not hold both parents' locks for the time its bytes take to read; a
+    /// change of the content always moves the change time (a file whose bytes an undo put
+    /// back has a new one, so the tree's undo is then a conflict). Either way the tree's own
+    /// rename leaves it as it was. `None` when the tree cannot be walked whole (the call's
+    /// time ran out, an unreadable part).
     ///
     /// It covers the names the name rules hide: it is never shown to an agent, and only the
-    /// journal's undo checks it ([`Precondition::Tree`](crate::Precondition::Tree)).
+    /// journal's undo checks it ([`Precondition::Tree`](crate::Precondition::Tree)). Which of
+    /// the two ways a tree is hashed depends on its visible files alone, so that an undo's
+    /// outcome tells an agent nothing of the hidden files' sizes.
     pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath) -> Option<String> {
         let store = self.store(located.mount);
-        // Each entry is hashed on its own and the hashes are added: the sum is the same in any
-        // walk order, and no list of the tree is held.
-        let entry_hash = |relative: &str, state: &[u8]| {
-            let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-            hasher.update(relative.as_bytes());
-            hasher.update(&[0]);
-            hasher.update(state);
-            hasher.digest128()
+        let rules = self.registry.rules_for(Caller::Agent, located.mount);
+        let hidden = |relative: &str| {
+            rules.is_some_and(|rules| {
+                let mut rel = located.rel.clone();
+                rel.extend(relative.split('/').map(str::to_owned));
+                rules.judge(&rel).is_some_and(|(effect, _, _)| effect == crate::policy::RuleEffect::Hidden)
+            })
         };
-        // What is hashed of an entry besides its name: the permission bits, and the file
-        // type; the sizes and the times where the content is not read.
-        let stamp = |stat: &Stat, kind: Kind, times: bool| -> Vec<u8> {
-            let mut state = Vec::with_capacity(40);
-            let mode = if kind == Kind::Directory || kind == Kind::File { stat.mode & 0o7777 } else { stat.mode };
-            state.push(match kind {
-                Kind::Directory => b'd',
-                Kind::File => b'f',
-                Kind::Symlink => b'l',
-                Kind::Special => b's',
-            });
-            state.extend_from_slice(&mode.to_le_bytes());
-            if times && kind != Kind::Directory {
-                state.extend_from_slice(&stat.size.to_le_bytes());
-                for (seconds, nanoseconds) in [stat.modified, stat.changed] {
-                    state.extend_from_slice(&seconds.to_le_bytes());
-                    state.extend_from_slice(&nanoseconds.to_le_bytes());
-                }
-            }
-            state
-        };
+        // Each entry is hashed on its own (`tree_entry_hash`) and the hashes are added: the sum
+        // is the same in any walk order, and no list of the tree is held.
         let (mut by_stat, mut bytes, mut whole) = (0u128, 0u64, true);
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
             let Ok(Some(stat)) = store.restat(entry.node, entry.path) else {
                 whole = false;
                 return Flow::Stop;
             };
-            if entry.kind == Kind::File {
+            if entry.kind == Kind::File && !hidden(entry.relative) {
                 bytes = bytes.saturating_add(stat.size);
             }
-            by_stat = by_stat.wrapping_add(entry_hash(entry.relative, &stamp(&stat, entry.kind, true)));
+            by_stat = by_stat.wrapping_add(tree_entry_hash(entry.relative, &tree_stamp(&stat, entry.kind, true)));
             Flow::Continue
         });
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
@@ -321,18 +305,18 @@ impl<'r> Context<'r> {
                 whole = false;
                 return Flow::Stop;
             };
-            let state = if entry.kind == Kind::File {
+            let state = if entry.kind == Kind::File && !hidden(entry.relative) {
                 let Ok(Some(version)) = store.version(entry.node, entry.path) else {
                     whole = false;
                     return Flow::Stop;
                 };
-                let mut state = stamp(&stat, Kind::File, false);
+                let mut state = tree_stamp(&stat, Kind::File, false);
                 state.extend_from_slice(version.as_bytes());
                 state
             } else {
-                stamp(&stat, entry.kind, true)
+                tree_stamp(&stat, entry.kind, true)
             };
-            by_content = by_content.wrapping_add(entry_hash(entry.relative, &state));
+            by_content = by_content.wrapping_add(tree_entry_hash(entry.relative, &state));
             Flow::Continue
         });
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
@@ -554,6 +538,57 @@ impl<'r> Context<'r> {
 /// the umask), which has none either.
 pub(crate) fn authored_mode(mode: u32) -> u32 {
     mode & !0o111
+}
+
+/// One entry's share of a tree's version: its name below the tree and its `state`.
+fn tree_entry_hash(relative: &str, state: &[u8]) -> u128 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(relative.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(state);
+    hasher.digest128()
+}
+
+/// What a tree's version counts of an entry besides its name (see [`Context::tree_version`]):
+/// its kind, a file's permission bits, a link's or a special file's type and bits; with
+/// `times`, the size and the times of what is not a directory.
+fn tree_stamp(stat: &Stat, kind: Kind, times: bool) -> Vec<u8> {
+    let mut state = Vec::with_capacity(40);
+    let mode = match kind {
+        Kind::Directory => 0,
+        Kind::File => stat.mode & 0o7777,
+        Kind::Symlink | Kind::Special => stat.mode,
+    };
+    state.push(match kind {
+        Kind::Directory => b'd',
+        Kind::File => b'f',
+        Kind::Symlink => b'l',
+        Kind::Special => b's',
+    });
+    state.extend_from_slice(&mode.to_le_bytes());
+    if times && kind != Kind::Directory {
+        state.extend_from_slice(&stat.size.to_le_bytes());
+        for (seconds, nanoseconds) in [stat.modified, stat.changed] {
+            state.extend_from_slice(&seconds.to_le_bytes());
+            state.extend_from_slice(&nanoseconds.to_le_bytes());
+        }
+    }
+    state
+}
+
+/// The mode an undo gives a file it puts back over one whose mode is `current`: exactly the
+/// before image's `restored` bits while `current` is what a write from them left (the
+/// authored mode less the umask: the change being undone, or a later one, set it), so that
+/// an undo also gives back the bits the write took (execute bits, bits the umask removed).
+/// A mode set since by someone else (a `chmod` narrowing it) is kept as it is: an undo never
+/// widens it.
+pub(crate) fn restored_mode(restored: u32, current: u32) -> crate::storage::NewMode {
+    let left = authored_mode(restored) & 0o777 & !crate::storage::local::process_umask();
+    if current & 0o777 == left {
+        crate::storage::NewMode::Exact(restored)
+    } else {
+        crate::storage::NewMode::Exact(current)
+    }
 }
 
 /// Formats seconds since the epoch as RFC 3339 UTC (`2026-11-30T02:13:39Z`), the form every

@@ -374,7 +374,10 @@ impl Context<'_> {
             Self::replaceable(stat.kind, &path)?;
         }
         let mode = match (mode, existing) {
-            (Some(restored), _) => NewMode::Exact(restored),
+            // The restored bits exactly while the file has the mode a write from them left
+            // (`restored_mode`); a mode someone set since is kept, never widened.
+            (Some(restored), Some(stat)) => super::restored_mode(restored, stat.mode),
+            (Some(restored), None) => NewMode::Exact(restored),
             (None, Some(stat)) => NewMode::Masked(super::authored_mode(stat.mode)),
             (None, None) => NewMode::Masked(0o666),
         };

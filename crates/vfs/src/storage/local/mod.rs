@@ -893,6 +893,26 @@ pub(crate) fn raise_open_file_limit() -> u64 {
     current.current.unwrap_or(u64::MAX)
 }
 
+/// The process's umask, read once: from `/proc/self/status` (Linux 4.7 and later), else by
+/// the system call, which sets it, so it is set to the narrowest (`0o077`) for that instant:
+/// a file another thread creates meanwhile gets fewer bits, never more.
+pub(crate) fn process_umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        #[expect(clippy::disallowed_methods, reason = "the process's own status, not a mount's file")]
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let listed = status
+            .lines()
+            .find_map(|line| line.strip_prefix("Umask:"))
+            .and_then(|value| u32::from_str_radix(value.trim(), 8).ok());
+        listed.unwrap_or_else(|| {
+            let found = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+            rustix::process::umask(found);
+            found.bits()
+        }) & 0o777
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

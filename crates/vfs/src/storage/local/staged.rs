@@ -86,12 +86,10 @@ impl Staged {
             errno => Error::io(path, io_error(errno)),
         })?;
         if let NewMode::Exact(_) = mode {
-            // The umask took bits off at the create; the file is still only this call's.
-            let exact = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode.bits()));
-            if let Err(errno) = exact {
-                let _ = rustix::fs::unlinkat(&*node.parent, temporary.as_str(), rustix::fs::AtFlags::empty());
-                return Err(Error::io(path, io_error(errno)));
-            }
+            // The umask took bits off at the create; the file is still only this call's. A file
+            // system that refuses modes (vfat, some network ones) keeps what the create gave:
+            // the content is what matters, and a tree's guard then sees the difference.
+            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode.bits()));
         }
         let mut staged = Staged {
             directory: node.parent.clone(),
