@@ -939,3 +939,23 @@ fn the_known_attacks_fail_through_the_view() {
         }
     }
 }
+
+/// Journal-lane cases the random search found, kept: a directory moved to the other mount and
+/// then refused an `rmdir` (not empty) once imaged every file in it, moving their change times,
+/// and the move's undo was a conflict.
+#[test]
+fn the_journal_lane_cases_found_before_undo_exactly() {
+    use fuse_lane::Op;
+    if !fuse_lane::can_mount() {
+        return;
+    }
+    let found = [vec![
+        Op::Together(Box::new(Op::Rename("/w/plain", "/o/dir")), Box::new(Op::Read("/w"))),
+        Op::Together(Box::new(Op::RemoveDir("/o/dir")), Box::new(Op::Read("/w"))),
+    ]];
+    for ops in found {
+        if let Err(error) = fuse_lane::run_undone(&ops) {
+            panic!("{ops:?}: {error}");
+        }
+    }
+}

@@ -691,16 +691,22 @@ fn a_file_moved_out_of_a_tree_while_it_is_deleted_ends_in_exactly_one_place() {
     }
 }
 
-#[test]
-fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
-    let fixture = Fixture::new();
-    fixture.file("p/a.txt", "a\n");
+/// `/p` (rw) observed by a keeper that keeps images and records what it is told.
+fn keeping(fixture: &Fixture) -> (MountRegistry, Arc<Keeper>) {
     let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
     let registry = MountRegistry::builder()
         .mount(fixture.spec("p", "/p", "rw"))
         .observe(keeper.clone())
         .build(vfs::ambient_authority())
         .unwrap();
+    (registry, keeper)
+}
+
+#[test]
+fn a_move_records_the_version_it_left_and_a_move_onto_itself_changes_nothing() {
+    let fixture = Fixture::new();
+    fixture.file("p/a.txt", "a\n");
+    let (registry, keeper) = keeping(&fixture);
     let agent = registry.agent();
     agent.move_path("/p/a.txt", "/p/a.txt", &Precondition::Any, &Precondition::Any).unwrap();
     assert!(keeper.images.lock().unwrap().is_empty(), "a move onto itself is no change");
@@ -725,12 +731,7 @@ fn a_directory_move_records_its_trees_version_and_only_that_tree_matches_it() {
     let fixture = Fixture::new();
     fixture.file("p/d/a.txt", "a\n");
     fixture.file("p/d/sub/b.txt", "b\n");
-    let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
-    let registry = MountRegistry::builder()
-        .mount(fixture.spec("p", "/p", "rw"))
-        .observe(keeper.clone())
-        .build(vfs::ambient_authority())
-        .unwrap();
+    let (registry, keeper) = keeping(&fixture);
     let agent = registry.agent();
     let version_of_move = || {
         let told = keeper.images.lock().unwrap().clone();

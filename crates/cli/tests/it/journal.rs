@@ -548,6 +548,19 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
     let run = undo(&test, &["--last", "2"]);
     eqnice!("restored /w/i/a.txt\nrestored /w/h\n", run.stdout);
     assert_eq!(run.code, 0, "{run:?}");
+
+    // A refused delete of a directory that is not empty (no `recursive`, as a shell's
+    // `rmdir`) images nothing in it: its files' change times, which a hidden file's hash
+    // counts, stay as they were, and the move still undoes.
+    test.file("w/r/x.txt", "x\n");
+    test.file("w/r/.env", "SECRET=1\n");
+    call(&test, "move_file", r#"{"source": "/w/r", "destination": "/w/t"}"#);
+    let mut args = vec!["call", "delete_file", r#"{"path": "/w/t"}"#];
+    args.extend(LAUNCH);
+    assert_eq!(test.run(&args).code, 1);
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("restored /w/r\n", run.stdout);
+    assert_eq!(run.code, 0, "{run:?}");
 }
 
 /// A change is undone only through a launch that mounts its roots where they were: one journal

@@ -722,6 +722,9 @@ impl Context<'_> {
         let image = match &keeping {
             // Told to the intent as an empty tree: its items are linked as the removal goes.
             Some(_) => Some(Image::Tree(Vec::new())),
+            // A directory removed alone is empty, or its removal fails: nothing in it is
+            // imaged (linking its files would change their change times for nothing).
+            None if !recursive && stat.kind == Kind::Directory => keeps.then(|| Image::Tree(Vec::new())),
             None => keeps.then(|| self.removal_image(&located, &stat, &path)),
         };
         // A tree imaged before its removal: which of its files the removal took, in case it
