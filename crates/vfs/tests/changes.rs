@@ -766,3 +766,47 @@ fn fixture_umask() -> u32 {
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(probe.path("probe")).unwrap().permissions());
     0o666 & !(mode & 0o777)
 }
+
+/// A directory deleted alone (no `recursive`, as a shell's `rmdir`) beside a write into it, at
+/// once, 100 rounds: each answers as some order of the two does (the write always lands,
+/// making the directory again when the delete went first, also when the directory went from
+/// under it; the delete goes through or is refused as not empty), the written bytes are
+/// there, and the delete linked nothing into the
+/// keeper: its image is the empty tree, so it never touches a file in the directory.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
+fn a_directory_deleted_alone_beside_a_write_into_it_loses_nothing_and_links_nothing() {
+    let fixture = Fixture::new();
+    fixture.mkdir("p");
+    let (registry, _linker) = linked(&fixture);
+    let agent = registry.agent();
+    let (mut deleted, mut refused) = (0, 0);
+    for round in 0..100u64 {
+        fixture.mkdir("p/d");
+        let content = format!("round {round}\n");
+        let barrier = std::sync::Barrier::new(2);
+        let (removed, written) = std::thread::scope(|scope| {
+            let remove = scope.spawn(|| {
+                barrier.wait();
+                agent.delete("/p/d", false, &Precondition::Any)
+            });
+            let write = scope.spawn(|| {
+                barrier.wait();
+                std::thread::sleep(std::time::Duration::from_micros(round % 7 * 20));
+                agent.write("/p/d/f.txt", &content, &Precondition::Any)
+            });
+            (remove.join().unwrap(), write.join().unwrap())
+        });
+        assert!(written.is_ok(), "round {round}: the write failed: {written:?}");
+        match removed {
+            Ok(_) => deleted += 1,
+            Err(error) if error.kind() == vfs::ErrorKind::DirectoryNotEmpty => refused += 1,
+            Err(error) => panic!("round {round}: the delete failed otherwise: {error}"),
+        }
+        assert_eq!(fixture.read("p/d/f.txt"), content, "round {round}");
+        let linked = std::fs::read_dir(fixture.path("k/images")).map_or(0, Iterator::count);
+        assert_eq!(linked, 0, "round {round}: the delete linked a file into the keeper");
+        std::fs::remove_dir_all(fixture.path("p/d")).unwrap();
+    }
+    assert!(deleted + refused == 100 && refused > 0, "deleted {deleted}, refused {refused}");
+}

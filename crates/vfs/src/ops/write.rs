@@ -11,7 +11,7 @@
 
 use super::Context;
 use crate::changes::{Before, ChangeKind, Image, TreeItem};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::gate::{self, Claimed, Place};
 use crate::path::VirtualPath;
 use crate::spec::Access;
@@ -348,7 +348,27 @@ impl Context<'_> {
     /// undo restores, execute bits included: the mode the file had before a change, never
     /// one an agent chose) instead of the mode it had, less its execute bits, as every other
     /// file an agent's call writes.
+    ///
+    /// A write whose directory another call removed under it (a delete beside it) wrote
+    /// nothing and is tried again, twice at most: the directory is made again, as a write
+    /// makes missing parents.
     pub(crate) fn write_mode(
+        &self,
+        input: &str,
+        content: &[u8],
+        precondition: &Precondition,
+        mode: Option<u32>,
+    ) -> Result<WriteOutcome, Error> {
+        let mut tries = 0;
+        loop {
+            match self.write_once(input, content, precondition, mode) {
+                Err(error) if error.kind() == ErrorKind::Changed && tries < 2 => tries += 1,
+                done => return done,
+            }
+        }
+    }
+
+    fn write_once(
         &self,
         input: &str,
         content: &[u8],
