@@ -1479,7 +1479,9 @@ fn kept_names(image: Option<&Image>) -> Vec<&str> {
     }
     match image {
         Some(Image::File { content, .. }) => kept(content).into_iter().collect(),
-        Some(Image::Tree(items)) => items.iter().filter_map(|item| item.content.as_ref().and_then(kept)).collect(),
+        Some(Image::Tree { items, .. }) => {
+            items.iter().filter_map(|item| item.content.as_ref().and_then(kept)).collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -1492,7 +1494,7 @@ fn kept_sizes(image: Option<&Image>) -> u64 {
     };
     match image {
         Some(Image::File { content, .. }) => kept(content),
-        Some(Image::Tree(items)) => items.iter().filter_map(|item| item.content.as_ref()).map(kept).sum(),
+        Some(Image::Tree { items, .. }) => items.iter().filter_map(|item| item.content.as_ref()).map(kept).sum(),
         _ => 0,
     }
 }
@@ -1574,20 +1576,7 @@ fn entry_line(
             None => json!({ "not_kept": "no image" }),
             Some(Image::Absent) => json!("absent"),
             Some(Image::File { content, mode }) => json!({ "file": save(content, &mut images)?, "mode": mode }),
-            Some(Image::Tree(items)) => {
-                let mut tree = Vec::new();
-                for item in items {
-                    match &item.content {
-                        None => tree.push(json!({ "rel": item.relative })),
-                        Some(content) => {
-                            tree.push(
-                                json!({ "rel": item.relative, "file": save(content, &mut images)?, "mode": item.mode }),
-                            );
-                        }
-                    }
-                }
-                json!({ "tree": tree })
-            }
+            Some(Image::Tree { mode, items }) => tree_json(*mode, items, |content| save(content, &mut images))?,
             Some(Image::NotKept(why)) => json!({ "not_kept": why }),
             Some(_) => json!({ "not_kept": "unknown image" }),
         };
@@ -2321,7 +2310,9 @@ impl Journal {
         Some((self.image_bytes(name)?, mode))
     }
 
-    /// Puts back a removed file or tree at `path`, where nothing must be now.
+    /// Puts back a removed file or tree at `path`, where nothing must be now: a tree's
+    /// directories with the modes its image kept (an image from before they were kept, or
+    /// of a store that keeps none, leaves them as a new directory is made).
     fn restore_removed(&self, agent: &AgentAccessor, path: &str, image: &Value, lines: &mut Vec<String>) -> bool {
         if let Some(tree) = image.get("tree").and_then(Value::as_array) {
             match agent.create_directory(path) {
@@ -2336,9 +2327,15 @@ impl Journal {
                 }
             }
             let mut clean = true;
+            // Each directory's mode once what goes in it is back, deepest first, the tree's
+            // own last (one without write permission could take nothing).
+            let mut modes = vec![(path.to_owned(), mode_of(image))];
             for item in tree {
                 let rel = item.get("rel").and_then(Value::as_str).unwrap_or_default();
                 let inner = format!("{path}/{rel}");
+                if item.get("file").is_none() {
+                    modes.push((inner.clone(), mode_of(item)));
+                }
                 let done = if item.get("file").is_some() {
                     match self.file_of(item) {
                         Some((content, mode)) => agent
@@ -2352,6 +2349,13 @@ impl Journal {
                 };
                 if let Err(error) = done {
                     lines.push(format!("failed {inner}: {error}"));
+                    clean = false;
+                }
+            }
+            for (directory, mode) in modes.iter().rev() {
+                let Some(mode) = mode else { continue };
+                if let Err(error) = agent.restore_directory_mode(directory, *mode) {
+                    lines.push(format!("failed {directory}: {}", error_text(&error)));
                     clean = false;
                 }
             }
@@ -2377,6 +2381,31 @@ impl Journal {
             }
         }
     }
+}
+
+/// A tree image as its entry's line keeps it: each file with its image's name (`save` puts
+/// it in the journal) and mode, each directory with its mode, the tree's own too, where the
+/// store keeps one.
+fn tree_json(
+    mode: u32,
+    items: &[vfs::TreeItem],
+    mut save: impl FnMut(&Saved) -> Result<String, String>,
+) -> Result<Value, String> {
+    let mut tree = Vec::new();
+    for item in items {
+        tree.push(match &item.content {
+            None if item.mode == 0 => json!({ "rel": item.relative }),
+            None => json!({ "rel": item.relative, "mode": item.mode }),
+            Some(content) => json!({ "rel": item.relative, "file": save(content)?, "mode": item.mode }),
+        });
+    }
+    Ok(if mode == 0 { json!({ "tree": tree }) } else { json!({ "tree": tree, "mode": mode }) })
+}
+
+/// The mode a tree image keeps of a directory (the tree's own, or one of its items), when it
+/// keeps one.
+fn mode_of(image: &Value) -> Option<u32> {
+    image.get("mode").and_then(Value::as_u64).and_then(|mode| u32::try_from(mode).ok())
 }
 
 #[cfg(test)]

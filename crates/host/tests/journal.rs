@@ -660,9 +660,9 @@ mod lane {
         crate::common::can_mount("the journal's shell lane")
     }
 
-    /// Every file (with its permission bits and bytes) and directory (`None`) under `root`,
-    /// by relative path.
-    fn snapshot(root: &Path) -> BTreeMap<String, Option<(u32, Vec<u8>)>> {
+    /// Every file (its permission bits and bytes) and directory (its permission bits, no
+    /// bytes) under `root`, by relative path.
+    fn snapshot(root: &Path) -> BTreeMap<String, (u32, Option<Vec<u8>>)> {
         use std::os::unix::fs::PermissionsExt as _;
         let mut found = BTreeMap::new();
         let mut stack = vec![root.to_path_buf()];
@@ -670,12 +670,12 @@ mod lane {
             for entry in std::fs::read_dir(&directory).unwrap() {
                 let path = entry.unwrap().path();
                 let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
                 if path.is_dir() {
-                    found.insert(relative, None);
+                    found.insert(relative, (mode, None));
                     stack.push(path);
                 } else {
-                    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
-                    found.insert(relative, Some((mode, std::fs::read(&path).unwrap())));
+                    found.insert(relative, (mode, Some(std::fs::read(&path).unwrap())));
                 }
             }
         }
@@ -700,12 +700,14 @@ mod lane {
         std::fs::create_dir_all(work.join("d")).unwrap();
         std::fs::write(work.join("a.txt"), "start a\n").unwrap();
         std::fs::write(work.join("d/c.txt"), "start c\n").unwrap();
-        // A program and a private file: the modes come back too (an agent's writes leave a
-        // file without execute bits).
+        // A program, a private file and a private directory: the modes come back too (an
+        // agent's writes leave a file without execute bits; a directory put back is made
+        // with the umask's mode).
         {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(work.join("a.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
             std::fs::set_permissions(work.join("d/c.txt"), std::fs::Permissions::from_mode(0o640)).unwrap();
+            std::fs::set_permissions(work.join("d"), std::fs::Permissions::from_mode(0o750)).unwrap();
         }
         let start = snapshot(&work);
         let launch = super::launch(base.path());
@@ -821,7 +823,7 @@ mod lane {
         for (path, content) in &last_outside {
             if !conflicts.iter().any(|conflict| related(path, conflict)) {
                 prop_assert_eq!(
-                    end.get(path).map(|found| found.as_ref().map(|(_, bytes)| bytes)),
+                    end.get(path).map(|(_, bytes)| bytes.as_ref()),
                     Some(Some(content)),
                     "`{}` lost its outside edit: {:#?}",
                     path,

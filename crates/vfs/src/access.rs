@@ -209,6 +209,15 @@ impl AgentAccessor {
         self.run(Operation::CreateDirectory, path, |context| context.create_directory(path))
     }
 
+    /// Gives the directory at `path` exactly the bits `mode` (permissions, sticky, set-user-ID
+    /// and set-group-ID bits, as a tree image kept them) while it has the mode
+    /// [`AgentAccessor::create_directory`] gives a new one: what an undo does last to each
+    /// directory it put back, deepest first. A mode someone set since is kept; `false` when
+    /// nothing changed. Rights and rules apply as to a write at `path`.
+    pub fn restore_directory_mode(&self, path: &str, mode: u32) -> Result<bool, Error> {
+        self.run(Operation::Restore, path, |context| context.restore_directory_mode(path, mode))
+    }
+
     /// Lists a directory (`/` lists the agent-facing mounts).
     pub fn list(&self, path: &str) -> Result<Listing, Error> {
         self.run(Operation::List, path, |context| context.list(path))
@@ -675,6 +684,7 @@ impl Audited for crate::ops::Attributes {}
 impl Audited for crate::ops::ViewFile {}
 impl Audited for EditOutcome {}
 impl Audited for CreateDirOutcome {}
+impl Audited for bool {}
 impl Audited for Listing {}
 impl Audited for SizedListing {}
 impl Audited for Tree {}

@@ -185,8 +185,14 @@ pub enum Image {
         /// The permission bits.
         mode: u32,
     },
-    /// A directory and everything in it (a removed directory), parents before children.
-    Tree(Vec<TreeItem>),
+    /// A directory and everything in it (a removed directory).
+    Tree {
+        /// The directory's own permission bits (with the sticky, set-user-ID and
+        /// set-group-ID bits as they were), 0 where the store keeps none (object storage).
+        mode: u32,
+        /// What it held, parents before children.
+        items: Vec<TreeItem>,
+    },
     /// Not kept, and why: a link, a special file, a file above the write cap, a tree above
     /// [`TREE_IMAGE_BYTES`].
     NotKept(&'static str),
@@ -483,7 +489,8 @@ pub struct TreeItem {
     pub relative: String,
     /// `None` for a directory; a file's content otherwise.
     pub content: Option<Saved>,
-    /// The permission bits (files).
+    /// The permission bits (with the sticky, set-user-ID and set-group-ID bits as they were);
+    /// 0 for a directory of a store that keeps none (object storage).
     pub mode: u32,
 }
 

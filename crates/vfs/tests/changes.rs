@@ -213,6 +213,9 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
     std::fs::set_permissions(fixture.path("p/a.bin"), std::fs::Permissions::from_mode(0o750)).unwrap();
     fixture.file("p/t/x.txt", "x\n");
     fixture.file("p/t/s/y.txt", "y\n");
+    // Directories with modes of their own (a private one, a shared one with the sticky bit).
+    std::fs::set_permissions(fixture.path("p/t"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    std::fs::set_permissions(fixture.path("p/t/s"), std::fs::Permissions::from_mode(0o1777)).unwrap();
     fixture.file("p/m.txt", "m\n");
     fixture.file("p/dest.txt", "dest\n");
     let keeper = Arc::new(Keeper { keep: true, images: Mutex::new(Vec::new()) });
@@ -249,19 +252,22 @@ fn an_observer_that_keeps_images_gets_what_each_change_replaced_and_one_that_doe
             (
                 ChangeKind::Remove,
                 "/p/t".to_owned(),
-                Some(Image::Tree(vec![
-                    TreeItem { relative: "s".to_owned(), content: None, mode: 0 },
-                    TreeItem {
-                        relative: "s/y.txt".to_owned(),
-                        content: Some(Saved::Copied(b"y\n".to_vec())),
-                        mode: 0o644 & !fixture_umask()
-                    },
-                    TreeItem {
-                        relative: "x.txt".to_owned(),
-                        content: Some(Saved::Copied(b"x\n".to_vec())),
-                        mode: 0o644 & !fixture_umask()
-                    },
-                ]))
+                Some(Image::Tree {
+                    mode: 0o750,
+                    items: vec![
+                        TreeItem { relative: "s".to_owned(), content: None, mode: 0o1777 },
+                        TreeItem {
+                            relative: "s/y.txt".to_owned(),
+                            content: Some(Saved::Copied(b"y\n".to_vec())),
+                            mode: 0o644 & !fixture_umask()
+                        },
+                        TreeItem {
+                            relative: "x.txt".to_owned(),
+                            content: Some(Saved::Copied(b"x\n".to_vec())),
+                            mode: 0o644 & !fixture_umask()
+                        },
+                    ]
+                })
             ),
             (ChangeKind::Remove, "/p/new.txt".to_owned(), file(b"new\n", 0o666 & !fixture_umask())),
         ]
@@ -433,7 +439,7 @@ fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change
     assert_eq!(std::fs::read(kept(name)).unwrap(), b"a before\n");
     assert_eq!(std::fs::read(fixture.path("p/a.txt")).unwrap(), b"a after\n");
     // A removed tree: each file kept by link, under the names the image gives.
-    let Some(Image::Tree(items)) = &told[3].3 else { panic!("{:?}", told[3].3) };
+    let Some(Image::Tree { items, .. }) = &told[3].3 else { panic!("{:?}", told[3].3) };
     let files: Vec<(String, Vec<u8>)> = items
         .iter()
         .filter_map(|item| match &item.content {
@@ -556,7 +562,7 @@ fn a_file_written_into_a_tree_while_it_is_deleted_is_left_or_kept_even_when_the_
     let mut kept: BTreeMap<String, String> = BTreeMap::new();
     for (what, kind, path, image) in linker.told.lock().unwrap().iter() {
         match (*what, kind, image) {
-            ("changed", ChangeKind::Remove, Some(Image::Tree(items))) => {
+            ("changed", ChangeKind::Remove, Some(Image::Tree { items, .. })) => {
                 for item in items {
                     if let Some(Saved::Kept { name, .. }) = &item.content {
                         kept.insert(format!("{path}/{}", item.relative), kept_at(name));
@@ -665,7 +671,7 @@ fn a_file_moved_out_of_a_tree_while_it_is_deleted_ends_in_exactly_one_place() {
     let mut kept: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (what, kind, path, image) in linker.told.lock().unwrap().iter() {
         match (*what, kind, image) {
-            ("changed", ChangeKind::Remove, Some(Image::Tree(items))) => {
+            ("changed", ChangeKind::Remove, Some(Image::Tree { items, .. })) => {
                 for item in items {
                     if let Some(Saved::Kept { name, .. }) = &item.content {
                         kept.entry(format!("{path}/{}", item.relative)).or_default().push(kept_at(name));

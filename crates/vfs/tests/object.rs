@@ -344,7 +344,7 @@ fn keeps_its_own_images(data: &str) {
     assert!(image.starts_with("/data/.vfs-tmp-journal/"), "{image}");
     assert_eq!(keeper.read_stored(image).unwrap(), b"a before\n");
     assert_eq!(agent.read_text("/data/a.txt", &ReadWindow::default()).unwrap().content, "a after\n");
-    let Some(Image::Tree(items)) = &told[1].2 else { panic!("{:?}", told[1].2) };
+    let Some(Image::Tree { items, .. }) = &told[1].2 else { panic!("{:?}", told[1].2) };
     let files: Vec<(String, Vec<u8>)> = items
         .iter()
         .filter_map(|item| match &item.content {
@@ -436,7 +436,9 @@ fn a_delete_stopped_part_way_tells_each_object_it_took(data: &str) {
     assert_eq!(names, vec!["c.txt".to_owned()]);
     // The copy of `c.txt` the image had taken is gone from the area.
     let intended = keeping.intended.lock().unwrap().clone();
-    let Some((ChangeKind::Remove, tree, Some(Image::Tree(items)))) = intended.last() else { panic!("{intended:?}") };
+    let Some((ChangeKind::Remove, tree, Some(Image::Tree { items, .. }))) = intended.last() else {
+        panic!("{intended:?}")
+    };
     assert_eq!(tree, "/data/t");
     let left: Vec<&str> = items
         .iter()
@@ -526,8 +528,10 @@ fn a_tree_whose_copies_would_pass_the_keepers_bound_is_not_kept() {
     agent.delete("/data/within", true, &Precondition::Any).unwrap();
     agent.delete("/data/past", true, &Precondition::Any).unwrap();
     let told = keeping.told.lock().unwrap().clone();
-    let [(ChangeKind::Remove, within, Some(Image::Tree(items))), (ChangeKind::Remove, past, Some(Image::NotKept(why)))] =
-        told.as_slice()
+    let [
+        (ChangeKind::Remove, within, Some(Image::Tree { items, .. })),
+        (ChangeKind::Remove, past, Some(Image::NotKept(why))),
+    ] = told.as_slice()
     else {
         panic!("{told:?}")
     };

@@ -463,7 +463,7 @@ fn a_directory_moved_is_moved_back_only_while_its_tree_is_as_the_move_left_it() 
 /// compares its files' contents and modes). A tree whose files pass 16 MiB in all is compared
 /// by its files' sizes and times instead, not read: untouched, it moves back; a content change
 /// that keeps the size and the modification time (`touch -d`), a file renamed away and back, a
-/// directory's mode, a link pointed elsewhere each make the undo a conflict.
+/// file's or a directory's mode, a link pointed elsewhere each make the undo a conflict.
 #[test]
 #[expect(clippy::disallowed_types, reason = "fixture: a sparse 40 MiB file")]
 fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_compared_unread() {
@@ -494,7 +494,7 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
     assert_eq!(std::fs::metadata(test.path().join("w/big/large.bin")).unwrap().len(), 40 << 20);
 
     let moved = test.path().join("w/moved");
-    let changes: [(&str, &dyn Fn()); 4] = [
+    let changes: [(&str, &dyn Fn()); 5] = [
         ("same size, same modification time", &|| {
             let small = moved.join("small.txt");
             let modified = std::fs::metadata(&small).unwrap().modified().unwrap();
@@ -508,6 +508,9 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
         }),
         ("a file's mode", &|| {
             std::fs::set_permissions(moved.join("small.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        }),
+        ("a directory's mode", &|| {
+            std::fs::set_permissions(moved.join("sub"), std::fs::Permissions::from_mode(0o700)).unwrap();
         }),
         ("a link pointed elsewhere", &|| {
             std::fs::remove_file(moved.join("link")).unwrap();
@@ -525,16 +528,6 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
         assert_eq!(run.code, 1, "{what}");
         std::fs::rename(&moved, test.path().join("w/big")).unwrap();
     }
-
-    // A private directory deleted in a moved tree, both undone: the restore makes the
-    // directory anew (with the umask's mode), and a directory's mode is not the tree's.
-    test.file("w/p/sub/b.txt", "b\n");
-    std::fs::set_permissions(test.path().join("w/p/sub"), std::fs::Permissions::from_mode(0o700)).unwrap();
-    call(&test, "move_file", r#"{"source": "/w/p", "destination": "/w/q"}"#);
-    call(&test, "delete_file", r#"{"path": "/w/q/sub", "recursive": true}"#);
-    let run = undo(&test, &["--last", "2"]);
-    eqnice!("restored /w/q/sub\nrestored /w/p\n", run.stdout);
-    assert_eq!(run.code, 0, "{run:?}");
 
     // Which way a tree is hashed depends on its visible files alone: a hidden `.env` past
     // 16 MiB leaves a small tree hashed by content, so the undo of an edit in it and of its
@@ -561,6 +554,32 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
     let run = undo(&test, &["--last", "1"]);
     eqnice!("restored /w/r\n", run.stdout);
     assert_eq!(run.code, 0, "{run:?}");
+}
+
+/// Private, read-only and shared directories deleted in a moved tree, both undone: the
+/// restore gives each directory its mode back, after what goes in it (`ro` takes its file
+/// only then), so the tree is as the move left it and moves back.
+#[test]
+fn a_deleted_trees_directories_come_back_with_their_modes_and_its_moved_parent_moves_back() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let test = TestDir::new();
+    test.file("w/p/sub/b.txt", "b\n");
+    test.file("w/p/sub/ro/c.txt", "c\n");
+    test.dir("w/p/sub/shared");
+    let modes = [("w/p/sub", 0o700), ("w/p/sub/ro", 0o555), ("w/p/sub/shared", 0o1777)];
+    for (directory, mode) in modes {
+        std::fs::set_permissions(test.path().join(directory), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    call(&test, "move_file", r#"{"source": "/w/p", "destination": "/w/q"}"#);
+    call(&test, "delete_file", r#"{"path": "/w/q/sub", "recursive": true}"#);
+    let run = undo(&test, &["--last", "2"]);
+    eqnice!("restored /w/q/sub\nrestored /w/p\n", run.stdout);
+    assert_eq!(run.code, 0, "{run:?}");
+    for (directory, mode) in modes {
+        let found = std::fs::metadata(test.path().join(directory)).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(found, mode, "{directory}: {found:o}");
+    }
+    assert_eq!(std::fs::read_to_string(test.path().join("w/p/sub/ro/c.txt")).unwrap(), "c\n");
 }
 
 /// A change is undone only through a launch that mounts its roots where they were: one journal

@@ -251,10 +251,10 @@ impl<'r> Context<'r> {
 
     /// The version of the directory at `located`, for the guard of a move's undo: equal while
     /// nothing below it was added, removed, renamed, rewritten, replaced or given other
-    /// permission bits. Every name below it counts, with its kind; a file with its permission
-    /// bits; a link or a special file with its type, size and times (a replaced one has
-    /// another change time). A directory's own mode does not count: an undo that restores a
-    /// deleted tree makes its directories anew. Files the name rules hide count by their
+    /// permission bits. Every name below it counts, with its kind; a file or a directory with
+    /// its permission bits (an undo that restores a deleted tree gives its directories back
+    /// the modes they had); a link or a special file with its type, size and times (a
+    /// replaced one has another change time). Files the name rules hide count by their
     /// sizes and times. The visible files of a tree that holds at most [`TREE_READ_BYTES`] of
     /// them count by their versions (their contents): an undo that puts a file's bytes and
     /// mode back leaves it as it was. Past that, they count by their sizes, modification and
@@ -325,8 +325,9 @@ impl<'r> Context<'r> {
         Some(format!("tree-c{by_content:032x}"))
     }
 
-    /// The before image of the directory at `located` and everything in it.
-    pub(crate) fn tree_image(&self, located: &Located, path: &VirtualPath) -> Image {
+    /// The before image of the directory at `located`, whose permission bits are `mode`, and
+    /// everything in it.
+    pub(crate) fn tree_image(&self, located: &Located, mode: u32, path: &VirtualPath) -> Image {
         let store = self.store(located.mount);
         let cap = self.registry.limits.write_bytes;
         let mut items = Vec::new();
@@ -337,7 +338,14 @@ impl<'r> Context<'r> {
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
             let relative = entry.relative.to_owned();
             match entry.kind {
-                Kind::Directory => items.push(TreeItem { relative, content: None, mode: 0 }),
+                Kind::Directory => {
+                    // Its mode, to be put back as it was (a store that keeps none says 0).
+                    let Ok(Some(stat)) = store.restat(entry.node, entry.path) else {
+                        refused = Some("the tree could not be read whole");
+                        return Flow::Stop;
+                    };
+                    items.push(TreeItem { relative, content: None, mode: directory_mode(&stat) });
+                }
                 Kind::File => {
                     let (content, mode) = match self.kept(store, entry.node, None) {
                         Some(Ok(kept)) => kept,
@@ -378,7 +386,7 @@ impl<'r> Context<'r> {
             Flow::Continue
         });
         match (walked, refused) {
-            (Ok(walked), None) if walked.completed => Image::Tree(items),
+            (Ok(walked), None) if walked.completed => Image::Tree { mode, items },
             (walked, refused) => {
                 self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
                 Image::NotKept(match (walked, refused) {
@@ -406,7 +414,9 @@ impl<'r> Context<'r> {
     pub(crate) fn forget_image(&self, image: Option<&Image>) {
         match image {
             Some(Image::File { content, .. }) => self.forget_kept(std::iter::once(content)),
-            Some(Image::Tree(items)) => self.forget_kept(items.iter().filter_map(|item| item.content.as_ref())),
+            Some(Image::Tree { items, .. }) => {
+                self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
+            }
             _ => {}
         }
     }
@@ -540,6 +550,12 @@ pub(crate) fn authored_mode(mode: u32) -> u32 {
     mode & !0o111
 }
 
+/// The bits of a directory's mode a tree image keeps: its permissions with the sticky,
+/// set-user-ID and set-group-ID bits.
+pub(crate) fn directory_mode(stat: &crate::storage::Stat) -> u32 {
+    stat.mode & 0o7777
+}
+
 /// One entry's share of a tree's version: its name below the tree and its `state`.
 fn tree_entry_hash(relative: &str, state: &[u8]) -> u128 {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
@@ -550,13 +566,12 @@ fn tree_entry_hash(relative: &str, state: &[u8]) -> u128 {
 }
 
 /// What a tree's version counts of an entry besides its name (see [`Context::tree_version`]):
-/// its kind, a file's permission bits, a link's or a special file's type and bits; with
-/// `times`, the size and the times of what is not a directory.
+/// its kind, a file's or a directory's permission bits, a link's or a special file's type
+/// and bits; with `times`, the size and the times of what is not a directory.
 fn tree_stamp(stat: &Stat, kind: Kind, times: bool) -> Vec<u8> {
     let mut state = Vec::with_capacity(40);
     let mode = match kind {
-        Kind::Directory => 0,
-        Kind::File => stat.mode & 0o7777,
+        Kind::Directory | Kind::File => stat.mode & 0o7777,
         Kind::Symlink | Kind::Special => stat.mode,
     };
     state.push(match kind {

@@ -548,6 +548,24 @@ impl Context<'_> {
         }
     }
 
+    /// Gives the directory at `input` exactly the bits `mode` (permissions, sticky,
+    /// set-user-ID and set-group-ID bits as a tree image kept them) while it has the mode
+    /// [`Context::create_directory`] gives a directory (0o777 less the umask): what an undo does
+    /// to each directory it put back, once what goes in it is back (a directory without write
+    /// permission could take nothing), deepest first. A mode someone set since is kept.
+    /// `false` when nothing was changed. Rights as for a write at the path.
+    pub(crate) fn restore_directory_mode(&self, input: &str, mode: u32) -> Result<bool, Error> {
+        let path = Self::parse(input)?;
+        let located = self.locate::<gate::Write>(&path, false, false)?;
+        if Self::is_root(&located) {
+            return Ok(false);
+        }
+        let store = self.store(located.mount);
+        let _lock = store.lock(&located.node, &path)?;
+        let made = 0o777 & !crate::storage::local::process_umask();
+        store.set_directory_mode(&located, made, mode & 0o7777, &path)
+    }
+
     /// Moves `source_input` to `destination_input` when `at_source` holds of the source and
     /// `at_destination` of the destination, both checked under the directories' locks just
     /// before the rename. A directory at the destination is never replaced, whatever the
@@ -741,10 +759,12 @@ impl Context<'_> {
             (keeps && recursive && stat.kind == Kind::Directory).then(|| self.keeping(&located, &path)).flatten();
         let image = match &keeping {
             // Told to the intent as an empty tree: its items are linked as the removal goes.
-            Some(_) => Some(Image::Tree(Vec::new())),
+            Some(_) => Some(Image::Tree { mode: super::directory_mode(&stat), items: Vec::new() }),
             // A directory removed alone is empty, or its removal fails: nothing in it is
             // imaged (linking its files would change their change times for nothing).
-            None if !recursive && stat.kind == Kind::Directory => keeps.then(|| Image::Tree(Vec::new())),
+            None if !recursive && stat.kind == Kind::Directory => {
+                keeps.then(|| Image::Tree { mode: super::directory_mode(&stat), items: Vec::new() })
+            }
             None => keeps.then(|| self.removal_image(&located, &stat, &path)),
         };
         // A tree imaged before its removal: which of its files the removal took, in case it
@@ -758,14 +778,15 @@ impl Context<'_> {
             holds_mount: &|identity| registry.holds_mount(identity),
             judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
             keep: keeping.as_ref(),
-            took: matches!(image, Some(Image::Tree(_)) if keeping.is_none()).then_some(&took as &dyn Fn(&VirtualPath)),
+            took: matches!(image, Some(Image::Tree { .. }) if keeping.is_none())
+                .then_some(&took as &dyn Fn(&VirtualPath)),
         };
         let before = removed_before(&stat, precondition.as_ref());
         self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
         let removed = store.remove(&located, stat.kind, &removal, &path);
         let image = match (keeping, image) {
-            (Some(keeping), _) => Some(self.kept_tree(keeping, removed.is_ok(), &path)),
-            (None, Some(Image::Tree(items))) if removed.is_err() => {
+            (Some(keeping), _) => Some(self.kept_tree(keeping, super::directory_mode(&stat), removed.is_ok(), &path)),
+            (None, Some(Image::Tree { items, .. })) if removed.is_err() => {
                 let taken = taken.into_inner();
                 let (gone, left): (Vec<TreeItem>, Vec<TreeItem>) = items
                     .into_iter()
@@ -791,7 +812,7 @@ impl Context<'_> {
     fn removal_image(&self, located: &Located, stat: &Stat, path: &VirtualPath) -> Image {
         match stat.kind {
             Kind::File => self.file_image(self.store(located.mount), &located.node, Some(stat.size), path),
-            Kind::Directory => self.tree_image(located, path),
+            Kind::Directory => self.tree_image(located, super::directory_mode(stat), path),
             Kind::Symlink => Image::NotKept("a link"),
             Kind::Special => Image::NotKept("a special file"),
         }
@@ -825,11 +846,17 @@ impl Context<'_> {
     /// (what was kept is removed). One that stopped part way (a file written into a directory
     /// it had emptied) has removed the files it kept: each is told as a change of its own, a
     /// file removed with its image, so that what the failed call took can be put back.
-    fn kept_tree(&self, keeping: crate::storage::TreeKeeping<'_>, removed: bool, path: &VirtualPath) -> Image {
+    fn kept_tree(
+        &self,
+        keeping: crate::storage::TreeKeeping<'_>,
+        mode: u32,
+        removed: bool,
+        path: &VirtualPath,
+    ) -> Image {
         let refused = keeping.refused.get();
         let items = keeping.items.into_inner();
         if removed && refused.is_none() {
-            return Image::Tree(items);
+            return Image::Tree { mode, items };
         }
         if removed {
             self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));

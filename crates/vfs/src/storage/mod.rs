@@ -555,6 +555,10 @@ pub(crate) trait Store {
     /// Creates a directory; `false` when it already existed.
     fn make_directory(&self, node: &Self::Node, path: &VirtualPath) -> Result<bool, Error>;
 
+    /// Gives the directory at the place the bits `to` when its mode is `from` now (never
+    /// through a link); `false` when it has another mode, or the store keeps none.
+    fn set_directory_mode(&self, node: &Self::Node, from: u32, to: u32, path: &VirtualPath) -> Result<bool, Error>;
+
     /// Removes a file or a link (never its target), an empty directory, or with
     /// `removal.recursive` a whole tree, as [`Removal`] says.
     fn remove(&self, node: &Self::Node, kind: Kind, removal: &Removal<'_>, path: &VirtualPath) -> Result<(), Error>;
@@ -941,6 +945,18 @@ impl Backend {
     /// Creates a directory; `false` when it already existed.
     pub(crate) fn make_directory(&self, place: &Place<Write>, path: &VirtualPath) -> Result<bool, Error> {
         with_node!(self, &place.node, path, |store, node| store.make_directory(node, path))
+    }
+
+    /// Gives the directory at the place the bits `to` when its mode is `from` now; `false`
+    /// when it has another mode, or the store keeps none.
+    pub(crate) fn set_directory_mode(
+        &self,
+        place: &Place<Write>,
+        from: u32,
+        to: u32,
+        path: &VirtualPath,
+    ) -> Result<bool, Error> {
+        with_node!(self, &place.node, path, |store, node| store.set_directory_mode(node, from, to, path))
     }
 
     /// Removes a file or a link (never its target), an empty directory, or with

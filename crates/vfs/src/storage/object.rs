@@ -955,6 +955,10 @@ impl crate::storage::Store for ObjectRoot {
     }
 
     /// Directories are prefixes: nothing is written until a file is.
+    fn set_directory_mode(&self, _node: &Node, _from: u32, _to: u32, _path: &VirtualPath) -> Result<bool, Error> {
+        Ok(false)
+    }
+
     fn make_directory(&self, _node: &Node, _path: &VirtualPath) -> Result<bool, Error> {
         Ok(true)
     }

@@ -273,6 +273,24 @@ pub(super) fn make_directory(directory: &OwnedFd, name: &str, path: &VirtualPath
     }
 }
 
+/// Gives the directory `name` the bits `to` when its mode is `from` now (permission, sticky,
+/// set-user-ID and set-group-ID bits); `false` when it has another mode. Through a handle
+/// opened without following a link, so that the bits go to the directory that was judged.
+pub(super) fn set_directory_mode(
+    directory: &OwnedFd,
+    name: &str,
+    from: u32,
+    to: u32,
+    path: &VirtualPath,
+) -> Result<bool, Error> {
+    let (child, stat) = open_subdirectory(directory, name, path)?;
+    if stat.mode & 0o7777 != from {
+        return Ok(false);
+    }
+    rustix::fs::fchmod(&child, Mode::from_raw_mode(to)).map_err(|errno| Error::io(path, io_error(errno)))?;
+    Ok(true)
+}
+
 /// Removes a file or a symbolic link (never its target).
 pub(super) fn remove_file(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<(), Error> {
     rustix::fs::unlinkat(directory, name, AtFlags::empty()).map_err(|errno| match errno {
@@ -312,6 +330,14 @@ pub(super) fn remove_tree(
     if (removal.holds_mount)(identity(&stat)) {
         return Err(Error::pinned(path, "delete", None));
     }
+    // A directory below the top is an item of the image, with its mode (the top's is the
+    // image's own); parents come before children.
+    if let Some(keep) = keep
+        && depth > 0
+    {
+        let item = crate::changes::TreeItem { relative: keep.relative(path), content: None, mode: stat.mode & 0o7777 };
+        keep.items.borrow_mut().push(item);
+    }
     // Every write takes its directory's lock: under it, what `check` judged of a file is what
     // is removed, and no file is created between the last removal and the directory's own
     // (a write that waited for the lock then finds its directory gone).
@@ -321,10 +347,6 @@ pub(super) fn remove_tree(
     for entry in entries {
         let entry_path = path.join_trusted(&entry.name);
         if entry.kind == Kind::Directory {
-            if let Some(keep) = keep {
-                let relative = keep.relative(&entry_path);
-                keep.items.borrow_mut().push(crate::changes::TreeItem { relative, content: None, mode: 0 });
-            }
             remove_tree(&child, &entry.name, &entry_path, removal, check, depth + 1)?;
         } else {
             check(&child, &entry.name, &entry_path)?;

@@ -795,6 +795,11 @@ impl super::Store for LocalRoot {
         files::make_directory(&node.parent, name, path)
     }
 
+    fn set_directory_mode(&self, node: &Node, from: u32, to: u32, path: &VirtualPath) -> Result<bool, Error> {
+        let Some(name) = &node.name else { return Ok(false) };
+        files::set_directory_mode(&node.parent, name, from, to, path)
+    }
+
     fn remove(&self, node: &Node, kind: Kind, removal: &super::Removal<'_>, path: &VirtualPath) -> Result<(), Error> {
         let Some(name) = &node.name else {
             return Err(Error::invalid_argument(agent_text![
