@@ -180,7 +180,13 @@ impl State {
 #[derive(Debug)]
 pub struct Journal {
     max_bytes: u64,
-    access: OnceLock<PrivilegedAccessor>,
+    /// Weak: the registry this journal observes holds it (a strong capability would keep
+    /// both, with the journal's files and its presence lock, for as long as the process
+    /// lives, and a later launch on the journal would never find itself alone).
+    access: OnceLock<vfs::WeakPrivilegedAccessor>,
+    /// The registry of a journal opened only to be read ([`open_journal`]): it does not
+    /// observe into the journal, and nothing else holds it.
+    reading: OnceLock<MountRegistry>,
     keeper: OnceLock<Keeper>,
     /// The log, held open for the intents (told under a change's lock: no registry call).
     intents: Mutex<Option<AppendFile>>,
@@ -337,6 +343,7 @@ impl Journal {
         Self {
             max_bytes,
             access: OnceLock::new(),
+            reading: OnceLock::new(),
             keeper: OnceLock::new(),
             intents: Mutex::new(None),
             presence: Mutex::new(None),
@@ -437,7 +444,7 @@ impl Journal {
         *self.presence.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = presence;
         self.state().compact_at = compact_at(log.as_ref().and_then(|log| log.length().ok()).unwrap_or(0), bound);
         *self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = log;
-        let _ = self.access.set(capability);
+        let _ = self.access.set(capability.downgrade());
         true
     }
 
@@ -603,8 +610,9 @@ impl Journal {
         Ok(())
     }
 
-    fn access(&self) -> Option<&PrivilegedAccessor> {
-        self.access.get()
+    /// The journal's capability, while the registry it is attached to lives.
+    fn access(&self) -> Option<PrivilegedAccessor> {
+        self.access.get()?.upgrade()
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -666,6 +674,7 @@ impl Journal {
             return;
         }
         let Some(access) = self.access() else { return };
+        let access = &access;
         let writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let default = CallInfo { session: "-".to_owned(), undoes: None, asked_by: None, paths: Vec::new() };
         let mut added = Vec::new();
@@ -980,6 +989,7 @@ pub fn open_journal(
     let registry = MountRegistry::builder().internal(spec).build(authority).map_err(crate::HostError::from)?;
     let journal = Journal::new(DEFAULT_MAX_BYTES);
     journal.attach_with(&registry, false);
+    let _ = journal.reading.set(registry);
     Ok(journal)
 }
 
@@ -2062,7 +2072,7 @@ impl Journal {
     /// The journal's entries.
     #[must_use]
     pub fn entries(&self) -> Entries {
-        Entries::new(self.access().map(load).unwrap_or_default())
+        Entries::new(self.access().as_ref().map(load).unwrap_or_default())
     }
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
@@ -2161,6 +2171,7 @@ impl Journal {
     /// by its store, is read when it is restored).
     fn has_images(&self, entry: &Entry) -> bool {
         let Some(access) = self.access() else { return false };
+        let access = &access;
         entry
             .images
             .iter()
@@ -2176,7 +2187,7 @@ impl Journal {
     /// The parts of the entry's line in the log found where the entry was read.
     fn parts_at(&self, entry: &Entry) -> Option<Vec<Value>> {
         let (at, length) = entry.line;
-        let access = self.access()?;
+        let access = &self.access()?;
         // A line may be longer than one read returns (a tree of many files).
         let mut line = Vec::with_capacity(length);
         while line.len() < length {
@@ -2195,7 +2206,7 @@ impl Journal {
     /// entry was read moved its line (or left only what a dropped entry keeps, no parts).
     fn parts_found(&self, entry: &Entry) -> Option<Vec<Value>> {
         let mut found = None;
-        each_line(self.access()?, |_, line| {
+        each_line(&self.access()?, |_, line| {
             if found.is_none()
                 && let Ok(value) = serde_json::from_slice::<Value>(line)
                 && value.get("id").and_then(Value::as_str) == Some(entry.id.as_str())
@@ -2214,7 +2225,7 @@ impl Journal {
         if name.starts_with('/') {
             return self.keeper.get()?.read_stored(name).ok();
         }
-        read_whole(self.access()?, &format!("{IMAGES}/{name}")).ok()
+        read_whole(&self.access()?, &format!("{IMAGES}/{name}")).ok()
     }
 
     /// Removes the image `name` (see [`Journal::image_bytes`]).
@@ -2465,7 +2476,7 @@ mod tests {
 
     fn own_line(journal: &Journal, line: &Value) -> u64 {
         let text = format!("{line}\n");
-        journal.append(journal.access().unwrap(), &text, vfs::HeldSyncs::default()).unwrap();
+        journal.append(&journal.access().unwrap(), &text, vfs::HeldSyncs::default()).unwrap();
         text.len() as u64
     }
 
@@ -2479,7 +2490,7 @@ mod tests {
     fn lines_another_process_appends_between_own_appends_are_noted_where_they_lie() {
         let directory = tempfile::tempdir().unwrap();
         let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
-        let access = journal.access().unwrap();
+        let access = &journal.access().unwrap();
         let first = own_line(&journal, &json!({ "settled": "own-1" }));
         journal.state().counted = true;
         assert_eq!(journal.state().log_end, Some(first));
@@ -2543,7 +2554,7 @@ mod tests {
             &json!({ "id": "2", "call": "c2", "images": ["c2.0"], "image_bytes": theirs, "parts": [] }),
         );
         assert!(!journal.state().counted);
-        journal.bound(journal.access().unwrap(), Vec::new());
+        journal.bound(&journal.access().unwrap(), Vec::new());
         let on_disk = || std::fs::metadata(directory.path().join("journal.jsonl")).unwrap().len();
         {
             let live = journal.live.lock().unwrap();
@@ -2560,7 +2571,7 @@ mod tests {
             directory.path(),
             &json!({ "id": "3", "call": "c3", "images": ["c3.0"], "image_bytes": 10, "parts": [] }),
         );
-        journal.bound(journal.access().unwrap(), Vec::new());
+        journal.bound(&journal.access().unwrap(), Vec::new());
         assert_eq!(journal.live.lock().unwrap().bytes, theirs + 10);
         own_line(&journal, &json!({ "settled": "c3" }));
         let state = journal.state();
@@ -2574,7 +2585,7 @@ mod tests {
     fn after_a_failed_append_the_next_line_stands_alone() {
         let directory = tempfile::tempdir().unwrap();
         let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
-        let access = journal.access().unwrap();
+        let access = &journal.access().unwrap();
         append_as_another(directory.path(), &json!({ "id": "1", "call": "c1", "parts": [] }));
         std::fs::OpenOptions::new()
             .append(true)
@@ -2620,7 +2631,7 @@ mod tests {
         let Some(directory) = std::env::var_os("VFS_TEST_CUT_LOG") else { return };
         let directory = std::path::PathBuf::from(directory);
         let journal = open_journal(&directory, vfs::ambient_authority()).unwrap();
-        let access = journal.access().unwrap();
+        let access = &journal.access().unwrap();
         let first = own_line(&journal, &json!({ "id": "1", "call": "c1", "parts": [] }));
         let limit = getrlimit(Resource::Fsize);
         setrlimit(Resource::Fsize, rustix::process::Rlimit { current: Some(first + 10), ..limit }).unwrap();
@@ -2752,10 +2763,10 @@ mod tests {
         let at_n = |path: &str| path.replacen("/m/", "/n/", 1);
         // A mount that takes no write is not swept.
         let (_registry, journal) = attach_at(directory.path(), "/n", "ro");
-        journal.tidy(journal.access().unwrap(), COMPACT_FROM);
+        journal.tidy(&journal.access().unwrap(), COMPACT_FROM);
         assert_eq!(journal.keeper.get().unwrap().read_stored(&at_n(&orphan)).unwrap(), b"one\n");
         let (_registry, journal) = attach_at(directory.path(), "/n", "rw");
-        journal.tidy(journal.access().unwrap(), COMPACT_FROM);
+        journal.tidy(&journal.access().unwrap(), COMPACT_FROM);
         let keeper = journal.keeper.get().unwrap();
         assert_eq!(keeper.read_stored(&at_n(&named)).unwrap(), b"one\n");
         assert_eq!(keeper.read_stored(&at_n(&orphan)).unwrap_err().kind(), vfs::ErrorKind::NotFound);
@@ -2811,7 +2822,7 @@ mod tests {
         }
         let second = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
         assert_eq!(second.state().compact_at, 2 * length);
-        first.compact_if_grown(first.access().unwrap());
+        first.compact_if_grown(&first.access().unwrap());
         assert_eq!(first.state().compact_at, COMPACT_FROM, "every `settled` line left out");
         let own = own_line(&second, &json!({ "settled": "second" }));
         let state = second.state();
@@ -2839,7 +2850,7 @@ mod tests {
         own_line(&journal, &json!({ "id": "3", "call": "c2", "images": ["c2.0"], "image_bytes": 20, "parts": [] }));
         own_line(&journal, &json!({ "id": "4", "call": "c4", "images": ["c4.0"], "image_bytes": 40, "parts": [] }));
         own_line(&journal, &json!({ "dropped": "4" }));
-        let live = Live::of(load(journal.access().unwrap()));
+        let live = Live::of(load(&journal.access().unwrap()));
         assert_eq!((live.bytes, live.entries.keys().cloned().collect::<Vec<_>>()), (20, vec!["3".to_owned()]));
     }
 
@@ -2850,7 +2861,7 @@ mod tests {
     fn a_compaction_that_rewrites_nothing_keeps_where_the_own_lines_end() {
         let directory = tempfile::tempdir().unwrap();
         let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
-        let access = journal.access().unwrap();
+        let access = &journal.access().unwrap();
         let (mut end, mut id) = (0, 0);
         while end < COMPACT_FROM {
             end += own_line(&journal, &json!({ "id": format!("{id:08}"), "parts": [], "pad": "p".repeat(60) }));
@@ -2884,15 +2895,15 @@ mod tests {
                         let entry = json!({ "id": id, "call": id, "parts": [], "pad": pad });
                         let settled = json!({ "settled": id, "pad": pad });
                         let lines = format!("{entry}\n{settled}\n");
-                        journal.append(journal.access().unwrap(), &lines, vfs::HeldSyncs::default()).unwrap();
-                        journal.compact_if_grown(journal.access().unwrap());
+                        journal.append(&journal.access().unwrap(), &lines, vfs::HeldSyncs::default()).unwrap();
+                        journal.compact_if_grown(&journal.access().unwrap());
                     }
                 });
             }
         });
         let mut ids = Vec::new();
         let mut settled = 0;
-        each_line(journals[0].access().unwrap(), |_, line| {
+        each_line(&journals[0].access().unwrap(), |_, line| {
             let value: Value = serde_json::from_slice(line).unwrap();
             match value.get("id").and_then(Value::as_str) {
                 Some(id) => ids.push(id.to_owned()),
@@ -2958,7 +2969,7 @@ mod tests {
         let content = format!("{{\"settled\": \"x\"}}\n{entry}\n{{\"cut");
         std::fs::write(directory.path().join("journal.jsonl"), &content).unwrap();
         let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
-        let access = journal.access().unwrap();
+        let access = &journal.access().unwrap();
 
         let mut lines = Vec::new();
         let (end, read) = each_line(access, |at, line| lines.push((at, line.to_vec()))).unwrap();

@@ -941,6 +941,34 @@ fn the_images_a_stopped_process_left_unnamed_are_removed_by_the_next_process_alo
     assert_eq!(entries.state_text(delete), "not undoable (incomplete)");
 }
 
+/// A launch let go of lets go of its journal: its files and its presence lock close with it,
+/// so the next launch on the journal in the same process (a daemon's, a test's) finds itself
+/// alone and removes what no line names. The journal is an observer of its registry; a
+/// journal that held its registry strongly kept both, and every file they hold, for as long
+/// as the process lived (2,000 launches ran out of descriptors).
+#[test]
+fn a_launch_let_go_of_lets_go_of_its_journal_and_the_next_one_is_alone_on_it() {
+    let base = tempfile::tempdir().unwrap();
+    let _alone = alone();
+    let first = launch(base.path());
+    let tools = first.tools(None);
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "one\n" }));
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "two\n", "overwrite": true }));
+    let view = first.registry().agent();
+    drop((tools, first));
+    // The registry, with its observers, goes with its last holder.
+    view.info("/w/a.txt").unwrap();
+    drop(view);
+    let kept = image_names(base.path());
+    assert_eq!(kept.len(), 1, "the overwrite's image: {kept:?}");
+    std::fs::write(base.path().join("journal/images").join(ORPHAN), "no line names it\n").unwrap();
+    let second = launch(base.path());
+    assert_eq!(image_names(base.path()), kept, "the orphan is removed, the named image kept");
+    let entries = second.journal().unwrap().entries();
+    let write = entries.all().iter().find(|entry| entry.paths == ["/w/a.txt"] && entry.operation == "write");
+    assert_eq!(entries.state(write.unwrap()), EntryState::Undoable);
+}
+
 /// Where [`a_process_that_stops_in_a_delete`] finds its journal's base.
 const STOPPED_BASE: &str = "VFS_TEST_STOPPED_BASE";
 
@@ -1067,9 +1095,10 @@ fn make_many_changes(base: &Path) {
 }
 
 /// The first process of the compaction tests: [`MANY`] files written over through the tools,
-/// each leaving an intent and an entry with an image. Written by ten launches in turn, as by
-/// ten short processes: none writes enough to double the log it found, so none compacts it
-/// while it runs (`a_log_in_use_is_compacted_as_it_grows_…` proves that one).
+/// each leaving an intent and an entry with an image. Written by ten launches in turn, each
+/// kept open to the end, as ten processes sharing the journal: none is alone at its start
+/// (so none compacts the log there), and none writes enough to double the log it found (so
+/// none compacts it while it runs: `a_log_in_use_is_compacted_as_it_grows_…` proves that).
 #[test]
 #[ignore = "a child process of the compaction tests"]
 fn a_process_that_makes_many_changes() {
@@ -1078,6 +1107,7 @@ fn a_process_that_makes_many_changes() {
     for index in 0..MANY {
         std::fs::write(base.join(format!("w/{index:03}.txt")), format!("before {index}\n")).unwrap();
     }
+    let mut open = Vec::new();
     for turn in 0..10 {
         let launch = launch(&base);
         let tools = launch.tools(None);
@@ -1085,6 +1115,7 @@ fn a_process_that_makes_many_changes() {
             let arguments = json!({ "path": format!("/w/{index:03}.txt"), "content": format!("after {index}\n"), "overwrite": true });
             call(&tools, "write_file", &arguments);
         }
+        open.push((launch, tools));
     }
     std::process::exit(0);
 }

@@ -615,6 +615,36 @@ impl PrivilegedAccessor {
     pub fn into_append_only(self) -> AppendOnlyAccessor {
         AppendOnlyAccessor { inner: self }
     }
+
+    /// This capability, held without keeping its registry alive: the form an observer of
+    /// the registry holds ([`MountRegistryBuilder::observe`](crate::MountRegistryBuilder::observe)).
+    /// The registry holds its observers; one that held its registry would keep both, and
+    /// every file and lock either holds, for as long as the process lives.
+    #[must_use]
+    pub fn downgrade(&self) -> WeakPrivilegedAccessor {
+        WeakPrivilegedAccessor { registry: std::sync::Arc::downgrade(&self.registry.inner), mount: self.mount }
+    }
+}
+
+/// A [`PrivilegedAccessor`] that does not keep its registry alive
+/// ([`PrivilegedAccessor::downgrade`]).
+///
+/// # Privilege
+/// Reaches the internal root it was downgraded from, while its registry lives.
+#[derive(Debug)]
+pub struct WeakPrivilegedAccessor {
+    registry: std::sync::Weak<crate::registry::RegistryInner>,
+    mount: usize,
+}
+
+impl WeakPrivilegedAccessor {
+    /// The capability, while its registry lives (someone else holds it); `None` once it is
+    /// gone.
+    #[must_use]
+    pub fn upgrade(&self) -> Option<PrivilegedAccessor> {
+        let inner = self.registry.upgrade()?;
+        Some(PrivilegedAccessor::new(MountRegistry { inner }, self.mount))
+    }
 }
 
 /// An append-only capability for one internal root: it creates files and appends to them,

@@ -41,7 +41,9 @@
 //! ```
 #![deny(missing_docs)]
 
-pub use access::{AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, ReadHandle, StagedWrite};
+pub use access::{
+    AgentAccessor, AppendOnlyAccessor, PrivilegedAccessor, ReadHandle, StagedWrite, WeakPrivilegedAccessor,
+};
 pub use budget::{Budget, Progress, ProgressSink};
 pub use changes::{
     Before, CallId, Change, ChangeKind, ChangeObserver, Image, Keeper, Saved, StoredImages, TREE_IMAGE_BYTES, TreeItem,

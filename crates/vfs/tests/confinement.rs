@@ -421,6 +421,23 @@ fn privileged_accessor_reaches_only_its_root() {
     assert_eq!(fixture.read("logs/new.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
 }
 
+/// A downgraded capability reaches its root, and only it, while its registry lives, and
+/// does not keep the registry alive: what an observer of the registry holds.
+#[test]
+fn a_downgraded_privileged_accessor_reaches_its_root_only_while_the_registry_lives() {
+    let (fixture, registry) = standard();
+    #[expect(clippy::disallowed_methods, reason = "the test holds the journal's kind of capability")]
+    let weak = registry.mint_privileged("/llm-logs").unwrap().downgrade();
+    let privileged = weak.upgrade().unwrap();
+    assert_eq!(privileged.read_text("/llm-logs/secret.jsonl", &ReadWindow::default()).unwrap().content, "{}\n");
+    let error = privileged.read_text("/src/a.txt", &ReadWindow::default()).unwrap_err();
+    assert_eq!((error.kind(), error.to_string().as_str()), (ErrorKind::UnknownRoot, UNKNOWN));
+    drop(privileged);
+    drop(registry);
+    assert!(weak.upgrade().is_none(), "the registry outlived its last holder");
+    drop(fixture);
+}
+
 /// An append file tells when its name no longer gives it: replaced by a rename (a log
 /// compacted), even while a second name (a backup made with hard links) keeps it linked, or
 /// removed.
