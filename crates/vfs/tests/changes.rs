@@ -780,8 +780,47 @@ fn fixture_umask() -> u32 {
 /// there, and the delete linked nothing into the
 /// keeper: its image is the empty tree, so it never touches a file in the directory.
 #[test]
-#[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
 fn a_directory_deleted_alone_beside_a_write_into_it_loses_nothing_and_links_nothing() {
+    beside_a_directory_deleted_alone(
+        &|agent, round| agent.write("/p/d/f.txt", &format!("round {round}\n"), &Precondition::Any).map(drop),
+        &|fixture, round| assert_eq!(fixture.read("p/d/f.txt"), format!("round {round}\n"), "round {round}"),
+    );
+}
+
+/// The same race with a directory made in the one deleted: `create_directory` always
+/// succeeds (making its parent again when the delete went first or took it from under it),
+/// and the directory is there.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the directory made, on disk")]
+fn a_directory_deleted_alone_beside_a_directory_made_in_it_loses_nothing() {
+    beside_a_directory_deleted_alone(&|agent, _| agent.create_directory("/p/d/sub").map(drop), &|fixture, round| {
+        assert!(fixture.path("p/d/sub").is_dir(), "round {round}");
+    });
+}
+
+/// The same race with a staged write (the FUSE view's): begun, written and committed, it
+/// always lands, and its bytes are there.
+#[test]
+fn a_directory_deleted_alone_beside_a_staged_write_into_it_loses_nothing() {
+    beside_a_directory_deleted_alone(
+        &|agent, round| {
+            let mut staged = agent.stage("/p/d/f.txt", vfs::StageFrom::Empty)?;
+            staged.write_at(0, format!("staged {round}\n").as_bytes())?;
+            staged.commit(&Precondition::Any).map(drop)
+        },
+        &|fixture, round| assert_eq!(fixture.read("p/d/f.txt"), format!("staged {round}\n"), "round {round}"),
+    );
+}
+
+/// Runs `act` into `/p/d` at once with a delete of `/p/d` without `recursive`, 100 rounds on
+/// a barrier (`act` a little later each round): `act` must succeed every round and `landed`
+/// find its result; the delete goes through or is refused as not empty (both happen), and
+/// links nothing into the keeper.
+#[expect(clippy::disallowed_methods, reason = "fixture: the keeper's directory on disk")]
+fn beside_a_directory_deleted_alone(
+    act: &(dyn Fn(&vfs::AgentAccessor, u64) -> Result<(), vfs::Error> + Sync),
+    landed: &dyn Fn(&Fixture, u64),
+) {
     let fixture = Fixture::new();
     fixture.mkdir("p");
     let (registry, _linker) = linked(&fixture);
@@ -789,27 +828,26 @@ fn a_directory_deleted_alone_beside_a_write_into_it_loses_nothing_and_links_noth
     let (mut deleted, mut refused) = (0, 0);
     for round in 0..100u64 {
         fixture.mkdir("p/d");
-        let content = format!("round {round}\n");
         let barrier = std::sync::Barrier::new(2);
-        let (removed, written) = std::thread::scope(|scope| {
+        let (removed, acted) = std::thread::scope(|scope| {
             let remove = scope.spawn(|| {
                 barrier.wait();
                 agent.delete("/p/d", false, &Precondition::Any)
             });
-            let write = scope.spawn(|| {
+            let acting = scope.spawn(|| {
                 barrier.wait();
                 std::thread::sleep(std::time::Duration::from_micros(round % 7 * 20));
-                agent.write("/p/d/f.txt", &content, &Precondition::Any)
+                act(&agent, round)
             });
-            (remove.join().unwrap(), write.join().unwrap())
+            (remove.join().unwrap(), acting.join().unwrap())
         });
-        assert!(written.is_ok(), "round {round}: the write failed: {written:?}");
+        assert!(acted.is_ok(), "round {round}: it failed: {acted:?}");
         match removed {
             Ok(_) => deleted += 1,
             Err(error) if error.kind() == vfs::ErrorKind::DirectoryNotEmpty => refused += 1,
             Err(error) => panic!("round {round}: the delete failed otherwise: {error}"),
         }
-        assert_eq!(fixture.read("p/d/f.txt"), content, "round {round}");
+        landed(&fixture, round);
         let linked = std::fs::read_dir(fixture.path("k/images")).map_or(0, Iterator::count);
         assert_eq!(linked, 0, "round {round}: the delete linked a file into the keeper");
         std::fs::remove_dir_all(fixture.path("p/d")).unwrap();

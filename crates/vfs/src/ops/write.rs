@@ -359,9 +359,17 @@ impl Context<'_> {
         precondition: &Precondition,
         mode: Option<u32>,
     ) -> Result<WriteOutcome, Error> {
+        Self::again_if_changed(|| self.write_once(input, content, precondition, mode))
+    }
+
+    /// Runs `work` again, twice at most, while it answers [`ErrorKind::Changed`]: a call that
+    /// found its directory and then met it removed by a delete beside it (found again, the
+    /// directory is made anew, as any missing parent is) wrote nothing, and is tried again
+    /// rather than answered "try again".
+    fn again_if_changed<T>(mut work: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
         let mut tries = 0;
         loop {
-            match self.write_once(input, content, precondition, mode) {
+            match work() {
                 Err(error) if error.kind() == ErrorKind::Changed && tries < 2 => tries += 1,
                 done => return done,
             }
@@ -456,6 +464,10 @@ impl Context<'_> {
         input: &str,
         from: StageFrom,
     ) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
+        Self::again_if_changed(|| self.stage_once(input, from))
+    }
+
+    fn stage_once(&self, input: &str, from: StageFrom) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
         let path = Self::parse(input)?;
         let place = self.locate::<gate::Write>(&path, false, true)?;
         if Self::is_root(&place) {
@@ -523,6 +535,10 @@ impl Context<'_> {
     }
 
     pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
+        Self::again_if_changed(|| self.create_directory_once(input))
+    }
+
+    fn create_directory_once(&self, input: &str) -> Result<CreateDirOutcome, Error> {
         let path = Self::parse(input)?;
         let located = self.locate_directory_to_make(&path)?;
         if Self::is_root(&located) {
