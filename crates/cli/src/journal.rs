@@ -12,7 +12,8 @@ use crate::{LaunchArgs, Refusal, output};
 #[derive(Debug, Subcommand)]
 pub(crate) enum JournalCommand {
     /// One line per change, newest first: id, time, session, operation, virtual paths, state
-    /// (`undoable`, `undone`, `not undoable`, `dropped`).
+    /// (`undoable`, `undone`, `not undoable`, `dropped`); then, when the log forgot older
+    /// entries past its bound, how many and when they were made.
     #[command(group = clap::ArgGroup::new("where").required(true).multiple(true).args(["journal", "settings"]))]
     List {
         /// The journal directory (as given to `--journal`).
@@ -91,9 +92,19 @@ pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) ->
         .filter(|entry| session.as_ref().is_none_or(|session| &entry.session == session))
         .filter(|entry| since.as_ref().is_none_or(|since| entry.time.as_str() >= since.as_str()))
         .collect();
+    // Entries older than every listed one that the log no longer holds, said where they
+    // would be listed (last, the oldest end), when the listing reaches back to them.
+    let forgotten = entries
+        .forgotten()
+        .filter(|forgotten| since.as_ref().is_none_or(|since| forgotten.newest.as_str() >= since.as_str()))
+        .map(forgotten_note);
     if json {
         let array: Vec<serde_json::Value> = shown.iter().map(|entry| entries.json(entry)).collect();
         output::json(&serde_json::Value::Array(array));
+        // The array holds entries only: the note goes to stderr.
+        if let Some(note) = forgotten {
+            output::status(&note);
+        }
     } else {
         for entry in shown {
             output::line(&format!(
@@ -106,8 +117,21 @@ pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) ->
                 entries.state_text(entry)
             ));
         }
+        if let Some(note) = forgotten {
+            output::line(&note);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line that says how many older entries the log forgot past its bound, and when they
+/// were made.
+fn forgotten_note(forgotten: &vfs_host::Forgotten) -> String {
+    let entries = if forgotten.count == 1 { "entry" } else { "entries" };
+    format!(
+        "({} older {entries}, made {} to {}, forgotten: past its bound the log keeps no line of them)",
+        forgotten.count, forgotten.oldest, forgotten.newest
+    )
 }
 
 /// An RFC 3339 time (`2026-12-02T19:00:00Z`, `2026-12-02T20:00:00.250+01:00`, `t` or a space

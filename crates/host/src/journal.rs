@@ -902,8 +902,8 @@ impl Journal {
             state.generation
         };
         let loaded = load_ending(access);
-        let loaded_to = loaded.as_ref().map(|(_, end)| *end);
-        *live = Live::of(loaded.map(|(entries, _)| entries).unwrap_or_default());
+        let loaded_to = loaded.as_ref().map(|(_, end, _)| *end);
+        *live = Live::of(loaded.map(|(entries, _, _)| entries).unwrap_or_default());
         (generation, loaded_to)
     }
 }
@@ -1118,6 +1118,9 @@ fn prepare(
     let failed = |error: vfs::Error| format!("{LOG_FILE}: {}", error_text(&error));
     let mut staged = access.stage(LOG_FILE, vfs::StageFrom::Empty).map_err(failed)?;
     let (mut index, mut written, mut out, mut error) = (0usize, 0u64, Vec::new(), None);
+    // The entries left out are forgotten: counted, with their times, in the log's one line
+    // that says so.
+    let mut forgotten: Option<Forgotten> = None;
     lines_of(log, scan.end, false, |_, line| {
         match fates.get(index) {
             Some(Fate::Whole) => {
@@ -1129,6 +1132,17 @@ fn prepare(
                     out.extend_from_slice(dropped_line(&value).as_bytes());
                     out.push(b'\n');
                 }
+            }
+            Some(Fate::Omitted) if matches!(scan.lines.get(index).map(|line| &line.what), Some(What::Entry { .. })) => {
+                let time = serde_json::from_slice::<Value>(line)
+                    .ok()
+                    .and_then(|value| value.get("time").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_default();
+                let one = Forgotten { count: 1, oldest: time.clone(), newest: time };
+                forgotten = Some(match forgotten.take() {
+                    Some(before) => before.and(one),
+                    None => one,
+                });
             }
             Some(Fate::Omitted) | None => {}
         }
@@ -1147,6 +1161,14 @@ fn prepare(
     // not read as it was scanned, and nothing is written.
     if index != fates.len() {
         return Err(format!("{LOG_FILE}: changed while it was compacted"));
+    }
+    let forgotten = match (scan.forgotten.clone(), forgotten) {
+        (Some(before), Some(now)) => Some(before.and(now)),
+        (before, now) => before.or(now),
+    };
+    if let Some(forgotten) = forgotten {
+        out.extend_from_slice(forgotten.line().as_bytes());
+        out.push(b'\n');
     }
     staged.write_at(written, &out).map_err(failed)?;
     written += out.len() as u64;
@@ -1228,6 +1250,8 @@ struct Scan {
     lines: Vec<Line>,
     /// The ids of the entries the size bound dropped.
     dropped: HashSet<String>,
+    /// What earlier compactions forgot.
+    forgotten: Option<Forgotten>,
     /// Calls with a `settled` line (their intents had no change), with an intent, with an entry.
     settled: HashSet<String>,
     intended: HashSet<String>,
@@ -1251,8 +1275,45 @@ enum What {
     Entry { id: String, call: String, images: Vec<String>, dropped_len: usize },
     /// An intent: its call and the images it names.
     Intent { call: String, images: Vec<String> },
-    /// A `dropped` or `settled` line, or one that is not JSON.
+    /// A `dropped` or `settled` line, the count of forgotten entries, or one that is not
+    /// JSON.
     Other,
+}
+
+/// What the log says of the entries its compactions forgot (no longer listed): how many, and
+/// the times of the oldest and the newest of them. One line, written by each compaction that
+/// forgets (with the count of those before it) at the end of the log it writes:
+/// `{"settled": "forgotten", "forgotten": N, "oldest": TIME, "newest": TIME}`. Its `settled`
+/// names no call (call ids begin with a digit), so that a vfs from before these lines passes
+/// over it as a call's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forgotten {
+    /// How many entries were forgotten.
+    pub count: u64,
+    /// The time of the oldest of them (RFC 3339 UTC).
+    pub oldest: String,
+    /// The time of the newest of them.
+    pub newest: String,
+}
+
+impl Forgotten {
+    /// Read from a line of the log, when it is one.
+    fn of(value: &Value) -> Option<Self> {
+        let count = value.get("forgotten")?.as_u64()?;
+        let time = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        Some(Self { count, oldest: time("oldest"), newest: time("newest") })
+    }
+
+    /// These, and `later` forgotten after them.
+    fn and(self, later: Self) -> Self {
+        let oldest = if self.oldest.is_empty() { later.oldest } else { self.oldest };
+        Self { count: self.count + later.count, oldest, newest: later.newest }
+    }
+
+    fn line(&self) -> String {
+        json!({ "settled": "forgotten", "forgotten": self.count, "oldest": self.oldest, "newest": self.newest })
+            .to_string()
+    }
 }
 
 /// What a compaction does with a line.
@@ -1307,6 +1368,13 @@ impl Scan {
     }
 
     fn note(&mut self, value: &Value) -> What {
+        if let Some(forgotten) = Forgotten::of(value) {
+            self.forgotten = Some(match self.forgotten.take() {
+                Some(before) => before.and(forgotten),
+                None => forgotten,
+            });
+            return What::Other;
+        }
         let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
         let images: Vec<String> = value
             .get("images")
@@ -1857,19 +1925,28 @@ pub struct Entry {
     pub incomplete: bool,
 }
 
+#[cfg(test)]
 fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
-    load_ending(access).map(|(entries, _)| entries).unwrap_or_default()
+    load_ending(access).map(|(entries, _, _)| entries).unwrap_or_default()
 }
 
 /// [`load`], and where the log's whole lines it read end; `None` when the log could not be
 /// read.
-fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64)> {
+fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<Forgotten>)> {
+    let mut forgotten: Option<Forgotten> = None;
     let mut entries: Vec<Entry> = Vec::new();
     let mut dropped = HashSet::new();
     let mut intents = Vec::new();
     let mut settled = HashSet::new();
     let read = each_line(access, |at, line| {
         let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
+        if let Some(more) = Forgotten::of(&value) {
+            forgotten = Some(match forgotten.take() {
+                Some(before) => before.and(more),
+                None => more,
+            });
+            return;
+        }
         if let Some(id) = value.get("dropped").and_then(Value::as_str) {
             dropped.insert(id.to_owned());
             return;
@@ -1930,7 +2007,7 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64)> {
         entry.dropped = dropped.contains(&entry.id);
     }
     entries.sort_by(|a, b| a.id.cmp(&b.id));
-    Some((entries, end))
+    Some((entries, end, forgotten))
 }
 
 /// What can be done with an entry now.
@@ -1962,12 +2039,13 @@ impl EntryState {
 /// The entries of a journal, oldest first, with their states.
 #[derive(Debug)]
 pub struct Entries {
-    entries: Vec<Entry>,
+    listed: Vec<Entry>,
     undone: HashSet<String>,
+    forgotten: Option<Forgotten>,
 }
 
 impl Entries {
-    fn new(entries: Vec<Entry>) -> Self {
+    fn new(entries: Vec<Entry>, forgotten: Option<Forgotten>) -> Self {
         // Newest first: an undo is undone when a later entry undoes it, and so on.
         let mut undone = HashSet::new();
         for entry in entries.iter().rev() {
@@ -1977,13 +2055,20 @@ impl Entries {
                 undone.insert(target.clone());
             }
         }
-        Self { entries, undone }
+        Self { listed: entries, undone, forgotten }
     }
 
     /// The entries, oldest first.
     #[must_use]
     pub fn all(&self) -> &[Entry] {
-        &self.entries
+        &self.listed
+    }
+
+    /// What compactions past the log's bound forgot: entries older than every one listed,
+    /// which the log no longer holds (`None` when none was).
+    #[must_use]
+    pub fn forgotten(&self) -> Option<&Forgotten> {
+        self.forgotten.as_ref()
     }
 
     /// The state of `entry`.
@@ -2012,7 +2097,7 @@ impl Entries {
     #[must_use]
     pub fn find(&self, id: &str) -> Option<&Entry> {
         let matching: Vec<&Entry> =
-            self.entries.iter().filter(|entry| entry.id == id || (id.len() >= 6 && entry.id.starts_with(id))).collect();
+            self.listed.iter().filter(|entry| entry.id == id || (id.len() >= 6 && entry.id.starts_with(id))).collect();
         match matching.as_slice() {
             [one] => Some(one),
             _ => None,
@@ -2023,7 +2108,7 @@ impl Entries {
     /// given.
     #[must_use]
     pub fn undoable_newest(&self, session: Option<&str>) -> Vec<&Entry> {
-        self.entries
+        self.listed
             .iter()
             .rev()
             .filter(|entry| entry.undoes.is_none() && !self.undone.contains(&entry.id))
@@ -2072,7 +2157,10 @@ impl Journal {
     /// The journal's entries.
     #[must_use]
     pub fn entries(&self) -> Entries {
-        Entries::new(self.access().as_ref().map(load).unwrap_or_default())
+        match self.access().as_ref().and_then(load_ending) {
+            Some((entries, _, forgotten)) => Entries::new(entries, forgotten),
+            None => Entries::new(Vec::new(), None),
+        }
     }
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for

@@ -1199,6 +1199,15 @@ fn past_its_bound_a_compaction_drops_the_oldest_entries_then_forgets_the_oldest_
     }
     // The images of the dropped and forgotten entries are gone; the others' are kept.
     assert_eq!(image_names(base.path()).len(), states.len() - dropped);
+    // What was forgotten is counted, with the times of the oldest and the newest of it.
+    let gone = MANY - listed_after.len();
+    let forgotten = vfs_host::open_journal(&base.path().join("journal"), vfs::ambient_authority())
+        .unwrap()
+        .entries()
+        .forgotten()
+        .cloned();
+    let time = |index: usize| listed_before[index]["time"].as_str().unwrap().to_owned();
+    assert_eq!(forgotten, Some(vfs_host::Forgotten { count: gone as u64, oldest: time(0), newest: time(gone - 1) }));
 
     let entries = launch.journal().unwrap().entries();
     let newest = entries.all().last().unwrap();
@@ -1348,6 +1357,9 @@ fn a_compaction_past_its_bound_keeps_intents_undos_and_dropped_marks_as_readers_
     });
     let newest = &ids[MANY - 1];
     let after = format!("not json\n{undo}\n{}\n{{\"intent\": \"18", json!({ "dropped": newest }));
+    // What an earlier compaction forgot, counted on.
+    let earlier = json!({ "settled": "forgotten", "forgotten": 7, "oldest": "2026-11-01T00:00:00Z", "newest": "2026-11-02T00:00:00Z" });
+    let before: Vec<Value> = std::iter::once(earlier).chain(before).collect();
     surround_log(base.path(), &before, &after);
     let newest_image = original.iter().find(|line| line["id"] == json!(newest)).unwrap()["images"][0].clone();
 
@@ -1381,6 +1393,17 @@ fn a_compaction_past_its_bound_keeps_intents_undos_and_dropped_marks_as_readers_
     let undone_line = lines.iter().find(|line| line["id"] == json!(undone)).unwrap();
     assert_eq!(undone_line["dropped"], true, "the undone entry lies where entries are dropped: {undone_line}");
     assert!(state(&ids[0]).is_none(), "the oldest of the run are forgotten");
+    // Counted with those an earlier compaction forgot, in one line at the end of what it wrote.
+    let gone: Vec<&String> = ids.iter().filter(|id| entries.find(id).is_none()).collect();
+    let time_of = |id: &str| original.iter().find(|line| line["id"] == json!(id)).unwrap()["time"].clone();
+    let counts: Vec<&Value> = lines.iter().filter(|line| line.get("forgotten").is_some()).collect();
+    assert_eq!(
+        counts,
+        [
+            &json!({ "settled": "forgotten", "forgotten": 7 + gone.len(), "oldest": "2026-11-01T00:00:00Z", "newest": time_of(gone[gone.len() - 1]) })
+        ]
+    );
+    assert_eq!(entries.forgotten().map(|forgotten| forgotten.count), Some(7 + gone.len() as u64));
 
     let kept = image_names(base.path());
     assert!(kept.contains(&second), "named by an intent only");

@@ -244,6 +244,37 @@ fn the_journal_is_invisible_to_agents_and_listed_with_sessions_calls_and_times()
     );
 }
 
+/// Entries a compaction forgot past the log's bound (the log then keeps only their count and
+/// times) are said last in the listing, and on stderr beside `--json`, whose array holds
+/// entries only; a `--since` after the newest of them leaves the line out.
+#[test]
+fn the_entries_forgotten_past_the_logs_bound_are_counted_in_the_listing() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "one\n");
+    call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
+    let log = test.path().join("j/journal.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(
+        "{\"settled\":\"forgotten\",\"forgotten\":41,\"oldest\":\"2026-11-01T08:00:00Z\",\"newest\":\"2026-11-30T17:59:59Z\"}\n",
+    );
+    std::fs::write(&log, text).unwrap();
+    let entry = &list(&test)[0];
+    let (id, time, session) =
+        (entry["id"].as_str().unwrap(), entry["time"].as_str().unwrap(), entry["session"].as_str().unwrap());
+    let note = "(41 older entries, made 2026-11-01T08:00:00Z to 2026-11-30T17:59:59Z, forgotten: past its bound \
+                the log keeps no line of them)\n";
+    let run = test.run(&["journal", "list", "--journal", "j"]);
+    eqnice!(format!("{id}  {time}  {session}  write  /w/a.txt  undoable\n{note}"), run.stdout);
+    let run = test.run(&["journal", "list", "--journal", "j", "--json"]);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap().as_array().unwrap().len(), 1);
+    eqnice!(note, run.stderr);
+    let run = test.run(&["journal", "list", "--journal", "j", "--since", "2026-12-01T00:00:00Z"]);
+    eqnice!(format!("{id}  {time}  {session}  write  /w/a.txt  undoable\n"), run.stdout);
+    // The undo reads past the line: it names no call.
+    let run = undo(&test, &["--last", "1"]);
+    eqnice!("restored /w/a.txt\n", run.stdout);
+}
+
 #[test]
 fn a_journal_inside_a_writable_mount_is_refused_and_undo_needs_one() {
     let test = TestDir::new();
