@@ -799,11 +799,14 @@ fn fuse(
         }
         anyhow::Ok(())
     })?;
+    let unmounted_elsewhere = !mounted.is_mounted();
+    let unmounted = mounted.unmount();
+    // After the view is gone: a file committed at its release during the unmount has its
+    // entry written too, not only its intent.
     if let Some(journal) = launch.journal() {
         journal.flush();
     }
-    let unmounted_elsewhere = !mounted.is_mounted();
-    match mounted.unmount() {
+    match unmounted {
         Err(error) if !unmounted_elsewhere => Err(anyhow::anyhow!("cannot unmount {}: {error}", mountpoint.display())),
         _ => Ok(ExitCode::SUCCESS),
     }

@@ -615,6 +615,19 @@ impl Journal {
         self.access.get()?.upgrade()
     }
 
+    /// [`Journal::access`], to write `changes` changes: when the registry is gone (one
+    /// attached only for a while), they would go unrecorded without a word.
+    fn access_for(&self, changes: usize) -> Option<PrivilegedAccessor> {
+        let access = self.access();
+        if access.is_none() && changes > 0 {
+            tracing::warn!(
+                target: "vfs::journal",
+                "{changes} changes not journaled: the registry the journal was attached to is gone"
+            );
+        }
+        access
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -673,7 +686,7 @@ impl Journal {
         if observed.is_empty() && settle.is_empty() {
             return;
         }
-        let Some(access) = self.access() else { return };
+        let Some(access) = self.access_for(observed.len()) else { return };
         let access = &access;
         let writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let default = CallInfo { session: "-".to_owned(), undoes: None, asked_by: None, paths: Vec::new() };
@@ -2414,9 +2427,12 @@ impl Journal {
     /// of a store that keeps none, leaves them as a new directory is made).
     fn restore_removed(&self, agent: &AgentAccessor, path: &str, image: &Value, lines: &mut Vec<String>) -> bool {
         if let Some(tree) = image.get("tree").and_then(Value::as_array) {
-            match agent.create_directory(path) {
-                Ok(outcome) if outcome.created => {}
-                Ok(_) => {
+            // The directories made, given the rest of their modes once what goes in them is
+            // back, deepest first, the tree's own last.
+            let mut made = Vec::new();
+            match put_directory(agent, path, mode_of(image)) {
+                Ok((true, restored)) => made.extend(restored),
+                Ok((false, _)) => {
                     lines.push(format!("conflict {path}: changed since (left as it is)"));
                     return false;
                 }
@@ -2426,15 +2442,9 @@ impl Journal {
                 }
             }
             let mut clean = true;
-            // Each directory's mode once what goes in it is back, deepest first, the tree's
-            // own last (one without write permission could take nothing).
-            let mut modes = vec![(path.to_owned(), mode_of(image))];
             for item in tree {
                 let rel = item.get("rel").and_then(Value::as_str).unwrap_or_default();
                 let inner = format!("{path}/{rel}");
-                if item.get("file").is_none() {
-                    modes.push((inner.clone(), mode_of(item)));
-                }
                 let done = if item.get("file").is_some() {
                     match self.file_of(item) {
                         Some((content, mode)) => agent
@@ -2444,17 +2454,18 @@ impl Journal {
                         None => Err("its image is gone".to_owned()),
                     }
                 } else {
-                    agent.create_directory(&inner).map(|_| ()).map_err(|error| error_text(&error))
+                    put_directory(agent, &inner, mode_of(item))
+                        .map(|(_, restored)| made.extend(restored))
+                        .map_err(|error| error_text(&error))
                 };
                 if let Err(error) = done {
                     lines.push(format!("failed {inner}: {error}"));
                     clean = false;
                 }
             }
-            for (directory, mode) in modes.iter().rev() {
-                let Some(mode) = mode else { continue };
-                if let Err(error) = agent.restore_directory_mode(directory, *mode) {
-                    lines.push(format!("failed {directory}: {}", error_text(&error)));
+            for restored in made.iter().rev() {
+                if let Err(error) = agent.finish_directory(restored) {
+                    lines.push(format!("failed {}: {}", restored.path, error_text(&error)));
                     clean = false;
                 }
             }
@@ -2483,8 +2494,7 @@ impl Journal {
 }
 
 /// A tree image as its entry's line keeps it: each file with its image's name (`save` puts
-/// it in the journal) and mode, each directory with its mode, the tree's own too, where the
-/// store keeps one.
+/// it in the journal) and mode, each directory with its mode, the tree's own too.
 fn tree_json(
     mode: u32,
     items: &[vfs::TreeItem],
@@ -2493,12 +2503,25 @@ fn tree_json(
     let mut tree = Vec::new();
     for item in items {
         tree.push(match &item.content {
-            None if item.mode == 0 => json!({ "rel": item.relative }),
             None => json!({ "rel": item.relative, "mode": item.mode }),
             Some(content) => json!({ "rel": item.relative, "file": save(content)?, "mode": item.mode }),
         });
     }
-    Ok(if mode == 0 { json!({ "tree": tree }) } else { json!({ "tree": tree, "mode": mode }) })
+    Ok(json!({ "tree": tree, "mode": mode }))
+}
+
+/// Puts back a directory of a tree image at `path`, with its mode when the image kept one
+/// (entries from before they were kept: as a new directory is made); whether it was made,
+/// and what is left to finish of it ([`AgentAccessor::finish_directory`]).
+fn put_directory(
+    agent: &AgentAccessor,
+    path: &str,
+    mode: Option<u32>,
+) -> Result<(bool, Option<vfs::RestoredDirectory>), vfs::Error> {
+    match mode {
+        Some(mode) => agent.restore_directory(path, mode).map(|restored| (restored.created, Some(restored))),
+        None => agent.create_directory(path).map(|outcome| (outcome.created, None)),
+    }
 }
 
 /// The mode a tree image keeps of a directory (the tree's own, or one of its items), when it

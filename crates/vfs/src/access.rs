@@ -13,8 +13,8 @@ use crate::hint::Operation;
 use crate::mount::Caller;
 use crate::ops::{
     Context, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, FileInfo, FileResult, GrepRequest,
-    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, Precondition, ReadWindow, SizedListing, SortBy, StageFrom,
-    TextRead, Tree, WriteOutcome,
+    GrepResult, Listing, MediaRead, MoveOutcome, NameSearch, Precondition, ReadWindow, RestoredDirectory, SizedListing,
+    SortBy, StageFrom, TextRead, Tree, WriteOutcome,
 };
 use crate::path::VirtualPath;
 use crate::registry::{MountInfo, MountRegistry};
@@ -209,13 +209,22 @@ impl AgentAccessor {
         self.run(Operation::CreateDirectory, path, |context| context.create_directory(path))
     }
 
-    /// Gives the directory at `path` exactly the bits `mode` (permissions, sticky, set-user-ID
-    /// and set-group-ID bits, as a tree image kept them) while it has the mode
-    /// [`AgentAccessor::create_directory`] gives a new one: what an undo does last to each
-    /// directory it put back, deepest first. A mode someone set since is kept; `false` when
-    /// nothing changed. Rights and rules apply as to a write at `path`.
-    pub fn restore_directory_mode(&self, path: &str, mode: u32) -> Result<bool, Error> {
-        self.run(Operation::Restore, path, |context| context.restore_directory_mode(path, mode))
+    /// Puts back a directory an undo restores, with its mode (permissions, sticky,
+    /// set-user-ID and set-group-ID bits, as a tree image kept them), its parents made as
+    /// [`AgentAccessor::create_directory`] makes them: made with those bits and the owner's
+    /// read, write and search bits for now (so that what went in it can be put back), the
+    /// rest given by [`AgentAccessor::finish_directory`]. A directory there already is left as
+    /// it is (`created` false). Rights and rules apply as to `create_directory`.
+    pub fn restore_directory(&self, path: &str, mode: u32) -> Result<RestoredDirectory, Error> {
+        self.run(Operation::Restore, path, |context| context.restore_directory(path, mode))
+    }
+
+    /// Gives a directory [`AgentAccessor::restore_directory`] made the rest of its mode, once
+    /// what goes in it is back, while it is the directory made then, with the mode it was
+    /// given then: a directory moved to its path since, or given another mode, is left as it
+    /// is. `false` when nothing was changed.
+    pub fn finish_directory(&self, restored: &RestoredDirectory) -> Result<bool, Error> {
+        self.run(Operation::Restore, restored.path.as_str(), |context| context.finish_directory(restored))
     }
 
     /// Lists a directory (`/` lists the agent-facing mounts).
@@ -715,6 +724,7 @@ impl Audited for crate::ops::ViewFile {}
 impl Audited for EditOutcome {}
 impl Audited for CreateDirOutcome {}
 impl Audited for bool {}
+impl Audited for RestoredDirectory {}
 impl Audited for Listing {}
 impl Audited for SizedListing {}
 impl Audited for Tree {}

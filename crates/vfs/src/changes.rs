@@ -188,7 +188,7 @@ pub enum Image {
     /// A directory and everything in it (a removed directory).
     Tree {
         /// The directory's own permission bits (with the sticky, set-user-ID and
-        /// set-group-ID bits as they were), 0 where the store keeps none (object storage).
+        /// set-group-ID bits as they were; an object store's directories say `0o755`).
         mode: u32,
         /// What it held, parents before children.
         items: Vec<TreeItem>,
@@ -489,8 +489,8 @@ pub struct TreeItem {
     pub relative: String,
     /// `None` for a directory; a file's content otherwise.
     pub content: Option<Saved>,
-    /// The permission bits (with the sticky, set-user-ID and set-group-ID bits as they were);
-    /// 0 for a directory of a store that keeps none (object storage).
+    /// The permission bits (with the sticky, set-user-ID and set-group-ID bits as they were;
+    /// an object store's directories say `0o755`).
     pub mode: u32,
 }
 

@@ -55,8 +55,8 @@ pub use mount::{ConfigError, Limits, Visibility};
 pub use ops::{
     AppendFile, Attributes, CreateDirOutcome, DeleteOutcome, Edit, EditOptions, EditOutcome, EntryKind, FileInfo,
     FileResult, FileStamp, GrepLine, GrepRequest, GrepResult, HeldSyncs, ListEntry, Listing, MediaRead, MoveOutcome,
-    NameSearch, Precondition, ReadOn, ReadWindow, SizedEntry, SizedListing, SortBy, StageFrom, TextRead, Tree,
-    TreeNode, VIEW_ENTRIES, VIEW_READ_BYTES, WriteOutcome, rfc3339,
+    NameSearch, Precondition, ReadOn, ReadWindow, RestoredDirectory, SizedEntry, SizedListing, SortBy, StageFrom,
+    TextRead, Tree, TreeNode, VIEW_ENTRIES, VIEW_READ_BYTES, WriteOutcome, rfc3339,
 };
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ParsePathError, VirtualPath};
 pub use policy::{Loosening, NameRule, RuleEffect, RuleError};

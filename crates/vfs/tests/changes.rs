@@ -745,7 +745,7 @@ fn a_directory_move_records_its_trees_version_and_only_that_tree_matches_it() {
     };
     agent.move_path("/p/d", "/p/e", &Precondition::Any, &Precondition::Absent).unwrap();
     let left = version_of_move();
-    assert!(left.starts_with("tree-c"), "{left}");
+    assert!(left.starts_with("tree-C"), "{left}");
     let refused = |guard: Precondition| {
         let error = agent.move_path("/p/e", "/p/d", &guard, &Precondition::Absent).unwrap_err();
         (error.kind(), error.to_string())
@@ -853,4 +853,61 @@ fn beside_a_directory_deleted_alone(
         std::fs::remove_dir_all(fixture.path("p/d")).unwrap();
     }
     assert!(deleted + refused == 100 && refused > 0, "deleted {deleted}, refused {refused}");
+}
+
+/// A directory an undo puts back is made with its mode at once (whatever the umask; the
+/// owner's bits added until [`vfs::AgentAccessor::finish_directory`] gives the rest), under its
+/// parent's lock; the rest is given only to that same directory, with the mode it was made
+/// with: a directory moved to its path since (by an agent racing the undo) keeps its own, as
+/// does one that was there before, and one whose mode was set since.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: directories' modes on disk")]
+fn a_restored_directorys_mode_goes_to_that_directory_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let fixture = Fixture::new();
+    fixture.mkdir("p/t");
+    fixture.mkdir("p/victim");
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).build(vfs::ambient_authority()).unwrap();
+    let agent = registry.agent();
+    let mode = |relative: &str| std::fs::metadata(fixture.path(relative)).unwrap().permissions().mode() & 0o7777;
+    // The mode a directory restored as read-only has until it is finished.
+    std::fs::set_permissions(fixture.path("p/victim"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let victim = mode("p/victim");
+
+    // Made, a file put in, then the rest of its mode: read-only at last.
+    let restored = agent.restore_directory("/p/t/ro", 0o555).unwrap();
+    assert!(restored.created);
+    assert_eq!(mode("p/t/ro"), 0o755, "the owner's bits until it is finished");
+    agent.write("/p/t/ro/a.txt", "a\n", &Precondition::Absent).unwrap();
+    assert!(agent.finish_directory(&restored).unwrap());
+    assert_eq!(mode("p/t/ro"), 0o555);
+
+    // Bits the umask would take, and the sticky bit, given at once; nothing left to finish.
+    let shared = agent.restore_directory("/p/t/shared", 0o1777).unwrap();
+    assert_eq!(mode("p/t/shared"), 0o1777);
+    assert!(!agent.finish_directory(&shared).unwrap());
+    let none = agent.restore_directory("/p/t/none", 0).unwrap();
+    assert!(agent.finish_directory(&none).unwrap());
+    assert_eq!(mode("p/t/none"), 0);
+
+    // Swapped: another directory moved to its path before it is finished keeps its mode,
+    // though it has the mode the one made had.
+    let swapped = agent.restore_directory("/p/t/a", 0o555).unwrap();
+    agent.delete("/p/t/a", false, &Precondition::Any).unwrap();
+    agent.move_path("/p/victim", "/p/t/a", &Precondition::Any, &Precondition::Absent).unwrap();
+    assert!(!agent.finish_directory(&swapped).unwrap());
+    assert_eq!(mode("p/t/a"), victim);
+
+    // There before: left as it is, then and at the finish.
+    let there = agent.restore_directory("/p/t/a", 0o1777).unwrap();
+    assert!(!there.created);
+    assert!(!agent.finish_directory(&there).unwrap());
+    assert_eq!(mode("p/t/a"), victim);
+
+    // A mode set since it was made is kept.
+    let narrowed = agent.restore_directory("/p/t/n", 0o500).unwrap();
+    std::fs::set_permissions(fixture.path("p/t/n"), std::fs::Permissions::from_mode(0o711)).unwrap();
+    assert!(!agent.finish_directory(&narrowed).unwrap());
+    assert_eq!(mode("p/t/n"), 0o711);
 }

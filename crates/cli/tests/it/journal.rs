@@ -587,8 +587,9 @@ fn a_moved_tree_moves_back_after_the_undo_of_an_edit_in_it_and_a_large_tree_is_c
     assert_eq!(run.code, 0, "{run:?}");
 }
 
-/// Private, read-only and shared directories deleted in a moved tree, both undone: the
-/// restore gives each directory its mode back, after what goes in it (`ro` takes its file
+/// Private, read-only, shared, mode-0 and set-group-ID directories deleted in a moved tree
+/// (itself set-group-ID), both undone: the restore gives each directory its mode back, the
+/// bits a directory without the owner's would lack after what goes in it (`ro` takes its file
 /// only then), so the tree is as the move left it and moves back.
 #[test]
 fn a_deleted_trees_directories_come_back_with_their_modes_and_its_moved_parent_moves_back() {
@@ -597,7 +598,19 @@ fn a_deleted_trees_directories_come_back_with_their_modes_and_its_moved_parent_m
     test.file("w/p/sub/b.txt", "b\n");
     test.file("w/p/sub/ro/c.txt", "c\n");
     test.dir("w/p/sub/shared");
-    let modes = [("w/p/sub", 0o700), ("w/p/sub/ro", 0o555), ("w/p/sub/shared", 0o1777)];
+    test.dir("w/p/sub/none");
+    test.dir("w/p/sub/group/inner");
+    // The tree's parent gives its group to what is made in it (set-group-ID): a directory
+    // put back there still gets exactly the mode it had.
+    let modes = [
+        ("w/p", 0o2775),
+        ("w/p/sub", 0o700),
+        ("w/p/sub/ro", 0o555),
+        ("w/p/sub/shared", 0o1777),
+        ("w/p/sub/none", 0),
+        ("w/p/sub/group/inner", 0o2700),
+        ("w/p/sub/group", 0o2750),
+    ];
     for (directory, mode) in modes {
         std::fs::set_permissions(test.path().join(directory), std::fs::Permissions::from_mode(mode)).unwrap();
     }

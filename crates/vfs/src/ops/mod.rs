@@ -25,7 +25,8 @@ pub use view::{Attributes, FileStamp, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
 pub(crate) use write::DeleteGuard;
 pub use write::{
-    AppendFile, CreateDirOutcome, DeleteOutcome, HeldSyncs, MoveOutcome, Precondition, StageFrom, WriteOutcome,
+    AppendFile, CreateDirOutcome, DeleteOutcome, HeldSyncs, MoveOutcome, Precondition, RestoredDirectory, StageFrom,
+    WriteOutcome,
 };
 
 use std::sync::Arc;
@@ -269,7 +270,12 @@ impl<'r> Context<'r> {
     /// journal's undo checks it ([`Precondition::Tree`](crate::Precondition::Tree)). Which of
     /// the two ways a tree is hashed depends on its visible files alone, so that an undo's
     /// outcome tells an agent nothing of the hidden files' sizes.
-    pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath) -> Option<String> {
+    ///
+    /// Versions since directories' modes count begin `tree-C` or `tree-S`; those a move
+    /// recorded before (`tree-c`, `tree-s`, journaled by an earlier vfs) are compared as they
+    /// were taken, without them (`modes` false), so that an undo of such a move still goes
+    /// through.
+    pub(crate) fn tree_version(&self, located: &Located, path: &VirtualPath, modes: bool) -> Option<String> {
         let store = self.store(located.mount);
         let rules = self.registry.rules_for(Caller::Agent, located.mount);
         let hidden = |relative: &str| {
@@ -290,14 +296,16 @@ impl<'r> Context<'r> {
             if entry.kind == Kind::File && !hidden(entry.relative) {
                 bytes = bytes.saturating_add(stat.size);
             }
-            by_stat = by_stat.wrapping_add(tree_entry_hash(entry.relative, &tree_stamp(&stat, entry.kind, true)));
+            by_stat =
+                by_stat.wrapping_add(tree_entry_hash(entry.relative, &tree_stamp(&stat, entry.kind, true, modes)));
             Flow::Continue
         });
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
             return None;
         }
+        let (by_stat_prefix, by_content_prefix) = if modes { ("tree-S", "tree-C") } else { ("tree-s", "tree-c") };
         if bytes > TREE_READ_BYTES {
-            return Some(format!("tree-s{by_stat:032x}"));
+            return Some(format!("{by_stat_prefix}{by_stat:032x}"));
         }
         let mut by_content = 0u128;
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
@@ -310,11 +318,11 @@ impl<'r> Context<'r> {
                     whole = false;
                     return Flow::Stop;
                 };
-                let mut state = tree_stamp(&stat, Kind::File, false);
+                let mut state = tree_stamp(&stat, Kind::File, false, modes);
                 state.extend_from_slice(version.as_bytes());
                 state
             } else {
-                tree_stamp(&stat, entry.kind, true)
+                tree_stamp(&stat, entry.kind, true, modes)
             };
             by_content = by_content.wrapping_add(tree_entry_hash(entry.relative, &state));
             Flow::Continue
@@ -322,7 +330,7 @@ impl<'r> Context<'r> {
         if !whole || !walked.is_ok_and(|walked| walked.completed && walked.unreadable == 0) {
             return None;
         }
-        Some(format!("tree-c{by_content:032x}"))
+        Some(format!("{by_content_prefix}{by_content:032x}"))
     }
 
     /// The before image of the directory at `located`, whose permission bits are `mode`, and
@@ -566,11 +574,12 @@ fn tree_entry_hash(relative: &str, state: &[u8]) -> u128 {
 }
 
 /// What a tree's version counts of an entry besides its name (see [`Context::tree_version`]):
-/// its kind, a file's or a directory's permission bits, a link's or a special file's type
-/// and bits; with `times`, the size and the times of what is not a directory.
-fn tree_stamp(stat: &Stat, kind: Kind, times: bool) -> Vec<u8> {
+/// its kind, a file's or (with `modes`) a directory's permission bits, a link's or a special
+/// file's type and bits; with `times`, the size and the times of what is not a directory.
+fn tree_stamp(stat: &Stat, kind: Kind, times: bool, modes: bool) -> Vec<u8> {
     let mut state = Vec::with_capacity(40);
     let mode = match kind {
+        Kind::Directory if !modes => 0,
         Kind::Directory | Kind::File => stat.mode & 0o7777,
         Kind::Symlink | Kind::Special => stat.mode,
     };
@@ -632,6 +641,48 @@ pub fn rfc3339(seconds: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A tree's version recorded before directories' modes counted (`tree-c…`, an entry of an
+    /// earlier vfs) is compared as it was taken: the move back goes through while the tree is
+    /// as it was, whatever a directory's mode; one recorded since (`tree-C…`) counts it.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a tree on disk, a directory's mode set outside")]
+    fn a_trees_version_recorded_before_directory_modes_counted_is_compared_without_them() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let directory = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(directory.path().join("d/sub")).unwrap();
+        std::fs::write(directory.path().join("d/sub/a.txt"), "a\n").unwrap();
+        let root = crate::MountRoot::new("/p").unwrap();
+        let spec = crate::MountSpec::local(directory.path().to_path_buf(), root, crate::Rights::ReadWrite);
+        let registry = crate::MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap();
+        let versions = || {
+            let context = super::Context::new(
+                &registry.inner,
+                crate::mount::Caller::Agent,
+                super::Deadline::never(),
+                crate::CallId::new(),
+            );
+            let path = crate::VirtualPath::new("/p/d").unwrap();
+            let located = context.locate::<crate::gate::Delete>(&path, false, false).unwrap();
+            (
+                context.tree_version(&located, &path, false).unwrap(),
+                context.tree_version(&located, &path, true).unwrap(),
+            )
+        };
+        let (before, since) = versions();
+        assert!(before.starts_with("tree-c") && since.starts_with("tree-C"), "{before} {since}");
+        std::fs::set_permissions(directory.path().join("d/sub"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let (before_now, since_now) = versions();
+        assert_eq!(before_now, before, "a directory's mode is not counted the old way");
+        assert_ne!(since_now, since);
+        let agent = registry.agent();
+        let back = |guard: &str| {
+            agent.move_path("/p/e", "/p/d", &crate::Precondition::Tree(guard.to_owned()), &crate::Precondition::Absent)
+        };
+        agent.move_path("/p/d", "/p/e", &crate::Precondition::Any, &crate::Precondition::Absent).unwrap();
+        assert_eq!(back(&since).unwrap_err().kind(), crate::ErrorKind::VersionMismatch);
+        back(&before).unwrap();
+    }
+
     #[test]
     fn rfc3339_formats_utc() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");

@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorKind};
 use crate::gate::{self, Claimed, Place};
 use crate::path::VirtualPath;
 use crate::spec::Access;
-use crate::storage::{Backend, Kind, Located, NewMode, Node, PutWhen, Removal, Staged, Start, Stat};
+use crate::storage::{Backend, Kind, Located, MadeDirectory, NewMode, Node, PutWhen, Removal, Staged, Start, Stat};
 use crate::text::{AgentText, agent_text, code};
 
 /// The result of a write.
@@ -52,6 +52,23 @@ impl WriteOutcome {
         text.composed(")");
         text
     }
+}
+
+/// A directory an undo put back ([`AgentAccessor::restore_directory`](crate::AgentAccessor::restore_directory)),
+/// to be given the rest of its mode once what goes in it is back
+/// ([`AgentAccessor::finish_directory`](crate::AgentAccessor::finish_directory)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoredDirectory {
+    /// The directory.
+    pub path: VirtualPath,
+    /// False when it was there already (it is left as it is).
+    pub created: bool,
+    /// The identity of the directory made, where its store has one.
+    made: Option<(u64, u64)>,
+    /// The bits it was made with.
+    set: u32,
+    /// The bits it is to have.
+    mode: u32,
 }
 
 /// The result of `create_directory`.
@@ -535,18 +552,54 @@ impl Context<'_> {
     }
 
     pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
-        Self::again_if_changed(|| self.create_directory_once(input))
+        Self::again_if_changed(|| self.create_directory_once(input, None)).map(|(outcome, _)| outcome)
     }
 
-    fn create_directory_once(&self, input: &str) -> Result<CreateDirOutcome, Error> {
+    /// Puts back a directory an undo restores, with its mode `mode` (permissions, sticky,
+    /// set-user-ID and set-group-ID bits, as a tree image kept them): made with those bits and
+    /// the owner's read, write and search bits for now (a directory without them could take
+    /// nothing back), given the rest by [`Context::finish_directory`] once what goes in it is
+    /// back. A directory there already is left as it is (`created` false). Rights and rules as
+    /// for [`Context::create_directory`].
+    pub(crate) fn restore_directory(&self, input: &str, mode: u32) -> Result<RestoredDirectory, Error> {
+        let mode = mode & 0o7777;
+        let set = mode | 0o700;
+        let (outcome, made) = Self::again_if_changed(|| self.create_directory_once(input, Some(set)))?;
+        Ok(RestoredDirectory { path: outcome.path, created: outcome.created, made, set, mode })
+    }
+
+    /// Gives a directory [`Context::restore_directory`] made the rest of its mode, while it is
+    /// still the directory made (not another one moved to its path since) with the mode it was
+    /// given then (a mode set since is kept). `false` when nothing was changed.
+    pub(crate) fn finish_directory(&self, restored: &RestoredDirectory) -> Result<bool, Error> {
+        let Some(made) = restored.made.filter(|_| restored.created && restored.set != restored.mode) else {
+            return Ok(false);
+        };
+        let path = &restored.path;
+        let located = self.locate::<gate::Write>(path, false, false)?;
+        if Self::is_root(&located) {
+            return Ok(false);
+        }
+        let store = self.store(located.mount);
+        let _lock = store.lock(&located.node, path)?;
+        store.finish_directory(&located, made, restored.set, restored.mode, path)
+    }
+
+    /// Makes the directory at `input` (its parents too) with the umask's mode, or exactly the
+    /// bits `exact`; with the identity of the one made, where the store has one.
+    fn create_directory_once(
+        &self,
+        input: &str,
+        exact: Option<u32>,
+    ) -> Result<(CreateDirOutcome, Option<(u64, u64)>), Error> {
         let path = Self::parse(input)?;
         let located = self.locate_directory_to_make(&path)?;
         if Self::is_root(&located) {
-            return Ok(CreateDirOutcome { path, created: false });
+            return Ok((CreateDirOutcome { path, created: false }, None));
         }
         let store = self.store(located.mount);
         match store.stat(&located.node, &path)? {
-            Some(stat) if stat.kind == Kind::Directory => Ok(CreateDirOutcome { path, created: false }),
+            Some(stat) if stat.kind == Kind::Directory => Ok((CreateDirOutcome { path, created: false }, None)),
             Some(_) => Err(Error::not_a_directory(&path)),
             None => {
                 let located = self.authorize_write(located, &path)?;
@@ -555,31 +608,18 @@ impl Context<'_> {
                 self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
                 let image = self.keeps_images(&path).then_some(Image::Absent);
                 self.intends(ChangeKind::MakeDirectory, &path, None, &Before::Absent, image.as_ref());
-                let created = store.make_directory(&located, &path)?;
-                if created {
-                    self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None, image.as_ref());
-                }
-                Ok(CreateDirOutcome { path, created })
+                let made = match exact {
+                    Some(bits) => store.make_directory_exact(&located, bits, &path)?,
+                    None if store.make_directory(&located, &path)? => MadeDirectory::Made(None),
+                    None => MadeDirectory::Existed,
+                };
+                let MadeDirectory::Made(identity) = made else {
+                    return Ok((CreateDirOutcome { path, created: false }, None));
+                };
+                self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None, image.as_ref());
+                Ok((CreateDirOutcome { path, created: true }, identity))
             }
         }
-    }
-
-    /// Gives the directory at `input` exactly the bits `mode` (permissions, sticky,
-    /// set-user-ID and set-group-ID bits as a tree image kept them) while it has the mode
-    /// [`Context::create_directory`] gives a directory (0o777 less the umask): what an undo does
-    /// to each directory it put back, once what goes in it is back (a directory without write
-    /// permission could take nothing), deepest first. A mode someone set since is kept.
-    /// `false` when nothing was changed. Rights as for a write at the path.
-    pub(crate) fn restore_directory_mode(&self, input: &str, mode: u32) -> Result<bool, Error> {
-        let path = Self::parse(input)?;
-        let located = self.locate::<gate::Write>(&path, false, false)?;
-        if Self::is_root(&located) {
-            return Ok(false);
-        }
-        let store = self.store(located.mount);
-        let _lock = store.lock(&located.node, &path)?;
-        let made = 0o777 & !crate::storage::local::process_umask();
-        store.set_directory_mode(&located, made, mode & 0o7777, &path)
     }
 
     /// Moves `source_input` to `destination_input` when `at_source` holds of the source and
@@ -608,7 +648,8 @@ impl Context<'_> {
             // A directory's version is its tree's (`Context::tree_version`): an undo moves a
             // directory back only while it holds what the move left.
             (Kind::Directory, Precondition::Tree(expected)) => {
-                if self.tree_version(&from, &source).as_deref() != Some(expected.as_str()) {
+                let modes = !(expected.starts_with("tree-c") || expected.starts_with("tree-s"));
+                if self.tree_version(&from, &source, modes).as_deref() != Some(expected.as_str()) {
                     return Err(Error::version_mismatch(&source, NOT_A_TREE));
                 }
             }
@@ -648,7 +689,7 @@ impl Context<'_> {
                     rel: to.rel.clone(),
                     node: crate::storage::Backend::directory_now(&to.node),
                 };
-                Some(self.tree_version(&now, &destination).unwrap_or_else(|| super::TREE_UNKNOWN.to_owned()))
+                Some(self.tree_version(&now, &destination, true).unwrap_or_else(|| super::TREE_UNKNOWN.to_owned()))
             }
             _ => None,
         };

@@ -70,6 +70,15 @@ pub(crate) enum Kind {
     Special,
 }
 
+/// What [`Store::make_directory_exact`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MadeDirectory {
+    /// A directory (or something else) was there already: nothing was made or changed.
+    Existed,
+    /// Made, with its identity where the store has directories of its own (local ones).
+    Made(Option<(u64, u64)>),
+}
+
 /// The permission bits a write gives the file it puts in place (local stores; object stores
 /// have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -555,9 +564,22 @@ pub(crate) trait Store {
     /// Creates a directory; `false` when it already existed.
     fn make_directory(&self, node: &Self::Node, path: &VirtualPath) -> Result<bool, Error>;
 
-    /// Gives the directory at the place the bits `to` when its mode is `from` now (never
-    /// through a link); `false` when it has another mode, or the store keeps none.
-    fn set_directory_mode(&self, node: &Self::Node, from: u32, to: u32, path: &VirtualPath) -> Result<bool, Error>;
+    /// Creates a directory with exactly the bits `mode` (whatever the umask), given through a
+    /// handle opened on it right after it was made, under the caller's lock of its parent (so
+    /// no other call's directory can be there instead).
+    fn make_directory_exact(&self, node: &Self::Node, mode: u32, path: &VirtualPath) -> Result<MadeDirectory, Error>;
+
+    /// Gives the directory at the place the bits `to`, when it is still the one made with
+    /// `identity` ([`MadeDirectory::Made`]) and its mode still `from` (never through a link); `false`
+    /// otherwise, or when the bits could not be given.
+    fn finish_directory(
+        &self,
+        node: &Self::Node,
+        identity: (u64, u64),
+        from: u32,
+        to: u32,
+        path: &VirtualPath,
+    ) -> Result<bool, Error>;
 
     /// Removes a file or a link (never its target), an empty directory, or with
     /// `removal.recursive` a whole tree, as [`Removal`] says.
@@ -947,16 +969,27 @@ impl Backend {
         with_node!(self, &place.node, path, |store, node| store.make_directory(node, path))
     }
 
-    /// Gives the directory at the place the bits `to` when its mode is `from` now; `false`
-    /// when it has another mode, or the store keeps none.
-    pub(crate) fn set_directory_mode(
+    /// Creates a directory with exactly the bits `mode` ([`Store::make_directory_exact`]).
+    pub(crate) fn make_directory_exact(
         &self,
         place: &Place<Write>,
+        mode: u32,
+        path: &VirtualPath,
+    ) -> Result<MadeDirectory, Error> {
+        with_node!(self, &place.node, path, |store, node| store.make_directory_exact(node, mode, path))
+    }
+
+    /// Gives the directory made with `identity` the bits `to` while its mode is `from`
+    /// ([`Store::finish_directory`]).
+    pub(crate) fn finish_directory(
+        &self,
+        place: &Place<Write>,
+        identity: (u64, u64),
         from: u32,
         to: u32,
         path: &VirtualPath,
     ) -> Result<bool, Error> {
-        with_node!(self, &place.node, path, |store, node| store.set_directory_mode(node, from, to, path))
+        with_node!(self, &place.node, path, |store, node| store.finish_directory(node, identity, from, to, path))
     }
 
     /// Removes a file or a link (never its target), an empty directory, or with

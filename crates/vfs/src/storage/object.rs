@@ -955,12 +955,29 @@ impl crate::storage::Store for ObjectRoot {
     }
 
     /// Directories are prefixes: nothing is written until a file is.
-    fn set_directory_mode(&self, _node: &Node, _from: u32, _to: u32, _path: &VirtualPath) -> Result<bool, Error> {
-        Ok(false)
-    }
-
     fn make_directory(&self, _node: &Node, _path: &VirtualPath) -> Result<bool, Error> {
         Ok(true)
+    }
+
+    /// Prefixes have no modes.
+    fn make_directory_exact(
+        &self,
+        _node: &Node,
+        _mode: u32,
+        _path: &VirtualPath,
+    ) -> Result<crate::storage::MadeDirectory, Error> {
+        Ok(crate::storage::MadeDirectory::Made(None))
+    }
+
+    fn finish_directory(
+        &self,
+        _node: &Node,
+        _identity: (u64, u64),
+        _from: u32,
+        _to: u32,
+        _path: &VirtualPath,
+    ) -> Result<bool, Error> {
+        Ok(false)
     }
 
     fn remove(

@@ -273,22 +273,50 @@ pub(super) fn make_directory(directory: &OwnedFd, name: &str, path: &VirtualPath
     }
 }
 
-/// Gives the directory `name` the bits `to` when its mode is `from` now (permission, sticky,
-/// set-user-ID and set-group-ID bits); `false` when it has another mode. Through a handle
-/// opened without following a link, so that the bits go to the directory that was judged.
-pub(super) fn set_directory_mode(
+/// Creates the directory `name` with exactly the bits `mode`: made private (`0o700`), then
+/// given `mode` through a handle opened on it at once. The caller holds the lock of
+/// `directory`, which every move into it and every delete in it takes too, so the handle is
+/// to the directory just made. A file system that refuses modes (vfat, some network ones)
+/// keeps what the create gave.
+pub(super) fn make_directory_exact(
     directory: &OwnedFd,
     name: &str,
+    mode: u32,
+    path: &VirtualPath,
+) -> Result<crate::storage::MadeDirectory, Error> {
+    match rustix::fs::mkdirat(directory, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) => {}
+        Err(Errno::EXIST) => return Ok(crate::storage::MadeDirectory::Existed),
+        // The directory held open was removed since it was found (a delete beside this call).
+        Err(Errno::NOENT) => return Err(Error::changed_during_call(path)),
+        Err(errno) => return Err(Error::io(path, io_error(errno))),
+    }
+    let (child, stat) = open_subdirectory(directory, name, path)?;
+    let _ = rustix::fs::fchmod(&child, Mode::from_raw_mode(mode));
+    Ok(crate::storage::MadeDirectory::Made(Some(identity(&stat))))
+}
+
+/// Gives the directory `name` the bits `to` when it is still the one made with `made` and its
+/// mode is still `from` (permission, sticky, set-user-ID and set-group-ID bits); `false`
+/// otherwise (another directory moved there, a mode set since, none there, a file system
+/// that refuses modes). Through a handle opened without following a link.
+pub(super) fn finish_directory(
+    directory: &OwnedFd,
+    name: &str,
+    made: (u64, u64),
     from: u32,
     to: u32,
     path: &VirtualPath,
 ) -> Result<bool, Error> {
-    let (child, stat) = open_subdirectory(directory, name, path)?;
-    if stat.mode & 0o7777 != from {
+    let (child, stat) = match open_subdirectory(directory, name, path) {
+        Ok(opened) => opened,
+        Err(error) if error.kind() == crate::ErrorKind::Changed => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    if identity(&stat) != made || stat.mode & 0o7777 != from {
         return Ok(false);
     }
-    rustix::fs::fchmod(&child, Mode::from_raw_mode(to)).map_err(|errno| Error::io(path, io_error(errno)))?;
-    Ok(true)
+    Ok(rustix::fs::fchmod(&child, Mode::from_raw_mode(to)).is_ok())
 }
 
 /// Removes a file or a symbolic link (never its target).

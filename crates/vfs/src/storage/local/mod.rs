@@ -795,9 +795,21 @@ impl super::Store for LocalRoot {
         files::make_directory(&node.parent, name, path)
     }
 
-    fn set_directory_mode(&self, node: &Node, from: u32, to: u32, path: &VirtualPath) -> Result<bool, Error> {
+    fn make_directory_exact(&self, node: &Node, mode: u32, path: &VirtualPath) -> Result<super::MadeDirectory, Error> {
+        let Some(name) = &node.name else { return Ok(super::MadeDirectory::Existed) };
+        files::make_directory_exact(&node.parent, name, mode, path)
+    }
+
+    fn finish_directory(
+        &self,
+        node: &Node,
+        identity: (u64, u64),
+        from: u32,
+        to: u32,
+        path: &VirtualPath,
+    ) -> Result<bool, Error> {
         let Some(name) = &node.name else { return Ok(false) };
-        files::set_directory_mode(&node.parent, name, from, to, path)
+        files::finish_directory(&node.parent, name, identity, from, to, path)
     }
 
     fn remove(&self, node: &Node, kind: Kind, removal: &super::Removal<'_>, path: &VirtualPath) -> Result<(), Error> {
