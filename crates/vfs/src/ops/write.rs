@@ -565,7 +565,27 @@ impl Context<'_> {
         let mode = mode & 0o7777;
         let set = mode | 0o700;
         let (outcome, made) = Self::again_if_changed(|| self.create_directory_once(input, Some(set)))?;
+        // The bits it has: the kernel may have refused some (a set-group-ID bit, for a process
+        // not in the directory's group), and the finish compares with what was given.
+        let (made, set) = match made {
+            Some(made) => (Some(made.identity), made.mode),
+            None => (None, set),
+        };
         Ok(RestoredDirectory { path: outcome.path, created: outcome.created, made, set, mode })
+    }
+
+    /// True when the tree at `from` has the version `expected` (`Context::tree_version`). A
+    /// version recorded before directories' modes counted (`tree-c…`, `tree-s…`) is compared
+    /// without them, or, as the builds of 2026-12-05 between `3941971` and `b29f531` took it,
+    /// with them under the old prefix.
+    fn tree_matches(&self, from: &Located, source: &VirtualPath, expected: &str) -> bool {
+        let legacy = expected.starts_with("tree-c") || expected.starts_with("tree-s");
+        if !legacy {
+            return self.tree_version(from, source, true).as_deref() == Some(expected);
+        }
+        let lower = |version: String| version.replacen("tree-C", "tree-c", 1).replacen("tree-S", "tree-s", 1);
+        self.tree_version(from, source, false).as_deref() == Some(expected)
+            || self.tree_version(from, source, true).map(lower).as_deref() == Some(expected)
     }
 
     /// Gives a directory [`Context::restore_directory`] made the rest of its mode, while it is
@@ -586,12 +606,13 @@ impl Context<'_> {
     }
 
     /// Makes the directory at `input` (its parents too) with the umask's mode, or exactly the
-    /// bits `exact`; with the identity of the one made, where the store has one.
+    /// bits `exact`; with the identity of the one made and the bits it has, where the store
+    /// has them.
     fn create_directory_once(
         &self,
         input: &str,
         exact: Option<u32>,
-    ) -> Result<(CreateDirOutcome, Option<(u64, u64)>), Error> {
+    ) -> Result<(CreateDirOutcome, Option<crate::storage::MadeAs>), Error> {
         let path = Self::parse(input)?;
         let located = self.locate_directory_to_make(&path)?;
         if Self::is_root(&located) {
@@ -613,11 +634,11 @@ impl Context<'_> {
                     None if store.make_directory(&located, &path)? => MadeDirectory::Made(None),
                     None => MadeDirectory::Existed,
                 };
-                let MadeDirectory::Made(identity) = made else {
+                let MadeDirectory::Made(made) = made else {
                     return Ok((CreateDirOutcome { path, created: false }, None));
                 };
                 self.changed(ChangeKind::MakeDirectory, &path, None, &Before::Absent, None, image.as_ref());
-                Ok((CreateDirOutcome { path, created: true }, identity))
+                Ok((CreateDirOutcome { path, created: true }, made))
             }
         }
     }
@@ -648,8 +669,7 @@ impl Context<'_> {
             // A directory's version is its tree's (`Context::tree_version`): an undo moves a
             // directory back only while it holds what the move left.
             (Kind::Directory, Precondition::Tree(expected)) => {
-                let modes = !(expected.starts_with("tree-c") || expected.starts_with("tree-s"));
-                if self.tree_version(&from, &source, modes).as_deref() != Some(expected.as_str()) {
+                if !self.tree_matches(&from, &source, expected) {
                     return Err(Error::version_mismatch(&source, NOT_A_TREE));
                 }
             }

@@ -75,8 +75,16 @@ pub(crate) enum Kind {
 pub(crate) enum MadeDirectory {
     /// A directory (or something else) was there already: nothing was made or changed.
     Existed,
-    /// Made, with its identity where the store has directories of its own (local ones).
-    Made(Option<(u64, u64)>),
+    /// Made, with what it is, where the store has directories of its own (local ones).
+    Made(Option<MadeAs>),
+}
+
+/// A directory [`Store::make_directory_exact`] made: its identity (device, inode) and the bits
+/// it has (those asked for, less any the kernel refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MadeAs {
+    pub(crate) identity: (u64, u64),
+    pub(crate) mode: u32,
 }
 
 /// The permission bits a write gives the file it puts in place (local stores; object stores

@@ -291,9 +291,12 @@ pub(super) fn make_directory_exact(
         Err(Errno::NOENT) => return Err(Error::changed_during_call(path)),
         Err(errno) => return Err(Error::io(path, io_error(errno))),
     }
-    let (child, stat) = open_subdirectory(directory, name, path)?;
+    let (child, _) = open_subdirectory(directory, name, path)?;
     let _ = rustix::fs::fchmod(&child, Mode::from_raw_mode(mode));
-    Ok(crate::storage::MadeDirectory::Made(Some(identity(&stat))))
+    // What it has now: the kernel drops a set-group-ID bit for a process outside the group.
+    let stat = fstat(&child, path)?;
+    let made = crate::storage::MadeAs { identity: identity(&stat), mode: stat.mode & 0o7777 };
+    Ok(crate::storage::MadeDirectory::Made(Some(made)))
 }
 
 /// Gives the directory `name` the bits `to` when it is still the one made with `made` and its
