@@ -911,3 +911,44 @@ fn a_restored_directorys_mode_goes_to_that_directory_only() {
     assert!(!agent.finish_directory(&narrowed).unwrap());
     assert_eq!(mode("p/t/n"), 0o711);
 }
+
+/// A directory made later that took the inode number the restored one left (ext4 gives a freed
+/// number out again at once), with the mode the restored one was made with, moved to its path
+/// before the finish: not taken for it (its birth time differs), so it keeps its mode.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: inode numbers and modes on disk")]
+fn a_directory_that_took_a_restored_ones_inode_number_keeps_its_mode() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let fixture = Fixture::new();
+    fixture.mkdir("p/t");
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).build(vfs::ambient_authority()).unwrap();
+    let agent = registry.agent();
+    let metadata = |relative: &str| std::fs::metadata(fixture.path(relative)).unwrap();
+    let restored = agent.restore_directory("/p/t/a", 0o555).unwrap();
+    let number = metadata("p/t/a").ino();
+    if metadata("p/t/a").created().is_err() {
+        #[expect(clippy::print_stderr, reason = "a case this file system cannot exercise says so")]
+        {
+            eprintln!("SKIPPED: this file system keeps no birth times; the reused inode case is not exercised");
+        }
+        return;
+    }
+    agent.delete("/p/t/a", false, &Precondition::Any).unwrap();
+    let reused = (0..200).map(|n| format!("p/t/b{n}")).find(|name| {
+        agent.create_directory(&format!("/{name}")).unwrap();
+        metadata(name).ino() == number
+    });
+    let Some(reused) = reused else {
+        #[expect(clippy::print_stderr, reason = "a case this file system cannot exercise says so")]
+        {
+            eprintln!("SKIPPED: no inode number was given out again here; the reused inode case is not exercised");
+        }
+        return;
+    };
+    std::fs::set_permissions(fixture.path(&reused), std::fs::Permissions::from_mode(0o755)).unwrap();
+    agent.move_path(&format!("/{reused}"), "/p/t/a", &Precondition::Any, &Precondition::Absent).unwrap();
+    assert_eq!(metadata("p/t/a").ino(), number);
+    assert!(!agent.finish_directory(&restored).unwrap());
+    assert_eq!(metadata("p/t/a").permissions().mode() & 0o7777, 0o755);
+}

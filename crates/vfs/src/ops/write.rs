@@ -63,8 +63,8 @@ pub struct RestoredDirectory {
     pub path: VirtualPath,
     /// False when it was there already (it is left as it is).
     pub created: bool,
-    /// The identity of the directory made, where its store has one.
-    made: Option<(u64, u64)>,
+    /// The directory made, where its store has directories of its own.
+    made: Option<crate::storage::MadeAs>,
     /// The bits it was made with.
     set: u32,
     /// The bits it is to have.
@@ -567,10 +567,7 @@ impl Context<'_> {
         let (outcome, made) = Self::again_if_changed(|| self.create_directory_once(input, Some(set)))?;
         // The bits it has: the kernel may have refused some (a set-group-ID bit, for a process
         // not in the directory's group), and the finish compares with what was given.
-        let (made, set) = match made {
-            Some(made) => (Some(made.identity), made.mode),
-            None => (None, set),
-        };
+        let set = made.map_or(set, |made| made.mode);
         Ok(RestoredDirectory { path: outcome.path, created: outcome.created, made, set, mode })
     }
 
@@ -602,7 +599,7 @@ impl Context<'_> {
         }
         let store = self.store(located.mount);
         let _lock = store.lock(&located.node, path)?;
-        store.finish_directory(&located, made, restored.set, restored.mode, path)
+        store.finish_directory(&located, &made, restored.mode, path)
     }
 
     /// Makes the directory at `input` (its parents too) with the umask's mode, or exactly the

@@ -79,11 +79,14 @@ pub(crate) enum MadeDirectory {
     Made(Option<MadeAs>),
 }
 
-/// A directory [`Store::make_directory_exact`] made: its identity (device, inode) and the bits
-/// it has (those asked for, less any the kernel refused).
+/// A directory [`Store::make_directory_exact`] made: its identity (device, inode), its birth
+/// time where the file system keeps one (so that a directory made later with the inode number
+/// it left is not taken for it), and the bits it has (those asked for, less any the kernel
+/// refused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MadeAs {
     pub(crate) identity: (u64, u64),
+    pub(crate) born: Option<(i64, u32)>,
     pub(crate) mode: u32,
 }
 
@@ -577,17 +580,10 @@ pub(crate) trait Store {
     /// no other call's directory can be there instead).
     fn make_directory_exact(&self, node: &Self::Node, mode: u32, path: &VirtualPath) -> Result<MadeDirectory, Error>;
 
-    /// Gives the directory at the place the bits `to`, when it is still the one made with
-    /// `identity` ([`MadeDirectory::Made`]) and its mode still `from` (never through a link); `false`
-    /// otherwise, or when the bits could not be given.
-    fn finish_directory(
-        &self,
-        node: &Self::Node,
-        identity: (u64, u64),
-        from: u32,
-        to: u32,
-        path: &VirtualPath,
-    ) -> Result<bool, Error>;
+    /// Gives the directory at the place the bits `to`, when it is still the one `made`
+    /// ([`MadeDirectory::Made`]) with the mode it was made with (never through a link);
+    /// `false` otherwise, or when the bits could not be given.
+    fn finish_directory(&self, node: &Self::Node, made: &MadeAs, to: u32, path: &VirtualPath) -> Result<bool, Error>;
 
     /// Removes a file or a link (never its target), an empty directory, or with
     /// `removal.recursive` a whole tree, as [`Removal`] says.
@@ -987,17 +983,16 @@ impl Backend {
         with_node!(self, &place.node, path, |store, node| store.make_directory_exact(node, mode, path))
     }
 
-    /// Gives the directory made with `identity` the bits `to` while its mode is `from`
-    /// ([`Store::finish_directory`]).
+    /// Gives the directory `made` the bits `to` while it is at the place with the mode it was
+    /// made with ([`Store::finish_directory`]).
     pub(crate) fn finish_directory(
         &self,
         place: &Place<Write>,
-        identity: (u64, u64),
-        from: u32,
+        made: &MadeAs,
         to: u32,
         path: &VirtualPath,
     ) -> Result<bool, Error> {
-        with_node!(self, &place.node, path, |store, node| store.finish_directory(node, identity, from, to, path))
+        with_node!(self, &place.node, path, |store, node| store.finish_directory(node, made, to, path))
     }
 
     /// Removes a file or a link (never its target), an empty directory, or with

@@ -972,8 +972,7 @@ impl crate::storage::Store for ObjectRoot {
     fn finish_directory(
         &self,
         _node: &Node,
-        _identity: (u64, u64),
-        _from: u32,
+        _made: &crate::storage::MadeAs,
         _to: u32,
         _path: &VirtualPath,
     ) -> Result<bool, Error> {

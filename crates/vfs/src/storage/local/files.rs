@@ -295,19 +295,28 @@ pub(super) fn make_directory_exact(
     let _ = rustix::fs::fchmod(&child, Mode::from_raw_mode(mode));
     // What it has now: the kernel drops a set-group-ID bit for a process outside the group.
     let stat = fstat(&child, path)?;
-    let made = crate::storage::MadeAs { identity: identity(&stat), mode: stat.mode & 0o7777 };
+    let made = crate::storage::MadeAs { identity: identity(&stat), born: born(&child), mode: stat.mode & 0o7777 };
     Ok(crate::storage::MadeDirectory::Made(Some(made)))
 }
 
-/// Gives the directory `name` the bits `to` when it is still the one made with `made` and its
-/// mode is still `from` (permission, sticky, set-user-ID and set-group-ID bits); `false`
-/// otherwise (another directory moved there, a mode set since, none there, a file system
-/// that refuses modes). Through a handle opened without following a link.
+/// When a directory was made, where its file system keeps that (`statx`'s birth time): with
+/// its device and inode, what tells it from a directory made later that took the inode number
+/// it left.
+fn born(directory: &OwnedFd) -> Option<(i64, u32)> {
+    let birth = rustix::fs::StatxFlags::BTIME;
+    let found = rustix::fs::statx(directory, c"", AtFlags::EMPTY_PATH, birth).ok()?;
+    (found.stx_mask & birth.bits() != 0).then_some((found.stx_btime.tv_sec, found.stx_btime.tv_nsec))
+}
+
+/// Gives the directory `name` the bits `to` when it is still the one `made` (its device,
+/// inode and birth time) and its mode is still the one it was made with (permission, sticky,
+/// set-user-ID and set-group-ID bits); `false` otherwise (another directory moved there, a
+/// mode set since, none there, a file system that refuses modes). Through a handle opened
+/// without following a link.
 pub(super) fn finish_directory(
     directory: &OwnedFd,
     name: &str,
-    made: (u64, u64),
-    from: u32,
+    made: &crate::storage::MadeAs,
     to: u32,
     path: &VirtualPath,
 ) -> Result<bool, Error> {
@@ -316,7 +325,7 @@ pub(super) fn finish_directory(
         Err(error) if error.kind() == crate::ErrorKind::Changed => return Ok(false),
         Err(error) => return Err(error),
     };
-    if identity(&stat) != made || stat.mode & 0o7777 != from {
+    if identity(&stat) != made.identity || stat.mode & 0o7777 != made.mode || born(&child) != made.born {
         return Ok(false);
     }
     Ok(rustix::fs::fchmod(&child, Mode::from_raw_mode(to)).is_ok())

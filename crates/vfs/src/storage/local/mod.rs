@@ -800,16 +800,9 @@ impl super::Store for LocalRoot {
         files::make_directory_exact(&node.parent, name, mode, path)
     }
 
-    fn finish_directory(
-        &self,
-        node: &Node,
-        identity: (u64, u64),
-        from: u32,
-        to: u32,
-        path: &VirtualPath,
-    ) -> Result<bool, Error> {
+    fn finish_directory(&self, node: &Node, made: &super::MadeAs, to: u32, path: &VirtualPath) -> Result<bool, Error> {
         let Some(name) = &node.name else { return Ok(false) };
-        files::finish_directory(&node.parent, name, identity, from, to, path)
+        files::finish_directory(&node.parent, name, made, to, path)
     }
 
     fn remove(&self, node: &Node, kind: Kind, removal: &super::Removal<'_>, path: &VirtualPath) -> Result<(), Error> {
