@@ -1149,7 +1149,7 @@ fn prepare(
             Some(Fate::Omitted) if matches!(scan.lines.get(index).map(|line| &line.what), Some(What::Entry { .. })) => {
                 let time = serde_json::from_slice::<Value>(line)
                     .ok()
-                    .and_then(|value| value.get("time").and_then(Value::as_str).map(str::to_owned))
+                    .and_then(|value| value.get("time").and_then(Value::as_str).map(Forgotten::time))
                     .unwrap_or_default();
                 let one = Forgotten { count: 1, oldest: time.clone(), newest: time };
                 forgotten = Some(match forgotten.take() {
@@ -1293,6 +1293,11 @@ enum What {
     Other,
 }
 
+/// The most bytes the line counting the entries forgotten takes ([`Forgotten::line`]: two
+/// times of 20 characters, a count of at most 20 digits, the keys), with its newline: kept
+/// free within the log's bound.
+const FORGOTTEN_LINE: u64 = 128;
+
 /// What the log says of the entries its compactions forgot (no longer listed): how many, and
 /// the times of the oldest and the newest of them. One line, written by each compaction that
 /// forgets (with the count of those before it) at the end of the log it writes:
@@ -1313,8 +1318,14 @@ impl Forgotten {
     /// Read from a line of the log, when it is one.
     fn of(value: &Value) -> Option<Self> {
         let count = value.get("forgotten")?.as_u64()?;
-        let time = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let time = |key: &str| value.get(key).and_then(Value::as_str).map(Self::time).unwrap_or_default();
         Some(Self { count, oldest: time("oldest"), newest: time("newest") })
+    }
+
+    /// A time as the line keeps it: one of vfs's own (RFC 3339 UTC, to the second, 20
+    /// characters), anything else as none, so that the line stays within [`FORGOTTEN_LINE`].
+    fn time(text: &str) -> String {
+        if text.len() == 20 { text.to_owned() } else { String::new() }
     }
 
     /// These, and `later` forgotten after them.
@@ -1490,7 +1501,8 @@ impl Scan {
                 _ => None,
             })
             .collect();
-        // The kept intents, and what those entries take at least, are counted first.
+        // The kept intents, and what those entries take at least, are counted first, with
+        // room for the count of the entries forgotten.
         let reserved = |line: &Line| match &line.what {
             What::Entry { call, .. } if intending.contains(call.as_str()) => line.kept_bytes(Fate::Dropped),
             _ => 0,
@@ -1503,7 +1515,9 @@ impl Scan {
                 What::Intent { .. } => line.kept_bytes(*fate),
                 _ => reserved(line),
             })
-            .sum();
+            .sum::<u64>()
+            // The line that counts the entries forgotten, which the compaction adds.
+            + FORGOTTEN_LINE;
         let mut forget = Vec::new();
         let mut step = 0;
         for (line, fate) in self.lines.iter().zip(fates.iter_mut()).rev() {

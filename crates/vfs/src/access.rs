@@ -461,7 +461,8 @@ impl StagedWrite {
 }
 
 /// The capability to reach one internal root. Only
-/// [`MountRegistry::mint_privileged`](crate::MountRegistry::mint_privileged) creates one.
+/// [`MountRegistry::mint_privileged`](crate::MountRegistry::mint_privileged) creates one (and
+/// [`WeakPrivilegedAccessor::upgrade`] gives back one made so, to its holder).
 ///
 /// # Privilege
 /// Every method reaches the internal root this accessor was minted for, and only that root:
