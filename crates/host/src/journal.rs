@@ -1152,10 +1152,7 @@ fn prepare(
                     .and_then(|value| value.get("time").and_then(Value::as_str).map(Forgotten::time))
                     .unwrap_or_default();
                 let one = Forgotten { count: 1, oldest: time.clone(), newest: time };
-                forgotten = Some(match forgotten.take() {
-                    Some(before) => before.and(one),
-                    None => one,
-                });
+                Forgotten::add(&mut forgotten, one);
             }
             Some(Fate::Omitted) | None => {}
         }
@@ -1175,11 +1172,12 @@ fn prepare(
     if index != fates.len() {
         return Err(format!("{LOG_FILE}: changed while it was compacted"));
     }
-    let forgotten = match (scan.forgotten.clone(), forgotten) {
-        (Some(before), Some(now)) => Some(before.and(now)),
-        (before, now) => before.or(now),
-    };
-    if let Some(forgotten) = forgotten {
+    // Those forgotten before, then these.
+    let mut total = scan.forgotten.clone();
+    if let Some(now) = forgotten {
+        Forgotten::add(&mut total, now);
+    }
+    if let Some(forgotten) = total {
         out.extend_from_slice(forgotten.line().as_bytes());
         out.push(b'\n');
     }
@@ -1328,10 +1326,15 @@ impl Forgotten {
         if text.len() == 20 { text.to_owned() } else { String::new() }
     }
 
-    /// These, and `later` forgotten after them.
-    fn and(self, later: Self) -> Self {
-        let oldest = if self.oldest.is_empty() { later.oldest } else { self.oldest };
-        Self { count: self.count + later.count, oldest, newest: later.newest }
+    /// Adds `later`, forgotten after what `total` counts, to it.
+    fn add(total: &mut Option<Self>, later: Self) {
+        *total = Some(match total.take() {
+            Some(before) => {
+                let oldest = if before.oldest.is_empty() { later.oldest } else { before.oldest };
+                Self { count: before.count + later.count, oldest, newest: later.newest }
+            }
+            None => later,
+        });
     }
 
     fn line(&self) -> String {
@@ -1393,10 +1396,7 @@ impl Scan {
 
     fn note(&mut self, value: &Value) -> What {
         if let Some(forgotten) = Forgotten::of(value) {
-            self.forgotten = Some(match self.forgotten.take() {
-                Some(before) => before.and(forgotten),
-                None => forgotten,
-            });
+            Forgotten::add(&mut self.forgotten, forgotten);
             return What::Other;
         }
         let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -1968,10 +1968,7 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
     let read = each_line(access, |at, line| {
         let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
         if let Some(more) = Forgotten::of(&value) {
-            forgotten = Some(match forgotten.take() {
-                Some(before) => before.and(more),
-                None => more,
-            });
+            Forgotten::add(&mut forgotten, more);
             return;
         }
         if let Some(id) = value.get("dropped").and_then(Value::as_str) {
