@@ -186,12 +186,36 @@ impl Staged {
         Ok(())
     }
 
+    /// Gives the new file the owner and group of the regular file it replaces, as `sed -i`
+    /// and editors do, so that a vfs run as root (a container's) leaves a project's files
+    /// to their owner, not to root: a write made in place would have kept them. Where the
+    /// process may not give them (not root, not in that group), the new file keeps what its
+    /// create gave. Set-user-ID and set-group-ID bits, which `chown` would take off, are never
+    /// given to a written file. Called with the directory's lock held, just before the rename.
+    fn keep_owner(&self) {
+        let Ok(old) = rustix::fs::statat(&*self.directory, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+            return;
+        };
+        if rustix::fs::FileType::from_raw_mode(old.st_mode) != rustix::fs::FileType::RegularFile {
+            return;
+        }
+        let Ok(new) = rustix::fs::fstat(&self.file) else { return };
+        let owner = (old.st_uid != new.st_uid).then(|| rustix::fs::Uid::from_raw(old.st_uid));
+        let group = (old.st_gid != new.st_gid).then(|| rustix::fs::Gid::from_raw(old.st_gid));
+        if owner.is_some() || group.is_some() {
+            let _ = rustix::fs::fchown(&self.file, owner, group);
+        }
+    }
+
     /// Puts the staged content in the place: replacing what is there, or (without `replace`)
     /// only if nothing is. Synced first when the store syncs writes; the directory after, or by
     /// the call that holds its sync ([`Durability::FileNow`]).
     /// Returns the file, still open, for its version. The caller checks any version guard
     /// before, under the directory's lock.
     pub(super) fn commit(mut self, replace: bool, path: &VirtualPath) -> Result<File, Error> {
+        if replace {
+            self.keep_owner();
+        }
         let flushed = (|| -> io::Result<()> {
             self.file.flush()?;
             if self.durability != Durability::Later {
@@ -263,6 +287,44 @@ mod tests {
         staged.commit(true, &path).unwrap();
         assert_eq!(std::fs::read(dir.path().join("file.txt")).unwrap(), b"new content\n\0\0en");
         assert_eq!(names(&dir), ["file.txt"]);
+    }
+
+    #[test]
+    fn a_replacement_keeps_the_replaced_files_owner_and_group() {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, node, path) = place(Some("old"));
+        let target = dir.path().join("file.txt");
+        if !rustix::process::geteuid().is_root() {
+            #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+            {
+                eprintln!("SKIPPED: giving a file another owner needs root");
+            }
+            return;
+        }
+        std::os::unix::fs::chown(&target, Some(4321), Some(8765)).unwrap();
+        let mut staged =
+            Staged::begin(&node, Start::Empty, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap();
+        staged.write_at(0, b"new", &path).unwrap();
+        staged.commit(true, &path).unwrap();
+        let metadata = std::fs::metadata(&target).unwrap();
+        assert_eq!((metadata.uid(), metadata.gid()), (4321, 8765));
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        // A create has no owner to keep: the new file is the process's.
+        std::fs::remove_file(&target).unwrap();
+        let mut staged =
+            Staged::begin(&node, Start::Empty, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap();
+        staged.write_at(0, b"made", &path).unwrap();
+        staged.commit(false, &path).unwrap();
+        let metadata = std::fs::metadata(&target).unwrap();
+        assert_eq!((metadata.uid(), metadata.gid()), (0, 0));
+        // Only the part that differs is given: a file of root's with another group.
+        std::os::unix::fs::chown(&target, None, Some(8765)).unwrap();
+        let staged =
+            Staged::begin(&node, Start::Current, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap();
+        staged.commit(true, &path).unwrap();
+        let metadata = std::fs::metadata(&target).unwrap();
+        assert_eq!((metadata.uid(), metadata.gid()), (0, 8765));
+        assert_eq!(std::fs::read(&target).unwrap(), b"made");
     }
 
     #[test]
