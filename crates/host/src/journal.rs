@@ -165,9 +165,24 @@ struct State {
     /// newline, so that a cut line stays a line of its own (skipped by every reader) and
     /// does not take the next one with it.
     cut: bool,
+    /// The calls of this process that told an intent and are over, newest last (at most
+    /// [`FINISHED_KEPT`]): a reader that found one's intent without its entry read the log
+    /// before the entry was appended, and the call is no crash (`Journal::entries`).
+    finished: std::collections::VecDeque<CallId>,
 }
 
 impl State {
+    /// Ends what is known of `call`'s intent: remembered among the calls over
+    /// ([`State::finished`]); returned when it wrote no entry (its settling line is due).
+    fn end(&mut self, call: CallId) -> Option<CallId> {
+        let unwritten = self.intended.remove(&call).is_some_and(|what| !what.written);
+        if self.finished.len() == FINISHED_KEPT {
+            self.finished.pop_front();
+        }
+        self.finished.push_back(call.clone());
+        unwritten.then_some(call)
+    }
+
     /// The images are counted again, from the whole log, before the bound is next applied.
     fn forget_count(&mut self) {
         self.counted = false;
@@ -207,6 +222,9 @@ pub struct Journal {
     writing: Mutex<()>,
     /// Held by the thread that compacts the log while it runs (`Journal::compact_if_grown`).
     compacting: Mutex<()>,
+    /// The entries this process is undoing now: a second undo of one of them, asked for at
+    /// the same time, is skipped (`Journal::undo`).
+    undoing: Mutex<HashSet<String>>,
     /// The entries whose images are kept, as this process counted them (`State::counted`
     /// says whether the count stands); used only by `Journal::bound`, under `writing`.
     live: Mutex<Live>,
@@ -354,6 +372,7 @@ impl Journal {
             state: Mutex::default(),
             writing: Mutex::new(()),
             compacting: Mutex::new(()),
+            undoing: Mutex::default(),
             live: Mutex::new(Live::default()),
         }
     }
@@ -674,12 +693,7 @@ impl Journal {
                 .filter(|(intended, what)| *intended == call || (what.ended && !known.contains(intended)))
                 .map(|(intended, _)| intended.clone())
                 .collect();
-            let mut settle = Vec::new();
-            for intended in over {
-                if state.intended.remove(&intended).is_some_and(|what| !what.written) {
-                    settle.push(intended);
-                }
-            }
+            let settle: Vec<CallId> = over.into_iter().filter_map(|intended| state.end(intended)).collect();
             let info = state.calls.remove(call);
             (mine, info, settle)
         };
@@ -1941,8 +1955,8 @@ pub struct Entry {
     /// it is undone, not held. A compaction (at a start, or by any process once the log has
     /// doubled) moves lines: a line not found there is looked for through the log.
     line: (u64, usize),
-    /// True when some part has no image.
-    partly_kept: bool,
+    /// True when some part has no image, or no version to guard its undo by.
+    not_undoable: bool,
     images: Vec<String>,
     image_bytes: u64,
     /// True when the size bound dropped its images.
@@ -2009,10 +2023,11 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
                 })
                 .unwrap_or_default(),
             line: (at, line.len()),
-            partly_kept: parts
-                .into_iter()
-                .flatten()
-                .any(|part| part.get("image").is_some_and(|image| image.get("not_kept").is_some())),
+            not_undoable: parts.into_iter().flatten().any(|part| {
+                part.get("image").is_some_and(|image| image.get("not_kept").is_some())
+                    || (part.get("kind").and_then(Value::as_str).is_some_and(needs_version)
+                        && part.get("version").is_none_or(Value::is_null))
+            }),
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
             dropped: false,
@@ -2102,7 +2117,7 @@ impl Entries {
             EntryState::Undone
         } else if entry.dropped {
             EntryState::Dropped
-        } else if entry.incomplete || entry.partly_kept {
+        } else if entry.incomplete || entry.not_undoable {
             EntryState::NotUndoable
         } else {
             EntryState::Undoable
@@ -2120,8 +2135,19 @@ impl Entries {
     /// The entry `id` names (an id or a prefix of at least 6 characters of just one).
     #[must_use]
     pub fn find(&self, id: &str) -> Option<&Entry> {
-        let matching: Vec<&Entry> =
-            self.listed.iter().filter(|entry| entry.id == id || (id.len() >= 6 && entry.id.starts_with(id))).collect();
+        self.find_of(id, None)
+    }
+
+    /// [`Entries::find`] among the entries of `session` alone, if given: whether another
+    /// session's entry shares the prefix is not told.
+    #[must_use]
+    pub fn find_of(&self, id: &str, session: Option<&str>) -> Option<&Entry> {
+        let matching: Vec<&Entry> = self
+            .listed
+            .iter()
+            .filter(|entry| session.is_none_or(|session| entry.session == session))
+            .filter(|entry| entry.id == id || (id.len() >= 6 && entry.id.starts_with(id)))
+            .collect();
         match matching.as_slice() {
             [one] => Some(one),
             _ => None,
@@ -2181,10 +2207,19 @@ impl Journal {
     /// The journal's entries.
     #[must_use]
     pub fn entries(&self) -> Entries {
-        match self.access().as_ref().and_then(load_ending) {
-            Some((entries, _, forgotten)) => Entries::new(entries, forgotten),
-            None => Entries::new(Vec::new(), None),
-        }
+        let Some((mut entries, _, forgotten)) = self.access().as_ref().and_then(load_ending) else {
+            return Entries::new(Vec::new(), None);
+        };
+        // An intent without its entry is a crash only when its call is over and wrote none.
+        // A call of this process's, still running or over since the log was read (its entry
+        // appended after the read passed), is none: left out, as its entry will be listed.
+        let state = self.state();
+        let own = |call: &str| {
+            state.calls.keys().chain(state.intended.keys()).chain(&state.finished).any(|own| own.as_str() == call)
+        };
+        entries.retain(|entry| !(entry.incomplete && own(&entry.call)));
+        drop(state);
+        Entries::new(entries, forgotten)
     }
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
@@ -2198,6 +2233,12 @@ impl Journal {
         asked_by: Option<&CallId>,
     ) -> (Vec<String>, bool) {
         let mut lines = Vec::new();
+        // One undo of an entry at a time in this process: two asked for at once would both
+        // find it undoable and both restore it (another process's undo is seen in the log).
+        let Some(_undoing) = Undoing::take(&self.undoing, &entry.id) else {
+            lines.push(format!("skipped {}: being undone by another call", entry.id));
+            return (lines, false);
+        };
         // Judged from the log as it is now, not as `entry` was read: another process may have
         // undone it, or dropped or forgotten it (the size bound, a compaction) meanwhile.
         let entries = self.entries();
@@ -2361,6 +2402,13 @@ impl Journal {
         let guard = match version {
             Some(tree) if kind == "move" && tree.starts_with("tree-") => Precondition::Tree(tree),
             Some(version) => Precondition::Version(version),
+            // A change that left no version (a link or a special file moved, a file whose
+            // version could not be taken) has nothing to guard its undo by: never undone
+            // whatever is there now (`Entries::state` lists it as not undoable).
+            None if needs_version(&kind) => {
+                lines.push(format!("skipped {path}: {}", EntryState::NotUndoable.as_str()));
+                return false;
+            }
             None => Precondition::Any,
         };
         let conflict = |lines: &mut Vec<String>, path: &str, error: &vfs::Error| {
@@ -2398,7 +2446,9 @@ impl Journal {
                     Err(error) => conflict(lines, &path, &error),
                 }
             }
-            "make_directory" => match agent.delete(&path, false, &Precondition::Any) {
+            // Only a directory, and (no `recursive`) only an empty one: never a file written
+            // at the path since, by this session or another.
+            "make_directory" => match agent.delete(&path, false, &Precondition::Directory) {
                 Ok(_) => {
                     if !part.get("parent").and_then(Value::as_bool).unwrap_or(false) {
                         lines.push(format!("removed {path}"));
@@ -2537,6 +2587,36 @@ fn put_directory(
 
 /// The mode a tree image keeps of a directory (the tree's own, or one of its items), when it
 /// keeps one.
+/// How many of its own finished calls a process remembers (`State::finished`): far more
+/// than can finish while one reader reads the log.
+const FINISHED_KEPT: usize = 4096;
+
+/// An entry's mark in `Journal::undoing`, taken off when the undo ends.
+struct Undoing<'j> {
+    set: &'j Mutex<HashSet<String>>,
+    id: String,
+}
+
+impl<'j> Undoing<'j> {
+    /// Marks `id` as being undone, or `None` when it is already.
+    fn take(set: &'j Mutex<HashSet<String>>, id: &str) -> Option<Self> {
+        let fresh = set.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.to_owned());
+        fresh.then(|| Self { set, id: id.to_owned() })
+    }
+}
+
+impl Drop for Undoing<'_> {
+    fn drop(&mut self) {
+        self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.id);
+    }
+}
+
+/// True for a part whose undo is guarded by the version its change left (a write's, an
+/// edit's, a move's): without one it is not undoable.
+fn needs_version(kind: &str) -> bool {
+    matches!(kind, "write" | "edit" | "move")
+}
+
 fn mode_of(image: &Value) -> Option<u32> {
     image.get("mode").and_then(Value::as_u64).and_then(|mode| u32::try_from(mode).ok())
 }

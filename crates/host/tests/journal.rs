@@ -1491,3 +1491,161 @@ fn an_undo_of_an_entry_dropped_since_it_was_listed_is_skipped_whole() {
     assert_eq!(lines, [format!("skipped {}: dropped", entry.id)]);
     assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "after\n");
 }
+
+/// A tool call's result: whether it is an error, and its text.
+fn answer(tools: &vfs_host::ToolService, tool: &str, arguments: &Value) -> (bool, String) {
+    let Value::Object(arguments) = arguments.clone() else { unreachable!() };
+    let output = tools.call(tool, Some(arguments)).unwrap();
+    (output.is_error, output.text)
+}
+
+#[test]
+fn the_undo_of_a_made_directory_removes_it_only_while_it_is_an_empty_directory() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let (mine, theirs) = (launch.tools(None), launch.tools(None));
+    // Another session put a file where this one made a directory: the undo leaves it.
+    call(&mine, "create_directory", &json!({ "path": "/w/d" }));
+    call(&theirs, "delete_file", &json!({ "path": "/w/d" }));
+    call(&theirs, "write_file", &json!({ "path": "/w/d", "content": "their work\n" }));
+    let undone = answer(&mine, "undo_changes", &json!({}));
+    assert_eq!(undone, (true, "conflict /w/d: changed since (left as it is)\n".to_owned()));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/d")).unwrap(), "their work\n");
+    // Or a file in it.
+    call(&mine, "create_directory", &json!({ "path": "/w/e" }));
+    call(&theirs, "write_file", &json!({ "path": "/w/e/f.txt", "content": "theirs\n" }));
+    let undone = answer(&mine, "undo_changes", &json!({}));
+    assert_eq!(undone, (true, "conflict /w/e: changed since (left as it is)\n".to_owned()));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/e/f.txt")).unwrap(), "theirs\n");
+    // An empty directory goes.
+    call(&mine, "create_directory", &json!({ "path": "/w/g" }));
+    assert_eq!(answer(&mine, "undo_changes", &json!({})), (false, "removed /w/g\n".to_owned()));
+    assert!(!base.path().join("w/g").exists());
+}
+
+#[test]
+fn the_move_of_a_link_is_not_undoable_and_its_undo_moves_nothing() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let (mine, theirs) = (launch.tools(None), launch.tools(None));
+    std::os::unix::fs::symlink("a.txt", base.path().join("w/link")).unwrap();
+    call(&mine, "move_file", &json!({ "source": "/w/link", "destination": "/w/moved" }));
+    let entries = launch.journal().unwrap().entries();
+    let [entry] = entries.all() else { panic!("{:?}", entries.all()) };
+    assert_eq!((entry.operation.as_str(), entries.state(entry)), ("move", EntryState::NotUndoable));
+    // Another session's tree where the link went stays where it is.
+    call(&theirs, "delete_file", &json!({ "path": "/w/moved" }));
+    call(&theirs, "write_file", &json!({ "path": "/w/moved/notes.txt", "content": "their tree\n" }));
+    let undone = answer(&mine, "undo_changes", &json!({}));
+    assert_eq!(undone, (true, format!("skipped {}: not undoable\n", entry.id)));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/moved/notes.txt")).unwrap(), "their tree\n");
+    assert!(!base.path().join("w/link").exists());
+}
+
+#[test]
+fn a_change_this_process_has_not_finished_is_not_listed_as_incomplete() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let journal = launch.journal().unwrap();
+    // A begun call's change: its intent is in the log, its entry not yet.
+    let call = vfs::CallId::new();
+    journal.begin(&call, "s", None);
+    let agent = launch.registry().agent().with_budget(vfs::Budget::unlimited().with_call(call.clone()));
+    agent.write("/w/a.txt", "a\n", &Precondition::Absent).unwrap();
+    assert!(log_lines(base.path()).iter().any(|line| line["intent"].is_string() && line["call"] == call.as_str()));
+    assert!(journal.entries().all().is_empty(), "running, not stopped");
+    journal.finish(&call);
+    let entries = journal.entries();
+    let [entry] = entries.all() else { panic!("{:?}", entries.all()) };
+    assert_eq!((entry.incomplete, entries.state(entry)), (false, EntryState::Undoable));
+    // A change no call began (the view's), until the flush writes its entry.
+    launch.registry().agent().write("/w/b.txt", "b\n", &Precondition::Absent).unwrap();
+    assert_eq!(journal.entries().all().len(), 1);
+    journal.flush();
+    let entries = journal.entries();
+    assert!(entries.all().iter().all(|entry| !entry.incomplete), "{:?}", entries.all());
+    assert_eq!(entries.all().len(), 2);
+    // Another process cannot tell a running call from a stopped one: it lists the intent of
+    // one not finished as incomplete (documented).
+}
+
+#[test]
+fn two_undos_of_one_change_asked_for_at_once_undo_it_once() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = std::sync::Arc::new(launch(base.path()));
+    let tools = launch.tools(None);
+    for round in 0..20 {
+        call(&tools, "write_file", &json!({ "path": format!("/w/r{round}/p/f.txt"), "content": "x\n" }));
+        let entry = launch.journal().unwrap().entries().all().last().unwrap().clone();
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<(Vec<String>, bool)> = std::thread::scope(|scope| {
+            let undo = || {
+                barrier.wait();
+                launch.journal().unwrap().undo(&launch.registry().agent(), &entry, "operator", None)
+            };
+            let (first, second) = (scope.spawn(undo), scope.spawn(undo));
+            vec![first.join().unwrap(), second.join().unwrap()]
+        });
+        let done: Vec<&(Vec<String>, bool)> = results.iter().filter(|(_, clean)| *clean).collect();
+        assert_eq!(done.len(), 1, "round {round}: {results:?}");
+        assert_eq!(done[0].0, [format!("removed /w/r{round}/p/f.txt")], "round {round}");
+        let other = results.iter().find(|(_, clean)| !clean).unwrap();
+        let skipped = [format!("skipped {}: being undone by another call", entry.id)];
+        let after = [format!("skipped {}: undone", entry.id)];
+        assert!(other.0 == skipped || other.0 == after, "round {round}: {other:?}");
+        let undos = log_lines(base.path()).iter().filter(|line| line["undoes"] == entry.id.as_str()).count();
+        assert_eq!(undos, 1, "round {round}");
+        assert!(!base.path().join(format!("w/r{round}")).exists(), "round {round}: the parents it made went too");
+    }
+}
+
+#[test]
+fn an_undo_of_many_changes_stops_between_two_when_the_calls_time_runs_out() {
+    let base = tempfile::tempdir().unwrap();
+    // A time limit every call outlives: each change is still undone whole, one a call.
+    let options = LaunchOptions { call_timeout: Some(std::time::Duration::from_nanos(1)), ..options(base.path(), &[]) };
+    let launch = vfs_host::compose(&options, vfs::ambient_authority()).unwrap();
+    let tools = launch.tools(None);
+    for name in ["a", "b", "c"] {
+        call(&tools, "write_file", &json!({ "path": format!("/w/{name}.txt"), "content": "x\n" }));
+    }
+    let stopped = "stopped: the call's time ran out with 2 more to undo; call `undo_changes` again for them";
+    assert_eq!(
+        answer(&tools, "undo_changes", &json!({ "count": 3 })),
+        (true, format!("removed /w/c.txt\n{stopped}\n"))
+    );
+    let stopped = "stopped: the call's time ran out with 1 more to undo; call `undo_changes` again for it";
+    assert_eq!(
+        answer(&tools, "undo_changes", &json!({ "count": 2 })),
+        (true, format!("removed /w/b.txt\n{stopped}\n"))
+    );
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "removed /w/a.txt\n".to_owned()));
+}
+
+#[test]
+fn a_change_id_is_looked_for_among_the_sessions_own_changes_and_named_back_only_as_an_id() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let (mine, theirs) = (launch.tools(None), launch.tools(None));
+    call(&mine, "write_file", &json!({ "path": "/w/mine.txt", "content": "m\n" }));
+    call(&theirs, "write_file", &json!({ "path": "/w/theirs.txt", "content": "t\n" }));
+    let entries = launch.journal().unwrap().entries();
+    let [first, second] = entries.all() else { panic!("{:?}", entries.all()) };
+    let shared: String = first.id.chars().zip(second.id.chars()).take_while(|(a, b)| a == b).map(|(a, _)| a).collect();
+    assert!(shared.len() >= 6, "ids made a moment apart share their first characters: {first:?} {second:?}");
+    // The prefix names one change of this session: the other session's is not counted.
+    let undone = answer(&mine, "undo_changes", &json!({ "changeId": shared }));
+    assert_eq!(undone, (false, "removed /w/mine.txt\n".to_owned()));
+    assert!(base.path().join("w/theirs.txt").exists());
+    let refused = |id: &str| answer(&mine, "undo_changes", &json!({ "changeId": id }));
+    assert_eq!(
+        refused(&second.id),
+        (true, format!("no change `{}` of this session; `list_changes` lists them", second.id))
+    );
+    for odd in ["x".repeat(65), "1\n\nrestored /w/a.txt".to_owned()] {
+        assert_eq!(
+            refused(&odd),
+            (true, "no change with that id of this session; `list_changes` lists them".to_owned())
+        );
+    }
+}

@@ -111,8 +111,14 @@ pub(super) fn run_undo_changes(
     let entries = journal.entries();
     let chosen: Vec<&crate::Entry> = match &args.change_id {
         Some(id) => {
-            let Some(target) = entries.find(id).filter(|entry| entry.session == **session) else {
-                return Ok(refusal(&format!("no change `{id}` of this session; `list_changes` lists them")));
+            let Some(target) = entries.find_of(id, Some(session)) else {
+                // Named back only when it has the form of an id (bounded, one word).
+                let named = if id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                    format!("`{id}`")
+                } else {
+                    "with that id".to_owned()
+                };
+                return Ok(refusal(&format!("no change {named} of this session; `list_changes` lists them")));
             };
             if target.undoes.is_some() {
                 vec![target]
@@ -126,7 +132,20 @@ pub(super) fn run_undo_changes(
     };
     let mut lines = Vec::new();
     let mut clean = true;
-    for entry in chosen {
+    // Each change is undone whole; between two, the call's time limit and cancellation are
+    // heeded, so that an undo of many changes ends as any call does, with what is left said.
+    let started = std::time::Instant::now();
+    let budget = agent.budget();
+    for (at, entry) in chosen.iter().enumerate() {
+        if at > 0 && (budget.is_cancelled() || budget.time().is_some_and(|time| started.elapsed() >= time)) {
+            let left = chosen.len() - at;
+            lines.push(format!(
+                "stopped: the call's time ran out with {left} more to undo; call `undo_changes` again for {}",
+                if left == 1 { "it" } else { "them" }
+            ));
+            clean = false;
+            break;
+        }
         let (mut done, undone) = journal.undo(agent, entry, session, agent.budget().call_id());
         lines.append(&mut done);
         clean &= undone;

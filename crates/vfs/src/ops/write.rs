@@ -311,6 +311,11 @@ pub enum Precondition {
     /// one, because the tree's version covers names the name rules hide. A file, or another
     /// tree, is a [`VersionMismatch`](crate::ErrorKind::VersionMismatch).
     Tree(String),
+    /// A directory, whatever it holds (a delete without `recursive` removes it only empty):
+    /// the guard of an undo that removes a directory its change made. A file, or nothing, is
+    /// refused ([`VersionMismatch`](crate::ErrorKind::VersionMismatch), or missing), so that
+    /// such an undo never removes a file written at that path since.
+    Directory,
 }
 
 /// What a version mismatch says is there when no file is.
@@ -319,6 +324,9 @@ const NO_FILE: &str = "none (the file does not exist)";
 /// What a tree's version mismatch says is there: a file, or another tree. Never the tree's
 /// version, which covers hidden names (see [`Precondition::Tree`]).
 const NOT_A_TREE: &str = "another tree";
+
+/// What a mismatch of [`Precondition::Directory`] says is there.
+const NOT_A_DIRECTORY: &str = "not a directory";
 
 impl Precondition {
     /// Checks this precondition of a place where a file is, at version `current` (if it has
@@ -330,6 +338,7 @@ impl Precondition {
             Precondition::Version(expected) if current == Some(expected.as_str()) => Ok(()),
             Precondition::Version(_) => Err(Error::version_mismatch(path, current.unwrap_or_default())),
             Precondition::Tree(_) => Err(Error::version_mismatch(path, NOT_A_TREE)),
+            Precondition::Directory => Err(Error::version_mismatch(path, NOT_A_DIRECTORY)),
         }
     }
 
@@ -337,7 +346,7 @@ impl Precondition {
     fn version(&self) -> Option<String> {
         match self {
             Precondition::Version(version) => Some(version.clone()),
-            Precondition::Absent | Precondition::Any | Precondition::Tree(_) => None,
+            Precondition::Absent | Precondition::Any | Precondition::Tree(_) | Precondition::Directory => None,
         }
     }
 }
@@ -468,8 +477,11 @@ impl Context<'_> {
             (Precondition::Absent | Precondition::Any, false) => Ok(PutWhen::Absent),
             (Precondition::Any, true) => Ok(PutWhen::Any),
             (Precondition::Version(expected), true) => Self::guarded(store, node, expected, path),
-            (Precondition::Version(_) | Precondition::Tree(_), false) => Err(Error::version_mismatch(path, NO_FILE)),
+            (Precondition::Version(_) | Precondition::Tree(_) | Precondition::Directory, false) => {
+                Err(Error::version_mismatch(path, NO_FILE))
+            }
             (Precondition::Tree(_), true) => Err(Error::version_mismatch(path, NOT_A_TREE)),
+            (Precondition::Directory, true) => Err(Error::version_mismatch(path, NOT_A_DIRECTORY)),
         }
     }
 
@@ -670,6 +682,7 @@ impl Context<'_> {
                     return Err(Error::version_mismatch(&source, NOT_A_TREE));
                 }
             }
+            (Kind::Directory, Precondition::Directory) => {}
             _ => Self::hold(from_store, &from.node, at_source, &source)?,
         }
         let existing = to_store.restat(&to.node, &destination)?;
@@ -762,10 +775,11 @@ impl Context<'_> {
                 store.check_version(node, expected, destination)?;
                 Ok(PutWhen::Any)
             }
-            (Precondition::Version(_) | Precondition::Tree(_), false) => {
+            (Precondition::Version(_) | Precondition::Tree(_) | Precondition::Directory, false) => {
                 Err(Error::version_mismatch(destination, NO_FILE))
             }
             (Precondition::Tree(_), true) => Err(Error::version_mismatch(destination, NOT_A_TREE)),
+            (Precondition::Directory, true) => Err(Error::version_mismatch(destination, NOT_A_DIRECTORY)),
         }
     }
 
@@ -777,6 +791,7 @@ impl Context<'_> {
             Precondition::Absent => Err(Error::exists(path)),
             Precondition::Version(expected) => store.check_version(node, expected, path),
             Precondition::Tree(_) => Err(Error::version_mismatch(path, NOT_A_TREE)),
+            Precondition::Directory => Err(Error::version_mismatch(path, NOT_A_DIRECTORY)),
         }
     }
 
@@ -824,8 +839,12 @@ impl Context<'_> {
             // the removal of a directory or link fails on it, and nothing unseen is lost.
             DeleteGuard::Seen(_) => None,
         };
-        if let Some(precondition) = &precondition {
-            Self::hold(store, &located.node, precondition, &path)?;
+        match &precondition {
+            // The kind was looked at above; a file that took the directory's place since
+            // fails the directory's removal, which is by kind (`rmdir`).
+            Some(Precondition::Directory) if stat.kind == Kind::Directory => {}
+            Some(precondition) => Self::hold(store, &located.node, precondition, &path)?,
+            None => {}
         }
         let registry = self.registry;
         let keeps = self.keeps_images(&path);
