@@ -210,6 +210,9 @@ struct Sessions {
 struct SessionCounts {
     all: usize,
     by_token: HashMap<Principal, usize>,
+    /// Each session's id and the token that opened it, while the session lives: a request
+    /// that names it with another token is answered as for a session that does not exist.
+    owners: HashMap<String, (Principal, std::sync::Weak<SlotInner>)>,
 }
 
 impl Sessions {
@@ -226,15 +229,32 @@ impl Sessions {
         }
         counts.all += 1;
         *counts.by_token.entry(principal).or_default() += 1;
-        Some(SessionSlot { _held: Arc::new(SlotInner { sessions: self.clone(), principal }) })
+        Some(SessionSlot { held: Arc::new(SlotInner { sessions: self.clone(), principal }) })
+    }
+
+    /// Records that the session `id` was opened with the slot `slot` (its token's).
+    fn bind(&self, id: &str, slot: &SessionSlot) {
+        let mut counts = self.lock();
+        counts.owners.retain(|_, (_, alive)| alive.strong_count() > 0);
+        counts.owners.insert(id.to_owned(), (slot.held.principal, Arc::downgrade(&slot.held)));
+    }
+
+    /// The token that opened the live session `id`, if it is one.
+    fn owner(&self, id: &str) -> Option<Principal> {
+        let counts = self.lock();
+        counts.owners.get(id).filter(|(_, alive)| alive.strong_count() > 0).map(|(owner, _)| *owner)
     }
 }
+
+/// What a request of another token's session names instead of it: no session has this id
+/// (the SDK's are UUIDs), so the answer is exactly that of an unknown session.
+const NO_SESSION: &str = "-";
 
 /// One session's place under the caps; the place is given back when the last clone is dropped
 /// (the session ended, or its handshake never completed).
 #[derive(Debug, Clone)]
 pub(crate) struct SessionSlot {
-    _held: Arc<SlotInner>,
+    held: Arc<SlotInner>,
 }
 
 #[derive(Debug)]
@@ -506,15 +526,10 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
     } else {
         Bytes::new()
     };
-    if parts.method == Method::POST && !parts.headers.contains_key(SESSION_HEADER) && is_initialize(&body) {
-        // A new session of the handshake protocol: within the caps, or not at all.
-        match state.sessions.reserve(principal) {
-            Some(slot) => {
-                parts.extensions.insert(slot);
-            }
-            None => return unavailable("the server has as many sessions as it keeps for this token"),
-        }
-    }
+    let opening = match session_of(state, &mut parts, &body, principal) {
+        Ok(opening) => opening,
+        Err(why) => return unavailable(why),
+    };
     let stream = (parts.method == Method::GET).then(|| resume_after(&mut parts.headers));
     // A request of a session whose id is that of one still running would take over its
     // answer's route: refused, as over stdio, and the running one answered as usual.
@@ -540,6 +555,11 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
     }
     let ending = parts.method == Method::DELETE;
     let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+    if let Some(slot) = opening
+        && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|value| value.to_str().ok())
+    {
+        state.sessions.bind(id, &slot);
+    }
     if response.status().is_server_error() {
         return redacted(response).await;
     }
@@ -551,6 +571,32 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
         return response;
     }
     response.map(|body| Guarded { body, _held: (guard, slot) }.boxed())
+}
+
+/// The session a request opens (the slot it takes under the caps) or names: one named with
+/// another token than the one that opened it (of the same endpoint: each endpoint has
+/// sessions of its own) is answered as a session that does not exist, so that a leaked id
+/// gives no other token its changes, reads or log.
+fn session_of(
+    state: &State,
+    parts: &mut http::request::Parts,
+    body: &Bytes,
+    principal: Principal,
+) -> Result<Option<SessionSlot>, &'static str> {
+    if parts.method == Method::POST && !parts.headers.contains_key(SESSION_HEADER) && is_initialize(body) {
+        // A new session of the handshake protocol: within the caps, or not at all.
+        let Some(slot) = state.sessions.reserve(principal) else {
+            return Err("the server has as many sessions as it keeps for this token");
+        };
+        parts.extensions.insert(slot.clone());
+        return Ok(Some(slot));
+    }
+    if let Some(id) = parts.headers.get(SESSION_HEADER).and_then(|value| value.to_str().ok())
+        && state.sessions.owner(id).is_some_and(|owner| owner != principal)
+    {
+        parts.headers.insert(SESSION_HEADER, header::HeaderValue::from_static(NO_SESSION));
+    }
+    Ok(None)
 }
 
 /// Each token's requests whose answers are on their way.

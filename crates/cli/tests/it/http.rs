@@ -306,6 +306,40 @@ fn initialize_with_the_token_opens_a_session_and_sigterm_ends_the_daemon() {
     assert_eq!(daemon.terminate(), Some(0));
 }
 
+#[test]
+fn a_session_answers_only_the_token_that_opened_it() {
+    // Another token of the same endpoint that learns a session's id gets what any unknown id
+    // gets: the session's reads, changes and undo stay its opener's.
+    let test = TestDir::new();
+    test.file("notes.txt", "hello\n");
+    test.file("tokens", &format!("{TOKEN}\n{OTHER}\n"));
+    let daemon = Daemon::start(&test, &["--token-file", "tokens"], None);
+    let opened = daemon.post("/mcp", Some(TOKEN), &[], INITIALIZE);
+    assert_eq!(opened.status, 200, "{opened:?}");
+    let session = opened.header("mcp-session-id").expect("a session id").to_owned();
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(daemon.post("/mcp", Some(TOKEN), &headers, initialized).status, 202);
+    let read = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/workspace/notes.txt"}}}"#;
+    let unknown = daemon.post("/mcp", Some(OTHER), &[("mcp-session-id", "not-a-session")], read);
+    assert_eq!((unknown.status, unknown.body.as_str()), (404, "Not Found: Session not found"));
+    let foreign = daemon.post("/mcp", Some(OTHER), &headers, read);
+    assert_eq!((foreign.status, foreign.body.as_str()), (unknown.status, unknown.body.as_str()), "{foreign:?}");
+    let other_bearer = format!("Bearer {OTHER}");
+    let end =
+        |id: &str| daemon.request("DELETE", "/mcp", &[("Authorization", &other_bearer), ("mcp-session-id", id)], "");
+    let (unknown, foreign) = (end("not-a-session"), end(&session));
+    assert_eq!((foreign.status, foreign.body.as_str()), (unknown.status, unknown.body.as_str()), "{foreign:?}");
+    // And the session lives on for its own token.
+    let answer = daemon.post("/mcp", Some(TOKEN), &headers, read);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(answer.body.contains(r#""text":"hello\n""#), "{}", answer.body);
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
+/// A second token for `/mcp`.
+const OTHER: &str = "another-token-0123456789";
+
 /// An initialized MCP session on `path`, by raw HTTP.
 struct Session<'a> {
     daemon: &'a Daemon,
