@@ -850,7 +850,9 @@ fn run_one(
                 logger.record_command(&call, &command, cwd.as_deref().unwrap_or(""), started, Err(&error.to_string()));
             }
             output::error(&error.to_string(), error.hint().as_deref());
-            return Ok(ExitCode::from(SANDBOX_FAILED));
+            // A malformed `--run-env` is the command line's fault; anything else, the sandbox's.
+            let code = if matches!(error, vfs_host::HostError::RunEnv { .. }) { REFUSED } else { SANDBOX_FAILED };
+            return Ok(ExitCode::from(code));
         }
     };
     let timeout = timeout.map_or(runner.max_timeout(), std::time::Duration::from_secs).min(runner.max_timeout());
@@ -914,6 +916,11 @@ fn run_status(outcome: Result<vfs_fuse::RunOutcome, vfs_fuse::RunError>, timeout
                 vfs_fuse::Ending::Exited(_) | vfs_fuse::Ending::Signalled(_) => {}
             }
             ExitCode::from(u8::try_from(outcome.ending.status()).unwrap_or(1))
+        }
+        // A `--cwd` that is no directory of the tree is the command line's fault.
+        Err(error @ (vfs_fuse::RunError::WorkingDirectory(_) | vfs_fuse::RunError::NotADirectory(_))) => {
+            output::error(&error.to_string(), None);
+            ExitCode::from(REFUSED)
         }
         Err(error) => {
             output::error(&error.to_string(), None);

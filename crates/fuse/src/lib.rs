@@ -31,9 +31,17 @@ pub enum FuseError {
         "`{0}` holds a stale FUSE mount (its server ended without unmounting): unmount it with `fusermount3 -u {0}` (as root: `umount {0}`), then start again"
     )]
     StaleMount(PathBuf),
-    /// The mountpoint is not an existing directory.
+    /// The mountpoint does not exist.
     #[error("the mountpoint `{0}` is not a directory: create it first (`mkdir -p {0}`)")]
+    Missing(PathBuf),
+    /// The mountpoint is something other than a directory.
+    #[error("the mountpoint `{0}` is not a directory (a file or another kind is there): give an empty directory")]
     NotADirectory(PathBuf),
+    /// A file system is mounted at the mountpoint already.
+    #[error(
+        "`{0}` is in use: a file system is mounted there already (`findmnt {0}` names it); unmount it, or give another directory"
+    )]
+    InUse(PathBuf),
     /// The mountpoint lies inside a mount's directory: the view would serve itself.
     #[error(
         "the mountpoint `{mountpoint}` lies inside the directory of the mount `{root}`: the view would serve its own files; choose a mountpoint outside every mount"
@@ -236,13 +244,22 @@ fn detach(mountpoint: &Path) -> io::Result<()> {
     reason = "operator-input: the mountpoint and /dev/fuse are the operator's and the machine's paths, never an agent's"
 )]
 pub fn check_mountpoint(mountpoint: &Path) -> Result<(), FuseError> {
+    use rustix::fs::{AtFlags, StatxAttributes, StatxFlags};
     match std::fs::metadata(mountpoint) {
         Ok(metadata) if metadata.is_dir() => {}
         // A FUSE mount whose server died answers every call with `ENOTCONN`.
         Err(error) if error.raw_os_error() == Some(rustix::io::Errno::NOTCONN.raw_os_error()) => {
             return Err(FuseError::StaleMount(mountpoint.to_owned()));
         }
-        Ok(_) | Err(_) => return Err(FuseError::NotADirectory(mountpoint.to_owned())),
+        Ok(_) => return Err(FuseError::NotADirectory(mountpoint.to_owned())),
+        Err(_) => return Err(FuseError::Missing(mountpoint.to_owned())),
+    }
+    // A view mounted over another file system (a view already served there, say) would hide
+    // it, and unmounting one would leave the other.
+    if rustix::fs::statx(rustix::fs::CWD, mountpoint, AtFlags::NO_AUTOMOUNT, StatxFlags::empty())
+        .is_ok_and(|found| found.stx_attributes.contains(StatxAttributes::MOUNT_ROOT))
+    {
+        return Err(FuseError::InUse(mountpoint.to_owned()));
     }
     if !Path::new("/dev/fuse").exists() {
         return Err(FuseError::Unavailable { reason: "there is no /dev/fuse".to_owned() });
@@ -258,7 +275,7 @@ pub fn check_mountpoint(mountpoint: &Path) -> Result<(), FuseError> {
 )]
 fn refuse_inside_a_mount(mountpoint: &Path, registry: &vfs::MountRegistry) -> Result<(), FuseError> {
     let Ok(canonical) = std::fs::canonicalize(mountpoint) else {
-        return Err(FuseError::NotADirectory(mountpoint.to_owned()));
+        return Err(FuseError::Missing(mountpoint.to_owned()));
     };
     for mount in registry.operator_view() {
         // An object-storage location is not a directory here and canonicalizes to nothing.

@@ -10,13 +10,17 @@
 //!
 //! How it is built:
 //! - **One view per sandbox**, mounted when the sandbox starts in a private directory
-//!   (`$TMPDIR/vfs-sandbox-PID-N`, mode 0700) and unmounted when it is dropped. A view left by
-//!   a vfs that was killed is unmounted and removed by the next sandbox that starts. Beside it,
+//!   (`$TMPDIR/vfs-sandboxes-UID/PID-N`, mode 0700, in a home of the user's own that nobody
+//!   else may write) and unmounted when it is dropped. A view left by a vfs that was killed is
+//!   unmounted and removed by the next sandbox that starts (never anything a link leads to,
+//!   and never in a home someone else made: `private_directory`). Beside it,
 //!   each mount no write reaches gets a read-only view of its own (`ro-N/`), bound at its root
 //!   instead: it answers no `OPEN`, so a file read there costs no round trip to vfs once the
 //!   kernel holds its pages (`crate::mount_read_only`). Where one cannot be mounted, the whole
 //!   tree's view serves that root too.
-//! - **Each command** is `prlimit … bwrap … -- COMMAND`: bubblewrap gives it new user, mount,
+//! - **Each command** is `prlimit … bwrap --args FD … -- COMMAND` (the arguments, which name
+//!   the private directory, read from a descriptor, out of the command line that processes
+//!   inside can read; no other descriptor of vfs's reaches it): bubblewrap gives it new user, mount,
 //!   PID, IPC, UTS and network namespaces (no network, not even the host's loopback), and
 //!   `prlimit` its bounds (processes, address space, no core files). The command is the first
 //!   process of its PID namespace's init, so when it ends, or is killed at its time limit or
@@ -350,15 +354,9 @@ impl Sandbox {
                 return Err(SandboxError::ReservedRoot { root: root.clone(), reserved });
             }
         }
-        clear_stale(&std::env::temp_dir());
         let root = rustix::process::getuid().is_root();
         let host_user = root.then(|| HOST_ID_BASE + std::process::id() % 65_536);
-        let directory = std::env::temp_dir().join(format!(
-            "vfs-sandbox-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        lay_out(&directory, host_user).map_err(|source| SandboxError::Directory { path: directory.clone(), source })?;
+        let directory = private_directory(&std::env::temp_dir(), host_user)?;
         let owner = host_user.map_or_else(
             || (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()),
             |user| (user, user),
@@ -517,6 +515,15 @@ impl Sandbox {
         ))
         .map_err(setup)?;
         let group = data(&format!("root:x:0:\nagent:x:{id}:\nnogroup:x:65534:\n")).map_err(setup)?;
+        // bubblewrap's own arguments name the sandbox's directory (the binds' sources): read
+        // from a descriptor (`--args`), they are not in its command line, which every process
+        // inside can read (`/proc/1/cmdline`).
+        let mut arguments = Vec::new();
+        for argument in self.bwrap_arguments(cwd, passwd.as_raw_fd(), group.as_raw_fd()) {
+            arguments.extend_from_slice(argument.as_encoded_bytes());
+            arguments.push(0);
+        }
+        let arguments = memory_file(&arguments).map_err(setup)?;
         let mut command = Command::new(&self.prlimit);
         let processes = self.process_limit();
         command
@@ -525,7 +532,8 @@ impl Sandbox {
             .arg("--core=0")
             .arg("--")
             .arg(&self.bwrap)
-            .args(self.bwrap_arguments(cwd, passwd.as_raw_fd(), group.as_raw_fd()))
+            .arg("--args")
+            .arg(arguments.as_raw_fd().to_string())
             .arg("--json-status-fd")
             .arg(status_writer.as_raw_fd().to_string())
             .arg("--")
@@ -544,11 +552,15 @@ impl Sandbox {
             command.uid(user).gid(user);
         }
         let spawning = SPAWNING.lock().unwrap_or_else(PoisonError::into_inner);
-        for inherited in [status_writer.as_fd(), passwd.as_fd(), group.as_fd()] {
+        // Only these go to the command: every other descriptor of vfs's, those it inherited
+        // from whoever started it included, is closed at the exec (bubblewrap passes on all it
+        // gets, and one open on a host file would be a way out of the tree).
+        close_fds::set_fds_cloexec_threadsafe(3, &[]);
+        for inherited in [status_writer.as_fd(), passwd.as_fd(), group.as_fd(), arguments.as_fd()] {
             rustix::io::fcntl_setfd(inherited, rustix::io::FdFlags::empty()).map_err(|errno| setup(errno.into()))?;
         }
         let child = command.spawn();
-        drop((status_writer, passwd, group));
+        drop((status_writer, passwd, group, arguments));
         drop(spawning);
         Ok((child.map_err(setup)?, status_reader))
     }
@@ -640,6 +652,20 @@ fn watch_status(status: io::PipeReader, sender: mpsc::Sender<Event>) -> Option<s
             }
         })
         .ok()
+}
+
+/// An anonymous file that holds `content`, read from its start: bubblewrap reads its arguments
+/// from it (`--args`), as many as the mounts need (a pipe would hold at most 64 KiB before
+/// the reader starts).
+fn memory_file(content: &[u8]) -> io::Result<std::os::fd::OwnedFd> {
+    let file = rustix::fs::memfd_create(c"vfs-sandbox", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut rest = content;
+    while !rest.is_empty() {
+        let written = rustix::io::write(&file, rest)?;
+        rest = &rest[written..];
+    }
+    rustix::fs::seek(&file, rustix::fs::SeekFrom::Start(0))?;
+    Ok(file)
 }
 
 /// A pipe that holds `content` and nothing more will be written to: bubblewrap reads a file
@@ -847,26 +873,79 @@ fn lay_out(directory: &Path, host_user: Option<u32>) -> io::Result<()> {
     Ok(())
 }
 
-/// Unmounts and removes the sandbox directories of vfs processes that are gone.
+/// Makes this sandbox's private directory (`lay_out`) in the home of this user's sandboxes,
+/// `TEMP/vfs-sandboxes-UID` (mode 0711: others may pass through it to the directory of a
+/// sandbox they run in, never list or add to it), after clearing what killed vfs processes
+/// left there. The home is trusted only when it is a directory of this user's that nobody
+/// else may write: in a shared `/tmp` anyone could have made the name first, with links in it
+/// that would have a root vfs unmount other file systems. Where it is not, the sandbox gets a
+/// directory of a random name in `TEMP` itself (nothing stale is cleared then; the operator's
+/// log says why).
 #[expect(
     clippy::disallowed_methods,
     reason = "operator-input: the sandboxes' own directories under the operator's TMPDIR, never an agent's path"
 )]
-fn clear_stale(temp: &Path) {
-    let Ok(entries) = std::fs::read_dir(temp) else { return };
+fn private_directory(temp: &Path, host_user: Option<u32>) -> Result<PathBuf, SandboxError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let user = rustix::process::geteuid().as_raw();
+    let home = temp.join(format!("vfs-sandboxes-{user}"));
+    let made = std::fs::DirBuilder::new().mode(0o711).create(&home);
+    let trusted = match made {
+        Ok(()) => std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o711)).is_ok(),
+        Err(_) => std::fs::symlink_metadata(&home)
+            .is_ok_and(|found| found.file_type().is_dir() && found.uid() == user && found.mode() & 0o022 == 0),
+    };
+    let make = |directory: &Path| {
+        lay_out(directory, host_user).map_err(|source| SandboxError::Directory { path: directory.to_owned(), source })
+    };
+    if trusted {
+        clear_stale(&home);
+        let directory = home.join(format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        make(&directory)?;
+        return Ok(directory);
+    }
+    tracing::warn!(
+        target: "vfs::run",
+        home = %home.display(),
+        "not vfs's own (another user's, or writable by others): this sandbox's directory gets a random name instead, and no sandbox a killed vfs left is cleared; remove it if no vfs uses it"
+    );
+    let mut tries = 0;
+    loop {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let directory = temp.join(format!("vfs-sandbox-{:016x}", hasher.finish()));
+        match make(&directory) {
+            Err(SandboxError::Directory { source, .. })
+                if source.kind() == io::ErrorKind::AlreadyExists && tries < 8 =>
+            {
+                tries += 1;
+            }
+            done => return done.map(|()| directory),
+        }
+    }
+}
+
+/// Unmounts and removes the sandbox directories (`PID-N`) in `home`, this user's own, of vfs
+/// processes that are gone.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandboxes' own directories under the operator's TMPDIR, never an agent's path"
+)]
+fn clear_stale(home: &Path) {
+    let Ok(entries) = std::fs::read_dir(home) else { return };
     for entry in entries.filter_map(Result::ok) {
-        let name = entry.file_name();
-        let Some(pid) =
-            name.to_str().and_then(|name| name.strip_prefix("vfs-sandbox-")).and_then(|rest| rest.split('-').next())
-        else {
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
             continue;
-        };
+        }
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.split('-').next()) else { continue };
         if pid.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) || Path::new("/proc").join(pid).exists() {
             continue;
         }
         // A view whose server is gone answers `ENOTCONN`; detach each (`view/`, `ro-N/`), then
         // remove the rest.
-        for view in mountpoints(&entry.path()) {
+        for view in mountpoints(&entry.path()).into_iter().filter(|view| is_mounted(view)) {
             let _ = Command::new("fusermount3")
                 .args(["-u", "-z"])
                 .arg(&view)
@@ -895,7 +974,23 @@ fn remove(directory: &Path) {
     let _ = std::fs::remove_dir(directory);
 }
 
-/// The mountpoints of a sandbox's directory: `view/` and the read-only views' `ro-N/`.
+/// True when `path` is where a file system is mounted (a stale FUSE mount answers
+/// `ENOTCONN`), not a plain directory.
+fn is_mounted(path: &Path) -> bool {
+    use rustix::fs::{AtFlags, StatxAttributes, StatxFlags};
+    match rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT,
+        StatxFlags::empty(),
+    ) {
+        Ok(found) => found.stx_attributes.contains(StatxAttributes::MOUNT_ROOT),
+        Err(errno) => errno == rustix::io::Errno::NOTCONN,
+    }
+}
+
+/// The mountpoints of a sandbox's directory: `view/` and the read-only views' `ro-N/`
+/// (directories, never links).
 #[expect(
     clippy::disallowed_methods,
     reason = "operator-input: the sandbox's own directory under the operator's TMPDIR, never an agent's path"
@@ -905,6 +1000,7 @@ fn mountpoints(directory: &Path) -> Vec<PathBuf> {
     entries
         .filter_map(Result::ok)
         .filter(|entry| entry.file_name().to_str().is_some_and(|name| name == "view" || name.starts_with("ro-")))
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
         .map(|entry| entry.path())
         .collect()
 }
@@ -931,6 +1027,52 @@ mod tests {
         remove(&directory);
         assert_eq!(std::fs::read_to_string(directory.join("other")).unwrap(), "x");
         assert!(!directory.join("view").exists());
+    }
+
+    /// A sandbox's directory is made in the home of this user's sandboxes (mode 0711), made
+    /// for it; one that is not this user's own, or that others may write, is not used, nor is
+    /// anything in it followed: the sandbox gets a directory of a random name instead.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: homes of sandboxes laid out on disk")]
+    fn a_sandboxs_directory_is_made_only_in_a_home_of_its_users_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let user = rustix::process::geteuid().as_raw();
+        let home = temp.path().join(format!("vfs-sandboxes-{user}"));
+        let directory = private_directory(temp.path(), None).unwrap();
+        assert_eq!(directory.parent(), Some(home.as_path()));
+        assert_eq!(std::fs::metadata(&home).unwrap().permissions().mode() & 0o7777, 0o711);
+        assert!(directory.join("view").is_dir());
+        // A directory a killed vfs left (no such process), whose `view` is a link elsewhere:
+        // the link is not followed, and what it names stays.
+        let elsewhere = temp.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join("kept")).unwrap();
+        std::fs::create_dir(home.join("99999999-0")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, home.join("99999999-0/view")).unwrap();
+        let second = private_directory(temp.path(), None).unwrap();
+        assert_eq!(second.parent(), Some(home.as_path()));
+        assert!(elsewhere.join("kept").is_dir());
+        // A home that others may write is not trusted: nothing in it is touched.
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let third = private_directory(temp.path(), None).unwrap();
+        assert_eq!(third.parent(), Some(temp.path()));
+        assert!(third.file_name().unwrap().to_str().unwrap().starts_with("vfs-sandbox-"));
+        assert!(home.join("99999999-0/view").is_symlink());
+        // Nor is a link in the home's place followed.
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o711)).unwrap();
+        let moved = temp.path().join("moved-home");
+        std::fs::rename(&home, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &home).unwrap();
+        let fourth = private_directory(temp.path(), None).unwrap();
+        assert_eq!(fourth.parent(), Some(temp.path()));
+        assert_eq!(
+            std::fs::read_dir(&moved).unwrap().count(),
+            3,
+            "nothing made in, or removed from, what the link names"
+        );
+        for made in [directory, second, third, fourth] {
+            remove(&made);
+        }
     }
 
     /// The limit counts threads, as the kernel's does: a table of two processes of the user,

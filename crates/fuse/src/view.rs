@@ -100,6 +100,10 @@ struct Writing {
     base: Precondition,
     /// The next content, once something was written (or the open truncated).
     staged: Option<StagedWrite>,
+    /// A write or a truncate of this open file that failed (past the write cap, say): what
+    /// it staged is dropped, and every later write, flush and close fails the same way, so
+    /// that the part written before is never committed as if it were the file.
+    failed: Option<Errno>,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -304,6 +308,9 @@ impl View {
     /// content committed, with its version as the precondition.
     fn commit(&self, writing: &mut Writing) -> Result<(), Errno> {
         crate::invalidate::serving(self.id);
+        if let Some(errno) = writing.failed {
+            return Err(errno);
+        }
         let Some(staged) = writing.staged.take() else { return Ok(()) };
         let path = staged.path().as_str().to_owned();
         let outcome = staged.commit(&writing.base).map_err(|error| self.refused("write", &path, &error))?;
@@ -311,7 +318,20 @@ impl View {
         Ok(())
     }
 
+    /// `done` of a write or a truncate of `writing`; a failure ends the open file's writing
+    /// ([`Writing::failed`]).
+    fn failing(writing: &mut Writing, done: Result<(), Errno>) -> Result<(), Errno> {
+        if let Err(errno) = done {
+            writing.staged = None;
+            writing.failed = Some(errno);
+        }
+        done
+    }
+
     fn stage(&self, writing: &mut Writing, from: StageFrom) -> Result<(), Errno> {
+        if let Some(errno) = writing.failed {
+            return Err(errno);
+        }
         if writing.staged.is_none() {
             let path = lock(&self.inodes).path(writing.ino).ok_or(Errno::ENOENT)?;
             let staged = self.changing().stage(&path, from).map_err(|error| self.refused("write", &path, &error))?;
@@ -336,7 +356,8 @@ impl View {
             self.stage(&mut writing, StageFrom::Current)?;
             let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
             let path = staged.path().as_str().to_owned();
-            return staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error));
+            let cut = staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error));
+            return Self::failing(&mut writing, cut);
         }
         let path = lock(&self.inodes).path(ino).ok_or(Errno::ENOENT)?;
         let base = self.base(&path)?;
@@ -581,7 +602,7 @@ impl Filesystem for View {
             if !attributes.writable() {
                 return Err(Errno::EROFS);
             }
-            let mut writing = Writing { ino: ino.0, base: self.base(&path)?, staged: None };
+            let mut writing = Writing { ino: ino.0, base: self.base(&path)?, staged: None, failed: None };
             if flags.0 & O_TRUNC != 0 {
                 self.stage(&mut writing, StageFrom::Empty)?;
             }
@@ -651,7 +672,8 @@ impl Filesystem for View {
             self.stage(&mut writing, StageFrom::Current)?;
             let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
             let path = staged.path().as_str().to_owned();
-            staged.write_at(offset, data).map_err(|error| self.refused("write", &path, &error))?;
+            let written = staged.write_at(offset, data).map_err(|error| self.refused("write", &path, &error));
+            Self::failing(&mut writing, written)?;
             Ok(data.len() as u32)
         });
         match result {
@@ -850,7 +872,12 @@ impl Filesystem for View {
             let (ino, attr) = self.entry(&path)?;
             self.forget_cached(ino);
             let base = outcome.version.map_or(Precondition::Any, Precondition::Version);
-            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing { ino, base, staged: None }))));
+            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing {
+                ino,
+                base,
+                staged: None,
+                failed: None,
+            }))));
             Ok((attr, fh))
         });
         match result {

@@ -128,6 +128,39 @@ fn the_roots_are_at_their_virtual_paths_and_nothing_physical_is_there() {
 }
 
 #[test]
+fn no_descriptor_of_vfss_and_no_directory_of_the_sandboxs_reaches_the_command() {
+    let Some((fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    // A descriptor vfs inherited (its parent's, not closed at exec) on a host directory.
+    let outside = fixture.physical().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    let inherited = rustix::fs::open(
+        &outside,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    rustix::io::fcntl_setfd(&inherited, rustix::io::FdFlags::empty()).unwrap();
+    let number = std::os::fd::AsRawFd::as_raw_fd(&inherited);
+    let script = format!("ls /proc/$$/fd; cat /proc/self/fd/{number}/secret.txt; tr '\\0' ' ' < /proc/1/cmdline");
+    let outcome = shell(&sandbox, &script, "/w");
+    drop(inherited);
+    let stdout = text(&outcome.stdout.tail);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[..3], ["0", "1", "2"], "only the standard three: {stdout}");
+    assert_eq!(
+        text(&outcome.stderr.tail),
+        format!("cat: /proc/self/fd/{number}/secret.txt: No such file or directory\n")
+    );
+    // The first process inside (bubblewrap) has its binds' sources out of its command line.
+    let [_, _, _, first] = lines[..] else { panic!("{stdout}") };
+    assert!(first.contains(" --args ") && first.ends_with(&format!(" -- /bin/sh -c {script} ")), "{first}");
+    assert!(!first.contains(&fixture.physical().display().to_string()), "{first}");
+    assert!(!first.contains("vfs-sandbox"), "{first}");
+    assert!(!first.contains(&std::env::temp_dir().display().to_string()), "{first}");
+}
+
+#[test]
 fn the_rules_hold_in_the_shell_and_its_changes_reach_the_tools() {
     let Some((fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
     let outcome = shell(

@@ -190,6 +190,41 @@ fn a_write_is_committed_whole_when_the_file_is_closed() {
 }
 
 #[test]
+fn a_write_past_the_cap_keeps_nothing_of_that_open_file() {
+    let Some(view) = mount(|fixture| {
+        fixture.file("w/f.txt", b"before\n");
+        MountRegistry::builder()
+            .mount(fixture.spec("w", "/w:rw"))
+            .limits({
+                let mut limits = vfs::Limits::default();
+                limits.write_bytes = 1024;
+                limits
+            })
+            .build(vfs::ambient_authority())
+            .unwrap()
+    }) else {
+        return;
+    };
+    let efbig = rustix::io::Errno::FBIG.raw_os_error();
+    let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/f.txt")).unwrap();
+    file.write_all(&[b'a'; 1000]).unwrap();
+    assert_eq!(errno(file.write_all(&[b'b'; 100])), efbig);
+    // Every later write of this open file fails too, and so does its close: nothing of it is
+    // committed, not the first 1,000 bytes nor a later small write.
+    assert_eq!(errno(file.write_all(b"c")), efbig);
+    assert_eq!(errno(file.sync_all()), efbig);
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/f.txt")).unwrap(), b"before\n");
+    // A new file past the cap is not made either; a file within it still is.
+    let mut file = fs::File::create(view.at("/w/new.txt")).unwrap();
+    assert_eq!(errno(file.write_all(&[b'x'; 2000])), efbig);
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/new.txt")).unwrap_or_default(), b"");
+    fs::write(view.at("/w/small.txt"), b"small\n").unwrap();
+    assert_eq!(fs::read(view.fixture.physical("w/small.txt")).unwrap(), b"small\n");
+}
+
+#[test]
 fn the_save_patterns_of_editors_and_tools_work() {
     let Some(view) = mount(standard) else { return };
     fs::write(view.fixture.physical("w/conf.txt"), b"a=1\n").unwrap();

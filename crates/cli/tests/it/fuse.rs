@@ -156,4 +156,41 @@ fn a_mountpoint_that_cannot_take_the_view_is_refused_in_one_line() {
         run.stderr,
         "error: the mountpoint `missing` is not a directory: create it first (`mkdir -p missing`)\n"
     );
+    test.file("file.txt", "x");
+    let run = test.run(&["fuse", "file.txt", "--mount", "./src:/src:ro"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: the mountpoint `file.txt` is not a directory (a file or another kind is there): give an empty directory\n"
+    );
+}
+
+#[test]
+fn a_mountpoint_in_use_is_refused_and_what_is_mounted_there_stays() {
+    if !can_mount() {
+        return;
+    }
+    let test = fixture();
+    test.dir("busy");
+    let busy = test.path().join("busy");
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "vfs-test-busy"]).arg(&busy).status().unwrap();
+    assert!(mounted.success());
+    // Bounded: a view mounted over the tmpfs would serve until stopped (`timeout` ends it).
+    let run = test.command(&["fuse", "busy", "--mount", "./src:/src:ro"]);
+    let run = Command::new("timeout")
+        .arg("20")
+        .arg(run.get_program())
+        .args(run.get_args())
+        .current_dir(test.path())
+        .env_remove("VFS_LOG")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let unmounted = Command::new("umount").arg(&busy).status().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&run.stderr),
+        "error: `busy` is in use: a file system is mounted there already (`findmnt busy` names it); unmount it, or give another directory\n"
+    );
+    assert!(unmounted.success(), "the tmpfs was still mounted, alone");
 }

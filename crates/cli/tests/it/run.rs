@@ -49,6 +49,11 @@ fn run_passes_the_commands_status_output_and_changes() {
     assert_eq!(std::fs::read_to_string(test.path().join("w/out.txt")).unwrap(), "made\n");
     let cwd = test.run(&[&["run"], &mounts[..], &["--cwd", "/src", "--", "pwd"]].concat());
     eqnice!("/src\n", cwd.stdout);
+    // A `--cwd` that is no directory of the tree is the command line's fault (2), not the
+    // sandbox's (125).
+    let missing = test.run(&[&["run"], &mounts[..], &["--cwd", "/nowhere", "--", "pwd"]].concat());
+    assert_eq!((missing.code, missing.stdout.as_str()), (2, ""));
+    eqnice!("error: no mount serves this path; available mounts: `/src` (ro), `/w` (rw)\n", missing.stderr);
     let signal = test.run(&[&["run"], &mounts[..], &["--", "sh", "-c", "kill -TERM $$"]].concat());
     assert_eq!(signal.code, 128 + 15);
 }
@@ -141,7 +146,7 @@ fn run_command_is_listed_only_with_allow_run_and_a_sandbox() {
 fn run_env_values_are_checked_before_anything_runs() {
     let test = fixture();
     let run = test.run(&["run", "--mount", "./w:/w:rw", "--run-env", "PATH=/evil", "--", "true"]);
-    assert_eq!(run.code, 125);
+    assert_eq!(run.code, 2, "the command line's fault, not the sandbox's");
     eqnice!(
         "error: invalid --run-env `PATH=/evil`: `PATH` is set by the sandbox itself\n\nhint: --run-env takes `NAME` (its value from vfs's own environment) or `NAME=VALUE`, like --run-env CARGO_HOME=/w/.cargo\n",
         run.stderr
