@@ -523,7 +523,7 @@ impl Sandbox {
             arguments.extend_from_slice(argument.as_encoded_bytes());
             arguments.push(0);
         }
-        let arguments = memory_file(&arguments).map_err(setup)?;
+        let arguments = streamed(arguments).map_err(setup)?;
         let mut command = Command::new(&self.prlimit);
         let processes = self.process_limit();
         command
@@ -654,18 +654,16 @@ fn watch_status(status: io::PipeReader, sender: mpsc::Sender<Event>) -> Option<s
         .ok()
 }
 
-/// An anonymous file that holds `content`, read from its start: bubblewrap reads its arguments
-/// from it (`--args`), as many as the mounts need (a pipe would hold at most 64 KiB before
-/// the reader starts).
-fn memory_file(content: &[u8]) -> io::Result<std::os::fd::OwnedFd> {
-    let file = rustix::fs::memfd_create(c"vfs-sandbox", rustix::fs::MemfdFlags::CLOEXEC)?;
-    let mut rest = content;
-    while !rest.is_empty() {
-        let written = rustix::io::write(&file, rest)?;
-        rest = &rest[written..];
-    }
-    rustix::fs::seek(&file, rustix::fs::SeekFrom::Start(0))?;
-    Ok(file)
+/// A pipe that yields `content`, then its end: bubblewrap reads its arguments from it
+/// (`--args`), as many as the mounts need. A thread writes them, since a pipe holds at most
+/// 64 KiB before its reader starts; it ends when all is read, or at once if the reader is gone.
+fn streamed(content: Vec<u8>) -> io::Result<io::PipeReader> {
+    use std::io::Write as _;
+    let (reader, mut writer) = io::pipe()?;
+    std::thread::Builder::new().name("vfs-run-args".to_owned()).spawn(move || {
+        let _ = writer.write_all(&content);
+    })?;
+    Ok(reader)
 }
 
 /// A pipe that holds `content` and nothing more will be written to: bubblewrap reads a file
@@ -974,18 +972,20 @@ fn remove(directory: &Path) {
     let _ = std::fs::remove_dir(directory);
 }
 
-/// True when `path` is where a file system is mounted (a stale FUSE mount answers
-/// `ENOTCONN`), not a plain directory.
+/// True when `path` is where a file system is mounted (its device is not its parent's; a
+/// stale FUSE mount answers `ENOTCONN`), not a plain directory. (The sandbox's views are FUSE
+/// file systems, each a device of its own.)
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: a mountpoint in the sandboxes' own home under the operator's TMPDIR, never an agent's path"
+)]
 fn is_mounted(path: &Path) -> bool {
-    use rustix::fs::{AtFlags, StatxAttributes, StatxFlags};
-    match rustix::fs::statx(
-        rustix::fs::CWD,
-        path,
-        AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT,
-        StatxFlags::empty(),
-    ) {
-        Ok(found) => found.stx_attributes.contains(StatxAttributes::MOUNT_ROOT),
-        Err(errno) => errno == rustix::io::Errno::NOTCONN,
+    use std::os::unix::fs::MetadataExt;
+    let Some(parent) = path.parent() else { return false };
+    match (std::fs::symlink_metadata(path), std::fs::symlink_metadata(parent)) {
+        (Ok(found), Ok(above)) => found.dev() != above.dev(),
+        (Err(error), _) => error.raw_os_error() == Some(rustix::io::Errno::NOTCONN.raw_os_error()),
+        (Ok(_), Err(_)) => false,
     }
 }
 

@@ -311,11 +311,34 @@ impl View {
         if let Some(errno) = writing.failed {
             return Err(errno);
         }
-        let Some(staged) = writing.staged.take() else { return Ok(()) };
+        let Some(mut staged) = writing.staged.take() else { return Ok(()) };
+        // The file's directory was renamed through the view since the stage began: the
+        // content goes where the file is now, judged there (a stage commits only at the path
+        // it was made for: `StagedWrite::commit`).
+        let now = lock(&self.inodes).path(writing.ino);
+        if let Some(now) = now
+            && now != staged.path().as_str()
+        {
+            staged = self.restage(&staged, &now)?;
+        }
         let path = staged.path().as_str().to_owned();
         let outcome = staged.commit(&writing.base).map_err(|error| self.refused("write", &path, &error))?;
         writing.base = outcome.version.map_or(Precondition::Any, Precondition::Version);
         Ok(())
+    }
+
+    /// A stage at `path` holding what `staged` holds.
+    fn restage(&self, staged: &StagedWrite, path: &str) -> Result<StagedWrite, Errno> {
+        let refused = |error: &vfs::Error| self.refused("write", path, error);
+        let mut moved = self.changing().stage(path, StageFrom::Empty).map_err(|error| refused(&error))?;
+        let mut offset = 0;
+        while offset < staged.len() {
+            let want = usize::try_from((staged.len() - offset).min(1 << 20)).unwrap_or(1 << 20);
+            let chunk = staged.read_at(offset, want).map_err(|error| refused(&error))?;
+            moved.write_at(offset, &chunk).map_err(|error| refused(&error))?;
+            offset += chunk.len() as u64;
+        }
+        Ok(moved)
     }
 
     /// `done` of a write or a truncate of `writing`; a failure ends the open file's writing

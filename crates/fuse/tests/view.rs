@@ -225,6 +225,44 @@ fn a_write_past_the_cap_keeps_nothing_of_that_open_file() {
 }
 
 #[test]
+fn a_file_open_for_writing_is_committed_where_it_is_at_its_close_and_judged_there() {
+    let Some(view) = mount(|fixture| {
+        fixture.file("w/dir/f.txt", b"before\n");
+        fixture.file("w/locked/keep.txt", b"k\n");
+        MountRegistry::builder()
+            .mount(fixture.spec("w", "/w:rw;locked/**/*.txt:ro"))
+            .build(vfs::ambient_authority())
+            .unwrap()
+    }) else {
+        return;
+    };
+    // Renamed through the view to a writable place, the file's content goes there.
+    let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/dir/f.txt")).unwrap();
+    file.write_all(b"moved with its directory\n").unwrap();
+    fs::rename(view.at("/w/dir"), view.at("/w/dir2")).unwrap();
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/dir2/f.txt")).unwrap(), b"moved with its directory\n");
+    assert!(!view.fixture.physical("w/dir").exists());
+    // Into a read-only place: refused there, as a write there is; nothing goes anywhere.
+    let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/dir2/f.txt")).unwrap();
+    file.write_all(b"written into a read-only place\n").unwrap();
+    fs::rename(view.at("/w/dir2"), view.at("/w/locked/dir")).unwrap();
+    assert_eq!(errno(file.sync_all()), rustix::io::Errno::ACCESS.raw_os_error());
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/locked/dir/f.txt")).unwrap(), b"moved with its directory\n");
+    // Moved on disk, where the view's table does not follow: the close says the place
+    // changed, and nothing is written.
+    fs::create_dir(view.fixture.physical("w/d3")).unwrap();
+    fs::write(view.fixture.physical("w/d3/g.txt"), b"g\n").unwrap();
+    let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/d3/g.txt")).unwrap();
+    file.write_all(b"lost\n").unwrap();
+    fs::rename(view.fixture.physical("w/d3"), view.fixture.physical("w/d4")).unwrap();
+    assert_eq!(errno(file.sync_all()), rustix::io::Errno::STALE.raw_os_error());
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/d4/g.txt")).unwrap(), b"g\n");
+}
+
+#[test]
 fn the_save_patterns_of_editors_and_tools_work() {
     let Some(view) = mount(standard) else { return };
     fs::write(view.fixture.physical("w/conf.txt"), b"a=1\n").unwrap();

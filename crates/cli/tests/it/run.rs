@@ -310,3 +310,53 @@ fn run_command_logs_the_call_and_its_views_refusals_apart() {
     assert_eq!(logged["tool"], "run_command");
     assert_eq!(logged["result"]["exitCode"], 1);
 }
+
+/// The lines of this machine's mount table whose mountpoint lies under `under`.
+#[expect(clippy::disallowed_methods, reason = "fixture: the test reads the mount table")]
+fn mounted_under(under: &std::path::Path) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let under = under.display().to_string();
+    table
+        .lines()
+        .filter(|line| line.split(' ').nth(4).is_some_and(|at| at.starts_with(&under)))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_views_a_killed_vfs_left_are_unmounted_and_removed_by_the_next_sandbox() {
+    if !can_run() {
+        return;
+    }
+    let test = fixture();
+    test.dir("tmp");
+    let temp = test.path().join("tmp");
+    let mut killed = test
+        .command(&["run", "--mount", "./w:/w:rw", "--mount", "./src:/src:ro", "--", "sleep", "30"])
+        .env("TMPDIR", &temp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while mounted_under(&temp).len() < 2 && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let home = temp.join("vfs-sandboxes-0");
+    let left = mounted_under(&home);
+    assert_eq!(left.len(), 2, "the view and the read-only view of /src, stale: {left:?}");
+    let run = test.command(&["run", "--mount", "./w:/w:rw", "--", "true"]).env("TMPDIR", &temp).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(mounted_under(&temp), Vec::<String>::new());
+    assert_eq!(names_in(&home), Vec::<String>::new(), "the killed vfs's directory is gone, and the last one's");
+}
+
+#[expect(clippy::disallowed_methods, reason = "fixture: the test lists the sandboxes' home")]
+fn names_in(directory: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}

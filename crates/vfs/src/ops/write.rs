@@ -530,6 +530,7 @@ impl Context<'_> {
     ) -> Result<WriteOutcome, Error> {
         let store = self.store(place.mount);
         let _lock = store.lock(&place.node, path)?;
+        self.still_in_place(place, path)?;
         self.guard_git_directory(place.mount, &place.rel, Access::Write, path)?;
         let existing = store.restat(&place.node, path)?;
         if let Some(stat) = existing {
@@ -549,6 +550,23 @@ impl Context<'_> {
         let version = store.commit(place, staged, &when, path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
+    }
+
+    /// Refuses the commit of a stage whose directory is no longer at the path it was staged
+    /// for (moved or removed since: a file kept open across a rename of its directory). The
+    /// stage holds that directory itself, and would write into it wherever it went, under
+    /// rights that were judged for the old path; the content goes nowhere instead, and the
+    /// writer is told that the place changed.
+    fn still_in_place(&self, place: &Place<gate::Write>, path: &VirtualPath) -> Result<(), Error> {
+        let Some(held) = crate::storage::directory_identity(&place.node) else { return Ok(()) };
+        let parent = path.parent();
+        let found = self
+            .locate::<gate::Read>(&parent, true, false)
+            .and_then(|directory| self.store(directory.mount).restat(&directory.node, &parent));
+        match found {
+            Ok(Some(stat)) if stat.kind == Kind::Directory && stat.identity == Some(held) => Ok(()),
+            _ => Err(Error::changed_during_call(path)),
+        }
     }
 
     /// The put for a write guarded by `expected`: a store with directory locks checks the

@@ -273,6 +273,16 @@ pub(crate) enum Lock {
     None,
 }
 
+/// The identity (device, inode) of the directory `node` lies in, where the store has one
+/// (local stores).
+pub(crate) fn directory_identity(node: &Node) -> Option<(u64, u64)> {
+    match node {
+        Node::Local(node) => local::directory_identity(node),
+        #[cfg(feature = "s3")]
+        Node::Object(_) => None,
+    }
+}
+
 /// Locks the directories of a move's two places, a shared directory once, in one order for
 /// every caller (by directory identity), so that two moves in opposite directions never each
 /// hold one lock and wait for the other.
@@ -280,12 +290,7 @@ pub(crate) fn lock_pair(
     (first, first_node, first_path): (&Backend, &Node, &VirtualPath),
     (second, second_node, second_path): (&Backend, &Node, &VirtualPath),
 ) -> Result<(Lock, Option<Lock>), Error> {
-    let identity = |node: &Node| match node {
-        Node::Local(node) => local::directory_identity(node),
-        #[cfg(feature = "s3")]
-        Node::Object(_) => None,
-    };
-    match (identity(first_node), identity(second_node)) {
+    match (directory_identity(first_node), directory_identity(second_node)) {
         (Some(one), Some(other)) if one == other => Ok((first.lock(first_node, first_path)?, None)),
         (Some(one), Some(other)) if other < one => {
             let later = second.lock(second_node, second_path)?;
