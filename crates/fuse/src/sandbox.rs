@@ -384,8 +384,13 @@ impl Sandbox {
             calls,
         };
         // Dropping the sandbox from here on removes the directory (and unmounts the view).
+        // Mounted under the spawn lock: a mount by `fusermount3` (not as root) receives the
+        // view's `/dev/fuse` descriptor without close-on-exec, and a command another thread
+        // started then would inherit it.
+        let spawning = SPAWNING.lock().unwrap_or_else(PoisonError::into_inner);
         sandbox.mounted = Some(crate::mount(registry, &directory.join("view"), &fuse)?);
         sandbox.read_only = mount_read_only_views(registry, &directory, host_user, &fuse);
+        drop(spawning);
         let trial = RunRequest {
             argv: vec!["/bin/true".to_owned()],
             cwd: "/".to_owned(),
@@ -804,6 +809,34 @@ fn threads_in(table: &Path, user: u32) -> u64 {
     count as u64
 }
 
+/// Kills the processes of the commands' host user `user` (in the process table `table`) that
+/// their parent left (adopted by the machine's init): the namespaces of a vfs that is gone.
+/// A process of a live sandbox has its bubblewrap, and that its vfs, for parent.
+#[expect(clippy::disallowed_methods, reason = "operator-input: the machine's process table, never an agent's path")]
+fn end_orphans(table: &Path, user: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(table) else { return 0 };
+    let mut ended = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else { continue };
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else { continue };
+        let field = |name: &str| {
+            status.lines().find_map(|line| line.strip_prefix(name)).and_then(|rest| rest.split_whitespace().next())
+        };
+        let orphan = field("PPid:") == Some("1");
+        if orphan
+            && field("Uid:").and_then(|uid| uid.parse::<u32>().ok()) == Some(user)
+            && let Some(pid) = rustix::process::Pid::from_raw(pid)
+            && rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok()
+        {
+            ended += 1;
+        }
+    }
+    if ended > 0 {
+        tracing::info!(target: "vfs::run", ended, "ended the processes a killed vfs's sandbox left");
+    }
+    ended
+}
+
 /// A read-only view of each mount no write reaches, at `ro-N/` in the sandbox's directory
 /// (`N` its place in the list). One that cannot be mounted is left out (the whole tree's view
 /// serves its root), and said in the operator's log.
@@ -940,6 +973,14 @@ fn clear_stale(home: &Path) {
         let Some(pid) = name.to_str().and_then(|name| name.split('-').next()) else { continue };
         if pid.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) || Path::new("/proc").join(pid).exists() {
             continue;
+        }
+        // A vfs killed while bubblewrap set a command up leaves that command's namespace
+        // behind (its first process waits for a parent that is gone, and dies with none),
+        // holding the views' mounts: as root, its commands had a user of their own.
+        if rustix::process::geteuid().is_root()
+            && let Ok(pid) = pid.parse::<u32>()
+        {
+            end_orphans(Path::new("/proc"), HOST_ID_BASE + pid % 65_536);
         }
         // A view whose server is gone answers `ENOTCONN`; detach each (`view/`, `ro-N/`), then
         // remove the rest.

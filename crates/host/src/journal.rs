@@ -662,6 +662,12 @@ impl Journal {
         self.state().calls.insert(call.clone(), info);
     }
 
+    /// Takes `calls` off the calls over ([`State::finished`]): their entries could not be
+    /// written, so their intents in the log are what a crash leaves, and are listed so.
+    fn unfinish(&self, calls: &[CallId]) {
+        self.state().finished.retain(|finished| !calls.contains(finished));
+    }
+
     /// Writes out the changes `call` made (and any change of a call nobody began), durably,
     /// before the call is answered. A failure is the operator's to see in the log.
     pub fn finish(&self, call: &CallId) {
@@ -673,7 +679,7 @@ impl Journal {
     /// with the call's entries, where the file system allows; otherwise (and whenever no
     /// entry is written) each is synced on its own.
     pub fn finish_with(&self, call: &CallId, mut held: vfs::HeldSyncs) {
-        let (observed, infos, settle) = {
+        let (observed, infos, settle, over) = {
             let mut state = self.state();
             let known: HashSet<CallId> = state.calls.keys().filter(|known| *known != call).cloned().collect();
             let (mine, others): (Vec<Observed>, Vec<Observed>) =
@@ -693,14 +699,17 @@ impl Journal {
                 .filter(|(intended, what)| *intended == call || (what.ended && !known.contains(intended)))
                 .map(|(intended, _)| intended.clone())
                 .collect();
-            let settle: Vec<CallId> = over.into_iter().filter_map(|intended| state.end(intended)).collect();
+            let settle: Vec<CallId> = over.iter().filter_map(|intended| state.end(intended.clone())).collect();
             let info = state.calls.remove(call);
-            (mine, info, settle)
+            (mine, info, settle, over)
         };
         if observed.is_empty() && settle.is_empty() {
             return;
         }
-        let Some(access) = self.access_for(observed.len()) else { return };
+        let Some(access) = self.access_for(observed.len()) else {
+            self.unfinish(&over);
+            return;
+        };
         let access = &access;
         let writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let default = CallInfo { session: "-".to_owned(), undoes: None, asked_by: None, paths: Vec::new() };
@@ -731,13 +740,13 @@ impl Journal {
                 Ok((line, bytes)) => {
                     lines.push_str(&line.to_string());
                     lines.push('\n');
-                    let images = line["images"]
-                        .as_array()
-                        .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-                        .unwrap_or_default();
-                    added.push((line["id"].as_str().unwrap_or_default().to_owned(), bytes, images));
+                    added.push(added_entry(&line, bytes));
                 }
-                Err(error) => tracing::warn!(target: "vfs::journal", "journal entry not written: {error}"),
+                Err(error) => {
+                    tracing::warn!(target: "vfs::journal", "journal entry not written: {error}");
+                    let calls: Vec<CallId> = group.iter().map(|change| change.call.clone()).collect();
+                    self.unfinish(&calls);
+                }
             }
         }
         for call in settle {
@@ -746,6 +755,7 @@ impl Journal {
         }
         if let Err(error) = self.append(access, &lines, held) {
             tracing::warn!(target: "vfs::journal", "journal entries not written: {error}");
+            self.unfinish(&over);
             return;
         }
         self.bound(access, added);
@@ -2587,6 +2597,15 @@ fn put_directory(
 
 /// The mode a tree image keeps of a directory (the tree's own, or one of its items), when it
 /// keeps one.
+/// An entry line just made, as the size bound counts it: its id, its images' bytes and names.
+fn added_entry(line: &Value, bytes: u64) -> (String, u64, Vec<String>) {
+    let images = line["images"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    (line["id"].as_str().unwrap_or_default().to_owned(), bytes, images)
+}
+
 /// How many of its own finished calls a process remembers (`State::finished`): far more
 /// than can finish while one reader reads the log.
 const FINISHED_KEPT: usize = 4096;

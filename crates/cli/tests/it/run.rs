@@ -331,15 +331,18 @@ fn the_views_a_killed_vfs_left_are_unmounted_and_removed_by_the_next_sandbox() {
     let test = fixture();
     test.dir("tmp");
     let temp = test.path().join("tmp");
+    // Killed once its command runs (past bubblewrap's set-up, whose processes do not yet die
+    // with their parent).
+    let script = "echo > /w/started; sleep 30";
     let mut killed = test
-        .command(&["run", "--mount", "./w:/w:rw", "--mount", "./src:/src:ro", "--", "sleep", "30"])
+        .command(&["run", "--mount", "./w:/w:rw", "--mount", "./src:/src:ro", "--", "sh", "-c", script])
         .env("TMPDIR", &temp)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let started = std::time::Instant::now();
-    while mounted_under(&temp).len() < 2 && started.elapsed() < std::time::Duration::from_secs(20) {
+    while !test.path().join("w/started").exists() && started.elapsed() < std::time::Duration::from_secs(20) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     killed.kill().unwrap();
@@ -359,4 +362,39 @@ fn names_in(directory: &std::path::Path) -> Vec<String> {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
+}
+
+#[test]
+fn the_processes_a_killed_vfss_sandbox_left_are_ended_by_the_next_sandbox() {
+    if !can_run() {
+        return;
+    }
+    // What a vfs killed during bubblewrap's set-up leaves: a process of its commands' own
+    // user, adopted by init, and its sandbox's directory. Its process id (99999999, never a
+    // live one) gives that user: 0x5eed0000 plus the id modulo 65,536.
+    let test = fixture();
+    test.dir("tmp/vfs-sandboxes-0/99999999-0/view");
+    let user = 0x5eed_0000u32 + 99_999_999 % 65_536;
+    let left = Command::new("setpriv")
+        .arg(format!("--reuid={user}"))
+        .arg(format!("--regid={user}"))
+        .args(["--clear-groups", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"])
+        .output()
+        .unwrap();
+    let orphan: u32 = String::from_utf8_lossy(&left.stdout).trim().parse().unwrap();
+    // Running, not a zombie its reaper has not waited for yet.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{orphan}/status"))
+            .is_ok_and(|status| status.lines().any(|line| line.starts_with("State:") && !line.contains("zombie")))
+    };
+    assert!(alive());
+    let mut command = test.command(&["run", "--mount", "./w:/w:rw", "--", "true"]);
+    let run = command.env("TMPDIR", test.path().join("tmp")).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let started = std::time::Instant::now();
+    while alive() && started.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!alive(), "the left process {orphan} still runs");
+    assert_eq!(names_in(&test.path().join("tmp/vfs-sandboxes-0")), Vec::<String>::new());
 }
