@@ -931,9 +931,20 @@ fn private_directory(temp: &Path, host_user: Option<u32>) -> Result<PathBuf, San
     };
     if trusted {
         clear_stale(&home);
-        let directory = home.join(format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
-        make(&directory)?;
-        return Ok(directory);
+        // A directory of this process's id that it did not make (an earlier process with the
+        // same id, a container's, killed) is passed over: the next number is tried.
+        let mut tries = 0;
+        loop {
+            let directory = home.join(format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+            match make(&directory) {
+                Err(SandboxError::Directory { source, .. })
+                    if source.kind() == io::ErrorKind::AlreadyExists && tries < 8 =>
+                {
+                    tries += 1;
+                }
+                done => return done.map(|()| directory),
+            }
+        }
     }
     tracing::warn!(
         target: "vfs::run",
@@ -1114,6 +1125,29 @@ mod tests {
         for made in [directory, second, third, fourth] {
             remove(&made);
         }
+    }
+
+    /// A directory of this process's id left by an earlier process with the same id (a
+    /// container's vfs, killed and started again) does not stop a sandbox: the next number is
+    /// taken, and the left one stays for a later process to clear.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a left directory laid out on disk")]
+    fn a_directory_left_under_this_process_id_is_passed_over() {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join(format!("vfs-sandboxes-{}", rustix::process::geteuid().as_raw()));
+        std::fs::create_dir(&home).unwrap();
+        let next = NEXT.load(Ordering::Relaxed);
+        for number in next..next + 3 {
+            std::fs::create_dir(home.join(format!("{}-{number}", std::process::id()))).unwrap();
+        }
+        let directory = private_directory(temp.path(), None).unwrap();
+        assert_eq!(directory.parent(), Some(home.as_path()));
+        assert!(directory.join("view").is_dir());
+        for number in next..next + 3 {
+            let left = home.join(format!("{}-{number}", std::process::id()));
+            assert!(left.is_dir() && !left.join("view").exists(), "left as it was: {left:?}");
+        }
+        remove(&directory);
     }
 
     /// The limit counts threads, as the kernel's does: a table of two processes of the user,
