@@ -149,9 +149,10 @@ enum Command {
     /// Run one command in the sandbox of `run_command`: its only files are the launch's
     /// agent-facing mounts at their virtual paths (through the FUSE view, with the same rules
     /// as the tools), the system's programs read-only and a fresh `/tmp` and `HOME`; no
-    /// network. Streams its stdout and stderr and exits with its status: 124 when the time
-    /// limit ended it, 128+N for signal N, 125 when the sandbox cannot start (one line says
-    /// why). Needs `bwrap` (bubblewrap) and FUSE.
+    /// network. Streams its stdout and stderr and exits with its status: 127 when it is not
+    /// found, 126 when it cannot be run, 124 when the time limit ended it, 128+N for signal N,
+    /// 125 when the sandbox cannot start (one line says why). Needs `bwrap` (bubblewrap) and
+    /// FUSE.
     #[command(after_help = EXAMPLES)]
     Run {
         #[command(flatten)]
@@ -456,7 +457,7 @@ fn run(command: Command, authority: AmbientAuthority) -> anyhow::Result<ExitCode
         Command::Tools { launch, daemon } => tools(launch, &daemon, authority),
         Command::Call { tool, arguments, launch, run } => call(&tool, &arguments, launch, &run, authority),
         Command::Run { launch, limits, cwd, timeout, command } => {
-            run_one(&launch.into_options()?, &limits, cwd, timeout, command, authority)
+            run_one(&launch.into_options()?, &limits, cwd, timeout, &command, authority)
         }
         Command::Fuse { mountpoint, launch } => fuse(&mountpoint, &launch.into_options()?, authority),
         Command::Journal { command } => journal::list(command, authority),
@@ -822,7 +823,7 @@ fn run_one(
     limits: &RunLimits,
     cwd: Option<String>,
     timeout: Option<u64>,
-    command: Vec<String>,
+    command: &[String],
     authority: AmbientAuthority,
 ) -> anyhow::Result<ExitCode> {
     use std::io::Write as _;
@@ -847,7 +848,7 @@ fn run_one(
         Ok(runner) => runner,
         Err(error) => {
             if let Some(logger) = &logger {
-                logger.record_command(&call, &command, cwd.as_deref().unwrap_or(""), started, Err(&error.to_string()));
+                logger.record_command(&call, command, cwd.as_deref().unwrap_or(""), started, Err(&error.to_string()));
             }
             output::error(&error.to_string(), error.hint().as_deref());
             // A malformed `--run-env` is the command line's fault; anything else, the sandbox's.
@@ -856,8 +857,13 @@ fn run_one(
         }
     };
     let timeout = timeout.map_or(runner.max_timeout(), std::time::Duration::from_secs).min(runner.max_timeout());
+    // The command is started by a shell's `exec`, as a shell would start it: one that is not
+    // found exits 127, one that cannot be run 126 (bubblewrap's own exec exits 1 for both, which
+    // a command's own 1 would not tell apart). The shell is replaced by the command.
+    let argv =
+        ["/bin/sh", "-c", "exec \"$@\"", "vfs run"].into_iter().map(str::to_owned).chain(command.iter().cloned());
     let request = vfs_fuse::RunRequest {
-        argv: command,
+        argv: argv.collect(),
         cwd: cwd.unwrap_or_else(|| runner.default_cwd().to_owned()),
         timeout,
         keep: 0,
@@ -892,7 +898,7 @@ fn run_one(
         let reason = outcome.as_ref().err().map(ToString::to_string);
         logger.record_command(
             &call,
-            &request.argv,
+            command,
             &request.cwd,
             started,
             outcome.as_ref().map_err(|_| reason.as_deref().unwrap_or("")),

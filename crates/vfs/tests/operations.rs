@@ -591,3 +591,41 @@ fn directory_depth_is_bounded_on_creation() {
         format!("`{}`: vfs creates directories at most 256 levels deep", deep.trim_end_matches('/'))
     );
 }
+
+/// As root (a container's vfs over a project), what vfs makes is the project's: a new file,
+/// a new directory, the parents a write makes and a directory an undo puts back take the owner
+/// and group of the directory they are made in, and a replaced file keeps its own.
+#[test]
+fn as_root_what_is_made_takes_the_owner_of_the_directory_it_is_made_in() {
+    use std::os::unix::fs::{MetadataExt as _, chown};
+    if !rustix::process::geteuid().is_root() {
+        #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+        {
+            eprintln!("SKIPPED: giving a file another owner needs root");
+        }
+        return;
+    }
+    let fixture = Fixture::new();
+    let project = fixture.mkdir("project");
+    chown(&project, Some(4321), Some(8765)).unwrap();
+    fixture.file("project/old.txt", "old\n");
+    chown(fixture.path("project/old.txt"), Some(1111), Some(2222)).unwrap();
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("project", "/w", "rw")).build(vfs::ambient_authority()).unwrap();
+    let agent = registry.agent();
+    agent.write("/w/new.txt", "new\n", &Precondition::Absent).unwrap();
+    agent.write("/w/deep/er/file.txt", "deep\n", &Precondition::Absent).unwrap();
+    agent.create_directory("/w/made/inner").unwrap();
+    agent.restore_directory("/w/restored", 0o750).unwrap();
+    let version = agent.info("/w/old.txt").unwrap().version.unwrap();
+    agent.write("/w/old.txt", "replaced\n", &Precondition::Version(version)).unwrap();
+    let owner = |relative: &str| {
+        let metadata = std::fs::symlink_metadata(fixture.path(relative)).unwrap();
+        (metadata.uid(), metadata.gid())
+    };
+    for made in ["new.txt", "deep", "deep/er", "deep/er/file.txt", "made", "made/inner", "restored"] {
+        assert_eq!(owner(&format!("project/{made}")), (4321, 8765), "{made}");
+    }
+    assert_eq!(owner("project/old.txt"), (1111, 2222));
+    assert_eq!(fixture.read("project/old.txt"), "replaced\n");
+}

@@ -56,6 +56,16 @@ fn run_passes_the_commands_status_output_and_changes() {
     eqnice!("error: no mount serves this path; available mounts: `/src` (ro), `/w` (rw)\n", missing.stderr);
     let signal = test.run(&[&["run"], &mounts[..], &["--", "sh", "-c", "kill -TERM $$"]].concat());
     assert_eq!(signal.code, 128 + 15);
+    // A command that is not found exits 127, one that cannot be run 126, as under a shell; the
+    // arguments reach it as given, a first one that looks like an option included.
+    let unknown = test.run(&[&["run"], &mounts[..], &["--", "no-such-program", "-x"]].concat());
+    assert_eq!((unknown.code, unknown.stdout.as_str()), (127, ""));
+    eqnice!("vfs run: 1: exec: no-such-program: not found\n", unknown.stderr);
+    let data = test.run(&[&["run"], &mounts[..], &["--", "/src/a.txt"]].concat());
+    assert_eq!(data.code, 126);
+    eqnice!("vfs run: 1: exec: /src/a.txt: Permission denied\n", data.stderr);
+    let arguments = test.run(&[&["run"], &mounts[..], &["--", "printf", "[%s]", "-n", "a b", "", "$HOME"]].concat());
+    eqnice!("[-n][a b][][$HOME]", arguments.stdout);
 }
 
 #[test]

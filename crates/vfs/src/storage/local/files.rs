@@ -264,10 +264,46 @@ pub(crate) fn rename(from: &Node, to: &Node, replace: bool, path: &VirtualPath) 
     }))
 }
 
+/// Gives what was just made in `directory` (a file or a directory, by a handle on it) the
+/// owner and group of `directory` where they differ, when vfs runs as root (a container's):
+/// so a project's new files and directories are its owner's, not root's. Any other user keeps
+/// what its create gave (it may not give a file away, and a group of its own is its choice).
+pub(super) fn give_owner(directory: &impl std::os::fd::AsFd, made: &impl std::os::fd::AsFd) {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let (Ok(parent), Ok(new)) = (rustix::fs::fstat(directory), rustix::fs::fstat(made)) else { return };
+    let owner = (parent.st_uid != new.st_uid).then(|| rustix::fs::Uid::from_raw(parent.st_uid));
+    let group = (parent.st_gid != new.st_gid).then(|| rustix::fs::Gid::from_raw(parent.st_gid));
+    if owner.is_some() || group.is_some() {
+        let _ = rustix::fs::fchown(made, owner, group);
+    }
+}
+
+/// Gives the directory `name` just made in `directory` the owner of `directory`
+/// ([`give_owner`]), by a handle opened on it without following a link.
+pub(super) fn give_directory_owner(directory: &OwnedFd, name: &str) {
+    if let Ok(made) = open_directory_at(directory, name) {
+        give_made_directory_owner(directory, &made);
+    }
+}
+
+/// [`give_owner`] for a directory just made, while it is root's and holds no directory: if
+/// another process put a directory of its own at the name since the create, that one is left
+/// as it is.
+fn give_made_directory_owner(directory: &OwnedFd, made: &OwnedFd) {
+    if rustix::fs::fstat(made).is_ok_and(|stat| stat.st_uid == 0 && stat.st_nlink == 2) {
+        give_owner(directory, made);
+    }
+}
+
 /// Creates one directory.
 pub(super) fn make_directory(directory: &OwnedFd, name: &str, path: &VirtualPath) -> Result<bool, Error> {
     match rustix::fs::mkdirat(directory, name, Mode::from_raw_mode(0o777)) {
-        Ok(()) => Ok(true),
+        Ok(()) => {
+            give_directory_owner(directory, name);
+            Ok(true)
+        }
         Err(Errno::EXIST) => Ok(false),
         Err(errno) => Err(Error::io(path, io_error(errno))),
     }
@@ -292,6 +328,7 @@ pub(super) fn make_directory_exact(
         Err(errno) => return Err(Error::io(path, io_error(errno))),
     }
     let (child, _) = open_subdirectory(directory, name, path)?;
+    give_made_directory_owner(directory, &child);
     let _ = rustix::fs::fchmod(&child, Mode::from_raw_mode(mode));
     // What it has now: the kernel drops a set-group-ID bit for a process outside the group.
     let stat = fstat(&child, path)?;

@@ -219,6 +219,7 @@ impl Walker<'_> {
         gate(self.mount, &wanted)?;
         match rustix::fs::mkdirat(&*self.current, name.as_str(), Mode::from_raw_mode(0o777)) {
             Ok(()) => {
+                super::files::give_directory_owner(&self.current, &name);
                 if let Some(made) = self.options.made {
                     made(self.mount, &wanted);
                 }

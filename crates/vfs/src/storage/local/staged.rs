@@ -187,13 +187,17 @@ impl Staged {
     }
 
     /// Gives the new file the owner and group of the regular file it replaces, as `sed -i`
-    /// and editors do, so that a vfs run as root (a container's) leaves a project's files
-    /// to their owner, not to root: a write made in place would have kept them. Where the
-    /// process may not give them (not root, not in that group), the new file keeps what its
-    /// create gave. Set-user-ID and set-group-ID bits, which `chown` would take off, are never
-    /// given to a written file. Called with the directory's lock held, just before the rename.
+    /// and editors do, or, where it replaces nothing, those of the directory it is made in
+    /// ([`files::give_owner`]), so that a vfs run as root (a container's) leaves a project's
+    /// files to their owner, not to root: a write made in place would have kept them. Where
+    /// the process may not give them (not root, not in that group), the new file keeps what
+    /// its create gave. Set-user-ID and set-group-ID bits, which `chown` would take off, are
+    /// never given to a written file. Called with the directory's lock held, just before the
+    /// rename.
     fn keep_owner(&self) {
-        let Ok(old) = rustix::fs::statat(&*self.directory, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+        let old = rustix::fs::statat(&*self.directory, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW);
+        let Ok(old) = old else {
+            files::give_owner(&*self.directory, &self.file);
             return;
         };
         if rustix::fs::FileType::from_raw_mode(old.st_mode) != rustix::fs::FileType::RegularFile {
@@ -213,9 +217,7 @@ impl Staged {
     /// Returns the file, still open, for its version. The caller checks any version guard
     /// before, under the directory's lock.
     pub(super) fn commit(mut self, replace: bool, path: &VirtualPath) -> Result<File, Error> {
-        if replace {
-            self.keep_owner();
-        }
+        self.keep_owner();
         let flushed = (|| -> io::Result<()> {
             self.file.flush()?;
             if self.durability != Durability::Later {
@@ -290,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn a_replacement_keeps_the_replaced_files_owner_and_group() {
+    fn a_replacement_keeps_the_replaced_files_owner_and_group_and_a_create_takes_the_directorys() {
         use std::os::unix::fs::MetadataExt;
         let (dir, node, path) = place(Some("old"));
         let target = dir.path().join("file.txt");
@@ -309,14 +311,17 @@ mod tests {
         let metadata = std::fs::metadata(&target).unwrap();
         assert_eq!((metadata.uid(), metadata.gid()), (4321, 8765));
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
-        // A create has no owner to keep: the new file is the process's.
+        // A create has no file to take them from: the new file is the directory's owner's.
         std::fs::remove_file(&target).unwrap();
         let mut staged =
             Staged::begin(&node, Start::Empty, NewMode::Masked(0o644), 1024, Durability::Now, &path).unwrap();
         staged.write_at(0, b"made", &path).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(1234), Some(5678)).unwrap();
         staged.commit(false, &path).unwrap();
         let metadata = std::fs::metadata(&target).unwrap();
-        assert_eq!((metadata.uid(), metadata.gid()), (0, 0));
+        assert_eq!((metadata.uid(), metadata.gid()), (1234, 5678));
+        std::os::unix::fs::chown(dir.path(), Some(0), Some(0)).unwrap();
+        std::os::unix::fs::chown(&target, Some(0), Some(0)).unwrap();
         // Only the part that differs is given: a file of root's with another group.
         std::os::unix::fs::chown(&target, None, Some(8765)).unwrap();
         let staged =
