@@ -165,6 +165,25 @@ mod tests {
         );
     }
 
+    /// A crew file cannot write lines of its own, or terminal controls, into the operator's
+    /// output: what it wrote is named with its control characters escaped.
+    #[test]
+    fn an_entrys_control_characters_are_escaped_in_its_refusal() {
+        let text = "mounts: [\"/s\\nerror: all is fine\", \"/e\\e[2J\\0x\"]\n";
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", text).unwrap_err();
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines[0],
+            "invalid crew mount `/s\\nerror: all is fine` in `crew.yaml`: a virtual root's segments use only letters, digits, `.`, `_` and `-`"
+        );
+        assert_eq!(
+            lines[1],
+            "invalid crew mount `/e\\u{1b}[2J\\u{0}x` in `crew.yaml`: a virtual root's segments use only letters, digits, `.`, `_` and `-`"
+        );
+        assert!(lines.iter().all(|line| !line.chars().any(char::is_control)));
+    }
+
     /// A 240 KB file of `[` used to keep the YAML scanner busy for about 90 s before its
     /// recursion limit answered; the nesting bound refuses it in one pass.
     #[test]

@@ -100,7 +100,7 @@ pub enum HostError {
         limit: usize,
     },
     /// One entry of the crew's `mounts:` block is malformed.
-    #[error("invalid crew mount `{entry}` in `{path}`: {reason}")]
+    #[error("invalid crew mount `{}` in `{path}`: {reason}", vfs::escape_controls(entry))]
     CrewMount {
         /// The crew file.
         path: String,
@@ -111,7 +111,8 @@ pub enum HostError {
     },
     /// A crew's `mounts:` entry names a root the runner reserves.
     #[error(
-        "invalid crew mount `{entry}` in `{path}`: `{root}` is {purpose}; a crew cannot name a reserved root in `mounts:`"
+        "invalid crew mount `{}` in `{path}`: `{root}` is {purpose}; a crew cannot name a reserved root in `mounts:`",
+        vfs::escape_controls(entry)
     )]
     CrewReservedRoot {
         /// The crew file.

@@ -178,7 +178,11 @@ impl NameRule {
 
 /// A glob of the rules that cannot be compiled or cannot match a name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the name rule `{glob}` is not valid: {reason}")]
+#[error(
+    "the name rule `{}` is not valid: {}",
+    crate::text::escape_controls(glob),
+    crate::text::escape_controls(reason)
+)]
 pub struct RuleError {
     /// The glob as given.
     pub glob: String,

@@ -1548,6 +1548,13 @@ mod tests {
         };
         let refused = build(vec![crate::NameRule::hide("[", "--hide")], true).expect_err("a malformed rule");
         assert_eq!(refused.to_string(), "the name rule `[` is not valid: unclosed character class; missing ']'");
+        // A settings file cannot write lines or terminal controls into the operator's output.
+        let refused =
+            build(vec![crate::NameRule::hide("a\nb\u{1b}[2J", "--hide")], true).expect_err("a malformed rule");
+        assert_eq!(
+            refused.to_string(),
+            "the name rule `a\\nb\\u{1b}[2J` is not valid: unclosed character class; missing ']'"
+        );
         let eager = build(crate::NameRule::defaults(), false).expect("registry");
         let deferred = build(crate::NameRule::defaults(), true).expect("registry");
         let read = |registry: &MountRegistry, path: &str| {

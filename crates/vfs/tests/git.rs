@@ -207,6 +207,36 @@ fn the_guard_goes_with_the_git_rule() {
             refused(agent.write("/m/x/HEAD", "ref: refs/heads/main\n", &OVERWRITE)),
             "cannot write `/m/x/HEAD`: beside `objects` it would make `/m/x` look like a git repository (git metadata)"
         );
+        // `HEAD` first: a key makes no directory on the way, and a write or a move below
+        // `objects` or `refs` beside it is refused as the directory's making is on a disk.
+        agent.write("/m/y/HEAD", "ref: refs/heads/main\n", &OVERWRITE).unwrap();
+        for below in ["/m/y/objects/info/x", "/m/y/refs/heads/main", "/m/y/Refs/a/b/c"] {
+            let partner = below.split('/').nth(3).unwrap();
+            assert_eq!(
+                refused(agent.write(below, "0\n", &OVERWRITE)),
+                format!(
+                    "cannot write `{below}`: beside `HEAD` it would make `/m/y` look like a git repository (git metadata)"
+                ),
+                "{partner}"
+            );
+        }
+        agent.write("/m/stage/main", "0\n", &OVERWRITE).unwrap();
+        assert_eq!(
+            refused(agent.move_path(
+                "/m/stage/main",
+                "/m/y/refs/heads/main",
+                &Precondition::Any,
+                &Precondition::Absent
+            )),
+            "cannot write `/m/y/refs/heads/main`: beside `HEAD` it would make `/m/y` look like a git repository (git metadata)"
+        );
+        // Below a `HEAD` directory beside `objects`, likewise.
+        assert_eq!(
+            refused(agent.write("/m/x/HEAD/a", "0\n", &OVERWRITE)),
+            "cannot write `/m/x/HEAD/a`: beside `objects` it would make `/m/x` look like a git repository (git metadata)"
+        );
+        // Elsewhere such names are names like any other.
+        agent.write("/m/z/refs/notes.txt", "notes\n", &OVERWRITE).unwrap();
     }
 }
 

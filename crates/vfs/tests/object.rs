@@ -578,3 +578,82 @@ fn a_real_s3_api_keeps_its_own_images_where_no_agent_sees_them() {
     };
     keeps_its_own_images(&format!("s3://{bucket}/kept-{}", std::process::id()));
 }
+
+/// Two calls of one process at once on one object ("directory"), each a check and the act
+/// it guards: a delete and an edit of the version both read, and two moves onto one name
+/// without `overwrite`. A store has no conditional delete or copy-if-absent, so the check and
+/// the act hold the process's lock of the place. In every round one of each pair succeeds and
+/// the other is refused as the order of the two gives it: no acknowledged edit is deleted, no
+/// moved file is overwritten.
+fn a_check_and_its_act_are_never_split_by_another_call(data: &str) {
+    let registry = registry_with(data, None);
+    let agent = registry.agent();
+    for round in 0..40 {
+        let path = format!("/data/race/e{round}");
+        let version = agent.write(&path, "before\n", &Precondition::Any).unwrap().version.unwrap();
+        let guard = Precondition::Version(version);
+        let barrier = std::sync::Barrier::new(2);
+        let (deleted, edited) = std::thread::scope(|scope| {
+            let deleting = scope.spawn(|| {
+                barrier.wait();
+                registry.agent().delete(&path, false, &guard).map(|_| ())
+            });
+            let editing = scope.spawn(|| {
+                barrier.wait();
+                registry.agent().write(&path, "edited\n", &guard).map(|_| ())
+            });
+            (deleting.join().unwrap(), editing.join().unwrap())
+        });
+        let now = agent.read_text(&path, &ReadWindow::default()).map(|read| read.content);
+        match (deleted, edited) {
+            (Ok(()), Err(error)) => {
+                assert!(matches!(error.kind(), ErrorKind::NotFound | ErrorKind::VersionMismatch), "{round}: {error}");
+                assert_eq!(now.unwrap_err().kind(), ErrorKind::NotFound, "{round}");
+            }
+            (Err(error), Ok(())) => {
+                assert_eq!(error.kind(), ErrorKind::VersionMismatch, "{round}: {error}");
+                assert_eq!(now.unwrap(), "edited\n", "{round}");
+            }
+            other => panic!("{round}: a delete and an edit of one version both answered {other:?}"),
+        }
+
+        let (one, other) = (format!("/data/race/a{round}"), format!("/data/race/b{round}"));
+        let target = format!("/data/race/c{round}");
+        agent.write(&one, "one\n", &Precondition::Absent).unwrap();
+        agent.write(&other, "other\n", &Precondition::Absent).unwrap();
+        let barrier = std::sync::Barrier::new(2);
+        let moved = std::thread::scope(|scope| {
+            let moves = [&one, &other].map(|source| {
+                let (barrier, registry, target) = (&barrier, &registry, &target);
+                scope.spawn(move || {
+                    barrier.wait();
+                    registry.agent().move_path(source, target, &Precondition::Any, &Precondition::Absent).map(|_| ())
+                })
+            });
+            moves.map(|moving| moving.join().unwrap())
+        });
+        let (winner, loser) = match moved {
+            [Ok(()), Err(error)] => ((&one, "one\n"), (&other, error)),
+            [Err(error), Ok(())] => ((&other, "other\n"), (&one, error)),
+            other => panic!("{round}: two moves onto one name answered {other:?}"),
+        };
+        assert_eq!(loser.1.kind(), ErrorKind::AlreadyExists, "{round}: {}", loser.1);
+        assert_eq!(agent.read_text(&target, &ReadWindow::default()).unwrap().content, winner.1, "{round}");
+        assert_eq!(agent.read_text(winner.0, &ReadWindow::default()).unwrap_err().kind(), ErrorKind::NotFound);
+        assert!(agent.read_text(loser.0, &ReadWindow::default()).is_ok(), "{round}: the refused move's source is gone");
+    }
+}
+
+#[test]
+fn on_a_memory_store_a_check_and_its_act_are_never_split_by_another_call() {
+    a_check_and_its_act_are_never_split_by_another_call("memory://split");
+}
+
+#[test]
+fn on_a_real_s3_api_a_check_and_its_act_are_never_split_by_another_call() {
+    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
+        return;
+    };
+    a_check_and_its_act_are_never_split_by_another_call(&format!("s3://{bucket}/split-{}", std::process::id()));
+}

@@ -49,6 +49,14 @@ pub(crate) const TREE_READ_BYTES: u64 = 16 * 1024 * 1024;
 /// without a guard.
 pub(crate) const TREE_UNKNOWN: &str = "tree-unknown";
 
+/// The names git looks for beside `HEAD` to take a directory for a repository.
+const BESIDE_HEAD: [&str; 3] = ["objects", "refs", "commondir"];
+
+/// True when `name` is one the git guard watches ([`Context::guard_git_directory`]).
+pub(crate) fn is_git_marker(name: &str) -> bool {
+    name.eq_ignore_ascii_case("HEAD") || BESIDE_HEAD.iter().any(|marker| name.eq_ignore_ascii_case(marker))
+}
+
 /// One request's view: the registry, who is asking, the call's clock, and its id.
 pub(crate) struct Context<'r> {
     /// Shared (not only borrowed), so that work handed to the registry's worker pool can hold it.
@@ -494,15 +502,11 @@ impl<'r> Context<'r> {
         access: Access,
         path: &VirtualPath,
     ) -> Result<(), Error> {
-        const BESIDE_HEAD: [&str; 3] = ["objects", "refs", "commondir"];
         let Some((name, parent)) = rel.split_last() else { return Ok(()) };
-        let partners: &[&str] = if name.eq_ignore_ascii_case("HEAD") {
-            &BESIDE_HEAD
-        } else if BESIDE_HEAD.iter().any(|marker| name.eq_ignore_ascii_case(marker)) {
-            &["HEAD"]
-        } else {
+        if !is_git_marker(name) {
             return Ok(());
-        };
+        }
+        let partners: &[&str] = if name.eq_ignore_ascii_case("HEAD") { &BESIDE_HEAD } else { &["HEAD"] };
         if !self.registry.rules_for(self.caller, mount).is_some_and(|policy| policy.guards_git_directories(rel)) {
             return Ok(());
         }

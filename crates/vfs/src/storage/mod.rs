@@ -268,9 +268,26 @@ impl Seek for Reader<'_> {
 /// Held while a read-modify-write of a directory's entries runs.
 pub(crate) enum Lock {
     Local(#[expect(dead_code, reason = "held until dropped, which releases the lock")] local::DirectoryLock),
-    /// Object stores have no locks; their puts are conditional instead.
-    #[cfg_attr(not(feature = "s3"), expect(dead_code, reason = "only object stores have no locks"))]
-    None,
+    /// Object stores have no locks of their own: the process's ([`object::ObjectLock`]).
+    #[cfg(feature = "s3")]
+    Object(#[expect(dead_code, reason = "held until dropped, which releases the lock")] object::ObjectLock),
+}
+
+/// Where a lock stands in the one order every caller of [`lock_pair`] takes two locks in:
+/// a local directory by its identity, an object store's "directory" by its name, local first.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum LockOrder {
+    Local((u64, u64)),
+    #[cfg(feature = "s3")]
+    Object(String),
+}
+
+fn lock_order(backend: &Backend, node: &Node) -> Option<LockOrder> {
+    match (backend, node) {
+        #[cfg(feature = "s3")]
+        (Backend::Object(root), Node::Object(node)) => Some(LockOrder::Object(root.lock_name(&node.rel))),
+        _ => directory_identity(node).map(LockOrder::Local),
+    }
 }
 
 /// The identity (device, inode) of the directory `node` lies in, where the store has one
@@ -284,13 +301,13 @@ pub(crate) fn directory_identity(node: &Node) -> Option<(u64, u64)> {
 }
 
 /// Locks the directories of a move's two places, a shared directory once, in one order for
-/// every caller (by directory identity), so that two moves in opposite directions never each
-/// hold one lock and wait for the other.
+/// every caller ([`LockOrder`]), so that two moves in opposite directions never each hold one
+/// lock and wait for the other.
 pub(crate) fn lock_pair(
     (first, first_node, first_path): (&Backend, &Node, &VirtualPath),
     (second, second_node, second_path): (&Backend, &Node, &VirtualPath),
 ) -> Result<(Lock, Option<Lock>), Error> {
-    match (directory_identity(first_node), directory_identity(second_node)) {
+    match (lock_order(first, first_node), lock_order(second, second_node)) {
         (Some(one), Some(other)) if one == other => Ok((first.lock(first_node, first_path)?, None)),
         (Some(one), Some(other)) if other < one => {
             let later = second.lock(second_node, second_path)?;
@@ -798,7 +815,21 @@ impl Backend {
             #[cfg(feature = "s3")]
             Backend::Object(_) if components.iter().any(|name| object::reserved(name)) => Err(Error::not_found(path)),
             #[cfg(feature = "s3")]
-            Backend::Object(_) => Ok(object::locate(start, components)),
+            Backend::Object(_) => {
+                // A key makes no directory on the way, so the gate a local store asks for each
+                // directory it makes is asked here for each name above the key that the git
+                // guard watches (`objects` beside a `HEAD`, ...), made or not: what a write
+                // below it would make is the same look-alike.
+                if let Some(gate) = options.create_parents {
+                    let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+                    for end in 1..rel.len() {
+                        if crate::ops::is_git_marker(&rel[end - 1]) {
+                            gate(start, &rel[..end])?;
+                        }
+                    }
+                }
+                Ok(object::locate(start, components))
+            }
         }
     }
 

@@ -320,6 +320,13 @@ impl ObjectRoot {
         receiver.recv().expect("the object-store runtime runs every task it is given")
     }
 
+    /// What [`ObjectLock`] names for the place `rel`: the bucket and the key of the
+    /// "directory" it is in (the mount's prefix for its root), which orders it among locks.
+    pub(crate) fn lock_name(&self, rel: &[String]) -> String {
+        let parent = rel.split_last().map_or(rel, |(_, parent)| parent);
+        format!("{}\0{}", self.bucket, self.key(parent))
+    }
+
     /// The object key for a mount-relative path.
     pub(crate) fn key(&self, rel: &[impl AsRef<str>]) -> Key {
         self.prefix.iter().map(String::as_str).chain(rel.iter().map(AsRef::as_ref)).collect()
@@ -1018,8 +1025,8 @@ impl crate::storage::Store for ObjectRoot {
         }
     }
 
-    fn lock(&self, _node: &Node, _path: &VirtualPath) -> Result<crate::storage::Lock, Error> {
-        Ok(crate::storage::Lock::None)
+    fn lock(&self, node: &Node, _path: &VirtualPath) -> Result<crate::storage::Lock, Error> {
+        Ok(crate::storage::Lock::Object(ObjectLock::take(self.lock_name(&node.rel))))
     }
 
     fn open_append(&self, _node: &Node, path: &VirtualPath) -> Result<std::convert::Infallible, Error> {
@@ -1040,6 +1047,46 @@ impl crate::storage::Store for ObjectRoot {
         path: &VirtualPath,
     ) -> Option<Result<(), Error>> {
         (self.bucket() == target.bucket()).then(|| self.move_object(from, to, target, replace, path))
+    }
+}
+
+/// The lock of one "directory" of an object store (a bucket and a key prefix), held while a
+/// read-modify-write of one of its objects runs: a version check and the put, copy or delete
+/// it guards. A store has no locks, and S3 no conditional delete or copy-if-absent, so a check
+/// and its act could be split by another call (a delete beside a guarded edit removed the
+/// edit it had acknowledged; two moves onto one name both succeeded). These locks are the
+/// process's own: they order the calls of one vfs (every session and crew of a daemon);
+/// another process writing the bucket is not held back (ADR 0002).
+#[derive(Debug)]
+pub(crate) struct ObjectLock {
+    name: String,
+}
+
+/// The names locked now, and the signal that one was let go.
+fn held() -> &'static (std::sync::Mutex<std::collections::HashSet<String>>, std::sync::Condvar) {
+    static HELD: std::sync::OnceLock<(std::sync::Mutex<std::collections::HashSet<String>>, std::sync::Condvar)> =
+        std::sync::OnceLock::new();
+    HELD.get_or_init(Default::default)
+}
+
+impl ObjectLock {
+    /// Waits until nobody holds `name`, then holds it.
+    fn take(name: String) -> Self {
+        let (names, freed) = held();
+        let mut names = names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while names.contains(&name) {
+            names = freed.wait(names).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        names.insert(name.clone());
+        Self { name }
+    }
+}
+
+impl Drop for ObjectLock {
+    fn drop(&mut self) {
+        let (names, freed) = held();
+        names.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.name);
+        freed.notify_all();
     }
 }
 
