@@ -491,3 +491,53 @@ def test_check_reports_an_unreachable_endpoint_in_one_line():
         lines[0],
     ), lines[0]
     assert elapsed < 30, elapsed
+
+
+def put_raw(key: str, body: bytes = b"x\n") -> None:
+    """Writes an object as another tool would, with any key the store takes."""
+    import boto3  # installed with moto by scripts/s3-server; only these tests need it
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=ENDPOINT,
+        region_name=os.environ.get("AWS_REGION", "us-east-1"),
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "test"),
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
+    )
+    client.put_object(Bucket=BUCKET, Key=key, Body=body)
+
+
+def test_a_key_no_path_can_spell_is_named_for_what_it_is(fixture):
+    """Another tool wrote a key with an empty segment: the listings that meet it fail with a
+    line that says so (not "the object store failed ... try again later"), without the key,
+    and a mount whose first listing meets it is refused at the start in one line."""
+    prefix = unique_prefix()
+    fixture.extra_spellings += store_spellings(BUCKET, ENDPOINT, prefix)
+    put_raw(f"{prefix}/ok.txt")
+    put_raw(f"{prefix}/deep/x//y.txt")
+    bad = (
+        ": the object store holds a name here that no path can spell (an empty, `.` or `..` part, or a "
+        "control character), which stops its listing; ask the operator to rename or remove it"
+    )
+
+    async def body(client, init):
+        result = await client.call("read_text_file", {"path": "/data/ok.txt"})
+        assert text(result) == "x\n", text(result)
+        result = await client.call("directory_tree", {"path": "/data"})
+        assert one_clean_line(result, "//", "y.txt") == "`/data`" + bad
+        result = await client.call("list_directory", {"path": "/data/deep/x"})
+        assert one_clean_line(result, "//", "y.txt") == "`/data/deep/x`" + bad
+
+    run_client(fixture, body, ["serve", "--mount", f"s3://{BUCKET}/{prefix}:/data:rw"], env=aws_env())
+
+    top = unique_prefix()
+    put_raw(f"{top}//x")
+    code, stdout, stderr, _ = vfs_check(f"s3://{BUCKET}/{top}:/data")
+    assert code == 2, (stdout, stderr)
+    lines = (stdout + stderr).splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"cannot use `s3://{BUCKET}/{top}` for mount `/data`: it holds a key vfs cannot name, with an empty, "
+        "`.` or `..` segment or a control character (Encountered object with invalid path: "
+    ), lines[0]
+    assert lines[0].endswith("; rename or remove that object"), lines[0]

@@ -195,6 +195,10 @@ impl State {
 #[derive(Debug)]
 pub struct Journal {
     max_bytes: u64,
+    /// The hosted crew whose endpoint writes through this journal (`None`: the daemon's `/mcp`,
+    /// a stdio server, the operator's commands): each entry names it, and the size bound drops
+    /// the images of the tenant that holds the most first ([`Live::next_to_drop`]).
+    tenant: Option<String>,
     /// Weak: the registry this journal observes holds it (a strong capability would keep
     /// both, with the journal's files and its presence lock, for as long as the process
     /// lives, and a later launch on the journal would never find itself alone).
@@ -237,12 +241,15 @@ pub struct Journal {
 struct Live {
     entries: std::collections::BTreeMap<String, LiveEntry>,
     bytes: u64,
+    /// The bytes each tenant's entries keep (`""`: entries of no hosted crew).
+    tenants: HashMap<String, u64>,
 }
 
 #[derive(Debug)]
 struct LiveEntry {
     bytes: u64,
     images: Vec<String>,
+    tenant: String,
 }
 
 impl Live {
@@ -253,17 +260,18 @@ impl Live {
     fn of(entries: Vec<Entry>) -> Self {
         let mut live = Self::default();
         for entry in entries.into_iter().filter(|entry| !entry.dropped && !entry.incomplete) {
-            live.add(entry.id, entry.image_bytes, entry.images);
+            live.add(entry.id, entry.image_bytes, entry.images, entry.tenant);
         }
         live
     }
 
-    fn add(&mut self, id: String, bytes: u64, images: Vec<String>) {
+    fn add(&mut self, id: String, bytes: u64, images: Vec<String>, tenant: String) {
         if bytes == 0 {
             return;
         }
         if let std::collections::btree_map::Entry::Vacant(vacant) = self.entries.entry(id) {
-            vacant.insert(LiveEntry { bytes, images });
+            *self.tenants.entry(tenant.clone()).or_default() += bytes;
+            vacant.insert(LiveEntry { bytes, images, tenant });
             self.bytes += bytes;
         }
     }
@@ -271,7 +279,24 @@ impl Live {
     fn remove(&mut self, id: &str) -> Option<LiveEntry> {
         let removed = self.entries.remove(id)?;
         self.bytes -= removed.bytes;
+        if let Some(held) = self.tenants.get_mut(&removed.tenant) {
+            *held = held.saturating_sub(removed.bytes);
+            if *held == 0 {
+                self.tenants.remove(&removed.tenant);
+            }
+        }
         Some(removed)
+    }
+
+    /// The entry the size bound drops next: the oldest of the tenant whose entries keep the
+    /// most bytes (of those that keep as much, the one with the oldest entry). One journal
+    /// serves every endpoint of a daemon: so one crew's changes push out its own oldest
+    /// images, not another crew's, until it keeps no more than the other does. Within one
+    /// tenant (a stdio server, every process without crews), the oldest entry.
+    fn next_to_drop(&self) -> Option<String> {
+        let most = self.tenants.values().max()?;
+        let oldest = self.entries.iter().find(|(_, entry)| self.tenants.get(&entry.tenant) == Some(most));
+        oldest.map(|(id, _)| id.clone())
     }
 
     /// Takes in one line another process appended: its entry adds its images, its
@@ -292,7 +317,8 @@ impl Live {
                 .and_then(Value::as_array)
                 .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                 .unwrap_or_default();
-            self.add(id.to_owned(), line.get("image_bytes").and_then(Value::as_u64).unwrap_or(0), images);
+            let tenant = line.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned();
+            self.add(id.to_owned(), line.get("image_bytes").and_then(Value::as_u64).unwrap_or(0), images, tenant);
         }
         true
     }
@@ -360,6 +386,7 @@ impl Journal {
     pub fn new(max_bytes: u64) -> Self {
         Self {
             max_bytes,
+            tenant: None,
             access: OnceLock::new(),
             reading: OnceLock::new(),
             keeper: OnceLock::new(),
@@ -375,6 +402,14 @@ impl Journal {
             undoing: Mutex::default(),
             live: Mutex::new(Live::default()),
         }
+    }
+
+    /// The same journal, written for the hosted crew `tenant` (`None`: no crew): each entry
+    /// names it, and past the bound the images of the tenant that keeps the most go first.
+    #[must_use]
+    pub fn for_tenant(mut self, tenant: Option<String>) -> Self {
+        self.tenant = tenant;
+        self
     }
 
     /// Attaches the journal to the registry that observes into it (it must have the internal
@@ -737,7 +772,10 @@ impl Journal {
                 continue;
             }
             match entry_line(access, &group, &info, self.places.get().map_or(&[], Vec::as_slice)) {
-                Ok((line, bytes)) => {
+                Ok((mut line, bytes)) => {
+                    if let Some(tenant) = &self.tenant {
+                        line["tenant"] = json!(tenant);
+                    }
                     lines.push_str(&line.to_string());
                     lines.push('\n');
                     added.push(added_entry(&line, bytes));
@@ -854,7 +892,7 @@ impl Journal {
 
     /// Drops the oldest images while the kept images and the log together exceed the bound.
     /// `added`: the entries this process just appended (id, image bytes, images).
-    fn bound(&self, access: &PrivilegedAccessor, added: Vec<(String, u64, Vec<String>)>) {
+    fn bound(&self, access: &PrivilegedAccessor, added: Vec<(String, u64, Vec<String>, String)>) {
         // Never read the journal with the state locked: the read is a call, whose end is
         // told to this observer (`call_ended`), which takes the state.
         let (counted, mut generation, unread) = {
@@ -867,13 +905,13 @@ impl Journal {
         // entries with it.
         let mut incremental =
             counted && (unread.is_empty() || self.count_unread(access, &mut live, &unread, generation));
-        let sizes: Vec<(String, u64)> = added.iter().map(|(id, bytes, _)| (id.clone(), *bytes)).collect();
+        let sizes: Vec<(String, u64)> = added.iter().map(|(id, bytes, _, _)| (id.clone(), *bytes)).collect();
         // Where the whole log's read stopped: the stretches noted meanwhile are counted
         // next from there on.
         let mut loaded_to = None;
         if incremental {
-            for (id, bytes, images) in added {
-                live.add(id, bytes, images);
+            for (id, bytes, images, tenant) in added {
+                live.add(id, bytes, images, tenant);
             }
         } else {
             (generation, loaded_to) = self.load_whole(access, &mut live);
@@ -902,7 +940,7 @@ impl Journal {
             sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(log_bytes) > self.max_bytes).map(|(id, _)| id);
         while live.bytes + log_bytes + lines.len() as u64 > self.max_bytes {
             let next = too_large.find(|id| live.entries.contains_key(id));
-            let Some(oldest) = next.or_else(|| live.entries.keys().next().cloned()) else { break };
+            let Some(oldest) = next.or_else(|| live.next_to_drop()) else { break };
             let Some(entry) = live.remove(&oldest) else { break };
             for name in &entry.images {
                 self.forget_image(access, name);
@@ -1969,6 +2007,8 @@ pub struct Entry {
     not_undoable: bool,
     images: Vec<String>,
     image_bytes: u64,
+    /// The hosted crew whose endpoint made it (`""`: none), for the size bound's share.
+    tenant: String,
     /// True when the size bound dropped its images.
     pub dropped: bool,
     /// True when only its intent was written: the process stopped during the change (it may
@@ -2040,6 +2080,7 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
             }),
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
+            tenant: value.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned(),
             dropped: false,
             incomplete,
         };
@@ -2598,12 +2639,13 @@ fn put_directory(
 /// The mode a tree image keeps of a directory (the tree's own, or one of its items), when it
 /// keeps one.
 /// An entry line just made, as the size bound counts it: its id, its images' bytes and names.
-fn added_entry(line: &Value, bytes: u64) -> (String, u64, Vec<String>) {
+fn added_entry(line: &Value, bytes: u64) -> (String, u64, Vec<String>, String) {
     let images = line["images"]
         .as_array()
         .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default();
-    (line["id"].as_str().unwrap_or_default().to_owned(), bytes, images)
+    let tenant = line.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned();
+    (line["id"].as_str().unwrap_or_default().to_owned(), bytes, images, tenant)
 }
 
 /// How many of its own finished calls a process remembers (`State::finished`): far more
@@ -2659,13 +2701,36 @@ mod tests {
         assert_eq!(places_of(&[json!({ "path": "/elsewhere" })], &places), None);
     }
 
+    /// The bound drops the oldest entry of the tenant that keeps the most bytes: one crew's
+    /// changes push out its own images before another crew's, and within one tenant the
+    /// oldest go first.
+    #[test]
+    fn the_bound_drops_first_from_the_tenant_that_keeps_the_most() {
+        let mut live = Live::default();
+        assert_eq!(live.next_to_drop(), None);
+        live.add("1".to_owned(), 100, vec!["1.0".to_owned()], "b".to_owned());
+        live.add("2".to_owned(), 60, vec!["2.0".to_owned()], "a".to_owned());
+        assert_eq!(live.next_to_drop().as_deref(), Some("1"));
+        assert!(live.apply(&json!({ "id": "3", "image_bytes": 60, "images": ["3.0"], "tenant": "a", "parts": [] })));
+        assert_eq!(live.tenants.get("a"), Some(&120));
+        assert_eq!(live.next_to_drop().as_deref(), Some("2"), "a keeps 120 bytes, b 100");
+        live.remove("2");
+        assert_eq!(live.next_to_drop().as_deref(), Some("1"), "b keeps 100 bytes, a 60");
+        // As much each: the tenant with the oldest entry.
+        live.add("4".to_owned(), 40, vec!["4.0".to_owned()], "a".to_owned());
+        assert_eq!(live.next_to_drop().as_deref(), Some("1"));
+        live.remove("1");
+        assert_eq!(live.tenants.get("b"), None);
+        assert_eq!(live.next_to_drop().as_deref(), Some("3"));
+    }
+
     /// What another process appended is taken in line by line: its entries add their
     /// images, its `dropped` lines take away the entry they name, once however many say so; a
     /// line that is not one of the log's sends the count back to a read of the whole log.
     #[test]
     fn lines_another_process_appended_are_counted_alone() {
         let mut live = Live::default();
-        live.add("1".to_owned(), 100, vec!["1.0".to_owned()]);
+        live.add("1".to_owned(), 100, vec!["1.0".to_owned()], String::new());
         assert!(live.apply(&json!({ "id": "2", "image_bytes": 24, "images": ["2.0"], "parts": [] })));
         assert!(live.apply(&json!({ "id": "3", "images": [], "parts": [] })));
         assert!(live.apply(&json!({ "intent": "i", "call": "c", "image_bytes": 7 })));

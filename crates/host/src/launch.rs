@@ -422,7 +422,7 @@ pub(crate) fn finish(
                 visibility: Visibility::Internal,
                 origin: options.journal_origin.clone().unwrap_or_else(|| "runner (--journal)".to_owned()),
             });
-            Some(std::sync::Arc::new(crate::Journal::new(bound)))
+            Some(std::sync::Arc::new(crate::Journal::new(bound).for_tenant(log_folder.clone())))
         }
         None => None,
     };

@@ -1649,3 +1649,60 @@ fn a_change_id_is_looked_for_among_the_sessions_own_changes_and_named_back_only_
         );
     }
 }
+
+/// One journal serves every endpoint of a daemon, under one bound: past it, the images of the
+/// crew that keeps the most go first. A crew that writes a lot pushes out its own oldest
+/// changes, never another crew's one change (the red team's: beta's overwrite was dropped by
+/// alpha's twelve, and beta could no longer undo it).
+#[test]
+fn past_the_bound_one_crews_changes_drop_its_own_images_not_another_crews() {
+    let base = tempfile::tempdir().unwrap();
+    let base = base.path();
+    for (crew, root) in [("alpha", "/adata"), ("beta", "/bdata")] {
+        std::fs::create_dir_all(base.join(format!("crews/{crew}"))).unwrap();
+        std::fs::write(base.join(format!("crews/{crew}/crew.yaml")), format!("name: {crew}\nmounts: [{root}]\n"))
+            .unwrap();
+        std::fs::create_dir_all(base.join(&root[1..])).unwrap();
+    }
+    let options = LaunchOptions {
+        mounts: vec![
+            format!("{}:/adata:rw", base.join("adata").display()),
+            format!("{}:/bdata:rw", base.join("bdata").display()),
+        ],
+        crews: vec![base.join("crews/alpha"), base.join("crews/beta")],
+        journal: Some(base.join("journal")),
+        journal_max_bytes: Some(vfs_host::MIN_MAX_BYTES),
+        no_read_before_edit: true,
+        current_dir: base.to_path_buf(),
+        ..LaunchOptions::default()
+    };
+    let hosting = vfs_host::host(&options, None, None, false, vfs::ambient_authority()).unwrap();
+    let tools = |crew: &str| {
+        let served = hosting.endpoints.iter().find(|served| served.crew_name() == Some(crew)).unwrap();
+        served.launch().tools(None)
+    };
+    let (alpha, beta) = (tools("alpha"), tools("beta"));
+    let precious = "precious\n".repeat(1000);
+    call(&beta, "write_file", &json!({ "path": "/bdata/victim.txt", "content": precious }));
+    call(&beta, "write_file", &json!({ "path": "/bdata/victim.txt", "content": "oops\n", "overwrite": true }));
+    let large = "x".repeat(60 * 1024);
+    for round in 0..12 {
+        let path = format!("/adata/{}.txt", round % 3);
+        call(&alpha, "write_file", &json!({ "path": path, "content": format!("{round}{large}"), "overwrite": true }));
+    }
+    // Alpha's creations keep no image; of its nine overwrites the six oldest are dropped.
+    let states: Vec<(String, String)> = states_of(base);
+    let expected: Vec<(String, String)> = [("/bdata/victim.txt", "undoable"); 2]
+        .into_iter()
+        .chain((0..12).map(|round| {
+            let path = ["/adata/0.txt", "/adata/1.txt", "/adata/2.txt"][round % 3];
+            (path, if (3..9).contains(&round) { "dropped" } else { "undoable" })
+        }))
+        .map(|(path, state)| (path.to_owned(), state.to_owned()))
+        .collect();
+    assert_eq!(states, expected);
+    assert!(journal_bytes(base) <= vfs_host::MIN_MAX_BYTES + 61 * 1024, "{}", journal_bytes(base));
+    let undone = call(&beta, "undo_changes", &json!({}));
+    assert_eq!(undone, "restored /bdata/victim.txt\n");
+    assert_eq!(std::fs::read_to_string(base.join("bdata/victim.txt")).unwrap(), precious);
+}

@@ -506,6 +506,20 @@ impl Error {
         )
     }
 
+    /// An object store listing that stopped at a key vfs cannot name (another tool wrote it).
+    /// The key is physical (it carries the mount's prefix): logged for the operator only.
+    #[cfg(feature = "s3")]
+    pub(crate) fn store_bad_key(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Io,
+            Some(path),
+            agent_text![
+                code(path),
+                ": the object store holds a name here that no path can spell (an empty, `.` or `..` part, or a control character), which stops its listing; ask the operator to rename or remove it"
+            ],
+        )
+    }
+
     /// A call stopped at its time budget: names the operation and what to narrow
     /// ([`Hint::Narrow`]).
     pub(crate) fn timed_out(operation: Operation, seconds: u64) -> Self {

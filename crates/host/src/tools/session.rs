@@ -15,10 +15,41 @@ use std::sync::Mutex;
 
 use vfs::VirtualPath;
 
+/// The most files one session remembers. A daemon keeps a modern-protocol principal's memory
+/// for as long as it runs, and a session may read every file of a large tree: past this, the
+/// quarter seen longest ago is forgotten at once (about 10 MB at most per session; a forgotten
+/// file is read again before it is changed, as one never read).
+pub(super) const MAX_SEEN: usize = 20_000;
+
 /// The versions this session read or wrote, by canonical virtual path.
 #[derive(Debug, Default)]
 pub(super) struct Seen {
-    versions: Mutex<HashMap<String, String>>,
+    versions: Mutex<Versions>,
+}
+
+/// Each path's version, and when it was last seen (a count of what this session saw).
+#[derive(Debug, Default)]
+struct Versions {
+    by_path: HashMap<String, (u64, String)>,
+    seen: u64,
+}
+
+impl Versions {
+    fn insert(&mut self, path: String, version: String) {
+        self.seen += 1;
+        if self.by_path.len() >= MAX_SEEN && !self.by_path.contains_key(&path) {
+            let mut stamps: Vec<u64> = self.by_path.values().map(|(stamp, _)| *stamp).collect();
+            let cut = MAX_SEEN / 4;
+            stamps.select_nth_unstable(cut);
+            let oldest_kept = stamps[cut];
+            self.by_path.retain(|_, (stamp, _)| *stamp >= oldest_kept);
+        }
+        self.by_path.insert(path, (self.seen, version));
+    }
+
+    fn get(&self, path: &str) -> Option<&String> {
+        self.by_path.get(path).map(|(_, version)| version)
+    }
 }
 
 /// Why a change is refused.
@@ -47,7 +78,7 @@ impl Unread {
 }
 
 impl Seen {
-    fn versions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    fn versions(&self) -> std::sync::MutexGuard<'_, Versions> {
         self.versions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -75,12 +106,13 @@ impl Seen {
         // A directory's files move with it.
         let prefix = format!("{}/", from.as_str());
         let moved: Vec<(String, String)> = versions
+            .by_path
             .iter()
             .filter(|(path, _)| path.as_str() == from.as_str() || path.starts_with(&prefix))
-            .map(|(path, version)| (path.clone(), version.clone()))
+            .map(|(path, (_, version))| (path.clone(), version.clone()))
             .collect();
         for (path, version) in moved {
-            versions.remove(&path);
+            versions.by_path.remove(&path);
             let rest = &path[from.as_str().len()..];
             versions.insert(format!("{}{rest}", to.as_str()), version);
         }
@@ -89,7 +121,7 @@ impl Seen {
     /// A delete: nothing is seen at `path` or below any more.
     pub(super) fn forget(&self, path: &VirtualPath) {
         let prefix = format!("{}/", path.as_str());
-        self.versions().retain(|seen, _| seen.as_str() != path.as_str() && !seen.starts_with(&prefix));
+        self.versions().by_path.retain(|seen, _| seen.as_str() != path.as_str() && !seen.starts_with(&prefix));
     }
 }
 
@@ -115,4 +147,33 @@ pub(super) fn refusal_inside(directory: &VirtualPath, file: &VirtualPath, why: U
         "; a delete removes only files this session has seen at their current version, so read it whole first, or delete it by itself with the `expectedVersion` that `get_file_info` reports",
     );
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's memory is bounded: past [`MAX_SEEN`] files, the quarter seen longest ago is
+    /// forgotten (a file seen again counts as seen then), and the rest stays.
+    #[test]
+    fn past_its_bound_a_session_forgets_the_files_it_saw_longest_ago() {
+        let seen = Seen::default();
+        let path = |index: usize| VirtualPath::new(&format!("/w/{index}.txt")).unwrap();
+        for index in 0..MAX_SEEN {
+            seen.saw(&path(index), Some(&format!("v{index}")));
+        }
+        // The first file, seen again, is the newest now.
+        seen.saw(&path(0), Some("again"));
+        assert_eq!(seen.versions().by_path.len(), MAX_SEEN);
+        seen.saw(&path(MAX_SEEN), Some("new"));
+        let versions = seen.versions();
+        assert_eq!(versions.by_path.len(), MAX_SEEN - MAX_SEEN / 4 + 1);
+        drop(versions);
+        assert_eq!(seen.version(&path(0)).as_deref(), Some("again"));
+        assert_eq!(seen.version(&path(1)), None);
+        assert_eq!(seen.version(&path(MAX_SEEN / 4)), None);
+        assert_eq!(seen.version(&path(MAX_SEEN / 4 + 1)).as_deref(), Some(format!("v{}", MAX_SEEN / 4 + 1).as_str()));
+        assert_eq!(seen.version(&path(MAX_SEEN)).as_deref(), Some("new"));
+        assert_eq!(seen.precondition(&path(1)), vfs::Precondition::Absent);
+    }
 }

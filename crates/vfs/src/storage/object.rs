@@ -109,6 +109,10 @@ pub(crate) enum StoreError {
     AlreadyExists,
     /// A conditional put lost against another writer.
     Precondition,
+    /// A key the store holds that vfs cannot name (an empty, `.` or `..` segment, a control
+    /// character: what another tool may write), which stops a listing: kept for the operator
+    /// log, which names it.
+    BadKey(object_store::Error),
     /// Anything else (network, throttling after retries, permissions): kept for the operator
     /// log, never shown to an agent because its text names the bucket and endpoint.
     Other(object_store::Error),
@@ -122,6 +126,7 @@ impl From<object_store::Error> for StoreError {
             object_store::Error::Precondition { .. } | object_store::Error::NotModified { .. } => {
                 StoreError::Precondition
             }
+            error @ object_store::Error::InvalidPath { .. } => StoreError::BadKey(error),
             other => StoreError::Other(other),
         }
     }
@@ -236,6 +241,10 @@ impl ObjectRoot {
             Err(error) if error.to_string().contains("NoSuchBucket") => {
                 Err("the bucket does not exist; create it or fix the name".to_owned())
             }
+            Err(error @ object_store::Error::InvalidPath { .. }) => Err(format!(
+                "it holds a key vfs cannot name, with an empty, `.` or `..` segment or a control character ({}); rename or remove that object",
+                error.to_string().lines().next().unwrap_or_default().trim()
+            )),
             Err(object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }) => {
                 Err("the credentials were refused; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned())
             }
@@ -668,6 +677,10 @@ fn store_error(path: &VirtualPath, error: StoreError) -> Error {
         StoreError::NotFound => Error::not_found(path),
         StoreError::AlreadyExists => Error::already_exists(path),
         StoreError::Precondition => Error::version_mismatch(path, "a newer one"),
+        StoreError::BadKey(error) => {
+            tracing::warn!(target: "vfs::object", %path, error = %error, "object store holds a key vfs cannot name");
+            Error::store_bad_key(path)
+        }
         StoreError::Other(error) => {
             tracing::warn!(target: "vfs::object", %path, error = %error, "object store request failed");
             Error::store_failed(path)
