@@ -657,3 +657,61 @@ fn on_a_real_s3_api_a_check_and_its_act_are_never_split_by_another_call() {
     };
     a_check_and_its_act_are_never_split_by_another_call(&format!("s3://{bucket}/split-{}", std::process::id()));
 }
+
+/// A name is the key as the store holds it, both ways: a file an agent writes under a name
+/// with `?`, `#`, `%`, `\`, `[`, a space or a non-ASCII letter is listed, found, searched,
+/// moved and deleted under that name, and (on a real S3 API) another tool's key with such a
+/// name is found under the name it is listed by. The store's client would encode them
+/// (`new?x` stored as `new%3Fx`, listed as that and found under neither).
+fn a_name_is_the_key_as_the_store_holds_it(data: &str) -> MountRegistry {
+    let registry = registry_with(data, None);
+    let agent = registry.agent();
+    let names = ["new?x", "a#b%20c", "back\\slash", "br[ack]et", "sp ace", "ü.txt"];
+    for name in names {
+        agent.write(&format!("/data/odd/{name}"), &format!("{name}\n"), &Precondition::Absent).unwrap();
+    }
+    let mut listed: Vec<String> =
+        agent.list("/data/odd").unwrap().entries.into_iter().map(|entry| entry.name).collect();
+    listed.sort();
+    let mut expected: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    expected.sort();
+    assert_eq!(listed, expected);
+    for name in names {
+        let read = agent.read_text(&format!("/data/odd/{name}"), &ReadWindow::default()).unwrap();
+        assert_eq!(read.content, format!("{name}\n"));
+    }
+    let found = agent.search_files("/data/odd", "*%*", &[]).unwrap();
+    assert_eq!(found.to_text(), "/data/odd/a#b%20c\n");
+    agent.move_path("/data/odd/new?x", "/data/odd/moved?#.txt", &Precondition::Any, &Precondition::Absent).unwrap();
+    assert_eq!(agent.read_text("/data/odd/moved?#.txt", &ReadWindow::default()).unwrap().content, "new?x\n");
+    agent.delete("/data/odd/moved?#.txt", false, &Precondition::Any).unwrap();
+    assert_eq!(
+        agent.read_text("/data/odd/moved?#.txt", &ReadWindow::default()).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    registry
+}
+
+#[test]
+fn on_a_memory_store_a_name_is_the_key_as_the_store_holds_it() {
+    a_name_is_the_key_as_the_store_holds_it("memory://odd-names");
+}
+
+#[test]
+fn on_a_real_s3_api_a_name_is_the_key_as_the_store_holds_it() {
+    use object_store::ObjectStoreExt as _;
+    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
+        return;
+    };
+    let prefix = format!("odd-names-{}", std::process::id());
+    let registry = a_name_is_the_key_as_the_store_holds_it(&format!("s3://{bucket}/{prefix}"));
+    // Another tool's key, written raw: listed and read under its own name.
+    let store = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
+    let key = object_store::path::Path::parse(format!("{prefix}/theirs/q?mark")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(store.put(&key, object_store::PutPayload::from("theirs\n"))).unwrap();
+    let agent = registry.agent();
+    assert_eq!(agent.list("/data/theirs").unwrap().to_text(), "[FILE] q?mark\n");
+    assert_eq!(agent.read_text("/data/theirs/q?mark", &ReadWindow::default()).unwrap().content, "theirs\n");
+}

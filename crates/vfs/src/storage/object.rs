@@ -336,9 +336,19 @@ impl ObjectRoot {
         format!("{}\0{}", self.bucket, self.key(parent))
     }
 
-    /// The object key for a mount-relative path.
+    /// The object key for a mount-relative path: its names as they are. A listing gives each
+    /// key as the store holds it, so a name is never encoded on the way in: the client's
+    /// default (`PathPart::from`) would store `new?x` as `new%3Fx`, listed under that name and
+    /// not found under either, and would not find `q?mark` another tool wrote. A virtual
+    /// path's names are valid parts (no control character, no `/`, never `.` or `..`); one
+    /// that were not would be encoded, as before.
     pub(crate) fn key(&self, rel: &[impl AsRef<str>]) -> Key {
-        self.prefix.iter().map(String::as_str).chain(rel.iter().map(AsRef::as_ref)).collect()
+        self.prefix
+            .iter()
+            .map(String::as_str)
+            .chain(rel.iter().map(AsRef::as_ref))
+            .map(|name| object_store::path::PathPart::parse(name).unwrap_or_else(|_| name.into()))
+            .collect()
     }
 
     /// Metadata of the object at `rel`, or `None`.
