@@ -715,3 +715,48 @@ fn on_a_real_s3_api_a_name_is_the_key_as_the_store_holds_it() {
     assert_eq!(agent.list("/data/theirs").unwrap().to_text(), "[FILE] q?mark\n");
     assert_eq!(agent.read_text("/data/theirs/q?mark", &ReadWindow::default()).unwrap().content, "theirs\n");
 }
+
+/// A name is a file or a directory, never both, as on a disk: a write, a move or a new
+/// directory at or below an object's name is refused as a local store refuses it (a key below
+/// an object would be listed as the file only by `list_directory`, as both by a tree).
+fn nothing_is_made_below_a_file(data: &str) {
+    let registry = registry_with(data, None);
+    let agent = registry.agent();
+    agent.write("/data/z/f", "file\n", &Precondition::Absent).unwrap();
+    agent.write("/data/z/h", "other\n", &Precondition::Absent).unwrap();
+    let refused = |answer: Result<(), vfs::Error>| answer.unwrap_err().to_string();
+    assert_eq!(
+        refused(agent.write("/data/z/f/inner", "x", &Precondition::Any).map(|_| ())),
+        "`/data/z/f/inner` is not a directory"
+    );
+    assert_eq!(
+        refused(agent.write("/data/z/f/a/b", "x", &Precondition::Absent).map(|_| ())),
+        "`/data/z/f/a/b` is not a directory"
+    );
+    assert_eq!(refused(agent.create_directory("/data/z/f/d").map(|_| ())), "`/data/z/f/d` is not a directory");
+    assert_eq!(refused(agent.create_directory("/data/z/f").map(|_| ())), "`/data/z/f` is not a directory");
+    assert_eq!(
+        refused(agent.move_path("/data/z/h", "/data/z/f/h", &Precondition::Any, &Precondition::Absent).map(|_| ())),
+        "`/data/z/f/h` is not a directory"
+    );
+    assert_eq!(agent.list("/data/z").unwrap().to_text(), "[FILE] f\n[FILE] h\n");
+    assert_eq!(agent.read_text("/data/z/h", &ReadWindow::default()).unwrap().content, "other\n");
+    // Beside it, and below a directory, as before.
+    agent.write("/data/z/k/l", "deep\n", &Precondition::Absent).unwrap();
+    agent.create_directory("/data/z/k/m").unwrap();
+    assert_eq!(agent.list("/data/z").unwrap().to_text(), "[FILE] f\n[FILE] h\n[DIR] k\n");
+}
+
+#[test]
+fn on_a_memory_store_nothing_is_made_below_a_file() {
+    nothing_is_made_below_a_file("memory://below-a-file");
+}
+
+#[test]
+fn on_a_real_s3_api_nothing_is_made_below_a_file() {
+    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
+        return;
+    };
+    nothing_is_made_below_a_file(&format!("s3://{bucket}/below-a-file-{}", std::process::id()));
+}

@@ -593,8 +593,10 @@ fn directory_depth_is_bounded_on_creation() {
 }
 
 /// As root (a container's vfs over a project), what vfs makes is the project's: a new file,
-/// a new directory, the parents a write makes and a directory an undo puts back take the owner
-/// and group of the directory they are made in, and a replaced file keeps its own.
+/// a new directory and the parents a write makes take the owner and group of the directory
+/// they are made in, and a replaced file keeps its own. What an undo puts back of a removed
+/// file or directory stays root's: it was someone's, the image does not say whose, and the
+/// directory's owner may not be allowed to read it (a file of another user's, mode 0600).
 #[test]
 fn as_root_what_is_made_takes_the_owner_of_the_directory_it_is_made_in() {
     use std::os::unix::fs::{MetadataExt as _, chown};
@@ -617,15 +619,66 @@ fn as_root_what_is_made_takes_the_owner_of_the_directory_it_is_made_in() {
     agent.write("/w/deep/er/file.txt", "deep\n", &Precondition::Absent).unwrap();
     agent.create_directory("/w/made/inner").unwrap();
     agent.restore_directory("/w/restored", 0o750).unwrap();
+    agent.restore("/w/secret.txt", b"secret\n", 0o600, &Precondition::Absent).unwrap();
     let version = agent.info("/w/old.txt").unwrap().version.unwrap();
     agent.write("/w/old.txt", "replaced\n", &Precondition::Version(version)).unwrap();
     let owner = |relative: &str| {
         let metadata = std::fs::symlink_metadata(fixture.path(relative)).unwrap();
         (metadata.uid(), metadata.gid())
     };
-    for made in ["new.txt", "deep", "deep/er", "deep/er/file.txt", "made", "made/inner", "restored"] {
+    for made in ["new.txt", "deep", "deep/er", "deep/er/file.txt", "made", "made/inner"] {
         assert_eq!(owner(&format!("project/{made}")), (4321, 8765), "{made}");
+    }
+    for restored in ["restored", "secret.txt"] {
+        assert_eq!(owner(&format!("project/{restored}")), (0, 0), "{restored}");
     }
     assert_eq!(owner("project/old.txt"), (1111, 2222));
     assert_eq!(fixture.read("project/old.txt"), "replaced\n");
+}
+
+/// As root, a file moved to another file system (a copy, then a delete) keeps its owner and
+/// group, as the rename it stands for would: it is not given to the destination directory's
+/// owner, who may not be allowed to read it.
+#[test]
+fn as_root_a_file_moved_to_another_file_system_keeps_its_owner() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _, chown};
+    if !rustix::process::geteuid().is_root() {
+        #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+        {
+            eprintln!("SKIPPED: giving a file another owner needs root");
+        }
+        return;
+    }
+    let fixture = Fixture::new();
+    let Ok(elsewhere) = tempfile::tempdir_in("/dev/shm") else {
+        #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+        {
+            eprintln!("SKIPPED: no /dev/shm for a second file system");
+        }
+        return;
+    };
+    let project = fixture.mkdir("project");
+    if std::fs::metadata(&project).unwrap().dev() == std::fs::metadata(elsewhere.path()).unwrap().dev() {
+        #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+        {
+            eprintln!("SKIPPED: /dev/shm is on the fixture's file system here");
+        }
+        return;
+    }
+    chown(&project, Some(4321), Some(8765)).unwrap();
+    let secret = fixture.file("project/bob.txt", "bob's\n");
+    chown(&secret, Some(2000), Some(2000)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    chown(elsewhere.path(), Some(4321), Some(8765)).unwrap();
+    let spec: vfs::MountSpec = format!("{}:/o:rw", elsewhere.path().display()).parse().unwrap();
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("project", "/w", "rw"))
+        .mount(spec)
+        .build(vfs::ambient_authority())
+        .unwrap();
+    registry.agent().move_path("/w/bob.txt", "/o/bob.txt", &Precondition::Any, &Precondition::Absent).unwrap();
+    let moved = std::fs::metadata(elsewhere.path().join("bob.txt")).unwrap();
+    assert_eq!((moved.uid(), moved.gid(), moved.mode() & 0o777), (2000, 2000, 0o600));
+    assert_eq!(std::fs::read_to_string(elsewhere.path().join("bob.txt")).unwrap(), "bob's\n");
+    assert!(!secret.exists());
 }

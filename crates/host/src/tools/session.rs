@@ -16,10 +16,13 @@ use std::sync::Mutex;
 use vfs::VirtualPath;
 
 /// The most files one session remembers. A daemon keeps a modern-protocol principal's memory
-/// for as long as it runs, and a session may read every file of a large tree: past this, the
-/// quarter seen longest ago is forgotten at once (about 10 MB at most per session; a forgotten
-/// file is read again before it is changed, as one never read).
+/// for as long as it runs, and a session may read every file of a large tree: past this, or
+/// past [`MAX_SEEN_BYTES`], the quarter seen longest ago is forgotten at once (a forgotten file
+/// is read again before it is changed, as one never read).
 pub(super) const MAX_SEEN: usize = 20_000;
+
+/// The most bytes of paths and versions one session remembers (paths may be 4 KiB long).
+pub(super) const MAX_SEEN_BYTES: usize = 4 * 1024 * 1024;
 
 /// The versions this session read or wrote, by canonical virtual path.
 #[derive(Debug, Default)]
@@ -32,19 +35,46 @@ pub(super) struct Seen {
 struct Versions {
     by_path: HashMap<String, (u64, String)>,
     seen: u64,
+    /// The bytes of the paths and versions held.
+    bytes: usize,
 }
 
 impl Versions {
     fn insert(&mut self, path: String, version: String) {
         self.seen += 1;
-        if self.by_path.len() >= MAX_SEEN && !self.by_path.contains_key(&path) {
-            let mut stamps: Vec<u64> = self.by_path.values().map(|(stamp, _)| *stamp).collect();
-            let cut = MAX_SEEN / 4;
-            stamps.select_nth_unstable(cut);
-            let oldest_kept = stamps[cut];
-            self.by_path.retain(|_, (stamp, _)| *stamp >= oldest_kept);
+        self.remove(&path);
+        let adding = path.len() + version.len();
+        while !self.by_path.is_empty() && (self.by_path.len() >= MAX_SEEN || self.bytes + adding > MAX_SEEN_BYTES) {
+            self.forget_oldest_quarter();
         }
+        self.bytes += adding;
         self.by_path.insert(path, (self.seen, version));
+    }
+
+    /// Forgets the quarter (at least one) of the files seen longest ago.
+    fn forget_oldest_quarter(&mut self) {
+        let mut stamps: Vec<u64> = self.by_path.values().map(|(stamp, _)| *stamp).collect();
+        let cut = (stamps.len() / 4).max(1).min(stamps.len() - 1);
+        let oldest_kept = if stamps.len() == 1 { u64::MAX } else { *stamps.select_nth_unstable(cut).1 };
+        self.retain(|_, stamp| stamp >= oldest_kept);
+    }
+
+    fn remove(&mut self, path: &str) -> Option<String> {
+        let (_, version) = self.by_path.remove(path)?;
+        self.bytes -= path.len() + version.len();
+        Some(version)
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&str, u64) -> bool) {
+        let mut bytes = 0;
+        self.by_path.retain(|path, (stamp, version)| {
+            let kept = keep(path, *stamp);
+            if kept {
+                bytes += path.len() + version.len();
+            }
+            kept
+        });
+        self.bytes = bytes;
     }
 
     fn get(&self, path: &str) -> Option<&String> {
@@ -112,7 +142,7 @@ impl Seen {
             .map(|(path, (_, version))| (path.clone(), version.clone()))
             .collect();
         for (path, version) in moved {
-            versions.by_path.remove(&path);
+            versions.remove(&path);
             let rest = &path[from.as_str().len()..];
             versions.insert(format!("{}{rest}", to.as_str()), version);
         }
@@ -121,7 +151,7 @@ impl Seen {
     /// A delete: nothing is seen at `path` or below any more.
     pub(super) fn forget(&self, path: &VirtualPath) {
         let prefix = format!("{}/", path.as_str());
-        self.versions().by_path.retain(|seen, _| seen.as_str() != path.as_str() && !seen.starts_with(&prefix));
+        self.versions().retain(|seen, _| seen != path.as_str() && !seen.starts_with(&prefix));
     }
 }
 
@@ -175,5 +205,32 @@ mod tests {
         assert_eq!(seen.version(&path(MAX_SEEN / 4 + 1)).as_deref(), Some(format!("v{}", MAX_SEEN / 4 + 1).as_str()));
         assert_eq!(seen.version(&path(MAX_SEEN)).as_deref(), Some("new"));
         assert_eq!(seen.precondition(&path(1)), vfs::Precondition::Absent);
+    }
+
+    /// Long paths reach the bound on bytes first: the quarter seen longest ago goes, and the
+    /// count of bytes follows every insert, move and forget.
+    #[test]
+    fn long_paths_are_bounded_by_their_bytes() {
+        let seen = Seen::default();
+        let long = vec!["x".repeat(250); 15].join("/");
+        let path = |index: usize| VirtualPath::new(&format!("/w/{long}/{index:05}")).unwrap();
+        let each = path(0).as_str().len() + "v".len();
+        let fit = MAX_SEEN_BYTES / each;
+        for index in 0..fit {
+            seen.saw(&path(index), Some("v"));
+        }
+        assert_eq!(seen.versions().by_path.len(), fit);
+        assert_eq!(seen.versions().bytes, fit * each);
+        seen.saw(&path(fit), Some("v"));
+        let versions = seen.versions();
+        assert!(versions.bytes <= MAX_SEEN_BYTES);
+        assert_eq!(versions.by_path.len(), fit - fit / 4 + 1);
+        drop(versions);
+        assert_eq!(seen.version(&path(0)), None);
+        assert_eq!(seen.version(&path(fit)).as_deref(), Some("v"));
+        seen.moved(&VirtualPath::new("/w").unwrap(), &VirtualPath::new("/v").unwrap());
+        seen.forget(&VirtualPath::new("/v").unwrap());
+        let versions = seen.versions();
+        assert_eq!((versions.by_path.len(), versions.bytes), (0, 0));
     }
 }

@@ -1080,7 +1080,9 @@ pub(crate) fn copy_file(
         (Backend::Local(_), Node::Local(from), Backend::Local(target), Node::Local(to)) => {
             let (mut file, stat) = local::open_local(from, source_path)?;
             let replace = !matches!(when, PutWhen::Absent);
-            target.put_from(to, &mut file, replace, NewMode::Masked(stat.mode), target_path).map(|_| ())
+            // A move keeps the file's owner, as the rename it stands for would.
+            let owner = file.owner();
+            target.put_from(to, &mut file, replace, NewMode::Masked(stat.mode), owner, target_path).map(|_| ())
         }
         #[cfg(feature = "s3")]
         _ => {

@@ -243,7 +243,7 @@ impl ObjectRoot {
             }
             Err(error @ object_store::Error::InvalidPath { .. }) => Err(format!(
                 "it holds a key vfs cannot name, with an empty, `.` or `..` segment or a control character ({}); rename or remove that object",
-                error.to_string().lines().next().unwrap_or_default().trim()
+                crate::text::escape_controls(error.to_string().lines().next().unwrap_or_default().trim())
             )),
             Err(object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }) => {
                 Err("the credentials were refused; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned())
@@ -251,7 +251,7 @@ impl ObjectRoot {
             Err(error) => {
                 // One line for the operator: the store's first line of error text, no XML body.
                 let detail = error.to_string();
-                let detail = detail.lines().next().unwrap_or_default().trim();
+                let detail = crate::text::escape_controls(detail.lines().next().unwrap_or_default().trim());
                 Err(format!(
                     "the object store did not answer; check AWS_ENDPOINT_URL, AWS_REGION and the network ({detail})"
                 ))
@@ -687,12 +687,16 @@ fn store_error(path: &VirtualPath, error: StoreError) -> Error {
         StoreError::NotFound => Error::not_found(path),
         StoreError::AlreadyExists => Error::already_exists(path),
         StoreError::Precondition => Error::version_mismatch(path, "a newer one"),
+        // The store's text names keys another tool wrote: control characters escaped, so that
+        // none reaches the operator's terminal raw.
         StoreError::BadKey(error) => {
-            tracing::warn!(target: "vfs::object", %path, error = %error, "object store holds a key vfs cannot name");
+            let error = crate::text::escape_controls(&error.to_string()).into_owned();
+            tracing::warn!(target: "vfs::object", %path, %error, "object store holds a key vfs cannot name");
             Error::store_bad_key(path)
         }
         StoreError::Other(error) => {
-            tracing::warn!(target: "vfs::object", %path, error = %error, "object store request failed");
+            let error = crate::text::escape_controls(&error.to_string()).into_owned();
+            tracing::warn!(target: "vfs::object", %path, %error, "object store request failed");
             Error::store_failed(path)
         }
     }
@@ -739,6 +743,34 @@ impl ObjectRoot {
         }
     }
 
+    /// Refuses a place below an object (a file): on a disk a name is a file or a directory,
+    /// never both, and a key below an object's would be listed by `list_directory` as the file
+    /// only and by a tree as both. With `including`, the place itself must not be an object
+    /// either (a directory to make). Every name above it is asked at once (one round trip);
+    /// what another tool writes meanwhile is not held back.
+    fn below_a_file(&self, rel: &[String], including: bool, path: &VirtualPath) -> Result<(), Error> {
+        let end = if including { rel.len() } else { rel.len().saturating_sub(1) };
+        if end == 0 {
+            return Ok(());
+        }
+        let keys: Vec<Key> = (1..=end).map(|above| self.key(&rel[..above])).collect();
+        let store = self.store.clone();
+        let answers = self
+            .block(async move {
+                let heads = keys.iter().map(|key| store.head(key));
+                futures_util::future::join_all(heads).await
+            })
+            .map_err(|error| store_error(path, error))?;
+        for answer in answers {
+            match answer {
+                Ok(_) => return Err(Error::not_a_directory(path)),
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(error) => return Err(store_error(path, error.into())),
+            }
+        }
+        Ok(())
+    }
+
     /// Moves an object within this bucket: copy (if absent, unless `replace`), then delete. Not
     /// atomic: a failure between the two leaves both copies, never neither. A move onto itself
     /// moves nothing.
@@ -769,6 +801,7 @@ impl ObjectRoot {
         if source_key == target_key {
             return if replace { Ok(()) } else { Err(Error::already_exists(path)) };
         }
+        target.below_a_file(&to.rel, false, path)?;
         self.copy_keys(source_key, target_key, replace).map_err(|error| store_error(path, error))?;
         // The copy is made: the source goes too, whatever the clock says now, so that a move
         // is never left half done by a call's time limit.
@@ -938,6 +971,10 @@ impl crate::storage::Store for ObjectRoot {
         if node.rel.is_empty() {
             return Err(Error::not_a_file(path));
         }
+        // A versioned put replaces an object, which was checked when it was made.
+        if !matches!(when, PutWhen::Version(_)) {
+            self.below_a_file(&node.rel, false, path)?;
+        }
         match self.put_object(&node.rel, bytes.to_vec(), when) {
             Ok(version) => Ok(version),
             Err(StoreError::Precondition) => {
@@ -984,18 +1021,21 @@ impl crate::storage::Store for ObjectRoot {
         self.put(node, &staged.bytes, when, crate::storage::NewMode::Masked(0), path)
     }
 
-    /// Directories are prefixes: nothing is written until a file is.
-    fn make_directory(&self, _node: &Node, _path: &VirtualPath) -> Result<bool, Error> {
+    /// Directories are prefixes: nothing is written until a file is; never at or below an
+    /// object's name.
+    fn make_directory(&self, node: &Node, path: &VirtualPath) -> Result<bool, Error> {
+        self.below_a_file(&node.rel, true, path)?;
         Ok(true)
     }
 
     /// Prefixes have no modes.
     fn make_directory_exact(
         &self,
-        _node: &Node,
+        node: &Node,
         _mode: u32,
-        _path: &VirtualPath,
+        path: &VirtualPath,
     ) -> Result<crate::storage::MadeDirectory, Error> {
+        self.below_a_file(&node.rel, true, path)?;
         Ok(crate::storage::MadeDirectory::Made(None))
     }
 
@@ -1049,7 +1089,7 @@ impl crate::storage::Store for ObjectRoot {
     }
 
     fn lock(&self, node: &Node, _path: &VirtualPath) -> Result<crate::storage::Lock, Error> {
-        Ok(crate::storage::Lock::Object(ObjectLock::take(self.lock_name(&node.rel))))
+        Ok(crate::storage::Lock::Object(ObjectLock::take(self.lock_name(&node.rel))?))
     }
 
     fn open_append(&self, _node: &Node, path: &VirtualPath) -> Result<std::convert::Infallible, Error> {
@@ -1093,15 +1133,26 @@ fn held() -> &'static (std::sync::Mutex<std::collections::HashSet<String>>, std:
 }
 
 impl ObjectLock {
-    /// Waits until nobody holds `name`, then holds it.
-    fn take(name: String) -> Self {
+    /// Waits until nobody holds `name`, then holds it; no longer than the call the thread
+    /// works for may run (looked at every [`CANCEL_POLL`]): a call that another one's slow
+    /// request on the same prefix holds back ends at its own time limit, or its cancellation,
+    /// with the budget's error.
+    fn take(name: String) -> Result<Self, Error> {
+        let deadline = crate::budget::current().filter(|deadline| deadline.bounded());
         let (names, freed) = held();
         let mut names = names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         while names.contains(&name) {
-            names = freed.wait(names).unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(deadline) = &deadline else {
+                names = freed.wait(names).unwrap_or_else(std::sync::PoisonError::into_inner);
+                continue;
+            };
+            deadline.check()?;
+            let wait = deadline.at().map_or(CANCEL_POLL, |at| at.saturating_duration_since(Instant::now()));
+            names =
+                freed.wait_timeout(names, wait.min(CANCEL_POLL)).unwrap_or_else(std::sync::PoisonError::into_inner).0;
         }
         names.insert(name.clone());
-        Self { name }
+        Ok(Self { name })
     }
 }
 
@@ -1378,6 +1429,31 @@ mod tests {
             agent.read_text("/data/file.txt", &ReadWindow::default()).unwrap_err()
         });
         assert_eq!(error, budget_error(crate::Operation::ReadText, false));
+    }
+
+    /// A call held back by another's lock on the same prefix (a slow request of another crew)
+    /// waits no longer than its own time limit, or its cancellation.
+    #[test]
+    fn a_call_waiting_for_another_calls_lock_ends_at_its_own_time_limit() {
+        let spec: MountSpec = "memory://lock-wait:/data:rw".parse().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap();
+        let held = ObjectLock::take("memory://lock-wait\0".to_owned()).unwrap();
+        let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
+        let error = returns_promptly(SOON, ErrorKind::TimedOut, || {
+            agent.write("/data/x.txt", "x", &crate::Precondition::Absent).unwrap_err()
+        });
+        assert_eq!(error, budget_error(crate::Operation::Write, false));
+        let agent = registry.agent().with_budget(cancelled_after(SOON));
+        let error = returns_promptly(SOON, ErrorKind::Cancelled, || {
+            agent.write("/data/x.txt", "x", &crate::Precondition::Absent).unwrap_err()
+        });
+        assert_eq!(error, budget_error(crate::Operation::Write, true));
+        drop(held);
+        registry
+            .agent()
+            .with_budget(Budget::unlimited().with_time(SOON))
+            .write("/data/x.txt", "x", &crate::Precondition::Absent)
+            .unwrap();
     }
 
     /// The search's reads run on the registry's worker pool, which works under the call's clock.

@@ -313,7 +313,8 @@ pub(super) fn make_directory(directory: &OwnedFd, name: &str, path: &VirtualPath
 /// given `mode` through a handle opened on it at once. The caller holds the lock of
 /// `directory`, which every move into it and every delete in it takes too, so the handle is
 /// to the directory just made. A file system that refuses modes (vfat, some network ones)
-/// keeps what the create gave.
+/// keeps what the create gave. An undo's restore: the directory stays the process's, as its
+/// files do (the image does not say whose it was).
 pub(super) fn make_directory_exact(
     directory: &OwnedFd,
     name: &str,
@@ -328,7 +329,6 @@ pub(super) fn make_directory_exact(
         Err(errno) => return Err(Error::io(path, io_error(errno))),
     }
     let (child, _) = open_subdirectory(directory, name, path)?;
-    give_made_directory_owner(directory, &child);
     let _ = rustix::fs::fchmod(&child, Mode::from_raw_mode(mode));
     // What it has now: the kernel drops a set-group-ID bit for a process outside the group.
     let stat = fstat(&child, path)?;

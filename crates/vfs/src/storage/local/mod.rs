@@ -302,6 +302,13 @@ pub(crate) enum Seen {
 #[derive(Debug)]
 pub(crate) struct OpenFile(File);
 
+impl OpenFile {
+    /// The (user, group) the open file belongs to.
+    pub(crate) fn owner(&self) -> Option<(u32, u32)> {
+        rustix::fs::fstat(&self.0).ok().map(|stat| (stat.st_uid, stat.st_gid))
+    }
+}
+
 impl Read for OpenFile {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         self.0.read(buffer)
@@ -600,9 +607,13 @@ impl LocalRoot {
         source: &mut dyn Read,
         replace: bool,
         mode: NewMode,
+        owner: Option<(u32, u32)>,
         path: &VirtualPath,
     ) -> Result<u64, Error> {
         let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.durability(), path)?;
+        if let Some((user, group)) = owner {
+            staged.owned_by(user, group);
+        }
         staged.write_from(source, path)?;
         let written = staged.len();
         staged.commit(replace, path)?;

@@ -31,6 +31,8 @@ pub(crate) struct Staged {
     name: String,
     temporary: String,
     file: File,
+    /// Whose the file is where it replaces no regular file ([`Staged::keep_owner`]).
+    owner: NewOwner,
     len: u64,
     cap: u64,
     durability: Durability,
@@ -58,6 +60,19 @@ pub(crate) enum Start {
     Empty,
     /// The place's current content (empty when nothing is there).
     Current,
+}
+
+/// Whose a staged file is where it replaces no regular file, when vfs runs as root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NewOwner {
+    /// The directory's owner's: content an agent or a command wrote ([`NewMode::Masked`]).
+    Directory,
+    /// The process's, as created: an undo's restore ([`NewMode::Exact`]) of a file that was
+    /// someone's, whom the image does not record; the directory's owner may not be allowed to
+    /// read it.
+    Process,
+    /// These (user, group): a file moved by a copy, which keeps its owner as a rename would.
+    Of(u32, u32),
 }
 
 impl Staged {
@@ -91,11 +106,16 @@ impl Staged {
             // the content is what matters, and a tree's guard then sees the difference.
             let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode.bits()));
         }
+        let owner = match mode {
+            NewMode::Masked(_) => NewOwner::Directory,
+            NewMode::Exact(_) => NewOwner::Process,
+        };
         let mut staged = Staged {
             directory: node.parent.clone(),
             name: name.clone(),
             temporary,
             file: File::from(fd),
+            owner,
             len: 0,
             cap,
             durability,
@@ -186,26 +206,42 @@ impl Staged {
         Ok(())
     }
 
-    /// Gives the new file the owner and group of the regular file it replaces, as `sed -i`
-    /// and editors do, or, where it replaces nothing, those of the directory it is made in
-    /// ([`files::give_owner`]), so that a vfs run as root (a container's) leaves a project's
-    /// files to their owner, not to root: a write made in place would have kept them. Where
-    /// the process may not give them (not root, not in that group), the new file keeps what
-    /// its create gave. Set-user-ID and set-group-ID bits, which `chown` would take off, are
-    /// never given to a written file. Called with the directory's lock held, just before the
-    /// rename.
+    /// The file is a copy of one whose owner and group are `(user, group)` (a move across
+    /// file systems): it keeps them, replacing a file or not, as the rename it stands for would.
+    pub(super) fn owned_by(&mut self, user: u32, group: u32) {
+        self.owner = NewOwner::Of(user, group);
+    }
+
+    /// Gives the new file the owner and group it should have where the process may give them
+    /// (root; anyone else keeps what its create gave): those of a moved file's source
+    /// ([`Staged::owned_by`]); else those of the regular file it replaces, as `sed -i` and
+    /// editors do, so that a vfs run as root (a container's) leaves a project's files to their
+    /// owner, not to root; else, for content written anew, those of the directory it is made in
+    /// ([`files::give_owner`]). An undo's restore of a removed file stays the process's: the
+    /// image does not say whose it was, and the directory's owner may not be allowed to read
+    /// it. Set-user-ID and set-group-ID bits, which `chown` would take off, are never given to
+    /// a written file. Called with the directory's lock held, just before the rename.
     fn keep_owner(&self) {
-        let old = rustix::fs::statat(&*self.directory, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW);
-        let Ok(old) = old else {
-            files::give_owner(&*self.directory, &self.file);
-            return;
-        };
-        if rustix::fs::FileType::from_raw_mode(old.st_mode) != rustix::fs::FileType::RegularFile {
+        if let NewOwner::Of(user, group) = self.owner {
+            self.give(user, group);
             return;
         }
+        match rustix::fs::statat(&*self.directory, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(old) if rustix::fs::FileType::from_raw_mode(old.st_mode) == rustix::fs::FileType::RegularFile => {
+                self.give(old.st_uid, old.st_gid);
+            }
+            // Nothing there yet: a file written anew is the directory's owner's.
+            Err(_) if self.owner == NewOwner::Directory => files::give_owner(&*self.directory, &self.file),
+            // Something else there (the commit refuses it), or a restore.
+            Ok(_) | Err(_) => {}
+        }
+    }
+
+    /// `fchown`s the staged file to `(user, group)`, only the parts that differ.
+    fn give(&self, user: u32, group: u32) {
         let Ok(new) = rustix::fs::fstat(&self.file) else { return };
-        let owner = (old.st_uid != new.st_uid).then(|| rustix::fs::Uid::from_raw(old.st_uid));
-        let group = (old.st_gid != new.st_gid).then(|| rustix::fs::Gid::from_raw(old.st_gid));
+        let owner = (user != new.st_uid).then(|| rustix::fs::Uid::from_raw(user));
+        let group = (group != new.st_gid).then(|| rustix::fs::Gid::from_raw(group));
         if owner.is_some() || group.is_some() {
             let _ = rustix::fs::fchown(&self.file, owner, group);
         }
