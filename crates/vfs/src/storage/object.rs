@@ -446,6 +446,7 @@ impl ObjectRoot {
     fn put_object(&self, rel: &[String], bytes: Vec<u8>, when: &PutWhen) -> Result<Option<String>, StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
+        self.made_object(&key);
         let mode = match when {
             PutWhen::Absent => PutMode::Create,
             PutWhen::Any => PutMode::Overwrite,
@@ -523,6 +524,7 @@ impl ObjectRoot {
 
     /// Copies one object; with `overwrite` false, fails if the destination exists.
     fn copy_keys(&self, from: Key, to: Key, overwrite: bool) -> Result<(), StoreError> {
+        self.made_object(&to);
         let store = self.store.clone();
         self.block_change(async move {
             if overwrite {
@@ -750,14 +752,22 @@ impl ObjectRoot {
     /// what another tool writes meanwhile is not held back.
     fn below_a_file(&self, rel: &[String], including: bool, path: &VirtualPath) -> Result<(), Error> {
         let end = if including { rel.len() } else { rel.len().saturating_sub(1) };
-        if end == 0 {
+        let (keys, since): (Vec<Key>, u64) = {
+            let known = not_objects();
+            let keys = (1..=end)
+                .map(|above| self.key(&rel[..above]))
+                .filter(|key| !known.names.contains(&self.known_name(key)))
+                .collect();
+            (keys, known.generation)
+        };
+        if keys.is_empty() {
             return Ok(());
         }
-        let keys: Vec<Key> = (1..=end).map(|above| self.key(&rel[..above])).collect();
         let store = self.store.clone();
+        let asked = keys.clone();
         let answers = self
             .block(async move {
-                let heads = keys.iter().map(|key| store.head(key));
+                let heads = asked.iter().map(|key| store.head(key));
                 futures_util::future::join_all(heads).await
             })
             .map_err(|error| store_error(path, error))?;
@@ -768,7 +778,20 @@ impl ObjectRoot {
                 Err(error) => return Err(store_error(path, error.into())),
             }
         }
+        let names: Vec<String> = keys.iter().map(|key| self.known_name(key)).collect();
+        not_objects().learn(names, since);
         Ok(())
+    }
+
+    /// How [`not_objects`] names `key` of this bucket.
+    fn known_name(&self, key: &Key) -> String {
+        format!("{}\0{key}", self.bucket)
+    }
+
+    /// `key` of this bucket is (or may be, once the request is answered) an object now: it
+    /// is no longer known not to be one.
+    fn made_object(&self, key: &Key) {
+        not_objects().made(self.known_name(key));
     }
 
     /// Moves an object within this bucket: copy (if absent, unless `replace`), then delete. Not
@@ -1125,6 +1148,55 @@ pub(crate) struct ObjectLock {
     name: String,
 }
 
+/// The most names [`NotObjects`] keeps; past it, it starts again empty.
+const NOT_OBJECTS_KEPT: usize = 4096;
+
+/// Keys of every object mount of the process (bucket and key) found not to be objects by
+/// [`ObjectRoot::below_a_file`], so that the next write below them asks no more. A key is taken
+/// out when vfs makes an object of it, and one made while it was being asked about is not
+/// learnt. Another process that makes an object of one is not seen.
+#[derive(Debug, Default)]
+struct NotObjects {
+    names: std::collections::HashSet<String>,
+    /// Counts the objects made.
+    generation: u64,
+    /// The last objects made, with the generation each made.
+    recent: std::collections::VecDeque<(u64, String)>,
+}
+
+impl NotObjects {
+    fn made(&mut self, name: String) {
+        self.names.remove(&name);
+        self.generation += 1;
+        if self.recent.len() >= NOT_OBJECTS_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((self.generation, name));
+    }
+
+    /// Learns `names`, asked about when the count of objects made was `since`, except those
+    /// made since; nothing when more were made since than [`NotObjects::recent`] holds.
+    fn learn(&mut self, names: Vec<String>, since: u64) {
+        let covered = self.recent.front().is_none_or(|(first, _)| *first <= since + 1);
+        if !covered {
+            return;
+        }
+        if self.names.len() + names.len() > NOT_OBJECTS_KEPT {
+            self.names.clear();
+        }
+        for name in names {
+            if !self.recent.iter().rev().take_while(|(made, _)| *made > since).any(|(_, made)| *made == name) {
+                self.names.insert(name);
+            }
+        }
+    }
+}
+
+fn not_objects() -> std::sync::MutexGuard<'static, NotObjects> {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<NotObjects>> = std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The names locked now, and the signal that one was let go.
 fn held() -> &'static (std::sync::Mutex<std::collections::HashSet<String>>, std::sync::Condvar) {
     static HELD: std::sync::OnceLock<(std::sync::Mutex<std::collections::HashSet<String>>, std::sync::Condvar)> =
@@ -1429,6 +1501,30 @@ mod tests {
             agent.read_text("/data/file.txt", &ReadWindow::default()).unwrap_err()
         });
         assert_eq!(error, budget_error(crate::Operation::ReadText, false));
+    }
+
+    /// What is learnt not to be an object is forgotten when vfs makes an object of it, and a
+    /// name made while it was being asked about is not learnt.
+    #[test]
+    fn a_name_made_an_object_is_no_longer_known_not_to_be_one() {
+        let mut known = NotObjects::default();
+        known.learn(vec!["b\0x".to_owned(), "b\0x/y".to_owned()], 0);
+        assert!(known.names.contains("b\0x") && known.names.contains("b\0x/y"));
+        known.made("b\0x".to_owned());
+        assert!(!known.names.contains("b\0x"));
+        // Asked at generation 1; `b\0z` made at 2, before the answers were learnt.
+        known.made("b\0z".to_owned());
+        known.learn(vec!["b\0z".to_owned(), "b\0w".to_owned()], 1);
+        assert!(!known.names.contains("b\0z") && known.names.contains("b\0w"));
+        // More made since than are remembered: nothing is learnt.
+        for index in 0..=NOT_OBJECTS_KEPT {
+            known.made(format!("b\0m{index}"));
+        }
+        known.learn(vec!["b\0v".to_owned()], 2);
+        assert!(!known.names.contains("b\0v"));
+        let now = known.generation;
+        known.learn(vec!["b\0v".to_owned()], now);
+        assert!(known.names.contains("b\0v"));
     }
 
     /// A call held back by another's lock on the same prefix (a slow request of another crew)
