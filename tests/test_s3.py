@@ -57,18 +57,25 @@ def store_spellings(bucket: str, endpoint: str, prefix: str = "") -> list[str]:
     return spellings
 
 
-def get_object(key: str, endpoint: str = "", bucket: str = "") -> bytes | None:
-    """The object's bytes, read straight from the store with boto3 (which moto brings)."""
-    import boto3  # installed with moto by scripts/s3-server; only these tests need it
-    import botocore.exceptions
+def s3_client(endpoint: str = ""):
+    """A boto3 client of the test's S3 server (boto3 comes with moto, which scripts/s3-server
+    installs; only these tests need it)."""
+    import boto3
 
-    client = boto3.client(
+    return boto3.client(
         "s3",
         endpoint_url=endpoint or ENDPOINT,
         region_name=os.environ.get("AWS_REGION", "us-east-1"),
         aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "test"),
         aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
     )
+
+
+def get_object(key: str, endpoint: str = "", bucket: str = "") -> bytes | None:
+    """The object's bytes, read straight from the store."""
+    import botocore.exceptions
+
+    client = s3_client(endpoint)
     try:
         return client.get_object(Bucket=bucket or BUCKET, Key=key)["Body"].read()
     except botocore.exceptions.ClientError as error:
@@ -253,15 +260,7 @@ def test_a_mixed_launch_moves_files_across_backends(fixture):
 
 def list_keys(prefix: str) -> list[str]:
     """The keys under `prefix` in the test bucket, straight from the store."""
-    import boto3
-
-    client = boto3.client(
-        "s3",
-        endpoint_url=ENDPOINT,
-        region_name=os.environ.get("AWS_REGION", "us-east-1"),
-        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "test"),
-        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
-    )
+    client = s3_client()
     listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "/")
     return sorted(item["Key"] for item in listed.get("Contents", []))
 
@@ -495,16 +494,7 @@ def test_check_reports_an_unreachable_endpoint_in_one_line():
 
 def put_raw(key: str, body: bytes = b"x\n") -> None:
     """Writes an object as another tool would, with any key the store takes."""
-    import boto3  # installed with moto by scripts/s3-server; only these tests need it
-
-    client = boto3.client(
-        "s3",
-        endpoint_url=ENDPOINT,
-        region_name=os.environ.get("AWS_REGION", "us-east-1"),
-        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "test"),
-        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
-    )
-    client.put_object(Bucket=BUCKET, Key=key, Body=body)
+    s3_client().put_object(Bucket=BUCKET, Key=key, Body=body)
 
 
 def test_a_key_no_path_can_spell_is_named_for_what_it_is(fixture):

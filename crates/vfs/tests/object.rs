@@ -10,6 +10,17 @@ mod common;
 use common::Fixture;
 use vfs::{Edit, EditOptions, ErrorKind, GrepRequest, MountRegistry, MountSpec, Precondition, ReadWindow};
 
+/// The bucket on the S3-compatible server `scripts/test` starts (`VFS_TEST_S3_BUCKET`); `None`
+/// where there is none, which CI does not allow.
+fn test_bucket() -> Option<String> {
+    let bucket = std::env::var("VFS_TEST_S3_BUCKET").ok();
+    assert!(
+        bucket.is_some() || std::env::var_os("CI").is_none(),
+        "CI must run this test against the S3 server scripts/test starts"
+    );
+    bucket
+}
+
 fn registry_with(data: &str, local: Option<&Fixture>) -> MountRegistry {
     let mut builder = MountRegistry::builder();
     builder.mount(format!("{data}:/data:rw").parse::<MountSpec>().unwrap());
@@ -148,11 +159,8 @@ fn read_only_object_mount_refuses_writes() {
 
 #[test]
 fn real_s3_api_meets_the_contracts() {
-    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
-        // Outside CI without the server: nothing to run against (scripts/test starts one).
-        return;
-    };
+    // Outside CI without the server: nothing to run against (scripts/test starts one).
+    let Some(bucket) = test_bucket() else { return };
     let url = format!("s3://{bucket}/run-{}", std::process::id());
     let registry = registry_with(&url, None);
     exercise(&registry, &[&bucket, &url]);
@@ -497,10 +505,7 @@ fn a_memory_store_tells_what_a_delete_stopped_part_way_took() {
 
 #[test]
 fn a_real_s3_api_tells_what_a_delete_stopped_part_way_took() {
-    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
-        return;
-    };
+    let Some(bucket) = test_bucket() else { return };
     a_delete_stopped_part_way_tells_each_object_it_took(&format!("s3://{bucket}/part-way-{}", std::process::id()));
 }
 
@@ -572,10 +577,7 @@ fn many_images_never_use_up_a_walk_of_the_mount_root() {
 
 #[test]
 fn a_real_s3_api_keeps_its_own_images_where_no_agent_sees_them() {
-    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
-        return;
-    };
+    let Some(bucket) = test_bucket() else { return };
     keeps_its_own_images(&format!("s3://{bucket}/kept-{}", std::process::id()));
 }
 
@@ -651,10 +653,7 @@ fn on_a_memory_store_a_check_and_its_act_are_never_split_by_another_call() {
 
 #[test]
 fn on_a_real_s3_api_a_check_and_its_act_are_never_split_by_another_call() {
-    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
-        return;
-    };
+    let Some(bucket) = test_bucket() else { return };
     a_check_and_its_act_are_never_split_by_another_call(&format!("s3://{bucket}/split-{}", std::process::id()));
 }
 
@@ -700,10 +699,7 @@ fn on_a_memory_store_a_name_is_the_key_as_the_store_holds_it() {
 #[test]
 fn on_a_real_s3_api_a_name_is_the_key_as_the_store_holds_it() {
     use object_store::ObjectStoreExt as _;
-    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
-        return;
-    };
+    let Some(bucket) = test_bucket() else { return };
     let prefix = format!("odd-names-{}", std::process::id());
     let registry = a_name_is_the_key_as_the_store_holds_it(&format!("s3://{bucket}/{prefix}"));
     // Another tool's key, written raw: listed and read under its own name.
@@ -754,9 +750,6 @@ fn on_a_memory_store_nothing_is_made_below_a_file() {
 
 #[test]
 fn on_a_real_s3_api_nothing_is_made_below_a_file() {
-    let Ok(bucket) = std::env::var("VFS_TEST_S3_BUCKET") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test against the S3 server scripts/test starts");
-        return;
-    };
+    let Some(bucket) = test_bucket() else { return };
     nothing_is_made_below_a_file(&format!("s3://{bucket}/below-a-file-{}", std::process::id()));
 }
