@@ -753,3 +753,76 @@ fn on_a_real_s3_api_nothing_is_made_below_a_file() {
     let Some(bucket) = test_bucket() else { return };
     nothing_is_made_below_a_file(&format!("s3://{bucket}/below-a-file-{}", std::process::id()));
 }
+
+/// A file and a file below its name, written at once by two calls of one process: they take
+/// the locks of different "directories", yet exactly one succeeds and the other is refused as
+/// a disk refuses it, never both (a key that is a file and a prefix at once). The same for a
+/// move onto the name beside a write below it.
+fn a_name_is_never_made_a_file_and_a_directory_at_once(data: &str) {
+    let registry = registry_with(data, None);
+    let agent = registry.agent();
+    let text = |answer: Result<(), vfs::Error>| answer.map_err(|error| error.to_string());
+    for round in 0..40 {
+        let (file, below) = (format!("/data/pair/f{round}"), format!("/data/pair/f{round}/y/z"));
+        let source = format!("/data/pair/s{round}");
+        let moving = round % 2 == 1;
+        if moving {
+            agent.write(&source, "moved\n", &Precondition::Absent).unwrap();
+        }
+        let barrier = std::sync::Barrier::new(2);
+        let (made_file, made_below) = std::thread::scope(|scope| {
+            let making_file = scope.spawn(|| {
+                barrier.wait();
+                if moving {
+                    text(
+                        registry.agent().move_path(&source, &file, &Precondition::Any, &Precondition::Absent).map(drop),
+                    )
+                } else {
+                    text(registry.agent().write(&file, "file\n", &Precondition::Absent).map(drop))
+                }
+            });
+            let making_below = scope.spawn(|| {
+                barrier.wait();
+                text(registry.agent().write(&below, "below\n", &Precondition::Absent).map(drop))
+            });
+            (making_file.join().unwrap(), making_below.join().unwrap())
+        });
+        let listed = agent.list("/data/pair").unwrap().to_text();
+        let name = format!("f{round}");
+        match (made_file, made_below) {
+            (Ok(()), Err(error)) => {
+                assert_eq!(error, format!("`{below}` is not a directory"), "{round}");
+                assert!(listed.contains(&format!("[FILE] {name}\n")), "{round}: {listed}");
+                // A read asks for the key only: nothing is there.
+                assert_eq!(agent.read_text(&below, &ReadWindow::default()).unwrap_err().kind(), ErrorKind::NotFound);
+            }
+            (Err(error), Ok(())) => {
+                let refusal = if moving {
+                    format!("cannot replace directory `{file}`; delete it first")
+                } else {
+                    format!("`{file}` is a directory, not a file")
+                };
+                assert_eq!(error, refusal, "{round}");
+                assert!(listed.contains(&format!("[DIR] {name}\n")), "{round}: {listed}");
+                assert_eq!(agent.read_text(&below, &ReadWindow::default()).unwrap().content, "below\n");
+                if moving {
+                    assert_eq!(agent.read_text(&source, &ReadWindow::default()).unwrap().content, "moved\n");
+                }
+            }
+            other => panic!("{round}: a file and a file below its name both answered {other:?}"),
+        }
+        let tree = agent.tree("/data/pair", None, &[]).unwrap().to_text();
+        assert_eq!(tree.matches(&format!(" {name}")).count(), 1, "{round}: one entry for the name:\n{tree}");
+    }
+}
+
+#[test]
+fn on_a_memory_store_a_name_is_never_made_a_file_and_a_directory_at_once() {
+    a_name_is_never_made_a_file_and_a_directory_at_once("memory://file-and-directory");
+}
+
+#[test]
+fn on_a_real_s3_api_a_name_is_never_made_a_file_and_a_directory_at_once() {
+    let Some(bucket) = test_bucket() else { return };
+    a_name_is_never_made_a_file_and_a_directory_at_once(&format!("s3://{bucket}/both-{}", std::process::id()));
+}

@@ -307,6 +307,15 @@ pub(crate) fn lock_pair(
     (first, first_node, first_path): (&Backend, &Node, &VirtualPath),
     (second, second_node, second_path): (&Backend, &Node, &VirtualPath),
 ) -> Result<(Lock, Option<Lock>), Error> {
+    #[cfg(feature = "s3")]
+    if let ((Backend::Object(one), Node::Object(from)), (Backend::Object(other), Node::Object(to))) =
+        ((first, first_node), (second, second_node))
+    {
+        // Both places' claims at once: the names above one may be the other's.
+        let mut claims = one.lock_claims(&from.rel);
+        claims.extend(other.lock_claims(&to.rel));
+        return Ok((Lock::Object(object::ObjectLock::take(claims)?), None));
+    }
     match (lock_order(first, first_node), lock_order(second, second_node)) {
         (Some(one), Some(other)) if one == other => Ok((first.lock(first_node, first_path)?, None)),
         (Some(one), Some(other)) if other < one => {

@@ -336,6 +336,22 @@ impl ObjectRoot {
         format!("{}\0{}", self.bucket, self.key(parent))
     }
 
+    /// What a change at `rel` holds ([`ObjectLock`]): its "directory", alone; its own name,
+    /// alone; and every name above it, shared. A name above is what [`ObjectRoot::below_a_file`]
+    /// asks about, and what a change one "directory" up would make a file of: a write of `d/x`
+    /// beside a write of `d/x/y` holds `d/x` alone where the other shares it, so the two are
+    /// never checked at once and both made (a key that is a file and a prefix).
+    pub(crate) fn lock_claims(&self, rel: &[String]) -> Vec<Claim> {
+        let name = |rel: &[String]| format!("{}\0{}", self.bucket, self.key(rel));
+        let mut claims = vec![Claim { name: format!("dir\0{}", self.lock_name(rel)), alone: true }];
+        if !rel.is_empty() {
+            claims.push(Claim { name: format!("name\0{}", name(rel)), alone: true });
+        }
+        claims
+            .extend((1..rel.len()).map(|above| Claim { name: format!("name\0{}", name(&rel[..above])), alone: false }));
+        claims
+    }
+
     /// The object key for a mount-relative path: its names as they are. A listing gives each
     /// key as the store holds it, so a name is never encoded on the way in: the client's
     /// default (`PathPart::from`) would store `new?x` as `new%3Fx`, listed under that name and
@@ -1112,7 +1128,7 @@ impl crate::storage::Store for ObjectRoot {
     }
 
     fn lock(&self, node: &Node, _path: &VirtualPath) -> Result<crate::storage::Lock, Error> {
-        Ok(crate::storage::Lock::Object(ObjectLock::take(self.lock_name(&node.rel))?))
+        Ok(crate::storage::Lock::Object(ObjectLock::take(self.lock_claims(&node.rel))?))
     }
 
     fn open_append(&self, _node: &Node, path: &VirtualPath) -> Result<std::convert::Infallible, Error> {
@@ -1136,16 +1152,38 @@ impl crate::storage::Store for ObjectRoot {
     }
 }
 
-/// The lock of one "directory" of an object store (a bucket and a key prefix), held while a
-/// read-modify-write of one of its objects runs: a version check and the put, copy or delete
-/// it guards. A store has no locks, and S3 no conditional delete or copy-if-absent, so a check
-/// and its act could be split by another call (a delete beside a guarded edit removed the
-/// edit it had acknowledged; two moves onto one name both succeeded). These locks are the
-/// process's own: they order the calls of one vfs (every session and crew of a daemon);
-/// another process writing the bucket is not held back (ADR 0002).
+/// The locks of an object store's places, held while a read-modify-write of one of its
+/// objects runs: a version check and the put, copy or delete it guards. A store has no locks,
+/// and S3 no conditional delete or copy-if-absent, so a check and its act could be split by
+/// another call (a delete beside a guarded edit removed the edit it had acknowledged; two
+/// moves onto one name both succeeded). A change holds its "directory" (a bucket and a key
+/// prefix) and its name alone and shares the names above it ([`ObjectRoot::lock_claims`]); a
+/// move takes the claims of both its places at once. These locks are the process's own: they
+/// order the calls of one vfs (every session and crew of a daemon); another process writing
+/// the bucket is not held back (ADR 0002).
 #[derive(Debug)]
 pub(crate) struct ObjectLock {
+    claims: Vec<Claim>,
+}
+
+/// One name an [`ObjectLock`] holds, alone or shared with other sharers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claim {
     name: String,
+    alone: bool,
+}
+
+/// Who holds one name: one alone, or this many sharing it.
+#[derive(Debug, Default)]
+struct Holders {
+    alone: bool,
+    sharing: usize,
+}
+
+impl Holders {
+    fn admits(&self, claim: &Claim) -> bool {
+        !self.alone && (!claim.alone || self.sharing == 0)
+    }
 }
 
 /// The most names [`NotObjects`] keeps; past it, it starts again empty.
@@ -1197,23 +1235,27 @@ fn not_objects() -> std::sync::MutexGuard<'static, NotObjects> {
     KNOWN.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The names locked now, and the signal that one was let go.
-fn held() -> &'static (std::sync::Mutex<std::collections::HashSet<String>>, std::sync::Condvar) {
-    static HELD: std::sync::OnceLock<(std::sync::Mutex<std::collections::HashSet<String>>, std::sync::Condvar)> =
-        std::sync::OnceLock::new();
+/// The names held now, and the signal that one was let go.
+type Held = (std::sync::Mutex<std::collections::HashMap<String, Holders>>, std::sync::Condvar);
+
+fn held() -> &'static Held {
+    static HELD: std::sync::OnceLock<Held> = std::sync::OnceLock::new();
     HELD.get_or_init(Default::default)
 }
 
 impl ObjectLock {
-    /// Waits until nobody holds `name`, then holds it; no longer than the call the thread
-    /// works for may run (looked at every [`CANCEL_POLL`]): a call that another one's slow
-    /// request on the same prefix holds back ends at its own time limit, or its cancellation,
-    /// with the budget's error.
-    fn take(name: String) -> Result<Self, Error> {
+    /// Waits until every claim can be held, then holds them all at once (so two takers never
+    /// each hold a part and wait for the other's); no longer than the call the thread works
+    /// for may run (looked at every [`CANCEL_POLL`]): a call that another one's slow request
+    /// on the same prefix holds back ends at its own time limit, or its cancellation, with the
+    /// budget's error. A name claimed twice is held once, alone if either claim is.
+    pub(crate) fn take(mut claims: Vec<Claim>) -> Result<Self, Error> {
+        claims.sort_by(|one, other| one.name.cmp(&other.name).then(other.alone.cmp(&one.alone)));
+        claims.dedup_by(|later, first| later.name == first.name);
         let deadline = crate::budget::current().filter(|deadline| deadline.bounded());
         let (names, freed) = held();
         let mut names = names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        while names.contains(&name) {
+        while !claims.iter().all(|claim| names.get(&claim.name).is_none_or(|holders| holders.admits(claim))) {
             let Some(deadline) = &deadline else {
                 names = freed.wait(names).unwrap_or_else(std::sync::PoisonError::into_inner);
                 continue;
@@ -1223,15 +1265,36 @@ impl ObjectLock {
             names =
                 freed.wait_timeout(names, wait.min(CANCEL_POLL)).unwrap_or_else(std::sync::PoisonError::into_inner).0;
         }
-        names.insert(name.clone());
-        Ok(Self { name })
+        for claim in &claims {
+            let holders = names.entry(claim.name.clone()).or_default();
+            if claim.alone {
+                holders.alone = true;
+            } else {
+                holders.sharing += 1;
+            }
+        }
+        Ok(Self { claims })
     }
 }
 
 impl Drop for ObjectLock {
     fn drop(&mut self) {
         let (names, freed) = held();
-        names.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.name);
+        let mut names = names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for claim in &self.claims {
+            let std::collections::hash_map::Entry::Occupied(mut holders) = names.entry(claim.name.clone()) else {
+                continue;
+            };
+            if claim.alone {
+                holders.get_mut().alone = false;
+            } else {
+                holders.get_mut().sharing -= 1;
+            }
+            if !holders.get().alone && holders.get().sharing == 0 {
+                holders.remove();
+            }
+        }
+        drop(names);
         freed.notify_all();
     }
 }
@@ -1533,7 +1596,7 @@ mod tests {
     fn a_call_waiting_for_another_calls_lock_ends_at_its_own_time_limit() {
         let spec: MountSpec = "memory://lock-wait:/data:rw".parse().unwrap();
         let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap();
-        let held = ObjectLock::take("memory://lock-wait\0".to_owned()).unwrap();
+        let held = ObjectLock::take(vec![Claim { name: "dir\0memory://lock-wait\0".to_owned(), alone: true }]).unwrap();
         let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
         let error = returns_promptly(SOON, ErrorKind::TimedOut, || {
             agent.write("/data/x.txt", "x", &crate::Precondition::Absent).unwrap_err()
@@ -1550,6 +1613,31 @@ mod tests {
             .with_budget(Budget::unlimited().with_time(SOON))
             .write("/data/x.txt", "x", &crate::Precondition::Absent)
             .unwrap();
+    }
+
+    /// A change holds its own name alone and shares the names above it: a name held shared
+    /// (by a change below it) holds back a write of that name, not one beside or below it; a
+    /// name claimed twice in one take is held once.
+    #[test]
+    fn a_change_shares_the_names_above_it_and_holds_its_own_alone() {
+        let spec: MountSpec = "memory://claims:/data:rw".parse().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap();
+        let name = |key: &str, alone| Claim { name: format!("name\0memory://claims\0{key}"), alone };
+        let below = ObjectLock::take(vec![name("d", false), name("d", true), name("d", false)]).unwrap();
+        assert_eq!(below.claims, [name("d", true)]);
+        drop(below);
+        let below = ObjectLock::take(vec![name("d", false)]).unwrap();
+        let agent = registry.agent().with_budget(Budget::unlimited().with_time(SOON));
+        agent.write("/data/d/x", "x", &crate::Precondition::Absent).unwrap();
+        agent.write("/data/e", "e", &crate::Precondition::Absent).unwrap();
+        let error = returns_promptly(SOON, ErrorKind::TimedOut, || {
+            agent.write("/data/d", "d", &crate::Precondition::Absent).unwrap_err()
+        });
+        assert_eq!(error, budget_error(crate::Operation::Write, false));
+        drop(below);
+        let error = agent.write("/data/d", "d", &crate::Precondition::Absent).unwrap_err();
+        assert_eq!(error.to_string(), "`/data/d` is a directory, not a file");
+        assert!(held().0.lock().unwrap().keys().all(|key| !key.contains("memory://claims")), "every claim let go");
     }
 
     /// The search's reads run on the registry's worker pool, which works under the call's clock.
