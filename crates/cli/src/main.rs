@@ -287,8 +287,9 @@ struct DaemonArgs {
     /// seconds.
     #[arg(long = "body-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_timeout: u64,
-    /// Most connections served at once; past it a connection gets 503 with Retry-After
-    /// [default: a quarter of the open-file limit, between 16 and 4096].
+    /// Most connections served at once; past it a new connection takes the place of the
+    /// oldest one that has shown no valid token, and gets 503 with Retry-After only when all
+    /// have [default: a quarter of the open-file limit, between 16 and 4096].
     #[arg(long = "max-connections", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: Option<u64>,
     /// Most MCP sessions alive at once over all endpoints; past it a new session gets 503

@@ -20,7 +20,10 @@
 //!   read whole; a body that is not JSON gets the JSON-RPC parse error (`-32700`);
 //! - at most `max_connections` connections are served at once, at most `max_sessions` sessions
 //!   live at once and at most `max_sessions_per_token` for one token; past a cap the answer is
-//!   `503` with `Retry-After`, and no session already open is touched;
+//!   `503` with `Retry-After`, and no session already open is touched. A connection that has
+//!   not yet shown a valid token gives way: at the connection cap, a new connection closes the
+//!   oldest of those ([`Connections`]), so that clients without a token, which cost nothing to
+//!   open, cannot keep every token holder out for the header timeout;
 //! - a session idle for `session_idle` ends (its log file is synced and closed); its client
 //!   gets `404` for it and starts another, as the specification says;
 //! - a failing `accept` (out of descriptors) pauses and warns instead of spinning.
@@ -361,8 +364,65 @@ impl State {
     }
 }
 
+/// The connections served now, oldest first, each with whether it has shown a valid token.
+/// Within the cap every connection is served; at it, a new one takes the place of the oldest
+/// that has not (which is closed), and only when every one has is the new one refused. A
+/// connection that never sends a valid request costs its opener nothing, so without this a
+/// client with no token could fill the cap and keep every token holder out, one header
+/// timeout after another; a connection of a token holder shows its token with its first
+/// request's headers, milliseconds after it opens, and is then never displaced.
+struct Connections {
+    max: usize,
+    open: Mutex<(u64, BTreeMap<u64, Admitted>)>,
+}
+
+/// One served connection: set once a request on it carried a valid token, and cancelled to
+/// close it.
+#[derive(Clone, Default)]
+struct Admitted {
+    trusted: Arc<std::sync::atomic::AtomicBool>,
+    closed: CancellationToken,
+}
+
+impl Connections {
+    /// A place for a new connection: a free one, or the oldest untrusted one's (closing that
+    /// connection); `None` when every connection served has shown a token.
+    fn admit(self: &Arc<Self>) -> Option<Slot> {
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if open.1.len() >= self.max {
+            let oldest = open
+                .1
+                .iter()
+                .find(|(_, admitted)| !admitted.trusted.load(std::sync::atomic::Ordering::Acquire))
+                .map(|(id, _)| *id)?;
+            if let Some(displaced) = open.1.remove(&oldest) {
+                displaced.closed.cancel();
+            }
+        }
+        open.0 += 1;
+        let id = open.0;
+        let admitted = Admitted::default();
+        open.1.insert(id, admitted.clone());
+        Some(Slot { connections: self.clone(), id, admitted })
+    }
+}
+
+/// A connection's place among the [`Connections`], given back when it ends.
+struct Slot {
+    connections: Arc<Connections>,
+    id: u64,
+    admitted: Admitted,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.connections.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1.remove(&self.id);
+    }
+}
+
 /// Accepts and serves connections until `stop` completes: within the connection cap (past it,
-/// one `503` and the connection closes), each with the header timeout.
+/// in place of the oldest connection that has shown no token, else one `503` and the
+/// connection closes), each with the header timeout.
 async fn accept_until(
     listener: &Listener,
     state: &Arc<State>,
@@ -370,7 +430,7 @@ async fn accept_until(
     graceful: &hyper_util::server::graceful::GracefulShutdown,
     stop: impl Future<Output = ()>,
 ) {
-    let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
+    let connections = Arc::new(Connections { max: options.max_connections, open: Mutex::default() });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout);
     tokio::pin!(stop);
@@ -396,7 +456,7 @@ async fn accept_until(
             }
         };
         let io = TokioIo::new(stream);
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
+        let Some(slot) = connections.admit() else {
             let mut busy = builder.clone();
             busy.keep_alive(false);
             let connection = busy.serve_connection(
@@ -411,13 +471,19 @@ async fn accept_until(
             continue;
         };
         let state = state.clone();
-        let service = hyper::service::service_fn(move |request| route(state.clone(), request));
+        let trusted = slot.admitted.trusted.clone();
+        let service = hyper::service::service_fn(move |request| route(state.clone(), trusted.clone(), request));
         let connection = graceful.watch(builder.serve_connection(io, service));
         tokio::spawn(async move {
-            let _permit = permit;
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "an HTTP connection ended with an error");
+            tokio::select! {
+                served = connection => if let Err(error) = served {
+                    tracing::debug!(%error, "an HTTP connection ended with an error");
+                },
+                () = slot.admitted.closed.cancelled() => {
+                    tracing::debug!("a connection that showed no token gave its place to a new one");
+                }
             }
+            drop(slot);
         });
     }
 }
@@ -473,17 +539,26 @@ const OAUTH_PATHS: [&str; 6] = [
 
 /// `/mcp` and `/mcp/<crew>`: CORS, the bearer token, the body's bounds and the session caps
 /// first, then the SDK.
-async fn route(state: Arc<State>, request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+async fn route(
+    state: Arc<State>,
+    trusted: Arc<std::sync::atomic::AtomicBool>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     let origin = request.headers().get(header::ORIGIN).cloned();
     let cors = origin.filter(|origin| origin.to_str().is_ok_and(|origin| state.origins.iter().any(|o| o == origin)));
-    let mut response = answer(&state, request, cors.is_some()).await;
+    let mut response = answer(&state, &trusted, request, cors.is_some()).await;
     if let Some(origin) = cors {
         add_cors(response.headers_mut(), origin);
     }
     Ok(response)
 }
 
-async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Response<Body> {
+async fn answer(
+    state: &State,
+    trusted: &std::sync::atomic::AtomicBool,
+    request: Request<Incoming>,
+    cors: bool,
+) -> Response<Body> {
     let path = request.uri().path();
     if request.method() == Method::OPTIONS {
         // A browser's preflight: no token is sent with it. An allowed origin gets the CORS
@@ -501,7 +576,11 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
         },
         None => return json_error(StatusCode::NOT_FOUND, NOT_FOUND),
     };
-    let principal = bearer(request.headers()).and_then(|token| state.tokens.principal(crew.as_deref(), token));
+    // A connection that shows a valid token is a token holder's: never displaced by a new one
+    // ([`Connections`]).
+    let principal = bearer(request.headers())
+        .and_then(|token| state.tokens.principal(crew.as_deref(), token))
+        .inspect(|_| trusted.store(true, std::sync::atomic::Ordering::Release));
     let (Some(service), Some(principal)) = (state.endpoints.get(&crew), principal) else {
         // An unknown crew answers as a known one without the right token.
         return unauthorized();
@@ -538,19 +617,7 @@ async fn answer(state: &State, request: Request<Incoming>, cors: bool) -> Respon
     if let (true, Some(session), Some(id)) = (parts.method == Method::POST, session, request_id(&body)) {
         match Running::start(&state.running, session, id.to_string()) {
             Some(started) => guard = Some(started),
-            None => {
-                return json_response(
-                    StatusCode::BAD_REQUEST,
-                    &serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "error": {
-                            "code": -32600,
-                            "message": "invalid request: a request with this id is still running; give each request an id of its own",
-                        },
-                    }),
-                );
-            }
+            None => return id_still_running(&id),
         }
     }
     let ending = parts.method == Method::DELETE;
@@ -992,6 +1059,21 @@ fn unauthorized() -> Response<Body> {
     let mut response = jsonrpc_error(StatusCode::UNAUTHORIZED, -32001, UNAUTHORIZED);
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"vfs\""));
     response
+}
+
+/// `400` for a request of a session whose id is that of one still running.
+fn id_still_running(id: &serde_json::Value) -> Response<Body> {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        &serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                "code": -32600,
+                "message": "invalid request: a request with this id is still running; give each request an id of its own",
+            },
+        }),
+    )
 }
 
 /// `503` with `Retry-After`: a cap is reached; nothing already served is touched.

@@ -312,33 +312,59 @@ fn past_a_cap_the_answer_is_503_and_the_daemon_goes_on() {
     assert_eq!(daemon.terminate(), Some(0));
 }
 
-/// Past `--max-connections`, a connection gets one 503 and is closed; once one is let go, the
-/// daemon serves again.
+/// Past `--max-connections`, a new connection takes the place of the oldest one that has shown
+/// no valid token (which is closed), so that connections anyone can open for nothing cannot
+/// keep token holders out; only when every connection served is a token holder's does a new
+/// one get one 503 and close. Once one is let go, the daemon serves again.
 #[test]
-fn past_the_connection_cap_the_answer_is_503_and_the_daemon_goes_on() {
+fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answer_is_503() {
     let test = TestDir::new();
     let daemon = Daemon::start(&test, &["--max-connections", "2"], Some(TOKEN));
-    // Connections: two held open, the third gets 503 and is closed; once one is let go,
-    // the daemon serves again.
-    // (The daemon accepts the held ones in its own time: on a loaded machine the first
-    // requests may still find room, so it is asked until the cap answers.)
-    // Each held connection sends the start of a request, so it is one the daemon is serving.
-    let held: Vec<TcpStream> = (0..2)
-        .map(|_| {
-            let mut stream = TcpStream::connect(daemon.address).unwrap();
-            stream.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
-            stream
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut busy = daemon.request("GET", "/mcp", &[], "");
-    while busy.status != 503 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        busy = daemon.request("GET", "/mcp", &[], "");
-    }
+    // Connections without a token, each having sent the start of a request (the daemon
+    // accepts them in the order they were opened).
+    let stranger = || {
+        let mut stream = TcpStream::connect(daemon.address).unwrap();
+        stream.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
+        stream
+    };
+    // A token holder's connection, kept open after one answered request.
+    let holder = || {
+        let mut stream = TcpStream::connect(daemon.address).unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\nx",
+            daemon.address
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let answer = read_one_response(&mut stream);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains("-32700"), "{answer}");
+        stream
+    };
+    let closed = |stream: &mut TcpStream| {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let read = stream.read(&mut [0; 64]);
+        matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
+    };
+    let open = |stream: &mut TcpStream| {
+        stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        stream
+            .read(&mut [0; 64])
+            .is_err_and(|error| matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+    };
+
+    let (mut first, mut second) = (stranger(), stranger());
+    assert_eq!(daemon.request("GET", "/other", &[], "").status, 404, "served in the oldest stranger's place");
+    assert!(closed(&mut first), "the oldest connection without a token was closed");
+    assert!(open(&mut second), "the other one is still served");
+
+    let (mut one, two) = (holder(), holder());
+    assert!(closed(&mut second), "a token holder took the last stranger's place");
+    let busy = daemon.request("GET", "/mcp", &[], "");
     assert_eq!(busy.status, 503, "{busy:?}");
     assert_eq!(busy.header("retry-after"), Some("5"));
-    drop(held);
+    assert!(open(&mut one), "a token holder's connection is never displaced");
+    drop(two);
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut served = daemon.request("GET", "/other", &[], "").status;
     while served == 503 && Instant::now() < deadline {
@@ -347,6 +373,27 @@ fn past_the_connection_cap_the_answer_is_503_and_the_daemon_goes_on() {
     }
     assert_eq!(served, 404);
     assert_eq!(daemon.terminate(), Some(0));
+}
+
+/// Reads one HTTP response with a `Content-Length` body from a connection kept open.
+fn read_one_response(stream: &mut TcpStream) -> String {
+    let mut bytes = Vec::new();
+    let mut byte = [0_u8];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the connection ended before the headers");
+        bytes.push(byte[0]);
+    }
+    let headers = String::from_utf8(bytes.clone()).unwrap();
+    let length: usize = headers
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase().strip_prefix("content-length:").map(|value| value.trim().parse().unwrap())
+        })
+        .expect("a Content-Length");
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).unwrap();
+    bytes.extend(body);
+    String::from_utf8(bytes).unwrap()
 }
 
 #[test]
