@@ -826,3 +826,92 @@ fn on_a_real_s3_api_a_name_is_never_made_a_file_and_a_directory_at_once() {
     let Some(bucket) = test_bucket() else { return };
     a_name_is_never_made_a_file_and_a_directory_at_once(&format!("s3://{bucket}/both-{}", std::process::id()));
 }
+
+/// Directory markers, the empty `name/` objects other tools write for a "directory" (the AWS
+/// console's "Create folder", `s3fs`, sync tools), are directories everywhere: never a file
+/// inside their own directory or beside it, listed, walked, searched and deleted as the
+/// directories they stand for, an empty one included. A real empty file stays a file.
+#[test]
+fn on_a_real_s3_api_a_directory_marker_is_a_directory() {
+    use object_store::{ObjectStore as _, ObjectStoreExt as _};
+    let Some(bucket) = test_bucket() else { return };
+    let prefix = format!("markers-{}", std::process::id());
+    // The registry first: it installs the TLS provider the client below needs.
+    let registry = registry_with(&format!("s3://{bucket}/{prefix}"), None);
+    let store = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let key = |name: &str| object_store::path::Path::parse(format!("{prefix}/{name}")).unwrap();
+    let marker = |name: &str| key(name).join("");
+    let put = |key: object_store::path::Path, body: &'static str| {
+        runtime.block_on(store.put(&key, object_store::PutPayload::from(body))).unwrap();
+    };
+    put(marker(""), "");
+    put(marker("m/folder"), "");
+    put(key("m/folder/a.txt"), "alpha\n");
+    put(marker("m/empty"), "");
+    put(marker("m/deep"), "");
+    put(marker("m/deep/inner"), "");
+    put(key("m/deep/inner/b.txt"), "beta\n");
+    put(key("m/zero"), "");
+    let keys = |under: &str| -> Vec<String> {
+        let listed: Vec<object_store::ObjectMeta> =
+            runtime.block_on(futures_util::TryStreamExt::try_collect(store.list(Some(&key(under))))).unwrap();
+        listed.into_iter().map(|meta| meta.location.to_string()).collect()
+    };
+    let agent = registry.agent();
+
+    assert_eq!(agent.list("/data").unwrap().to_text(), "[DIR] m\n");
+    assert_eq!(agent.list("/data/m").unwrap().to_text(), "[DIR] deep\n[DIR] empty\n[DIR] folder\n[FILE] zero\n");
+    assert_eq!(agent.list("/data/m/folder").unwrap().to_text(), "[FILE] a.txt\n");
+    assert_eq!(agent.list("/data/m/empty").unwrap().to_text(), "`/data/m/empty` is empty\n");
+    assert_eq!(
+        agent.tree("/data/m", None, &[]).unwrap().to_text(),
+        agent_tree_of(&[
+            ("deep/", 0),
+            ("inner/", 1),
+            ("b.txt", 2),
+            ("empty/", 0),
+            ("folder/", 0),
+            ("a.txt", 1),
+            ("zero", 0)
+        ])
+    );
+    assert_eq!(
+        agent.search_files("/data/m", "**", &[]).unwrap().to_text(),
+        "/data/m/deep\n/data/m/deep/inner\n/data/m/deep/inner/b.txt\n/data/m/empty\n/data/m/folder\n/data/m/folder/a.txt\n/data/m/zero\n"
+    );
+    let request = GrepRequest { path: Some("/data/m".into()), pattern: "a".into(), ..GrepRequest::default() };
+    let grep = agent.grep(&request).unwrap();
+    assert_eq!((grep.matches, grep.files_searched), (2, 3), "{}", grep.to_text());
+    let refused = |answer: Result<(), vfs::Error>| answer.unwrap_err().to_string();
+    assert_eq!(
+        refused(agent.read_text("/data/m/empty", &ReadWindow::default()).map(drop)),
+        "`/data/m/empty` is a directory, not a file"
+    );
+    assert_eq!(
+        refused(agent.write("/data/m/empty", "x", &Precondition::Any).map(drop)),
+        "`/data/m/empty` is a directory, not a file"
+    );
+    assert_eq!(agent.read_text("/data/m/zero", &ReadWindow::default()).unwrap().content, "");
+
+    // An empty directory is deleted without `recursive`, a full one is not; with it, its
+    // markers go with its files.
+    agent.delete("/data/m/empty", false, &Precondition::Any).unwrap();
+    assert_eq!(
+        refused(agent.delete("/data/m/deep", false, &Precondition::Any).map(drop)),
+        "`/data/m/deep` is a directory that is not empty; ask for a recursive delete to delete it with its contents"
+    );
+    agent.delete("/data/m/deep", true, &Precondition::Any).unwrap();
+    agent.delete("/data/m/folder", true, &Precondition::Any).unwrap();
+    assert_eq!(agent.list("/data/m").unwrap().to_text(), "[FILE] zero\n");
+    assert_eq!(keys("m"), [format!("{prefix}/m/zero")]);
+}
+
+/// The text of a tree at `/data/m` with these entries (name, depth below it).
+fn agent_tree_of(entries: &[(&str, usize)]) -> String {
+    let mut text = "/data/m/\n".to_owned();
+    for (name, depth) in entries {
+        text.push_str(&format!("{}{name}\n", "  ".repeat(depth + 1)));
+    }
+    text
+}

@@ -386,8 +386,16 @@ impl ObjectRoot {
         if rel.is_empty() {
             return Ok(true);
         }
-        let (directories, files) = self.list_level(rel)?;
-        Ok(!directories.is_empty() || !files.is_empty())
+        let (directories, files, marked) = self.list_level(rel)?;
+        Ok(marked || !directories.is_empty() || !files.is_empty())
+    }
+
+    /// The key of the directory marker of `rel` (`key/`), the empty object other tools (the
+    /// AWS console's "Create folder", `s3fs`, many sync tools) write to make a "directory"
+    /// that holds nothing yet. The client gives it without its `/` in every listing.
+    fn marker_key(&self, rel: &[String]) -> Option<Key> {
+        let key = self.key(rel);
+        (!key.as_ref().is_empty()).then(|| key.join(""))
     }
 
     /// Bytes `range` of the object.
@@ -476,13 +484,19 @@ impl ObjectRoot {
         Ok(result.e_tag.map(|etag| etag.trim_matches('"').to_owned()))
     }
 
-    /// One level of a "directory": its sub-prefixes and its objects (name, metadata).
+    /// One level of a "directory": its sub-prefixes, its objects (name, metadata), and
+    /// whether it has a directory marker ([`ObjectRoot::marker_key`]), which is not one of
+    /// its files (the client lists `key/` as `key`, the directory's own name).
     #[expect(clippy::type_complexity, reason = "a private helper's result, used in two places")]
-    fn list_level(&self, rel: &[String]) -> Result<(Vec<String>, Vec<(String, ObjectInfo)>), StoreError> {
+    fn list_level(&self, rel: &[String]) -> Result<(Vec<String>, Vec<(String, ObjectInfo)>, bool), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
         let prefix = if rel.is_empty() && self.prefix.is_empty() { None } else { Some(key) };
-        let listing = self.block(async move { store.list_with_delimiter(prefix.as_ref()).await })??;
+        let own = prefix.clone();
+        let mut listing = self.block(async move { store.list_with_delimiter(prefix.as_ref()).await })??;
+        let before = listing.objects.len();
+        listing.objects.retain(|meta| Some(&meta.location) != own.as_ref());
+        let marked = listing.objects.len() < before;
         let directories = listing
             .common_prefixes
             .iter()
@@ -496,13 +510,62 @@ impl ObjectRoot {
                 Some((name.to_owned(), ObjectInfo::from_meta(meta)))
             })
             .collect();
-        Ok((directories, files))
+        Ok((directories, files, marked))
     }
 
-    /// Every object below `rel`, as paths relative to `rel`, at most `limit` of them (the flag
-    /// says whether more exist).
+    /// Every object below `rel`, as paths relative to `rel`, at most `limit` of them, told
+    /// apart from directory markers ([`ObjectRoot::marker_key`]; the flag says whether more
+    /// exist).
+    fn list_all(&self, rel: &[String], limit: usize) -> Result<(Below, bool), StoreError> {
+        let (listed, truncated) = self.list_keys(rel, limit)?;
+        Ok((self.tell_markers(rel, &listed)?, truncated))
+    }
+
+    /// Tells files from directory markers among `listed` (paths relative to `rel`, in order).
+    /// A listing gives a marker `key/` as `key`: one whose name has objects below it is a
+    /// directory's (a name is a file or a directory, never both); an empty one with nothing
+    /// below may be either, and a HEAD of its name without the `/` tells (one request each,
+    /// sent together in groups); a name listed twice is both a file and a marker.
+    fn tell_markers(&self, rel: &[String], listed: &[(Vec<String>, ObjectInfo)]) -> Result<Below, StoreError> {
+        let above: std::collections::HashSet<&[String]> =
+            listed.iter().flat_map(|(parts, _)| (1..parts.len()).map(|end| &parts[..end])).collect();
+        let mut below = Below::default();
+        let mut asked = Vec::new();
+        let mut previous: Option<&[String]> = None;
+        for (parts, info) in listed {
+            let twice = previous == Some(parts.as_slice());
+            previous = Some(parts);
+            if above.contains(parts.as_slice()) || twice {
+                below.markers.push(parts.clone());
+            } else if info.size == 0 {
+                asked.push((parts.clone(), info.clone()));
+            } else {
+                below.files.push((parts.clone(), info.clone()));
+            }
+        }
+        for group in asked.chunks(MARKER_HEADS_AT_ONCE) {
+            let store = self.store.clone();
+            let keys: Vec<Key> = group.iter().map(|(parts, _)| self.key(&[rel, parts.as_slice()].concat())).collect();
+            let answers = self
+                .block(async move { futures_util::future::join_all(keys.iter().map(|key| store.head(key))).await })?;
+            for ((parts, info), answer) in group.iter().zip(answers) {
+                match answer {
+                    Ok(_) => below.files.push((parts.clone(), info.clone())),
+                    Err(object_store::Error::NotFound { .. }) => below.markers.push(parts.clone()),
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+        below.files.sort_by(|left, right| left.0.cmp(&right.0));
+        below.files.dedup_by(|later, first| later.0 == first.0);
+        Ok(below)
+    }
+
+    /// Every key below `rel`, as paths relative to `rel`, at most `limit` of them (the flag
+    /// says whether more exist), in key order; a directory marker is listed under its
+    /// directory's name.
     #[expect(clippy::type_complexity, reason = "a private helper's result, used in one place")]
-    fn list_all(&self, rel: &[String], limit: usize) -> Result<(Vec<(Vec<String>, ObjectInfo)>, bool), StoreError> {
+    fn list_keys(&self, rel: &[String], limit: usize) -> Result<(Vec<(Vec<String>, ObjectInfo)>, bool), StoreError> {
         let store = self.store.clone();
         let key = self.key(rel);
         let prefix = if rel.is_empty() && self.prefix.is_empty() { None } else { Some(key) };
@@ -536,6 +599,15 @@ impl ObjectRoot {
             .collect();
         objects.sort_by(|left, right| left.0.cmp(&right.0));
         Ok((objects, truncated))
+    }
+
+    /// Deletes the directory marker of `rel`, if there is one (a delete of a key that is not
+    /// there succeeds).
+    fn delete_marker(&self, rel: &[String]) -> Result<(), StoreError> {
+        let Some(key) = self.marker_key(rel) else { return Ok(()) };
+        let store = self.store.clone();
+        self.block_change(async move { store.delete(&key).await })??;
+        Ok(())
     }
 
     /// Copies one object; with `overwrite` false, fails if the destination exists.
@@ -957,8 +1029,8 @@ impl crate::storage::Store for ObjectRoot {
         node: &Node,
         path: &VirtualPath,
     ) -> Result<Vec<Entry>, Error> {
-        let (directories, files) = self.list_level(&node.rel).map_err(|error| store_error(path, error))?;
-        if directories.is_empty() && files.is_empty() && !node.rel.is_empty() {
+        let (directories, files, marked) = self.list_level(&node.rel).map_err(|error| store_error(path, error))?;
+        if directories.is_empty() && files.is_empty() && !marked && !node.rel.is_empty() {
             let file = self.head_object(&node.rel).map_err(|error| store_error(path, error))?;
             return Err(if file.is_some() { Error::not_a_directory(path) } else { Error::not_found(path) });
         }
@@ -974,10 +1046,13 @@ impl crate::storage::Store for ObjectRoot {
         node: &Node,
         visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
     ) -> Result<Walked, Error> {
-        let (objects, cut) =
+        let (below, cut) =
             self.list_all(&node.rel, from.listing_bound).map_err(|error| store_error(from.path, error))?;
         let mut tree = Level::default();
-        for (parts, info) in objects {
+        for parts in &below.markers {
+            tree.insert_directory(parts);
+        }
+        for (parts, info) in below.files {
             tree.insert(&parts, info);
         }
         let mut walker = TreeWalk { from, visit, base: &node.rel };
@@ -1101,13 +1176,24 @@ impl crate::storage::Store for ObjectRoot {
         if kind != Kind::Directory {
             return self.delete_object(&node.rel).map_err(|error| store_error(path, error));
         }
-        // A directory is a prefix with objects below it: never empty.
+        // A directory is a prefix with objects below it, or a marker alone (empty).
         if !removal.recursive {
-            return Err(Error::not_empty(path));
+            let (directories, files, marked) = self.list_level(&node.rel).map_err(|error| store_error(path, error))?;
+            if !(marked && directories.is_empty() && files.is_empty()) {
+                return Err(Error::not_empty(path));
+            }
+            return self.delete_marker(&node.rel).map_err(|error| store_error(path, error));
         }
         loop {
-            let (objects, more) = self.list_all(&node.rel, 1000).map_err(|error| store_error(path, error))?;
-            for (parts, info) in &objects {
+            let (below, more) = self.list_all(&node.rel, 1000).map_err(|error| store_error(path, error))?;
+            for parts in &below.markers {
+                // The marker, and an object of the same name with objects below it (a key
+                // another tool made both a file and a prefix), which is listed as the marker.
+                let rel = [node.rel.as_slice(), parts.as_slice()].concat();
+                self.delete_marker(&rel).map_err(|error| store_error(path, error))?;
+                self.delete_object(&rel).map_err(|error| store_error(path, error))?;
+            }
+            for (parts, info) in &below.files {
                 let mut rel = node.rel.clone();
                 rel.extend(parts.iter().cloned());
                 // Read before delete, judged on the listing's version: object stores have no
@@ -1121,8 +1207,8 @@ impl crate::storage::Store for ObjectRoot {
                     took(&object_path());
                 }
             }
-            if !more || objects.is_empty() {
-                return Ok(());
+            if !more || (below.files.is_empty() && below.markers.is_empty()) {
+                return self.delete_marker(&node.rel).map_err(|error| store_error(path, error));
             }
         }
     }
@@ -1347,6 +1433,17 @@ impl Staged {
 }
 
 /// One level of a listed tree: the objects in it and the levels below, in name order.
+/// What lies below a "directory": its files and the directories known by their markers
+/// ([`ObjectRoot::list_all`]), each as a path relative to it.
+#[derive(Debug, Default)]
+struct Below {
+    files: Vec<(Vec<String>, ObjectInfo)>,
+    markers: Vec<Vec<String>>,
+}
+
+/// How many HEAD requests [`ObjectRoot::tell_markers`] sends at once.
+const MARKER_HEADS_AT_ONCE: usize = 64;
+
 #[derive(Default)]
 struct Level {
     files: BTreeMap<String, ObjectInfo>,
@@ -1354,6 +1451,13 @@ struct Level {
 }
 
 impl Level {
+    /// A directory known by its marker, and those above it.
+    fn insert_directory(&mut self, parts: &[String]) {
+        if let [directory, rest @ ..] = parts {
+            self.directories.entry(directory.clone()).or_default().insert_directory(rest);
+        }
+    }
+
     fn insert(&mut self, parts: &[String], info: ObjectInfo) {
         match parts {
             [] => {}
