@@ -288,10 +288,16 @@ struct DaemonArgs {
     #[arg(long = "body-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_timeout: u64,
     /// Most connections served at once; past it a new connection takes the place of the
-    /// oldest one that has shown no valid token, and gets 503 with Retry-After only when all
-    /// have [default: a quarter of the open-file limit, between 16 and 4096].
+    /// oldest one not kept (one that has shown no valid token, or a token's past
+    /// --max-connections-per-token), and gets 503 with Retry-After only when all are kept
+    /// [default: a quarter of the open-file limit, between 16 and 4096].
     #[arg(long = "max-connections", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: Option<u64>,
+    /// Most connections of one token kept at the connection cap; past it, a token's further
+    /// connections give way to new ones there, as connections without a token do [default: a
+    /// quarter of --max-connections, at least 4].
+    #[arg(long = "max-connections-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections_per_token: Option<u64>,
     /// Most MCP sessions alive at once over all endpoints; past it a new session gets 503
     /// with Retry-After, and open sessions keep their state [default: as --max-connections].
     #[arg(long = "max-sessions", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -634,6 +640,10 @@ impl DaemonArgs {
         http.max_sessions_per_token = match self.max_sessions_per_token {
             Some(max) => count(max),
             None => (http.max_sessions / 4).max(4),
+        };
+        http.max_connections_per_token = match self.max_connections_per_token {
+            Some(max) => count(max),
+            None => (http.max_connections / 4).max(4),
         };
         http.max_requests_per_token = match self.max_requests_per_token {
             Some(max) => count(max),

@@ -23,7 +23,8 @@
 //!   `503` with `Retry-After`, and no session already open is touched. A connection that has
 //!   not yet shown a valid token gives way: at the connection cap, a new connection closes the
 //!   oldest of those ([`Connections`]), so that clients without a token, which cost nothing to
-//!   open, cannot keep every token holder out for the header timeout;
+//!   open, cannot keep every token holder out for the header timeout; so do a token's
+//!   connections past `max_connections_per_token`, so that one tenant cannot hold them all;
 //! - a session idle for `session_idle` ends (its log file is synced and closed); its client
 //!   gets `404` for it and starts another, as the specification says;
 //! - a failing `accept` (out of descriptors) pauses and warns instead of spinning.
@@ -92,6 +93,8 @@ pub struct HttpOptions {
     pub body_timeout: Duration,
     /// Most connections served at once.
     pub max_connections: usize,
+    /// Most connections of one token kept from being displaced at the cap.
+    pub max_connections_per_token: usize,
     /// Most sessions (handshake protocol) alive at once, over all endpoints.
     pub max_sessions: usize,
     /// Most sessions alive at once for one token.
@@ -119,6 +122,7 @@ impl HttpOptions {
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             max_connections: connections,
+            max_connections_per_token: (connections / 4).max(4),
             max_sessions: connections,
             max_sessions_per_token: (connections / 4).max(4),
             max_requests_per_token: (connections / 4).max(4),
@@ -364,59 +368,128 @@ impl State {
     }
 }
 
-/// The connections served now, oldest first, each with whether it has shown a valid token.
-/// Within the cap every connection is served; at it, a new one takes the place of the oldest
-/// that has not (which is closed), and only when every one has is the new one refused. A
-/// connection that never sends a valid request costs its opener nothing, so without this a
-/// client with no token could fill the cap and keep every token holder out, one header
-/// timeout after another; a connection of a token holder shows its token with its first
-/// request's headers, milliseconds after it opens, and is then never displaced.
+/// The connections served now, oldest first, each with the token it has shown. Within the cap
+/// every connection is served; at it, a new one takes the place of the oldest that is not
+/// kept (which is closed; an idle one before one answering a request), and only when every
+/// one is kept is the new one refused. A connection is kept once a request on it carried a
+/// valid token, up to `per_token` connections of one token. A connection that never sends a
+/// valid request costs its opener nothing, so without this a client with no token could fill
+/// the cap and keep every token holder out, one header timeout after another; and a token
+/// holder could keep every other one out by holding connections open. A token holder's
+/// connection shows its token with its first request's headers, milliseconds after it opens.
 struct Connections {
     max: usize,
-    open: Mutex<(u64, BTreeMap<u64, Admitted>)>,
+    per_token: usize,
+    open: Mutex<Open>,
 }
 
-/// One served connection: set once a request on it carried a valid token, and cancelled to
-/// close it.
-#[derive(Clone, Default)]
+#[derive(Default)]
+struct Open {
+    next: u64,
+    by_id: BTreeMap<u64, Admitted>,
+    kept_by_token: HashMap<Principal, usize>,
+}
+
+/// One served connection.
 struct Admitted {
-    trusted: Arc<std::sync::atomic::AtomicBool>,
+    /// The token its first valid request carried.
+    owner: Option<Principal>,
+    /// Never displaced: it showed a token, within that token's share.
+    kept: bool,
+    /// Requests on it being answered now (until their responses' heads are sent).
+    busy: usize,
+    /// Cancelled to close it.
     closed: CancellationToken,
 }
 
 impl Connections {
-    /// A place for a new connection: a free one, or the oldest untrusted one's (closing that
-    /// connection); `None` when every connection served has shown a token.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A place for a new connection: a free one, or that of the oldest connection not kept,
+    /// idle ones first (closing it); `None` when every connection served is kept.
     fn admit(self: &Arc<Self>) -> Option<Slot> {
-        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if open.1.len() >= self.max {
-            let oldest = open
-                .1
+        let mut open = self.lock();
+        if open.by_id.len() >= self.max {
+            let displaced = open
+                .by_id
                 .iter()
-                .find(|(_, admitted)| !admitted.trusted.load(std::sync::atomic::Ordering::Acquire))
+                .filter(|(_, admitted)| !admitted.kept)
+                .min_by_key(|(id, admitted)| (admitted.busy > 0, **id))
                 .map(|(id, _)| *id)?;
-            if let Some(displaced) = open.1.remove(&oldest) {
+            if let Some(displaced) = open.by_id.remove(&displaced) {
                 displaced.closed.cancel();
             }
         }
-        open.0 += 1;
-        let id = open.0;
-        let admitted = Admitted::default();
-        open.1.insert(id, admitted.clone());
-        Some(Slot { connections: self.clone(), id, admitted })
+        open.next += 1;
+        let id = open.next;
+        let closed = CancellationToken::new();
+        open.by_id.insert(id, Admitted { owner: None, kept: false, busy: 0, closed: closed.clone() });
+        Some(Slot { connection: Arc::new(Connection { connections: self.clone(), id }), closed })
+    }
+}
+
+/// One connection as its requests know it.
+struct Connection {
+    connections: Arc<Connections>,
+    id: u64,
+}
+
+impl Connection {
+    /// A request on it carried a valid token of `principal`: the connection is that token's,
+    /// and kept while the token has fewer than its share kept (checked again at each request,
+    /// so a connection past the share is kept once another of the token's has closed).
+    fn shown(&self, principal: Principal) {
+        let mut open = self.connections.lock();
+        let kept = open.kept_by_token.get(&principal).copied().unwrap_or(0);
+        let Some(admitted) = open.by_id.get_mut(&self.id) else { return };
+        let owner = *admitted.owner.get_or_insert(principal);
+        if admitted.kept || owner != principal || kept >= self.connections.per_token {
+            return;
+        }
+        admitted.kept = true;
+        *open.kept_by_token.entry(principal).or_default() += 1;
+    }
+
+    /// Counts a request being answered on it until the guard is dropped.
+    fn busy(self: &Arc<Self>) -> Busy {
+        if let Some(admitted) = self.connections.lock().by_id.get_mut(&self.id) {
+            admitted.busy += 1;
+        }
+        Busy(self.clone())
+    }
+}
+
+/// A request being answered on a [`Connection`].
+struct Busy(Arc<Connection>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(admitted) = self.0.connections.lock().by_id.get_mut(&self.0.id) {
+            admitted.busy = admitted.busy.saturating_sub(1);
+        }
     }
 }
 
 /// A connection's place among the [`Connections`], given back when it ends.
 struct Slot {
-    connections: Arc<Connections>,
-    id: u64,
-    admitted: Admitted,
+    connection: Arc<Connection>,
+    closed: CancellationToken,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.connections.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1.remove(&self.id);
+        let mut open = self.connection.connections.lock();
+        let Some(gone) = open.by_id.remove(&self.connection.id) else { return };
+        if let (true, Some(owner)) = (gone.kept, gone.owner)
+            && let Some(count) = open.kept_by_token.get_mut(&owner)
+        {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.kept_by_token.remove(&owner);
+            }
+        }
     }
 }
 
@@ -430,7 +503,11 @@ async fn accept_until(
     graceful: &hyper_util::server::graceful::GracefulShutdown,
     stop: impl Future<Output = ()>,
 ) {
-    let connections = Arc::new(Connections { max: options.max_connections, open: Mutex::default() });
+    let connections = Arc::new(Connections {
+        max: options.max_connections,
+        per_token: options.max_connections_per_token,
+        open: Mutex::default(),
+    });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout);
     tokio::pin!(stop);
@@ -471,16 +548,16 @@ async fn accept_until(
             continue;
         };
         let state = state.clone();
-        let trusted = slot.admitted.trusted.clone();
-        let service = hyper::service::service_fn(move |request| route(state.clone(), trusted.clone(), request));
+        let connection = slot.connection.clone();
+        let service = hyper::service::service_fn(move |request| route(state.clone(), connection.clone(), request));
         let connection = graceful.watch(builder.serve_connection(io, service));
         tokio::spawn(async move {
             tokio::select! {
                 served = connection => if let Err(error) = served {
                     tracing::debug!(%error, "an HTTP connection ended with an error");
                 },
-                () = slot.admitted.closed.cancelled() => {
-                    tracing::debug!("a connection that showed no token gave its place to a new one");
+                () = slot.closed.cancelled() => {
+                    tracing::debug!("a connection not kept gave its place to a new one");
                 }
             }
             drop(slot);
@@ -541,24 +618,20 @@ const OAUTH_PATHS: [&str; 6] = [
 /// first, then the SDK.
 async fn route(
     state: Arc<State>,
-    trusted: Arc<std::sync::atomic::AtomicBool>,
+    connection: Arc<Connection>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
+    let _busy = connection.busy();
     let origin = request.headers().get(header::ORIGIN).cloned();
     let cors = origin.filter(|origin| origin.to_str().is_ok_and(|origin| state.origins.iter().any(|o| o == origin)));
-    let mut response = answer(&state, &trusted, request, cors.is_some()).await;
+    let mut response = answer(&state, &connection, request, cors.is_some()).await;
     if let Some(origin) = cors {
         add_cors(response.headers_mut(), origin);
     }
     Ok(response)
 }
 
-async fn answer(
-    state: &State,
-    trusted: &std::sync::atomic::AtomicBool,
-    request: Request<Incoming>,
-    cors: bool,
-) -> Response<Body> {
+async fn answer(state: &State, connection: &Connection, request: Request<Incoming>, cors: bool) -> Response<Body> {
     let path = request.uri().path();
     if request.method() == Method::OPTIONS {
         // A browser's preflight: no token is sent with it. An allowed origin gets the CORS
@@ -576,11 +649,11 @@ async fn answer(
         },
         None => return json_error(StatusCode::NOT_FOUND, NOT_FOUND),
     };
-    // A connection that shows a valid token is a token holder's: never displaced by a new one
-    // ([`Connections`]).
+    // A connection that shows a valid token is a token holder's: kept within the token's
+    // share ([`Connections`]).
     let principal = bearer(request.headers())
         .and_then(|token| state.tokens.principal(crew.as_deref(), token))
-        .inspect(|_| trusted.store(true, std::sync::atomic::Ordering::Release));
+        .inspect(|principal| connection.shown(*principal));
     let (Some(service), Some(principal)) = (state.endpoints.get(&crew), principal) else {
         // An unknown crew answers as a known one without the right token.
         return unauthorized();
@@ -1106,6 +1179,56 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// At the cap: the oldest connection not kept goes, an idle one before one answering a
+    /// request; a token's connections are kept up to its share, and one past it is kept once
+    /// another of the token's has closed; when all are kept, none goes and the new one is
+    /// refused.
+    #[test]
+    fn at_the_cap_the_oldest_connection_not_kept_gives_way_idle_ones_first() {
+        let connections = Arc::new(Connections { max: 4, per_token: 1, open: Mutex::default() });
+        let (one, other) = (Principal(0), Principal(1));
+        let kept = connections.admit().unwrap();
+        kept.connection.shown(one);
+        let busy_older = connections.admit().unwrap();
+        busy_older.connection.shown(one);
+        let _answering_older = busy_older.connection.busy();
+        let busy_newer = connections.admit().unwrap();
+        let _answering_newer = busy_newer.connection.busy();
+        let other_kept = connections.admit().unwrap();
+        other_kept.connection.shown(other);
+        // Full: both not kept are answering, so the oldest of them goes.
+        let newest = connections.admit().unwrap();
+        assert!(busy_older.closed.is_cancelled());
+        assert!(!busy_newer.closed.is_cancelled() && !kept.closed.is_cancelled() && !other_kept.closed.is_cancelled());
+        drop(busy_older);
+        // Idle before answering, whatever their age.
+        let last = connections.admit().unwrap();
+        assert!(newest.closed.is_cancelled() && !busy_newer.closed.is_cancelled());
+        drop(newest);
+        // Past the share, kept once the token's kept one has closed.
+        last.connection.shown(one);
+        busy_newer.connection.shown(one);
+        let open = connections.lock();
+        assert!(!open.by_id[&last.connection.id].kept);
+        drop(open);
+        drop(kept);
+        last.connection.shown(one);
+        assert!(connections.lock().by_id[&last.connection.id].kept);
+        assert_eq!(connections.lock().kept_by_token[&one], 1);
+        // Full again: an idle one goes before the one answering; then, with it the only one
+        // not kept, the one answering; once all are kept, a new one is refused.
+        let fourth = connections.admit().unwrap();
+        let fifth = connections.admit().unwrap();
+        assert!(fourth.closed.is_cancelled() && !busy_newer.closed.is_cancelled());
+        fifth.connection.shown(Principal(2));
+        let sixth = connections.admit().unwrap();
+        assert!(busy_newer.closed.is_cancelled(), "the one answering went before any kept one");
+        sixth.connection.shown(Principal(3));
+        assert!(connections.admit().is_none(), "every connection is kept");
+        assert!(!last.closed.is_cancelled() && !other_kept.closed.is_cancelled());
+        assert_eq!(connections.lock().by_id.len(), 4);
+    }
 
     #[test]
     fn a_token_grants_only_its_own_endpoint() {

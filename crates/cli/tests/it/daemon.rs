@@ -327,20 +327,7 @@ fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answe
         stream.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
         stream
     };
-    // A token holder's connection, kept open after one answered request.
-    let holder = || {
-        let mut stream = TcpStream::connect(daemon.address).unwrap();
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\nx",
-            daemon.address
-        );
-        stream.write_all(request.as_bytes()).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let answer = read_one_response(&mut stream);
-        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-        assert!(answer.contains("-32700"), "{answer}");
-        stream
-    };
+    let holder = || token_holder(&daemon);
     let closed = |stream: &mut TcpStream| {
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let read = stream.read(&mut [0; 64]);
@@ -373,6 +360,63 @@ fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answe
     }
     assert_eq!(served, 404);
     assert_eq!(daemon.terminate(), Some(0));
+}
+
+/// A token's connections past `--max-connections-per-token` are kept only while there is
+/// room: at the cap they give way to a new connection as those without a token do, an idle
+/// one before one answering a request, and the token's connections within its share never.
+/// (When none is idle, the oldest answering one goes: `http::tests`, where no timing decides
+/// which connection is answering.)
+#[test]
+fn past_a_tokens_share_of_connections_its_further_ones_give_way_idle_first() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(&test, &["--max-connections", "3", "--max-connections-per-token", "1"], Some(TOKEN));
+    let closed = |stream: &mut TcpStream| {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let read = stream.read(&mut [0; 64]);
+        matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
+    };
+    let open = |stream: &mut TcpStream| {
+        stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        stream
+            .read(&mut [0; 64])
+            .is_err_and(|error| matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+    };
+    // The token's first connection (kept), then one in the middle of a request (its headers
+    // and token sent, its body not), then an idle one after an answered request.
+    let answering = || {
+        let mut stream = TcpStream::connect(daemon.address).unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
+            daemon.address
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        stream
+    };
+    let mut kept = token_holder(&daemon);
+    let mut first = answering();
+    let mut idle = token_holder(&daemon);
+    assert_eq!(daemon.request("GET", "/other", &[], "").status, 404, "served in the idle surplus one's place");
+    assert!(closed(&mut idle), "the token's idle connection past its share gave way");
+    assert!(open(&mut first), "the one answering a request did not");
+    assert!(open(&mut kept), "the one within the share did not");
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
+/// A token holder's connection, kept open after one answered request (a body that is not
+/// JSON, answered `400` with the parse error).
+fn token_holder(daemon: &Daemon) -> TcpStream {
+    let mut stream = TcpStream::connect(daemon.address).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\nx",
+        daemon.address
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let answer = read_one_response(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("-32700"), "{answer}");
+    stream
 }
 
 /// Reads one HTTP response with a `Content-Length` body from a connection kept open.
