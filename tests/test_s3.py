@@ -137,9 +137,11 @@ def test_every_tool_on_an_s3_mount(fixture):
             assert not result.is_error, text(result)
         result = await client.call("create_directory", {"path": "/data/empty"})
         assert not result.is_error, text(result)
+        # An empty directory is its marker, as other tools write it: listed, and kept.
+        assert get_object(f"{prefix}/empty/") == b""
 
         result = await client.call("list_directory", {"path": "/data"})
-        assert text(result) == "[DIR] notes\n[FILE] top.txt\n"
+        assert text(result) == "[DIR] empty\n[DIR] notes\n[FILE] top.txt\n"
         result = await client.call("list_directory", {"path": "/data/notes"})
         assert text(result) == "[FILE] a.txt\n[FILE] b.md\n"
 
@@ -531,3 +533,85 @@ def test_a_key_no_path_can_spell_is_named_for_what_it_is(fixture):
         "`.` or `..` segment or a control character (Encountered object with invalid path: "
     ), lines[0]
     assert lines[0].endswith("; rename or remove that object"), lines[0]
+
+
+def test_a_file_that_is_also_a_prefix_is_judged_and_kept_by_a_recursive_delete(fixture):
+    """Another tool made `y/fp` both a file and a prefix (`y/fp/child`), beside directory
+    markers (`y/`, `y/e/`). A recursive delete of `/data/y` judges `fp` as any file (read it
+    first), keeps its image and deletes it; the markers go with the directory, and undo brings
+    the files back (red team of the twenty-fifth session: the file was taken for a marker and
+    deleted unread, with no image)."""
+    prefix = unique_prefix()
+    fixture.extra_spellings += store_spellings(BUCKET, ENDPOINT, prefix)
+    put_raw(f"{prefix}/y/", b"")
+    put_raw(f"{prefix}/y/e/", b"")
+    put_raw(f"{prefix}/y/fp", b"never read\n")
+    put_raw(f"{prefix}/y/fp/child", b"child\n")
+    before = list_keys(prefix)
+
+    async def body(client, init):
+        result = await client.call("directory_tree", {"path": "/data/y"})
+        assert text(result) == "/data/y/\n  e/\n  fp\n  fp/\n    child\n", text(result)
+        result = await client.call("read_text_file", {"path": "/data/y/fp/child"})
+        assert text(result) == "child\n", text(result)
+        refused = await client.call("delete_file", {"path": "/data/y", "recursive": True})
+        assert one_clean_line(refused) == (
+            "cannot delete `/data/y`: it holds `/data/y/fp`, which you have not read in this session; a delete "
+            "removes only files this session has seen at their current version, so read it whole first, or "
+            "delete it by itself with the `expectedVersion` that `get_file_info` reports"
+        )
+        assert list_keys(prefix) == before
+        result = await client.call("read_text_file", {"path": "/data/y/fp"})
+        assert text(result) == "never read\n", text(result)
+        deleted = await client.call("delete_file", {"path": "/data/y", "recursive": True})
+        assert not deleted.is_error, text(deleted)
+        assert [key for key in list_keys(prefix) if "/.vfs-tmp-" not in key] == []
+        undone = await client.call("undo_changes", {"count": 1})
+        # Undo brings back what a disk can hold (vfs never makes a name a file and a
+        # directory): the file `fp`, not the file below it, and says so.
+        assert undone.is_error
+        assert text(undone) == (
+            "failed /data/y/fp: `/data/y/fp` is not a directory\n"
+            "failed /data/y/fp/child: `/data/y/fp/child` is not a directory\n"
+            "restored /data/y\n"
+        ), text(undone)
+        assert get_object(f"{prefix}/y/fp") == b"never read\n"
+        assert get_object(f"{prefix}/y/fp/child") is None
+
+    run_client(
+        fixture,
+        body,
+        ["serve", "--mount", f"s3://{BUCKET}/{prefix}:/data:rw", "--journal", "journal"],
+        env=aws_env(),
+    )
+
+
+def test_undo_brings_back_an_empty_directory_as_its_marker(fixture):
+    """An empty directory on S3 is its marker: deleted, and brought back by undo as one (red
+    team of the twenty-fifth session: undo said "restored" and wrote nothing)."""
+    prefix = unique_prefix()
+    fixture.extra_spellings += store_spellings(BUCKET, ENDPOINT, prefix)
+    put_raw(f"{prefix}/theirs/", b"")
+
+    async def body(client, init):
+        for tool, arguments in [
+            ("create_directory", {"path": "/data/mine"}),
+            ("delete_file", {"path": "/data/mine"}),
+            ("delete_file", {"path": "/data/theirs"}),
+        ]:
+            result = await client.call(tool, arguments)
+            assert not result.is_error, f"{tool}: {text(result)}"
+        assert [key for key in list_keys(prefix) if "/.vfs-tmp-" not in key] == []
+        undone = await client.call("undo_changes", {"count": 2})
+        assert text(undone) == "restored /data/theirs\nrestored /data/mine\n", text(undone)
+        assert get_object(f"{prefix}/theirs/") == b""
+        assert get_object(f"{prefix}/mine/") == b""
+        result = await client.call("list_directory", {"path": "/data"})
+        assert text(result) == "[DIR] mine\n[DIR] theirs\n", text(result)
+
+    run_client(
+        fixture,
+        body,
+        ["serve", "--mount", f"s3://{BUCKET}/{prefix}:/data:rw", "--journal", "journal"],
+        env=aws_env(),
+    )

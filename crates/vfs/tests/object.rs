@@ -30,7 +30,26 @@ fn registry_with(data: &str, local: Option<&Fixture>) -> MountRegistry {
     builder.build(vfs::ambient_authority()).unwrap()
 }
 
+/// On S3 an empty directory is its marker (`empty/`), listed and kept as on a disk; the memory
+/// store of tests keeps none.
+fn makes_an_empty_directory(agent: &vfs::AgentAccessor, on_s3: bool) {
+    assert!(agent.create_directory("/data/empty").unwrap().created);
+    let (listed, walked) = if on_s3 { ("[DIR] empty\n", "  empty/\n") } else { ("", "") };
+    assert_eq!(agent.list("/data").unwrap().to_text(), format!("{listed}[DIR] notes\n[FILE] top.txt\n"));
+    assert_eq!(agent.list("/data/notes").unwrap().to_text(), "[FILE] a.txt\n[FILE] b.md\n");
+    assert_eq!(
+        agent.tree("/data", None, &[]).unwrap().to_text(),
+        format!("/data/\n{walked}  notes/\n    a.txt\n    b.md\n  top.txt\n")
+    );
+    if on_s3 {
+        assert!(!agent.create_directory("/data/empty").unwrap().created, "it is there");
+        assert_eq!(agent.list("/data/empty").unwrap().to_text(), "`/data/empty` is empty\n");
+        agent.delete("/data/empty", false, &Precondition::Any).unwrap();
+    }
+}
+
 fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
+    let on_s3 = physical_spellings.iter().any(|spelling| spelling.starts_with("s3://"));
     let agent = registry.agent();
     let created = agent.write("/data/notes/a.txt", "one\ntwo\nthree\n", &Precondition::Absent).unwrap();
     assert!(created.created);
@@ -77,10 +96,7 @@ fn exercise(registry: &MountRegistry, physical_spellings: &[&str]) {
 
     agent.write("/data/notes/b.md", "hello world\n", &Precondition::Absent).unwrap();
     agent.write("/data/top.txt", "top\n", &Precondition::Absent).unwrap();
-    assert!(agent.create_directory("/data/empty").unwrap().created);
-    assert_eq!(agent.list("/data").unwrap().to_text(), "[DIR] notes\n[FILE] top.txt\n");
-    assert_eq!(agent.list("/data/notes").unwrap().to_text(), "[FILE] a.txt\n[FILE] b.md\n");
-    assert_eq!(agent.tree("/data", None, &[]).unwrap().to_text(), "/data/\n  notes/\n    a.txt\n    b.md\n  top.txt\n");
+    makes_an_empty_directory(&agent, on_s3);
     assert_eq!(agent.search_files("/data", "*.md", &[]).unwrap().to_text(), "/data/notes/b.md\n");
     let grep = agent
         .grep(&GrepRequest { pattern: "hello|top".into(), path: Some("/data".into()), ..GrepRequest::default() })
@@ -893,6 +909,12 @@ fn on_a_real_s3_api_a_directory_marker_is_a_directory() {
         "`/data/m/empty` is a directory, not a file"
     );
     assert_eq!(agent.read_text("/data/m/zero", &ReadWindow::default()).unwrap().content, "");
+    assert_eq!(
+        refused(
+            agent.move_path("/data/m/folder", "/data/m/moved", &Precondition::Any, &Precondition::Absent).map(drop)
+        ),
+        "cannot move a directory to `/data/m/moved` in object storage; move its files one by one"
+    );
 
     // An empty directory is deleted without `recursive`, a full one is not; with it, its
     // markers go with its files.
@@ -905,6 +927,33 @@ fn on_a_real_s3_api_a_directory_marker_is_a_directory() {
     agent.delete("/data/m/folder", true, &Precondition::Any).unwrap();
     assert_eq!(agent.list("/data/m").unwrap().to_text(), "[FILE] zero\n");
     assert_eq!(keys("m"), [format!("{prefix}/m/zero")]);
+}
+
+/// Many empty objects in one directory, and a marker among them: told apart by one listing of
+/// the directory rather than a HEAD each.
+#[test]
+fn on_a_real_s3_api_many_empty_objects_in_one_directory_are_told_from_markers() {
+    use object_store::ObjectStoreExt as _;
+    let Some(bucket) = test_bucket() else { return };
+    let prefix = format!("many-empty-{}", std::process::id());
+    // The registry first: it installs the TLS provider the client below needs.
+    let registry = registry_with(&format!("s3://{bucket}/{prefix}"), None);
+    let store = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut expected = String::new();
+    for index in 0..30 {
+        let name = format!("__init__{index:02}.py");
+        let key = object_store::path::Path::parse(format!("{prefix}/n/{name}")).unwrap();
+        runtime.block_on(store.put(&key, object_store::PutPayload::new())).unwrap();
+        expected.push_str(&format!("/data/n/{name}\n"));
+    }
+    let marker = object_store::path::Path::parse(format!("{prefix}/n/sub")).unwrap().join("");
+    runtime.block_on(store.put(&marker, object_store::PutPayload::new())).unwrap();
+    expected.push_str("/data/n/sub\n");
+    let agent = registry.agent();
+    assert_eq!(agent.search_files("/data/n", "**", &[]).unwrap().to_text(), expected);
+    assert_eq!(agent.list("/data/n/sub").unwrap().to_text(), "`/data/n/sub` is empty\n");
+    assert_eq!(agent.read_text("/data/n/__init__07.py", &ReadWindow::default()).unwrap().content, "");
 }
 
 /// The text of a tree at `/data/m` with these entries (name, depth below it).

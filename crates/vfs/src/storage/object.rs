@@ -159,6 +159,9 @@ pub(crate) struct ObjectRoot {
     spellings: Vec<String>,
     /// `scheme://bucket`: two mounts of one bucket can copy between each other.
     bucket: String,
+    /// Whether an empty directory is written as a marker (`key/`): on S3; not in the memory
+    /// store of tests, which lists such a key as a file with an empty name.
+    markers: bool,
 }
 
 fn config_error(spec: &MountSpec, reason: impl Into<String>) -> ConfigError {
@@ -219,7 +222,8 @@ impl ObjectRoot {
                 Arc::new(store)
             }
         };
-        let root = Self { store, prefix, runtime, spellings, bucket: format!("{scheme}://{bucket}") };
+        let markers = scheme != "memory";
+        let root = Self { store, prefix, runtime, spellings, bucket: format!("{scheme}://{bucket}"), markers };
         root.check().map_err(|reason| config_error(spec, reason))?;
         Ok(root)
     }
@@ -522,36 +526,59 @@ impl ObjectRoot {
     }
 
     /// Tells files from directory markers among `listed` (paths relative to `rel`, in order).
-    /// A listing gives a marker `key/` as `key`: one whose name has objects below it is a
-    /// directory's (a name is a file or a directory, never both); an empty one with nothing
-    /// below may be either, and a HEAD of its name without the `/` tells (one request each,
-    /// sent together in groups); a name listed twice is both a file and a marker.
+    /// A listing gives a marker `key/` as `key`, so a name listed once that is empty or has
+    /// objects below it may be either, and the store is asked: a HEAD of the name without the
+    /// `/` (sent together in groups), or, for a directory holding more such names than pages
+    /// of entries, one listing of that directory, whose sub-prefixes are the markers. A name
+    /// listed twice is a file (first) and a marker. A file with objects below it (a key
+    /// another tool made both) stays a file, beside the directory: a recursive delete judges
+    /// it, and keeps its image, as any other.
     fn tell_markers(&self, rel: &[String], listed: &[(Vec<String>, ObjectInfo)]) -> Result<Below, StoreError> {
         let above: std::collections::HashSet<&[String]> =
             listed.iter().flat_map(|(parts, _)| (1..parts.len()).map(|end| &parts[..end])).collect();
         let mut below = Below::default();
-        let mut asked = Vec::new();
+        // The names to ask about, by their directory, with how many objects it holds.
+        let mut asked: BTreeMap<&[String], Asked<'_>> = BTreeMap::new();
         let mut previous: Option<&[String]> = None;
         for (parts, info) in listed {
             let twice = previous == Some(parts.as_slice());
             previous = Some(parts);
-            if above.contains(parts.as_slice()) || twice {
+            let directory = &parts[..parts.len().saturating_sub(1)];
+            let entry = asked.entry(directory).or_default();
+            entry.1 += 1;
+            if twice {
                 below.markers.push(parts.clone());
-            } else if info.size == 0 {
-                asked.push((parts.clone(), info.clone()));
+            } else if info.size == 0 || above.contains(parts.as_slice()) {
+                entry.0.push((parts, info));
             } else {
                 below.files.push((parts.clone(), info.clone()));
             }
         }
-        for group in asked.chunks(MARKER_HEADS_AT_ONCE) {
+        let mut heads = Vec::new();
+        for (directory, (names, objects)) in asked {
+            if names.len() <= objects / LISTING_PAGE + 1 {
+                heads.extend(names);
+                continue;
+            }
+            let (_, files, _) = self.list_level(&[rel, directory].concat())?;
+            let files: std::collections::HashSet<String> = files.into_iter().map(|(name, _)| name).collect();
+            for (parts, info) in names {
+                if parts.last().is_some_and(|name| files.contains(name)) {
+                    below.files.push((parts.clone(), info.clone()));
+                } else {
+                    below.markers.push(parts.clone());
+                }
+            }
+        }
+        for group in heads.chunks(MARKER_HEADS_AT_ONCE) {
             let store = self.store.clone();
             let keys: Vec<Key> = group.iter().map(|(parts, _)| self.key(&[rel, parts.as_slice()].concat())).collect();
             let answers = self
                 .block(async move { futures_util::future::join_all(keys.iter().map(|key| store.head(key))).await })?;
             for ((parts, info), answer) in group.iter().zip(answers) {
                 match answer {
-                    Ok(_) => below.files.push((parts.clone(), info.clone())),
-                    Err(object_store::Error::NotFound { .. }) => below.markers.push(parts.clone()),
+                    Ok(_) => below.files.push(((*parts).clone(), (*info).clone())),
+                    Err(object_store::Error::NotFound { .. }) => below.markers.push((*parts).clone()),
                     Err(error) => return Err(error.into()),
                 }
             }
@@ -599,6 +626,15 @@ impl ObjectRoot {
             .collect();
         objects.sort_by(|left, right| left.0.cmp(&right.0));
         Ok((objects, truncated))
+    }
+
+    /// Writes the directory marker of `rel` (empty; over one that is there), where the store
+    /// keeps markers.
+    fn put_marker(&self, rel: &[String]) -> Result<(), StoreError> {
+        let Some(key) = self.marker_key(rel).filter(|_| self.markers) else { return Ok(()) };
+        let store = self.store.clone();
+        self.block_change(async move { store.put(&key, PutPayload::new()).await })??;
+        Ok(())
     }
 
     /// Deletes the directory marker of `rel`, if there is one (a delete of a key that is not
@@ -900,8 +936,9 @@ impl ObjectRoot {
             // A request the clock stopped answers as stopped, not as "not found".
             let directory = self.has_prefix(&from.rel).map_err(|error| store_error(path, error))?;
             return Err(if directory {
+                // `path` is the destination: the message names what is refused there.
                 Error::invalid_argument(agent_text![
-                    "cannot move directory ",
+                    "cannot move a directory to ",
                     code(path),
                     " in object storage; move its files one by one"
                 ])
@@ -1135,10 +1172,11 @@ impl crate::storage::Store for ObjectRoot {
         self.put(node, &staged.bytes, when, crate::storage::NewMode::Masked(0), path)
     }
 
-    /// Directories are prefixes: nothing is written until a file is; never at or below an
-    /// object's name.
+    /// Directories are prefixes; an empty one is its marker (`key/`, as other tools write
+    /// it), so that it is listed and lasts as on a disk. Never at or below an object's name.
     fn make_directory(&self, node: &Node, path: &VirtualPath) -> Result<bool, Error> {
         self.below_a_file(&node.rel, true, path)?;
+        self.put_marker(&node.rel).map_err(|error| store_error(path, error))?;
         Ok(true)
     }
 
@@ -1150,6 +1188,7 @@ impl crate::storage::Store for ObjectRoot {
         path: &VirtualPath,
     ) -> Result<crate::storage::MadeDirectory, Error> {
         self.below_a_file(&node.rel, true, path)?;
+        self.put_marker(&node.rel).map_err(|error| store_error(path, error))?;
         Ok(crate::storage::MadeDirectory::Made(None))
     }
 
@@ -1186,13 +1225,6 @@ impl crate::storage::Store for ObjectRoot {
         }
         loop {
             let (below, more) = self.list_all(&node.rel, 1000).map_err(|error| store_error(path, error))?;
-            for parts in &below.markers {
-                // The marker, and an object of the same name with objects below it (a key
-                // another tool made both a file and a prefix), which is listed as the marker.
-                let rel = [node.rel.as_slice(), parts.as_slice()].concat();
-                self.delete_marker(&rel).map_err(|error| store_error(path, error))?;
-                self.delete_object(&rel).map_err(|error| store_error(path, error))?;
-            }
             for (parts, info) in &below.files {
                 let mut rel = node.rel.clone();
                 rel.extend(parts.iter().cloned());
@@ -1206,6 +1238,11 @@ impl crate::storage::Store for ObjectRoot {
                 if let Some(took) = removal.took {
                     took(&object_path());
                 }
+            }
+            // The markers after the files: a refused file leaves its directories as they were.
+            for parts in &below.markers {
+                let rel = [node.rel.as_slice(), parts.as_slice()].concat();
+                self.delete_marker(&rel).map_err(|error| store_error(path, error))?;
             }
             if !more || (below.files.is_empty() && below.markers.is_empty()) {
                 return self.delete_marker(&node.rel).map_err(|error| store_error(path, error));
@@ -1441,8 +1478,15 @@ struct Below {
     markers: Vec<Vec<String>>,
 }
 
+/// The names of one directory [`ObjectRoot::tell_markers`] asks the store about, and how many
+/// objects the directory holds.
+type Asked<'a> = (Vec<(&'a Vec<String>, &'a ObjectInfo)>, usize);
+
 /// How many HEAD requests [`ObjectRoot::tell_markers`] sends at once.
 const MARKER_HEADS_AT_ONCE: usize = 64;
+
+/// The most entries one listing request answers with (S3's page).
+const LISTING_PAGE: usize = 1000;
 
 #[derive(Default)]
 struct Level {
