@@ -394,3 +394,60 @@ def test_sigterm_during_writes_leaves_whole_files_and_whole_log_lines(fixture):
         assert content.endswith("\n"), f"{log.name} ends in a partial line"
         tools = [json.loads(line)["tool"] for line in content.splitlines()]
         assert tools[0] == "read_text_file" and set(tools[1:]) == {"write_file"}, tools
+
+
+def test_a_flood_of_connections_without_a_token_keeps_no_token_holder_out(fixture):
+    """A client opens connections without end from one address and sends nothing: at the
+    connection cap each new one displaces a connection not kept, and before it displaced a
+    token holder's fresh connection from another address (still sending its headers) as
+    readily as its own: 60 of 60 requests were closed unanswered at a cap of 4 (red team of
+    the twenty-fifth session). Now a flooding address displaces its own: every request of the
+    token holder is answered while the flood runs, and the daemon serves after it."""
+    import socket
+
+    with daemon(fixture, "--max-connections", "8") as server:
+        host, port = server.base.removeprefix("http://").rsplit(":", 1)
+        stop = threading.Event()
+        opened = [0]
+
+        def flood():
+            while not stop.is_set():
+                with socket.socket() as held:
+                    held.bind(("127.0.0.2", 0))
+                    held.settimeout(0.5)
+                    try:
+                        held.connect((host, int(port)))
+                        opened[0] += 1
+                        while not stop.is_set() and held.recv(1) != b"":
+                            pass
+                    except OSError:
+                        pass
+
+        floods = [threading.Thread(target=flood, daemon=True) for _ in range(24)]
+        for thread in floods:
+            thread.start()
+        try:
+            time.sleep(0.5)
+            answers = []
+            for _ in range(30):
+                request = (
+                    f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx"
+                )
+                with socket.create_connection((host, int(port)), timeout=20) as client:
+                    client.sendall(request.encode())
+                    try:
+                        answer = b""
+                        while chunk := client.recv(65536):
+                            answer += chunk
+                    except ConnectionResetError:
+                        answer = b"reset"
+                answers.append(answer.split(b"\r\n", 1)[0])
+            flooded = opened[0]
+        finally:
+            stop.set()
+            for thread in floods:
+                thread.join(timeout=5)
+        assert answers == [b"HTTP/1.1 400 Bad Request"] * 30, answers
+        assert flooded > 30, f"the flood opened only {flooded} connections"
+        assert refused_status(fixture, f"{server.base}/mcp", token=None) == 401

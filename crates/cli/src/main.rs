@@ -287,10 +287,11 @@ struct DaemonArgs {
     /// seconds.
     #[arg(long = "body-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_timeout: u64,
-    /// Most connections served at once; past it a new connection takes the place of the
-    /// oldest one not kept (one that has shown no valid token, or a token's past
-    /// --max-connections-per-token), and gets 503 with Retry-After only when all are kept
-    /// [default: a quarter of the open-file limit, between 16 and 4096].
+    /// Most connections served at once; past it a new connection takes the place of one not
+    /// kept (that has shown no valid token, or a token's past --max-connections-per-token;
+    /// from the address holding the most, idle first, oldest first), and gets 503 with
+    /// Retry-After only when all are kept [default: a quarter of the open-file limit, between
+    /// 16 and 4096].
     #[arg(long = "max-connections", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: Option<u64>,
     /// Most connections of one token kept at the connection cap; past it, a token's further

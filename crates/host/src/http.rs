@@ -21,9 +21,9 @@
 //! - at most `max_connections` connections are served at once, at most `max_sessions` sessions
 //!   live at once and at most `max_sessions_per_token` for one token; past a cap the answer is
 //!   `503` with `Retry-After`, and no session already open is touched. A connection that has
-//!   not yet shown a valid token gives way: at the connection cap, a new connection closes the
-//!   oldest of those ([`Connections`]), so that clients without a token, which cost nothing to
-//!   open, cannot keep every token holder out for the header timeout; so do a token's
+//!   not yet shown a valid token gives way: at the connection cap, a new connection closes one
+//!   of those ([`Connections`]: from the address holding the most), so that clients without a
+//!   token, which cost nothing to open, cannot keep every token holder out; so do a token's
 //!   connections past `max_connections_per_token`, so that one tenant cannot hold them all;
 //! - a session idle for `session_idle` ends (its log file is synced and closed); its client
 //!   gets `404` for it and starts another, as the specification says;
@@ -368,10 +368,11 @@ impl State {
     }
 }
 
-/// The connections served now, oldest first, each with the token it has shown. Within the cap
-/// every connection is served; at it, a new one takes the place of the oldest that is not
-/// kept (which is closed; an idle one before one answering a request), and only when every
-/// one is kept is the new one refused. A connection is kept once a request on it carried a
+/// The connections served now, oldest first, each with its address and the token it has
+/// shown. Within the cap every connection is served; at it, a new one takes the place of one
+/// that is not kept (which is closed: from the address holding the most, an idle one before
+/// one answering a request, then the oldest), and only when every one is kept is the new one
+/// refused. A connection is kept once a request on it carried a
 /// valid token, up to `per_token` connections of one token. A connection that never sends a
 /// valid request costs its opener nothing, so without this a client with no token could fill
 /// the cap and keep every token holder out, one header timeout after another; and a token
@@ -392,6 +393,8 @@ struct Open {
 
 /// One served connection.
 struct Admitted {
+    /// The address it came from.
+    peer: std::net::IpAddr,
     /// The token its first valid request carried.
     owner: Option<Principal>,
     /// Never displaced: it showed a token, within that token's share.
@@ -407,15 +410,23 @@ impl Connections {
         self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A place for a new connection: a free one, or that of the oldest connection not kept,
-    /// idle ones first (closing it); `None` when every connection served is kept.
-    fn admit(self: &Arc<Self>) -> Option<Slot> {
+    /// A place for a new connection from `peer`: a free one, or that of a connection not kept
+    /// (closing it), from the address that holds the most of those (so that a client opening
+    /// connections without end from one address displaces its own, never a token holder's
+    /// that is still sending its first headers from another), idle ones first, then the
+    /// oldest; `None` when every connection served is kept.
+    fn admit(self: &Arc<Self>, peer: std::net::IpAddr) -> Option<Slot> {
         let mut open = self.lock();
         if open.by_id.len() >= self.max {
+            let mut by_peer: HashMap<std::net::IpAddr, usize> = HashMap::new();
+            for admitted in open.by_id.values().filter(|admitted| !admitted.kept) {
+                *by_peer.entry(admitted.peer).or_default() += 1;
+            }
+            let most = by_peer.values().copied().max()?;
             let displaced = open
                 .by_id
                 .iter()
-                .filter(|(_, admitted)| !admitted.kept)
+                .filter(|(_, admitted)| !admitted.kept && by_peer.get(&admitted.peer) == Some(&most))
                 .min_by_key(|(id, admitted)| (admitted.busy > 0, **id))
                 .map(|(id, _)| *id)?;
             if let Some(displaced) = open.by_id.remove(&displaced) {
@@ -425,7 +436,7 @@ impl Connections {
         open.next += 1;
         let id = open.next;
         let closed = CancellationToken::new();
-        open.by_id.insert(id, Admitted { owner: None, kept: false, busy: 0, closed: closed.clone() });
+        open.by_id.insert(id, Admitted { peer, owner: None, kept: false, busy: 0, closed: closed.clone() });
         Some(Slot { connection: Arc::new(Connection { connections: self.clone(), id }), closed })
     }
 }
@@ -517,10 +528,10 @@ async fn accept_until(
             accepted = listener.listener.accept() => accepted,
             () = &mut stop => return,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => {
+        let (stream, peer) = match accepted {
+            Ok((stream, peer)) => {
                 failures = 0;
-                stream
+                (stream, peer.ip().to_canonical())
             }
             Err(error) => {
                 // Out of descriptors, most often: pause instead of spinning, longer each time
@@ -533,7 +544,7 @@ async fn accept_until(
             }
         };
         let io = TokioIo::new(stream);
-        let Some(slot) = connections.admit() else {
+        let Some(slot) = connections.admit(peer) else {
             let mut busy = builder.clone();
             busy.keep_alive(false);
             let connection = busy.serve_connection(
@@ -1180,6 +1191,33 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 mod tests {
     use super::*;
 
+    const HOME: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    /// A client opening connections without end from one address displaces its own, never
+    /// another address's that is still sending its first headers; with as many not kept at
+    /// two addresses, the oldest goes.
+    #[test]
+    fn at_the_cap_the_address_with_the_most_connections_not_kept_gives_way() {
+        let connections = Arc::new(Connections { max: 4, per_token: 1, open: Mutex::default() });
+        let flood = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9));
+        let older: Vec<Slot> = (0..3).map(|_| connections.admit(flood).unwrap()).collect();
+        let fresh = connections.admit(HOME).unwrap();
+        let flooding: Vec<Slot> = (0..20).map(|_| connections.admit(flood).unwrap()).collect();
+        assert!(!fresh.closed.is_cancelled(), "the other address's fresh connection stays");
+        assert!(older.iter().all(|slot| slot.closed.is_cancelled()));
+        let left: Vec<&Slot> = flooding.iter().filter(|slot| !slot.closed.is_cancelled()).collect();
+        assert_eq!(left.len(), 3, "the flood holds what is left");
+        // Another from the fresh one's address: the flood still holds the most, and gives way.
+        let second = connections.admit(HOME).unwrap();
+        assert!(left[0].closed.is_cancelled() && !left[1].closed.is_cancelled());
+        // Two each: the oldest goes, here the first from the other address.
+        let _third = connections.admit(HOME).unwrap();
+        assert!(fresh.closed.is_cancelled() && !left[1].closed.is_cancelled() && !second.closed.is_cancelled());
+        // Two each again: the flood's oldest.
+        let _again = connections.admit(flood).unwrap();
+        assert!(left[1].closed.is_cancelled() && !left[2].closed.is_cancelled() && !second.closed.is_cancelled());
+    }
+
     /// At the cap: the oldest connection not kept goes, an idle one before one answering a
     /// request; a token's connections are kept up to its share, and one past it is kept once
     /// another of the token's has closed; when all are kept, none goes and the new one is
@@ -1188,22 +1226,22 @@ mod tests {
     fn at_the_cap_the_oldest_connection_not_kept_gives_way_idle_ones_first() {
         let connections = Arc::new(Connections { max: 4, per_token: 1, open: Mutex::default() });
         let (one, other) = (Principal(0), Principal(1));
-        let kept = connections.admit().unwrap();
+        let kept = connections.admit(HOME).unwrap();
         kept.connection.shown(one);
-        let busy_older = connections.admit().unwrap();
+        let busy_older = connections.admit(HOME).unwrap();
         busy_older.connection.shown(one);
         let _answering_older = busy_older.connection.busy();
-        let busy_newer = connections.admit().unwrap();
+        let busy_newer = connections.admit(HOME).unwrap();
         let _answering_newer = busy_newer.connection.busy();
-        let other_kept = connections.admit().unwrap();
+        let other_kept = connections.admit(HOME).unwrap();
         other_kept.connection.shown(other);
         // Full: both not kept are answering, so the oldest of them goes.
-        let newest = connections.admit().unwrap();
+        let newest = connections.admit(HOME).unwrap();
         assert!(busy_older.closed.is_cancelled());
         assert!(!busy_newer.closed.is_cancelled() && !kept.closed.is_cancelled() && !other_kept.closed.is_cancelled());
         drop(busy_older);
         // Idle before answering, whatever their age.
-        let last = connections.admit().unwrap();
+        let last = connections.admit(HOME).unwrap();
         assert!(newest.closed.is_cancelled() && !busy_newer.closed.is_cancelled());
         drop(newest);
         // Past the share, kept once the token's kept one has closed.
@@ -1218,14 +1256,14 @@ mod tests {
         assert_eq!(connections.lock().kept_by_token[&one], 1);
         // Full again: an idle one goes before the one answering; then, with it the only one
         // not kept, the one answering; once all are kept, a new one is refused.
-        let fourth = connections.admit().unwrap();
-        let fifth = connections.admit().unwrap();
+        let fourth = connections.admit(HOME).unwrap();
+        let fifth = connections.admit(HOME).unwrap();
         assert!(fourth.closed.is_cancelled() && !busy_newer.closed.is_cancelled());
         fifth.connection.shown(Principal(2));
-        let sixth = connections.admit().unwrap();
+        let sixth = connections.admit(HOME).unwrap();
         assert!(busy_newer.closed.is_cancelled(), "the one answering went before any kept one");
         sixth.connection.shown(Principal(3));
-        assert!(connections.admit().is_none(), "every connection is kept");
+        assert!(connections.admit(HOME).is_none(), "every connection is kept");
         assert!(!last.closed.is_cancelled() && !other_kept.closed.is_cancelled());
         assert_eq!(connections.lock().by_id.len(), 4);
     }
