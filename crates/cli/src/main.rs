@@ -312,6 +312,12 @@ struct DaemonArgs {
     /// --max-connections, at least 4].
     #[arg(long = "max-requests-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_requests_per_token: Option<u64>,
+    /// Most tool calls of one MCP session (or, under the 2026-07-28 protocol, one token) that
+    /// run at once; the others wait their turn, never refused. Lower it (to the cores, say)
+    /// so that one crew's calls leave more of the cores to the others' [default: the call
+    /// pool's size, four per core].
+    #[arg(long = "max-calls-per-session", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_calls_per_session: Option<u64>,
     /// An MCP session with no request for this long ends (its exchange log file is closed; its
     /// client gets 404 and starts a new session), in seconds.
     #[arg(long = "session-idle", value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=604_800))]
@@ -646,6 +652,7 @@ impl DaemonArgs {
             Some(max) => count(max),
             None => (http.max_connections / 4).max(4),
         };
+        http.max_calls_per_session = self.max_calls_per_session.map(count);
         http.max_requests_per_token = match self.max_requests_per_token {
             Some(max) => count(max),
             None => (http.max_connections / 4).max(4),

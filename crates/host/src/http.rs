@@ -101,6 +101,9 @@ pub struct HttpOptions {
     pub max_sessions_per_token: usize,
     /// Most requests (POST and DELETE) of one token whose answers are on their way at once.
     pub max_requests_per_token: usize,
+    /// Most tool calls of one session (or, under 2026-07-28, one token) that run at once; the
+    /// rest wait their turn. `None`: the pool's size (four per core).
+    pub max_calls_per_session: Option<usize>,
     /// A session with no request for this long ends.
     pub session_idle: Duration,
     /// The largest request body accepted.
@@ -126,6 +129,7 @@ impl HttpOptions {
             max_sessions: connections,
             max_sessions_per_token: (connections / 4).max(4),
             max_requests_per_token: (connections / 4).max(4),
+            max_calls_per_session: None,
             session_idle: Duration::from_mins(30),
             max_request_bytes: 16 * 1024 * 1024,
         }
@@ -289,6 +293,7 @@ struct State {
     sessions: Arc<Sessions>,
     running: Arc<Running>,
     requests: Arc<Requests>,
+    owners: Arc<Owners>,
     origins: Vec<String>,
     body_timeout: Duration,
     max_request_bytes: usize,
@@ -361,6 +366,10 @@ impl State {
             sessions,
             running: Arc::default(),
             requests: Arc::new(Requests { counts: Mutex::default(), max: options.max_requests_per_token }),
+            owners: Arc::new(Owners {
+                running: Mutex::default(),
+                each: options.max_calls_per_session.unwrap_or_else(|| pool.capacity()),
+            }),
             origins,
             body_timeout: options.body_timeout,
             max_request_bytes: options.max_request_bytes,
@@ -531,6 +540,12 @@ async fn accept_until(
         let (stream, peer) = match accepted {
             Ok((stream, peer)) => {
                 failures = 0;
+                // An answer goes out in pieces (its head, the event, the end of a chunked or
+                // event-stream body): with Nagle's algorithm on, the last small piece waited for
+                // the client's delayed acknowledgement, 40 ms a call.
+                if let Err(error) = stream.set_nodelay(true) {
+                    tracing::debug!(%error, "cannot turn Nagle's algorithm off for a connection");
+                }
                 (stream, peer.ip().to_canonical())
             }
             Err(error) => {
@@ -698,12 +713,21 @@ async fn answer(state: &State, connection: &Connection, request: Request<Incomin
     // answer's route: refused, as over stdio, and the running one answered as usual.
     let session = parts.headers.get(SESSION_HEADER).and_then(|value| value.to_str().ok()).map(str::to_owned);
     let mut guard = None;
-    if let (true, Some(session), Some(id)) = (parts.method == Method::POST, session, request_id(&body)) {
+    let request = request_id(&body);
+    if let (true, Some(session), Some((id, _))) = (parts.method == Method::POST, session, &request) {
         match Running::start(&state.running, session, id.to_string()) {
             Some(started) => guard = Some(started),
-            None => return id_still_running(&id),
+            None => return id_still_running(id),
         }
     }
+    // A tool call waits for room among its owner's (its session's, or under 2026-07-28 its
+    // token's); nothing else does (a ping, a cancellation, an answer to the server).
+    let owner = match (&parts.method, request) {
+        (&Method::POST, Some((_, true))) => {
+            Some(Owners::enter(&state.owners, (principal, session_named(&parts))).await)
+        }
+        _ => None,
+    };
     let ending = parts.method == Method::DELETE;
     let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
     if let Some(slot) = opening
@@ -718,10 +742,62 @@ async fn answer(state: &State, connection: &Connection, request: Request<Incomin
     let response = if let Some(opened) = stream { CommonIds::over(response, opened) } else { response };
     // The id, and the token's place among its requests, are free again once the answer has
     // been sent (or the client has gone).
-    if guard.is_none() && slot.is_none() {
+    if guard.is_none() && slot.is_none() && owner.is_none() {
         return response;
     }
-    response.map(|body| Guarded { body, _held: (guard, slot) }.boxed())
+    response.map(|body| Guarded { body, _held: (guard, slot, owner) }.boxed())
+}
+
+/// The session a request names, if any.
+fn session_named(parts: &http::request::Parts) -> Option<String> {
+    parts.headers.get(SESSION_HEADER).and_then(|value| value.to_str().ok()).map(str::to_owned)
+}
+
+/// The tool calls of each owner (a session, or a token under the 2026-07-28 protocol) being
+/// answered, at most `each` at once; the others wait their turn, in order, never refused.
+/// Each call costs the daemon's cores its parsing, a service and its answer besides its
+/// tool's work, which the pool's lanes do not bound. By default one owner may fill the pool
+/// (parallel reads of an object store wait on the network, not the cores); an operator
+/// serving several crews may bound each lower: with 2, another crew's one-line read p99 under
+/// 32 clients of one crew was 3.4-4.0 ms against 5.5-7.9 ms unbounded (`bench/tenants.py`,
+/// release build, 2026-12-06).
+struct Owners {
+    running: Mutex<HashMap<OwnerKey, Arc<tokio::sync::Semaphore>>>,
+    each: usize,
+}
+
+/// An owner of calls: a token, and the session it named, if any.
+type OwnerKey = (Principal, Option<String>);
+
+impl Owners {
+    /// Waits for room for one more call of `owner`.
+    async fn enter(owners: &Arc<Self>, owner: OwnerKey) -> OwnerTurn {
+        let semaphore = {
+            let mut running = owners.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            running.entry(owner.clone()).or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(owners.each))).clone()
+        };
+        let permit = semaphore.acquire_owned().await.expect("an owner's semaphore is never closed");
+        OwnerTurn { owners: owners.clone(), owner, permit: Some(permit) }
+    }
+}
+
+/// One call's turn among its owner's; the owner is forgotten when no call of it runs or waits.
+struct OwnerTurn {
+    owners: Arc<Owners>,
+    owner: OwnerKey,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Drop for OwnerTurn {
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        let mut running = self.owners.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let std::collections::hash_map::Entry::Occupied(entry) = running.entry(self.owner.clone())
+            && Arc::strong_count(entry.get()) == 1
+        {
+            entry.remove();
+        }
+    }
 }
 
 /// The session a request opens (the slot it takes under the caps) or names: one named with
@@ -815,7 +891,7 @@ impl Drop for RunningGuard {
 /// its token's requests) until it is sent whole or dropped.
 struct Guarded {
     body: Body,
-    _held: (Option<RunningGuard>, Option<RequestSlot>),
+    _held: (Option<RunningGuard>, Option<RequestSlot>, Option<OwnerTurn>),
 }
 
 impl hyper::body::Body for Guarded {
@@ -952,16 +1028,17 @@ impl hyper::body::Body for CommonIds {
 }
 
 /// The id of a request (a message with a method and an id), if the body is one.
-fn request_id(body: &[u8]) -> Option<serde_json::Value> {
+fn request_id(body: &[u8]) -> Option<(serde_json::Value, bool)> {
     #[derive(serde::Deserialize)]
-    struct Message {
+    struct Message<'a> {
         #[serde(default)]
         id: Option<serde_json::Value>,
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
+        #[serde(default, borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
     }
-    let message = serde_json::from_slice::<Message>(body).ok()?;
-    message.method.and(message.id)
+    let message = serde_json::from_slice::<Message<'_>>(body).ok()?;
+    let method = message.method?;
+    Some((message.id?, method == "tools/call"))
 }
 
 /// The SDK's own answer to a failure inside the server (a session that cannot be made, a
@@ -1190,6 +1267,26 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An owner's calls past its bound wait their turn, in order, and are never refused;
+    /// another owner's do not wait; an owner with nothing running or waiting is forgotten.
+    #[tokio::test]
+    async fn an_owners_calls_past_its_bound_wait_their_turn() {
+        let owners = Arc::new(Owners { running: Mutex::default(), each: 1 });
+        let one = (Principal(0), Some("session".to_owned()));
+        let first = Owners::enter(&owners, one.clone()).await;
+        let mut second = Box::pin(Owners::enter(&owners, one.clone()));
+        let soon = Duration::from_millis(50);
+        assert!(tokio::time::timeout(soon, &mut second).await.is_err(), "the second waits for the first");
+        let other = tokio::time::timeout(soon, Owners::enter(&owners, (Principal(0), None))).await;
+        assert!(other.is_ok(), "another owner does not wait");
+        drop(other);
+        drop(first);
+        let second = tokio::time::timeout(soon, second).await.expect("its turn once the first is done");
+        assert_eq!(owners.running.lock().unwrap().len(), 1);
+        drop(second);
+        assert!(owners.running.lock().unwrap().is_empty(), "an owner with no call is forgotten");
+    }
 
     const HOME: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 

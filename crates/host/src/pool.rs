@@ -53,6 +53,11 @@ impl Pool {
         Self { cheap: Arc::new(Semaphore::new(capacity)), long: Arc::new(Semaphore::new(capacity)), capacity }
     }
 
+    /// How many calls each lane runs at once.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// The whole long lane: the share of a server with one owner (stdio).
     pub(crate) fn whole(&self) -> Share {
         Share(Arc::new(Semaphore::new(self.capacity)))

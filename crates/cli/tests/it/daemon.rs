@@ -606,3 +606,76 @@ fn a_tokens_requests_in_flight_are_bounded_and_others_go_on() {
     let again = daemon.post("/mcp", Some(TOKEN), &headers, &call(4, "/src/slow.txt", 1));
     assert_eq!(again.status, 200, "{again:?}");
 }
+
+/// A token's tool calls past `--max-calls-per-session` (under 2026-07-28 a token is the
+/// session) wait their turn and are answered, never refused; its listing of the tools is not
+/// a tool call and does not wait, and another token's call goes on meanwhile.
+#[test]
+fn a_tokens_calls_past_its_bound_wait_their_turn_and_others_go_on() {
+    let test = TestDir::new();
+    slower_file(&test);
+    test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
+    let args = ["--mount", "data:/src", "--token-file", "tokens", "--max-calls-per-session", "1"];
+    let daemon = std::sync::Arc::new(Daemon::start(&test, &args, None));
+    let slow = {
+        let daemon = daemon.clone();
+        std::thread::spawn(move || {
+            let answer = modern_call(
+                &daemon,
+                TOKEN,
+                1,
+                "read_text_file",
+                &serde_json::json!({"path": "/src/slow.txt", "offset": 3}),
+            );
+            (answer, Instant::now())
+        })
+    };
+    // The slow read holds the token's one place once the daemon has read it.
+    std::thread::sleep(Duration::from_secs(1));
+    let meta = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    });
+    let listing = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}});
+    let listed_tools = daemon.post(
+        "/mcp",
+        Some(TOKEN),
+        &[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")],
+        &listing.to_string(),
+    );
+    assert_eq!(listed_tools.status, 200, "{listed_tools:?}");
+    assert!(
+        messages(&listed_tools).iter().any(|message| message["id"] == 2 && message["result"]["tools"].is_array()),
+        "{listed_tools:?}"
+    );
+    let listed = Instant::now();
+    let other = modern_call(
+        &daemon,
+        "second-token-0123456789",
+        3,
+        "get_file_info",
+        &serde_json::json!({"path": "/src/slow.txt"}),
+    );
+    assert!(!other.1, "{}", other.0);
+    let others = Instant::now();
+    let quick = modern_call(&daemon, TOKEN, 4, "get_file_info", &serde_json::json!({"path": "/src/slow.txt"}));
+    let quick_done = Instant::now();
+    assert!(!quick.1, "{}", quick.0);
+    let ((text, failed), slow_done) = slow.join().unwrap();
+    assert_eq!((text.as_str(), failed), ("last\n", false));
+    assert!(listed < slow_done, "the listing was answered while the slow read ran");
+    assert!(others < slow_done, "another token's call was answered while the slow read ran");
+    assert!(slow_done <= quick_done, "the same token's second call waited for its turn");
+}
+
+/// `data/slow.txt` with its last line behind a 4 GiB hole: a read from line 3 runs for
+/// seconds even on a quiet machine.
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse file is made on disk")]
+fn slower_file(test: &TestDir) {
+    let path = test.file("data/slow.txt", "first\n");
+    let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    file.set_len(4 * 1024 * 1024 * 1024).unwrap();
+    drop(file);
+    std::io::Write::write_all(&mut std::fs::OpenOptions::new().append(true).open(&path).unwrap(), b"\nlast\n").unwrap();
+}
