@@ -24,7 +24,9 @@
 //!   not yet shown a valid token gives way: at the connection cap, a new connection closes one
 //!   of those ([`Connections`]: from the address holding the most), so that clients without a
 //!   token, which cost nothing to open, cannot keep every token holder out; so do a token's
-//!   connections past `max_connections_per_token`, so that one tenant cannot hold them all;
+//!   connections past `max_connections_per_token`, so that one tenant cannot hold them all.
+//!   When all are kept, at most [`BUSY_AT_ONCE`] new ones wait (up to [`BUSY_TIMEOUT`]) to be
+//!   told `503`, and the rest are closed unanswered;
 //! - a session idle for `session_idle` ends (its log file is synced and closed); its client
 //!   gets `404` for it and starts another, as the specification says;
 //! - a failing `accept` (out of descriptors) pauses and warns instead of spinning.
@@ -513,6 +515,13 @@ impl Drop for Slot {
     }
 }
 
+/// How many connections past the cap are answered `503` at once; the others are closed.
+const BUSY_AT_ONCE: usize = 64;
+
+/// How long a connection past the cap may take to send its request's head before it is
+/// closed unanswered.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Accepts and serves connections until `stop` completes: within the connection cap (past it,
 /// in place of the oldest connection that has shown no token, else one `503` and the
 /// connection closes), each with the header timeout.
@@ -528,6 +537,7 @@ async fn accept_until(
         per_token: options.max_connections_per_token,
         open: Mutex::default(),
     });
+    let busy_slots = Arc::new(tokio::sync::Semaphore::new(BUSY_AT_ONCE));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout);
     tokio::pin!(stop);
@@ -560,8 +570,16 @@ async fn accept_until(
         };
         let io = TokioIo::new(stream);
         let Some(slot) = connections.admit(peer) else {
+            // Every connection is kept: this one is told so, by a task of its own that waits
+            // for its request's head no longer than `BUSY_TIMEOUT`, and past `BUSY_AT_ONCE` of
+            // those it is closed unanswered, so that connections opened without end cost a
+            // bounded number of tasks and descriptors.
+            let Ok(permit) = busy_slots.clone().try_acquire_owned() else {
+                drop(io);
+                continue;
+            };
             let mut busy = builder.clone();
-            busy.keep_alive(false);
+            busy.keep_alive(false).header_read_timeout(BUSY_TIMEOUT);
             let connection = busy.serve_connection(
                 io,
                 hyper::service::service_fn(|_| async {
@@ -569,7 +587,8 @@ async fn accept_until(
                 }),
             );
             tokio::spawn(async move {
-                let _ = connection.await;
+                let _permit = permit;
+                let _ = tokio::time::timeout(BUSY_TIMEOUT * 2, connection).await;
             });
             continue;
         };

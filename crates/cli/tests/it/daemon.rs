@@ -679,3 +679,32 @@ fn slower_file(test: &TestDir) {
     drop(file);
     std::io::Write::write_all(&mut std::fs::OpenOptions::new().append(true).open(&path).unwrap(), b"\nlast\n").unwrap();
 }
+
+/// With every connection kept, connections opened without end and sending nothing cost the
+/// daemon a bounded number of descriptors (each told `503` waits for its request's head at
+/// most two seconds, and at most 64 wait at once; the rest are closed unanswered), and it
+/// answers `503` again once they are gone.
+#[test]
+fn past_the_cap_connections_sending_nothing_cost_a_bounded_number_of_descriptors() {
+    let test = TestDir::new();
+    let daemon = Daemon::start(&test, &["--max-connections", "2"], Some(TOKEN));
+    let descriptors = || std::fs::read_dir(format!("/proc/{}/fd", daemon.pid())).unwrap().count();
+    let _kept = [token_holder(&daemon), token_holder(&daemon)];
+    let before = descriptors();
+    let mut silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(daemon.address).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = descriptors();
+    assert!(during <= before + 64 + 8, "{during} descriptors with 300 silent connections, {before} before");
+    for stream in &mut silent {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let read = stream.read(&mut [0; 64]);
+        assert!(
+            matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset),
+            "a silent connection was left open"
+        );
+    }
+    drop(silent);
+    let busy = daemon.request("GET", "/mcp", &[], "");
+    assert_eq!(busy.status, 503, "{busy:?}");
+    assert_eq!(daemon.terminate(), Some(0));
+}
