@@ -328,17 +328,7 @@ fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answe
         stream
     };
     let holder = || token_holder(&daemon);
-    let closed = |stream: &mut TcpStream| {
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let read = stream.read(&mut [0; 64]);
-        matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
-    };
-    let open = |stream: &mut TcpStream| {
-        stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-        stream
-            .read(&mut [0; 64])
-            .is_err_and(|error| matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
-    };
+    let (closed, open) = (closed_by_the_daemon, still_open);
 
     let (mut first, mut second) = (stranger(), stranger());
     assert_eq!(daemon.request("GET", "/other", &[], "").status, 404, "served in the oldest stranger's place");
@@ -371,17 +361,7 @@ fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answe
 fn past_a_tokens_share_of_connections_its_further_ones_give_way_idle_first() {
     let test = TestDir::new();
     let daemon = Daemon::start(&test, &["--max-connections", "3", "--max-connections-per-token", "1"], Some(TOKEN));
-    let closed = |stream: &mut TcpStream| {
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let read = stream.read(&mut [0; 64]);
-        matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
-    };
-    let open = |stream: &mut TcpStream| {
-        stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-        stream
-            .read(&mut [0; 64])
-            .is_err_and(|error| matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
-    };
+    let (closed, open) = (closed_by_the_daemon, still_open);
     // The token's first connection (kept), then one in the middle of a request (its headers
     // and token sent, its body not), then an idle one after an answered request.
     let answering = || {
@@ -417,6 +397,21 @@ fn token_holder(daemon: &Daemon) -> TcpStream {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("-32700"), "{answer}");
     stream
+}
+
+/// True when the daemon closes `stream` within ten seconds.
+fn closed_by_the_daemon(stream: &mut TcpStream) -> bool {
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let read = stream.read(&mut [0; 64]);
+    matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
+}
+
+/// True when `stream` is still open and silent (nothing to read for 300 ms).
+fn still_open(stream: &mut TcpStream) -> bool {
+    stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    stream
+        .read(&mut [0; 64])
+        .is_err_and(|error| matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
 }
 
 /// Reads one HTTP response with a `Content-Length` body from a connection kept open.
@@ -696,12 +691,7 @@ fn past_the_cap_connections_sending_nothing_cost_a_bounded_number_of_descriptors
     let during = descriptors();
     assert!(during <= before + 64 + 8, "{during} descriptors with 300 silent connections, {before} before");
     for stream in &mut silent {
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let read = stream.read(&mut [0; 64]);
-        assert!(
-            matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset),
-            "a silent connection was left open"
-        );
+        assert!(closed_by_the_daemon(stream), "a silent connection was left open");
     }
     drop(silent);
     let busy = daemon.request("GET", "/mcp", &[], "");
