@@ -837,6 +837,43 @@ fn on_a_memory_store_a_name_is_never_made_a_file_and_a_directory_at_once() {
     a_name_is_never_made_a_file_and_a_directory_at_once("memory://file-and-directory");
 }
 
+/// The names above a change are shared, not held alone: two writes below one name and a
+/// write and a move beside it, all at once, all succeed, round after round.
+#[test]
+fn on_a_memory_store_changes_below_and_beside_one_name_all_succeed_at_once() {
+    let registry = registry_with("memory://shared-names", None);
+    let agent = registry.agent();
+    for round in 0..40 {
+        agent.write(&format!("/data/s/m{round}"), "moved\n", &Precondition::Absent).unwrap();
+        let barrier = std::sync::Barrier::new(4);
+        let answers = std::thread::scope(|scope| {
+            let calls = [0, 1, 2, 3].map(|call| {
+                let (barrier, registry) = (&barrier, &registry);
+                scope.spawn(move || {
+                    let agent = registry.agent();
+                    barrier.wait();
+                    match call {
+                        0 => agent.write(&format!("/data/s/d{round}/a"), "a\n", &Precondition::Absent).map(drop),
+                        1 => agent.write(&format!("/data/s/d{round}/b"), "b\n", &Precondition::Absent).map(drop),
+                        2 => agent.write(&format!("/data/s/e{round}"), "e\n", &Precondition::Absent).map(drop),
+                        _ => agent
+                            .move_path(
+                                &format!("/data/s/m{round}"),
+                                &format!("/data/s/d{round}/m"),
+                                &Precondition::Any,
+                                &Precondition::Absent,
+                            )
+                            .map(drop),
+                    }
+                })
+            });
+            calls.map(|call| call.join().unwrap())
+        });
+        assert!(answers.iter().all(Result::is_ok), "{round}: {answers:?}");
+        assert_eq!(agent.list(&format!("/data/s/d{round}")).unwrap().to_text(), "[FILE] a\n[FILE] b\n[FILE] m\n");
+    }
+}
+
 #[test]
 fn on_a_real_s3_api_a_name_is_never_made_a_file_and_a_directory_at_once() {
     let Some(bucket) = test_bucket() else { return };
