@@ -25,10 +25,13 @@
 //!   `prlimit` its bounds (processes, address space, no core files). The command is the first
 //!   process of its PID namespace's init, so when it ends, or is killed at its time limit or
 //!   on cancellation, every process it started ends with it.
-//! - **As root**, the commands run as a host user of their own (`0x5eed0000` plus the vfs
-//!   process id modulo 65,536), not as root: the kernel does not count root's processes, so a
-//!   process limit would hold nothing, and root's capabilities have no business in the
-//!   sandbox. The view is mounted for that user (`allow_other`) and shows its files as owned
+//! - **As root**, the commands run as a host user of their own (`0x5eed0000` plus a number
+//!   drawn at random once per vfs process, among 65,536, passing over those of the sandboxes
+//!   in use), not as root: the kernel does not count root's processes, so a process limit
+//!   would hold nothing, and root's capabilities have no business in the sandbox. The number
+//!   is random so that a command reading its `/proc/self/uid_map` learns nothing of the host
+//!   (a user derived from vfs's process id told that id); the sandbox's directory is that
+//!   user's, which is how a later vfs finds the processes a killed one left. The view is mounted for that user (`allow_other`) and shows its files as owned
 //!   by it, which inside is the sandbox's user `agent` (uid 1000), so programs that check
 //!   ownership (git) accept a repository under a mount.
 //! - **Setup failures are told apart** from the command's own status by bubblewrap's JSON
@@ -83,8 +86,11 @@ const ETC: &[&str] = &[
     "/etc/services",
 ];
 
-/// A host user's base id for the commands of a vfs running as root.
+/// A host user's base id for the commands of a vfs running as root ([`host_user`]).
 const HOST_ID_BASE: u32 = 0x5eed_0000;
+
+/// How many host users the commands of vfs processes running as root are drawn from.
+const HOST_IDS: u32 = 65_536;
 
 /// Why a sandbox could not start (for the operator: it may name the machine's paths).
 #[derive(Debug, thiserror::Error)]
@@ -355,8 +361,9 @@ impl Sandbox {
             }
         }
         let root = rustix::process::getuid().is_root();
-        let host_user = root.then(|| HOST_ID_BASE + std::process::id() % 65_536);
-        let directory = private_directory(&std::env::temp_dir(), host_user)?;
+        let temp = std::env::temp_dir();
+        let host_user = root.then(|| host_user(&temp));
+        let directory = private_directory(&temp, host_user)?;
         let owner = host_user.map_or_else(
             || (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()),
             |user| (user, user),
@@ -970,32 +977,25 @@ fn private_directory(temp: &Path, host_user: Option<u32>) -> Result<PathBuf, San
 
 /// Unmounts and removes the sandbox directories (`PID-N`) in `home`, this user's own, of vfs
 /// processes that are gone.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "operator-input: the sandboxes' own directories under the operator's TMPDIR, never an agent's path"
-)]
 fn clear_stale(home: &Path) {
-    let Ok(entries) = std::fs::read_dir(home) else { return };
-    for entry in entries.filter_map(Result::ok) {
-        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-            continue;
-        }
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|name| name.split('-').next()) else { continue };
-        if pid.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) || Path::new("/proc").join(pid).exists() {
+    let sandboxes = sandboxes_in(home);
+    for (directory, live, user) in &sandboxes {
+        if *live {
             continue;
         }
         // A vfs killed while bubblewrap set a command up leaves that command's namespace
         // behind (its first process waits for a parent that is gone, and dies with none),
-        // holding the views' mounts: as root, its commands had a user of their own.
+        // holding the views' mounts: as root, its commands had a user of their own, the
+        // owner of its directory (unless a live sandbox drew the same one).
         if rustix::process::geteuid().is_root()
-            && let Ok(pid) = pid.parse::<u32>()
+            && let Some(user) = *user
+            && !sandboxes.iter().any(|(_, live, other)| *live && *other == Some(user))
         {
-            end_orphans(Path::new("/proc"), HOST_ID_BASE + pid % 65_536);
+            end_orphans(Path::new("/proc"), user);
         }
         // A view whose server is gone answers `ENOTCONN`; detach each (`view/`, `ro-N/`), then
         // remove the rest.
-        for view in mountpoints(&entry.path()).into_iter().filter(|view| is_mounted(view)) {
+        for view in mountpoints(directory).into_iter().filter(|view| is_mounted(view)) {
             let _ = Command::new("fusermount3")
                 .args(["-u", "-z"])
                 .arg(&view)
@@ -1007,9 +1007,65 @@ fn clear_stale(home: &Path) {
                     Command::new("umount").arg("-l").arg(&view).stdout(Stdio::null()).stderr(Stdio::null()).status();
             }
         }
-        tracing::info!(target: "vfs::run", directory = %entry.path().display(), "removed the sandbox of a vfs that is gone");
-        remove(&entry.path());
+        tracing::info!(target: "vfs::run", directory = %directory.display(), "removed the sandbox of a vfs that is gone");
+        remove(directory);
     }
+}
+
+/// The sandbox directories (`PID-N`) in `home`: each with whether its vfs still runs and the
+/// host user its commands ran as (its owner, when that is one of [`host_user`]'s).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "operator-input: the sandboxes' own directories under the operator's TMPDIR, never an agent's path"
+)]
+fn sandboxes_in(home: &Path) -> Vec<(PathBuf, bool, Option<u32>)> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(home) else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let Ok(metadata) = entry.path().symlink_metadata() else { continue };
+        if !metadata.is_dir() {
+            continue;
+        }
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.split('-').next()) else { continue };
+        if pid.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) {
+            continue;
+        }
+        let live = Path::new("/proc").join(pid).exists();
+        let user = (HOST_ID_BASE..HOST_ID_BASE + HOST_IDS).contains(&metadata.uid()).then_some(metadata.uid());
+        found.push((entry.path(), live, user));
+    }
+    found
+}
+
+/// The host user this process's commands run as when vfs runs as root: `HOST_ID_BASE` plus a
+/// number drawn at random the first time, passing over the users of the sandboxes in use in
+/// `TEMP/vfs-sandboxes-0` (two vfs processes that drew the same would share one process limit).
+fn host_user(temp: &Path) -> u32 {
+    static DRAWN: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *DRAWN.get_or_init(|| {
+        let home = temp.join(format!("vfs-sandboxes-{}", rustix::process::geteuid().as_raw()));
+        let taken: Vec<u32> =
+            sandboxes_in(&home).into_iter().filter(|(_, live, _)| *live).filter_map(|(_, _, user)| user).collect();
+        let mut user = HOST_ID_BASE + random_below(HOST_IDS);
+        for _ in 0..16 {
+            if !taken.contains(&user) {
+                break;
+            }
+            user = HOST_ID_BASE + random_below(HOST_IDS);
+        }
+        user
+    })
+}
+
+/// A number below `bound`, drawn from the random keys the standard library seeds its hash maps
+/// with.
+fn random_below(bound: u32) -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    u32::try_from(hasher.finish() % u64::from(bound)).unwrap_or(0)
 }
 
 #[expect(

@@ -374,37 +374,84 @@ fn names_in(directory: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_processes_a_killed_vfss_sandbox_left_are_ended_by_the_next_sandbox() {
-    if !can_run() {
-        return;
-    }
-    // What a vfs killed during bubblewrap's set-up leaves: a process of its commands' own
-    // user, adopted by init, and its sandbox's directory. Its process id (99999999, never a
-    // live one) gives that user: 0x5eed0000 plus the id modulo 65,536.
-    let test = fixture();
-    test.dir("tmp/vfs-sandboxes-0/99999999-0/view");
-    let user = 0x5eed_0000u32 + 99_999_999 % 65_536;
+/// Starts `sh -c 'sleep 300 & echo $!'` as `user` and gives the id of the `sleep`, adopted by
+/// init once its shell is gone.
+fn orphan_of(user: u32) -> u32 {
     let left = Command::new("setpriv")
         .arg(format!("--reuid={user}"))
         .arg(format!("--regid={user}"))
         .args(["--clear-groups", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"])
         .output()
         .unwrap();
-    let orphan: u32 = String::from_utf8_lossy(&left.stdout).trim().parse().unwrap();
-    // Running, not a zombie its reaper has not waited for yet.
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{orphan}/status"))
-            .is_ok_and(|status| status.lines().any(|line| line.starts_with("State:") && !line.contains("zombie")))
-    };
-    assert!(alive());
+    String::from_utf8_lossy(&left.stdout).trim().parse().unwrap()
+}
+
+/// True while process `pid` runs (not a zombie its reaper has not waited for yet).
+#[expect(clippy::disallowed_methods, reason = "fixture: the process table")]
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .is_ok_and(|status| status.lines().any(|line| line.starts_with("State:") && !line.contains("zombie")))
+}
+
+#[test]
+fn the_processes_a_killed_vfss_sandbox_left_are_ended_by_the_next_sandbox() {
+    if !can_run() {
+        return;
+    }
+    // What a vfs killed during bubblewrap's set-up leaves: a process of its commands' own
+    // user, adopted by init, and its sandbox's directory, which is that user's. Its process
+    // id (99999999) is never a live one. Beside it, another killed vfs's, whose user a vfs
+    // still running (this test's process) drew too: that user's processes are left alone.
+    let test = fixture();
+    let home = test.path().join("tmp/vfs-sandboxes-0");
+    let (killed, shared) = (0x5eed_1234u32, 0x5eed_4321u32);
+    let live = format!("{}-0", std::process::id());
+    for (name, user) in [("99999999-0", killed), ("99999998-0", shared), (live.as_str(), shared)] {
+        test.dir(&format!("tmp/vfs-sandboxes-0/{name}/view"));
+        std::os::unix::fs::chown(home.join(name), Some(user), Some(user)).unwrap();
+    }
+    let (orphan, spared) = (orphan_of(killed), orphan_of(shared));
+    assert!(running(orphan) && running(spared));
     let mut command = test.command(&["run", "--mount", "./w:/w:rw", "--", "true"]);
     let run = command.env("TMPDIR", test.path().join("tmp")).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let started = std::time::Instant::now();
-    while alive() && started.elapsed() < std::time::Duration::from_secs(5) {
+    while running(orphan) && started.elapsed() < std::time::Duration::from_secs(5) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(!alive(), "the left process {orphan} still runs");
-    assert_eq!(names_in(&test.path().join("tmp/vfs-sandboxes-0")), Vec::<String>::new());
+    let spared_ran = running(spared);
+    let _ = Command::new("kill").args(["-KILL", &spared.to_string()]).status();
+    assert!(!running(orphan), "the left process {orphan} still runs");
+    assert!(spared_ran, "the process {spared} of a user a live sandbox has was ended");
+    assert_eq!(names_in(&home), vec![live], "the killed vfss' directories are gone, the live one's stays");
+}
+
+#[test]
+fn a_commands_host_user_says_nothing_of_vfss_process_id() {
+    if !can_run() {
+        return;
+    }
+    // As root, the commands run as a host user drawn at random, once derived from vfs's
+    // process id. Inside, `/proc/self/mountinfo` shows it: bubblewrap's root tmpfs is mounted
+    // with that user's `uid=`. (A draw equal to the old derivation, 1 in 65,536, fails this
+    // test.)
+    let test = fixture();
+    let child = test
+        .command(&["run", "--mount", "./w:/w:rw", "--", "cat", "/proc/self/mountinfo"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mountinfo = String::from_utf8_lossy(&output.stdout).into_owned();
+    let users: std::collections::BTreeSet<u32> = mountinfo
+        .split([' ', ','])
+        .filter_map(|option| option.strip_prefix("uid="))
+        .map(|user| user.parse().unwrap())
+        .collect();
+    let [host] = users.iter().copied().collect::<Vec<u32>>()[..] else { panic!("one host user: {mountinfo}") };
+    assert!((0x5eed_0000..0x5eed_0000 + 65_536).contains(&host), "{host:#x}");
+    assert_ne!(host, 0x5eed_0000 + pid % 65_536, "the host user is derived from vfs's process id {pid}");
 }
