@@ -106,8 +106,9 @@ pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) ->
             output::status(&note);
         }
     } else {
+        // One line an entry, whatever a damaged log holds: control characters escaped.
         for entry in shown {
-            output::line(&format!(
+            output::line(&vfs::escape_controls(&format!(
                 "{}  {}  {}  {}  {}  {}",
                 entry.id,
                 entry.time,
@@ -115,7 +116,7 @@ pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) ->
                 entry.operation,
                 entry.paths.join(" -> "),
                 entries.state_text(entry)
-            ));
+            )));
         }
         if let Some(note) = forgotten {
             output::line(&note);
@@ -279,15 +280,14 @@ pub(crate) fn undo(
     for entry in chosen {
         if dry_run {
             // What the undo would do: the same skips, said as they would be.
-            match entries.skipped(entry).or_else(|| journal.misplaced(entry)) {
+            let would = match entries.skipped(entry).or_else(|| journal.misplaced(entry)) {
                 Some(skipped) => {
-                    output::line(&format!("would be {skipped}"));
                     clean = false;
+                    format!("would be {skipped}")
                 }
-                None => {
-                    output::line(&format!("would undo {} {} {}", entry.id, entry.operation, entry.paths.join(" -> ")));
-                }
-            }
+                None => format!("would undo {} {} {}", entry.id, entry.operation, entry.paths.join(" -> ")),
+            };
+            output::line(&vfs::escape_controls(&would));
             continue;
         }
         let (lines, undone) = journal.undo(&agent, entry, vfs_host::OPERATOR_SESSION, None);

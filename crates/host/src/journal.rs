@@ -452,20 +452,20 @@ impl Journal {
                 }
                 let _ = self.keeper.set(keeper);
             }
-            Err(error) => tracing::debug!(target: "vfs::journal", "images will be copied: {error}"),
+            Err(error) => tracing::debug!(target: "vfs::journal", %error, "images will be copied"),
         }
         match capability.open_append(GATE) {
             Ok(gate) => {
                 let _ = self.gate.set(gate);
             }
-            Err(error) => tracing::warn!(target: "vfs::journal", "the journal's log will not be compacted: {error}"),
+            Err(error) => tracing::warn!(target: "vfs::journal", %error, "the journal's log will not be compacted"),
         }
         // The presence lock first: where it cannot be taken (a file system without `flock`),
         // no process can tell that it is alone, and none sweeps or compacts.
         let presence = match capability.open_append(PRESENCE) {
             Ok(file) => Some(file),
             Err(error) => {
-                tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}");
+                tracing::warn!(target: "vfs::journal", %error, "the journal's lock was not taken");
                 None
             }
         };
@@ -479,11 +479,11 @@ impl Journal {
                         self.tidy(&capability, bound);
                     }
                     if let Err(error) = presence.lock_shared() {
-                        tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}");
+                        tracing::warn!(target: "vfs::journal", %error, "the journal's lock was not taken");
                     }
                 }
                 Ok(()) => {}
-                Err(error) => tracing::warn!(target: "vfs::journal", "the journal's lock was not taken: {error}"),
+                Err(error) => tracing::warn!(target: "vfs::journal", %error, "the journal's lock was not taken"),
             }
         }
         // The log is opened after the lock: a compaction by another process, while this one
@@ -491,7 +491,7 @@ impl Journal {
         let log = match capability.open_append(LOG_FILE) {
             Ok(file) => Some(file),
             Err(error) => {
-                tracing::warn!(target: "vfs::journal", "intents will not be written: {error}");
+                tracing::warn!(target: "vfs::journal", %error, "intents will not be written");
                 None
             }
         };
@@ -520,7 +520,7 @@ impl Journal {
         // with the gate, no stage is in flight into either directory.
         for directory in [JOURNAL_ROOT, IMAGES] {
             if let Err(error) = access.remove_stages(directory) {
-                tracing::debug!(target: "vfs::journal", "stages in {directory} not looked for: {error}");
+                tracing::debug!(target: "vfs::journal", directory, %error, "stages not looked for");
             }
         }
         let compacted = prepare(access, &log, &scan, bound).and_then(|prepared| match prepared {
@@ -528,7 +528,7 @@ impl Journal {
             None => Ok(()),
         });
         if let Err(error) = compacted {
-            tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
+            tracing::warn!(target: "vfs::journal", %error, "the journal's log was not compacted");
         }
         if let Some(gate) = gate {
             let _ = gate.unlock();
@@ -556,7 +556,7 @@ impl Journal {
             }
         }
         if removed > 0 {
-            tracing::info!(target: "vfs::journal", "removed {removed} images that no line names");
+            tracing::info!(target: "vfs::journal", removed, "removed images that no line names");
         }
         if stopped > 0 {
             tracing::warn!(
@@ -606,7 +606,7 @@ impl Journal {
         }
         let removed = keeper.forget_stored_all(&unnamed, until);
         if removed > 0 {
-            tracing::info!(target: "vfs::journal", "removed {removed} object images that no line names");
+            tracing::info!(target: "vfs::journal", removed, "removed object images that no line names");
         }
         if removed < unnamed.len() {
             tracing::warn!(
@@ -781,7 +781,7 @@ impl Journal {
                     added.push(added_entry(&line, bytes));
                 }
                 Err(error) => {
-                    tracing::warn!(target: "vfs::journal", "journal entry not written: {error}");
+                    tracing::warn!(target: "vfs::journal", %error, "journal entry not written");
                     let calls: Vec<CallId> = group.iter().map(|change| change.call.clone()).collect();
                     self.unfinish(&calls);
                 }
@@ -792,7 +792,7 @@ impl Journal {
             lines.push('\n');
         }
         if let Err(error) = self.append(access, &lines, held) {
-            tracing::warn!(target: "vfs::journal", "journal entries not written: {error}");
+            tracing::warn!(target: "vfs::journal", %error, "journal entries not written");
             self.unfinish(&over);
             return;
         }
@@ -826,7 +826,7 @@ impl Journal {
         let (anchor, log) = match (access.open_append(LOG_FILE), access.open_read(LOG_FILE)) {
             (Ok(anchor), Ok(log)) => (anchor, log),
             (Err(error), _) | (_, Err(error)) => {
-                tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {}", error_text(&error));
+                tracing::warn!(target: "vfs::journal", error = %error_text(&error), "the journal's log was not compacted");
                 return;
             }
         };
@@ -858,7 +858,7 @@ impl Journal {
             Err(error) => Err(error),
         };
         if let Err(error) = &compacted {
-            tracing::warn!(target: "vfs::journal", "the journal's log was not compacted: {error}");
+            tracing::warn!(target: "vfs::journal", %error, "the journal's log was not compacted");
         }
         let length = held.as_ref().and_then(|log| log.length().ok());
         // With the log still held: a count of the stretches noted in the old log
@@ -949,7 +949,7 @@ impl Journal {
             lines.push('\n');
         }
         if let Err(error) = self.append(access, &lines, vfs::HeldSyncs::default()) {
-            tracing::warn!(target: "vfs::journal", "journal entries dropped but not marked: {error}");
+            tracing::warn!(target: "vfs::journal", %error, "journal entries dropped but not marked");
         }
         // The count stands only if the log was not found changed meanwhile (nor replaced).
         // One of the whole log has read the lines others appended before it stopped: what
@@ -2043,6 +2043,11 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
             settled.insert(call.to_owned());
             return;
         }
+        let incomplete = value.get("intent").is_some();
+        // A line that is JSON but no entry (a damaged log's `{}`, `1`, `[]`) is no change.
+        if value.get(if incomplete { "intent" } else { "id" }).and_then(Value::as_str).is_none_or(str::is_empty) {
+            return;
+        }
         let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let strings = |key: &str| -> Vec<String> {
             value
@@ -2051,7 +2056,6 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
                 .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                 .unwrap_or_default()
         };
-        let incomplete = value.get("intent").is_some();
         if value.get("dropped") == Some(&Value::Bool(true)) {
             dropped.insert(text("id"));
         }
@@ -2275,8 +2279,20 @@ impl Journal {
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
     /// `session`, asked for by the call `asked_by` (an agent's `undo_changes`); one line per
-    /// path, and whether every part was undone.
+    /// path, and whether every part was undone. The lines escape control characters (a path
+    /// the journal holds is one line, whatever a damaged journal says it is).
     pub fn undo(
+        &self,
+        agent: &AgentAccessor,
+        entry: &Entry,
+        session: &str,
+        asked_by: Option<&CallId>,
+    ) -> (Vec<String>, bool) {
+        let (lines, clean) = self.undo_lines(agent, entry, session, asked_by);
+        (lines.iter().map(|line| vfs::escape_controls(line).into_owned()).collect(), clean)
+    }
+
+    fn undo_lines(
         &self,
         agent: &AgentAccessor,
         entry: &Entry,
@@ -2380,7 +2396,7 @@ impl Journal {
             .images
             .iter()
             .filter(|name| !name.starts_with('/'))
-            .all(|name| access.read_at(&format!("{IMAGES}/{name}"), 0, 0).is_ok())
+            .all(|name| image_place(name).is_some_and(|place| access.read_at(&place, 0, 0).is_ok()))
     }
 
     /// The parts of `entry`, read from its line in the log.
@@ -2429,7 +2445,7 @@ impl Journal {
         if name.starts_with('/') {
             return self.keeper.get()?.read_stored(name).ok();
         }
-        read_whole(&self.access()?, &format!("{IMAGES}/{name}")).ok()
+        read_whole(&self.access()?, &image_place(name)?).ok()
     }
 
     /// Removes the image `name` (see [`Journal::image_bytes`]).
@@ -2438,8 +2454,8 @@ impl Journal {
             if let Some(keeper) = self.keeper.get() {
                 keeper.forget_stored(name);
             }
-        } else {
-            let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+        } else if let Some(place) = image_place(name) {
+            let _ = access.delete(&place, false);
         }
     }
 
@@ -2513,7 +2529,10 @@ impl Journal {
             "remove" => self.restore_removed(agent, &path, &image, lines),
             "move" => {
                 if let Err(error) = agent.move_path(&to, &path, &guard, &Precondition::Absent) {
-                    return conflict(lines, &to, &error);
+                    // Something at the place it left (made there since) is that place's
+                    // conflict; anything else is the place it went to's.
+                    let blocked = if error.kind() == ErrorKind::AlreadyExists { &path } else { &to };
+                    return conflict(lines, blocked, &error);
                 }
                 lines.push(format!("restored {path}"));
                 if image == json!("absent") {
@@ -2559,20 +2578,32 @@ impl Journal {
                 let inner = format!("{path}/{rel}");
                 let done = if item.get("file").is_some() {
                     match self.file_of(item) {
-                        Some((content, mode)) => agent
-                            .restore(&inner, &content, mode, &Precondition::Absent)
-                            .map(|_| ())
-                            .map_err(|error| error_text(&error)),
-                        None => Err("its image is gone".to_owned()),
+                        Some((content, mode)) => {
+                            agent.restore(&inner, &content, mode, &Precondition::Absent).map(|_| ()).map_err(Some)
+                        }
+                        None => Err(None),
                     }
                 } else {
-                    put_directory(agent, &inner, mode_of(item))
-                        .map(|(_, restored)| made.extend(restored))
-                        .map_err(|error| error_text(&error))
+                    put_directory(agent, &inner, mode_of(item)).map(|(_, restored)| made.extend(restored)).map_err(Some)
                 };
-                if let Err(error) = done {
-                    lines.push(format!("failed {inner}: {error}"));
-                    clean = false;
+                match done {
+                    Ok(()) => {}
+                    // Made there since the removal (by another writer while the tree comes
+                    // back, or before): left as it is.
+                    // (A file where a directory of the tree goes says so, as `failed`: on an
+                    // object store, it may be a name the removal took as both.)
+                    Err(Some(error)) if error.kind() == ErrorKind::AlreadyExists => {
+                        lines.push(format!("conflict {inner}: changed since (left as it is)"));
+                        clean = false;
+                    }
+                    Err(Some(error)) => {
+                        lines.push(format!("failed {inner}: {}", error_text(&error)));
+                        clean = false;
+                    }
+                    Err(None) => {
+                        lines.push(format!("failed {inner}: its image is gone"));
+                        clean = false;
+                    }
                 }
             }
             for restored in made.iter().rev() {
@@ -2646,6 +2677,13 @@ fn added_entry(line: &Value, bytes: u64) -> (String, u64, Vec<String>, String) {
         .unwrap_or_default();
     let tenant = line.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned();
     (line["id"].as_str().unwrap_or_default().to_owned(), bytes, images, tenant)
+}
+
+/// Where the image `name` of an entry's line lies in `images/`: only a plain name, as the
+/// journal makes them, lies there (a damaged line's `../journal.jsonl` names nothing).
+fn image_place(name: &str) -> Option<String> {
+    let plain = !name.is_empty() && !name.starts_with('.') && !name.contains('/');
+    plain.then(|| format!("{IMAGES}/{name}"))
 }
 
 /// How many of its own finished calls a process remembers (`State::finished`): far more

@@ -494,6 +494,11 @@ pub struct TreeItem {
     pub mode: u32,
 }
 
+/// Why a tree's image is not kept when a name in it is one no path can spell (a control
+/// character, made outside vfs): an undo puts the tree back by path, so it could not put that
+/// one back, and a tree undone but for a file would be a change half undone.
+pub(crate) const UNSPELLED: &str = "a name in it is one no path can spell";
+
 /// Told of every change the registry's operations commit (see the module's contract).
 pub trait ChangeObserver: Send + Sync + fmt::Debug {
     /// One change, just committed; the operation still holds its lock.

@@ -133,6 +133,13 @@ impl VirtualPath {
         Self { text }
     }
 
+    /// True when an agent (or an undo) could name this path: it passes [`VirtualPath::new`] as
+    /// it is. A path joined from names read from disk may not (a control character in a name,
+    /// more than [`MAX_PATH_BYTES`] in all), and what is there cannot be put back by path.
+    pub(crate) fn is_spelled(&self) -> bool {
+        validate(&self.text).is_ok_and(|text| text == self.text)
+    }
+
     /// True when `self` is `ancestor` or lies below it at a segment boundary.
     #[must_use]
     pub fn starts_with(&self, ancestor: &VirtualPath) -> bool {

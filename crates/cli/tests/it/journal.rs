@@ -386,7 +386,13 @@ fn an_agent_undoes_its_own_changes_only_with_the_same_guards() {
     let theirs_id = list(&test).iter().find(|entry| entry["paths"][0] == "/w/theirs.txt").unwrap()["id"].clone();
     let (refused, error) = mine.call("undo_changes", &format!(r#"{{"changeId":{theirs_id}}}"#));
     assert!(error);
-    eqnice!(format!("no change `{}` of this session; `list_changes` lists them", theirs_id.as_str().unwrap()), refused);
+    eqnice!(
+        format!(
+            "no change `{}` of this session (or the prefix names more than one); `list_changes` lists them",
+            theirs_id.as_str().unwrap()
+        ),
+        refused
+    );
 
     let (undone, error) = mine.call("undo_changes", r#"{"count":5}"#);
     eqnice!("removed /w/made.txt\nrestored /w/mine.txt\n", undone);
@@ -837,4 +843,30 @@ fn a_change_answered_is_journaled_whole_when_the_server_is_killed_right_after() 
     let run = undo(&test, &["--last", "1"]);
     eqnice!("restored /w/a.txt\n", run.stdout);
     assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "before\n");
+}
+
+#[test]
+fn a_damaged_journals_paths_are_one_line_each_in_the_listing_and_the_dry_run() {
+    let test = TestDir::new();
+    test.dir("w");
+    call(&test, "write_file", r#"{"path":"/w/a.txt","content":"mine\n"}"#);
+    let forged = serde_json::json!({
+        "call": "c-forged", "id": "9999999999999-forged", "images": [], "operation": "make_directory",
+        "parts": [{ "kind": "make_directory", "path": "/w/x\nremoved /w/forged", "parent": false }],
+        "paths": ["/w/x\nremoved /w/forged"], "session": "s\u{1b}[31m", "time": "2026-12-01T00:00:00Z", "undoes": null,
+    });
+    let log = test.path().join("j/journal.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{}\n[]\n");
+    text.push_str(&(forged.to_string() + "\n"));
+    std::fs::write(&log, text).unwrap();
+    let listed = test.run(&["journal", "list", "--journal", "j"]);
+    let first = listed.stdout.lines().next().unwrap();
+    eqnice!(
+        "9999999999999-forged  2026-12-01T00:00:00Z  s\\u{1b}[31m  make_directory  /w/x\\nremoved /w/forged  undoable",
+        first
+    );
+    assert_eq!(listed.stdout.lines().count(), 2, "{listed:?}");
+    let dry = undo(&test, &["--last", "1", "--dry-run"]);
+    eqnice!("would undo 9999999999999-forged make_directory /w/x\\nremoved /w/forged\n", dry.stdout);
 }

@@ -68,6 +68,9 @@ pub(super) fn run_list_changes(
 ) -> Result<ToolOutput, String> {
     let args: ListChangesArgs = parse(arguments)?;
     let Some((journal, session)) = &tools.journal else { return Ok(refusal("no journal is kept")) };
+    if args.limit == Some(0) {
+        return Ok(refusal("`limit` must be at least 1 (it is how many of your changes to list)"));
+    }
     let entries = journal.entries();
     let rows: Vec<ChangeRow> = entries
         .all()
@@ -90,7 +93,7 @@ pub(super) fn run_list_changes(
             row.id,
             row.time,
             row.operation,
-            row.paths.join(" -> "),
+            vfs::escape_controls(&row.paths.join(" -> ")),
             row.state
         ));
     }
@@ -108,6 +111,9 @@ pub(super) fn run_undo_changes(
 ) -> Result<ToolOutput, String> {
     let args: UndoChangesArgs = parse(arguments)?;
     let Some((journal, session)) = &tools.journal else { return Ok(refusal("no journal is kept")) };
+    if args.count == Some(0) {
+        return Ok(refusal("`count` must be at least 1 (it is how many of your newest changes to undo)"));
+    }
     let entries = journal.entries();
     let chosen: Vec<&crate::Entry> = match &args.change_id {
         Some(id) => {
@@ -118,7 +124,9 @@ pub(super) fn run_undo_changes(
                 } else {
                     "with that id".to_owned()
                 };
-                return Ok(refusal(&format!("no change {named} of this session; `list_changes` lists them")));
+                return Ok(refusal(&format!(
+                    "no change {named} of this session (or the prefix names more than one); `list_changes` lists them"
+                )));
             };
             if target.undoes.is_some() {
                 vec![target]

@@ -353,6 +353,11 @@ impl<'r> Context<'r> {
         let mut refused = None;
         let walked = self.store_walk(located, path, usize::MAX, &mut |entry| {
             let relative = entry.relative.to_owned();
+            // An undo puts the tree back by path.
+            if !entry.path.is_spelled() {
+                refused = Some(crate::changes::UNSPELLED);
+                return Flow::Stop;
+            }
             match entry.kind {
                 Kind::Directory => {
                     // Its mode, to be put back as it was (a store that keeps none says 0).

@@ -412,6 +412,9 @@ pub(super) fn remove_tree(
     if let Some(keep) = keep
         && depth > 0
     {
+        if !path.is_spelled() {
+            keep.refused.set(Some(crate::changes::UNSPELLED));
+        }
         let item = crate::changes::TreeItem { relative: keep.relative(path), content: None, mode: stat.mode & 0o7777 };
         keep.items.borrow_mut().push(item);
     }
@@ -461,6 +464,10 @@ fn keep_file(
     }
     if kind != Kind::File {
         keep.refused.set(Some("it holds a link or a special file"));
+        return false;
+    }
+    if !path.is_spelled() {
+        keep.refused.set(Some(crate::changes::UNSPELLED));
         return false;
     }
     let kept = keep.keeper.fresh_name(keep.call);
