@@ -138,6 +138,16 @@ def test_huge_and_malformed_input_gets_an_answer_and_the_server_keeps_serving(tm
     process.stdin.flush()
     assert receive(process)["error"]["code"] == -32700
 
+    # Five million tiny values (15 MiB, under the line bound) are refused before anything
+    # parses them whole.
+    junk = b"[" + b",".join([b"[]"] * 5_000_000) + b"]"
+    process.stdin.write(b'{"jsonrpc":"2.0","id":0,"method":"ping","junk":' + junk + b"}\n")
+    process.stdin.flush()
+    assert receive(process)["error"] == {
+        "code": -32600,
+        "message": "invalid request: the message holds more than 100000 JSON values; send fewer items in one request",
+    }
+
     call(process, 1, "write_file", {"path": "/output/a.txt", "content": 42})
     answer = receive(process)["result"]
     assert answer["isError"] is True

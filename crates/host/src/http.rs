@@ -17,7 +17,9 @@
 //! The daemon is meant to face clients it does not trust to behave:
 //! - a request's headers must arrive within `header_timeout`, and its body within
 //!   `body_timeout`; a body larger than `max_request_bytes` is refused with `413` before it is
-//!   read whole; a body that is not JSON gets the JSON-RPC parse error (`-32700`);
+//!   read whole; a body that is not JSON gets the JSON-RPC parse error (`-32700`), and one
+//!   of more than 100,000 values an invalid request (`-32600`), before anything parses it
+//!   whole (`crate::json_check`);
 //! - at most `max_connections` connections are served at once, at most `max_sessions` sessions
 //!   live at once and at most `max_sessions_per_token` for one token; past a cap the answer is
 //!   `503` with `Retry-After`, and no session already open is touched. A connection that has
@@ -1148,8 +1150,18 @@ async fn read_body(state: &State, parts: &http::request::Parts, body: Incoming) 
         Ok(Err(_)) => return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, "the request body could not be read")),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    if serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
-        return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32700, "parse error: the request body is not valid JSON"));
+    match crate::json_check::check(&body) {
+        crate::json_check::Checked::Json => {}
+        crate::json_check::Checked::NotJson => {
+            return Err(jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                "parse error: the request body is not valid JSON",
+            ));
+        }
+        crate::json_check::Checked::TooManyValues => {
+            return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, crate::json_check::TOO_MANY_VALUES));
+        }
     }
     if serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&body).is_err() {
         return Err(jsonrpc_error(

@@ -53,6 +53,8 @@ mod hosted;
 #[cfg(feature = "mcp")]
 mod http;
 mod journal;
+#[cfg(feature = "mcp")]
+mod json_check;
 mod launch;
 mod logger;
 mod nesting;

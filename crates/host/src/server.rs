@@ -32,6 +32,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::client_log::{self, CallLog};
+use crate::json_check::Checked;
 use crate::pool::{Pool, Share};
 use crate::tools::{CallError, ToolService};
 
@@ -426,61 +427,6 @@ impl InFlight {
     }
 }
 
-/// Accepts any JSON value, visiting all of it: numbers are read as numbers (`1e999` is out of
-/// range), strings as text (UTF-8 is checked), and nesting counts against `serde_json`'s
-/// recursion limit of 128. Borrowed strings cost no allocation.
-struct Checked;
-
-impl<'de> serde::Deserialize<'de> for Checked {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(CheckedVisitor)
-    }
-}
-
-struct CheckedVisitor;
-
-impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
-    type Value = Checked;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_unit<E>(self) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Checked, A::Error> {
-        while items.next_element::<Checked>()?.is_some() {}
-        Ok(Checked)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<Checked, A::Error> {
-        while entries.next_entry::<Checked, Checked>()?.is_some() {}
-        Ok(Checked)
-    }
-}
-
 /// What the in-flight count needs of a message: its id, and its method if it has one.
 #[derive(serde::Deserialize)]
 struct Envelope {
@@ -585,10 +531,21 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 }
 
 fn parse_error(message: &str) -> Vec<u8> {
+    error_line(-32700, message)
+}
+
+/// The answer to a message of more JSON values than [`crate::json_check::MAX_VALUES`]: an
+/// invalid request (it is JSON), refused before anything parses it whole.
+fn too_many_values() -> Vec<u8> {
+    error_line(-32600, crate::json_check::TOO_MANY_VALUES)
+}
+
+/// A JSON-RPC error answer with no id, as a line.
+fn error_line(code: i32, message: &str) -> Vec<u8> {
     let mut line = serde_json::to_vec(&serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": { "code": -32700, "message": message },
+        "error": { "code": code, "message": message },
     }))
     .unwrap_or_default();
     line.push(b'\n');
@@ -632,8 +589,8 @@ async fn pump_input<R, W>(
             }
             Ok(Line::TooLong) => Some(parse_error("parse error: the message is longer than 16 MiB")),
             Ok(Line::Text) if line.iter().all(u8::is_ascii_whitespace) => None,
-            Ok(Line::Text) => match serde_json::from_slice::<Checked>(&line) {
-                Ok(Checked) => {
+            Ok(Line::Text) => match crate::json_check::check(&line) {
+                Checked::Json => {
                     if let Ok(envelope) = serde_json::from_slice::<Envelope>(&line)
                         && envelope.jsonrpc.as_deref() == Some("2.0")
                     {
@@ -663,7 +620,8 @@ async fn pump_input<R, W>(
                     }
                     None
                 }
-                Err(_) => Some(parse_error("parse error: the message is not valid JSON")),
+                Checked::NotJson => Some(parse_error("parse error: the message is not valid JSON")),
+                Checked::TooManyValues => Some(too_many_values()),
             },
         };
         if let Some(answer) = answer {

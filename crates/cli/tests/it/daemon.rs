@@ -165,6 +165,19 @@ fn bodies_schemes_and_hosts_get_the_answers_of_the_specifications() {
         "{\"error\":{\"code\":-32600,\"message\":\"invalid request: the body is not one JSON-RPC 2.0 request, notification or response of MCP\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
         odd.body
     );
+    // What a parse refuses is not JSON either: a number out of range.
+    let huge = daemon.post("/mcp", Some(TOKEN), &[], "{\"jsonrpc\":\"2.0\",\"id\":1e999,\"method\":\"ping\"}");
+    assert_eq!((huge.status, huge.body.contains("-32700")), (400, true), "{huge:?}");
+    // Under the byte bound, five million tiny values in a field no one reads are refused before
+    // anything parses them whole (parsed, they took a gigabyte and seconds).
+    let many =
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"junk\":[{}]}}", vec!["[]"; 5_000_000].join(","));
+    let refused = daemon.post("/mcp", Some(TOKEN), &[], &many);
+    assert_eq!(refused.status, 400);
+    eqnice!(
+        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: the message holds more than 100000 JSON values; send fewer items in one request\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        refused.body
+    );
 
     // The Host check includes the port.
     let mut stream = TcpStream::connect(daemon.address).unwrap();
