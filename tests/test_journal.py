@@ -10,6 +10,7 @@ goes through the fixture's leak scan.
 
 import contextlib
 import json
+import shutil
 import subprocess
 
 import anyio
@@ -20,6 +21,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import BINARY
 from conftest import Client as Recorder
+from conftest import run_client
 from test_http import TOKEN, daemon
 from test_run import sandbox_or_skip
 
@@ -293,3 +295,24 @@ def test_two_sessions_share_a_journal_and_neither_sees_or_undoes_the_others(fixt
                 ]
 
     anyio.run(main)
+
+
+def test_a_journal_that_cannot_be_written_tells_the_agent_one_fixed_sentence(fixture):
+    """A change whose entry cannot be written (the journal's `images/` made a file behind its
+    back) is made, and the agent hears one fixed sentence: not the journal's error, which named
+    the journal's `images/` and its files (red team of the twenty-sixth session)."""
+    messages = []
+
+    async def body(client, init):
+        first = await client.call("write_file", {"path": "/output/a.txt", "content": "one\n"})
+        assert not first.is_error, text(first)
+        images = fixture.root / "journal" / "images"
+        shutil.rmtree(images)
+        images.write_text("not a directory\n")
+        second = await client.call("write_file", {"path": "/output/a.txt", "content": "two\n", "overwrite": True})
+        assert not second.is_error, text(second)
+        await anyio.sleep(0.2)
+
+    run_client(fixture, body, fixture.launch(*JOURNAL), messages=messages)
+    assert (fixture.root / "out" / "a.txt").read_text() == "two\n"
+    assert [(message.level, message.data) for message in messages] == [("warning", "journal entry not written")]

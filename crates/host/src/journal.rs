@@ -2228,7 +2228,7 @@ impl Entries {
         match self.state(entry) {
             EntryState::Undoable => None,
             state if entry.incomplete => Some(format!(
-                "skipped {}: {} (incomplete: vfs stopped during this change, which may or may not have been made)",
+                "skipped {}: {} (incomplete: vfs stopped during this change, or could not write its entry; the change may or may not have been made)",
                 entry.id,
                 state.as_str()
             )),

@@ -382,7 +382,7 @@ fn a_process_that_stops_between_a_change_and_its_entry_leaves_an_incomplete_entr
     assert_eq!(
         lines,
         [format!(
-            "skipped {}: not undoable (incomplete: vfs stopped during this change, which may or may not have been made)",
+            "skipped {}: not undoable (incomplete: vfs stopped during this change, or could not write its entry; the change may or may not have been made)",
             entry.id
         )]
     );
