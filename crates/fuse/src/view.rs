@@ -44,6 +44,12 @@ const BLOCK_SIZE: u32 = 4096;
 /// descriptors for the tools' calls.
 const MAX_OPEN_READS: usize = 1024;
 
+/// Most files the view holds open for writing at once. Each written one holds its stage (a
+/// temporary file, and its directory's handle): a command that kept tens of thousands open
+/// took every descriptor of vfs's, and every tenant's tools failed until it ended. Past it an
+/// open for writing is `EMFILE`, as a process's own limit answers.
+const MAX_OPEN_WRITES: usize = 1024;
+
 /// `O_TRUNC` in the flags of an open, as Linux numbers it (`asm-generic/fcntl.h`).
 const O_TRUNC: i32 = 0o1000;
 
@@ -57,6 +63,8 @@ pub(crate) struct View {
     next_handle: AtomicU64,
     /// How many handles hold a file open for reading (at most [`MAX_OPEN_READS`]).
     open_reads: AtomicUsize,
+    /// How many handles hold a file open for writing (at most [`MAX_OPEN_WRITES`]).
+    open_writes: AtomicUsize,
     /// For each inode, what its file was at its last read-only open: an open that finds the
     /// same lets the kernel keep the pages it cached (`FOPEN_KEEP_CACHE`); any other change
     /// (a replacement, a change in place, a write through the view) makes it drop them.
@@ -129,6 +137,7 @@ impl View {
             handles: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             open_reads: AtomicUsize::new(0),
+            open_writes: AtomicUsize::new(0),
             cached: Mutex::new(HashMap::new()),
             owner,
             refusals,
@@ -183,6 +192,20 @@ impl View {
 
     fn handle(&self, fh: FileHandle) -> Option<Arc<Handle>> {
         lock(&self.handles).get(&fh.0).cloned()
+    }
+
+    /// Takes one of the [`MAX_OPEN_WRITES`] places of a file held open for writing, given back
+    /// at its `release` (or by [`View::give_write_back`] when the open fails after).
+    fn take_write(&self) -> Result<(), Errno> {
+        if self.open_writes.fetch_add(1, Ordering::Relaxed) >= MAX_OPEN_WRITES {
+            self.give_write_back();
+            return Err(Errno::EMFILE);
+        }
+        Ok(())
+    }
+
+    fn give_write_back(&self) {
+        self.open_writes.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn open_handle(&self, handle: Handle) -> FileHandle {
@@ -625,10 +648,15 @@ impl Filesystem for View {
             if !attributes.writable() {
                 return Err(Errno::EROFS);
             }
-            let mut writing = Writing { ino: ino.0, base: self.base(&path)?, staged: None, failed: None };
-            if flags.0 & O_TRUNC != 0 {
-                self.stage(&mut writing, StageFrom::Empty)?;
-            }
+            self.take_write()?;
+            let writing = (|| -> Result<Writing, Errno> {
+                let mut writing = Writing { ino: ino.0, base: self.base(&path)?, staged: None, failed: None };
+                if flags.0 & O_TRUNC != 0 {
+                    self.stage(&mut writing, StageFrom::Empty)?;
+                }
+                Ok(writing)
+            })()
+            .inspect_err(|_| self.give_write_back())?;
             self.forget_cached(ino.0);
             Ok((self.open_handle(Handle::Write(Box::new(Mutex::new(writing)))), FopenFlags::empty()))
         })();
@@ -737,6 +765,7 @@ impl Filesystem for View {
         let handle = lock(&self.handles).remove(&fh.0);
         let result = match handle.as_deref() {
             Some(Handle::Write(writing)) => {
+                self.give_write_back();
                 let mut writing = lock(writing);
                 // Whether or not the commit holds, the kernel's pages hold what was written.
                 self.forget_cached(writing.ino);
@@ -876,6 +905,9 @@ impl Filesystem for View {
         reply: ReplyCreate,
     ) {
         acting(req);
+        if let Err(errno) = self.take_write() {
+            return reply.error(errno);
+        }
         let result = self.child(parent, name).and_then(|path| {
             // The directory must still be there: a stage makes missing parents, as a write
             // does, and a directory removed beside the view is not brought back by a create.
@@ -905,7 +937,10 @@ impl Filesystem for View {
         });
         match result {
             Ok((attr, fh)) => reply.created(&TTL, &attr, Generation(0), fh, FopenFlags::empty()),
-            Err(errno) => reply.error(errno),
+            Err(errno) => {
+                self.give_write_back();
+                reply.error(errno);
+            }
         }
     }
 }

@@ -243,13 +243,18 @@ fn a_file_open_for_writing_is_committed_where_it_is_at_its_close_and_judged_ther
     drop(file);
     assert_eq!(fs::read(view.fixture.physical("w/dir2/f.txt")).unwrap(), b"moved with its directory\n");
     assert!(!view.fixture.physical("w/dir").exists());
-    // Into a read-only place: refused there, as a write there is; nothing goes anywhere.
+    // Into a read-only place its directory may not go (its `f.txt` would be under
+    // `locked/**/*.txt:ro`, where no write could create it): the file stays, and its content
+    // is committed where it is.
     let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/dir2/f.txt")).unwrap();
-    file.write_all(b"written into a read-only place\n").unwrap();
-    fs::rename(view.at("/w/dir2"), view.at("/w/locked/dir")).unwrap();
-    assert_eq!(errno(file.sync_all()), rustix::io::Errno::ACCESS.raw_os_error());
+    file.write_all(b"written beside a read-only place\n").unwrap();
+    assert_eq!(
+        errno(fs::rename(view.at("/w/dir2"), view.at("/w/locked/dir"))),
+        rustix::io::Errno::ACCESS.raw_os_error()
+    );
     drop(file);
-    assert_eq!(fs::read(view.fixture.physical("w/locked/dir/f.txt")).unwrap(), b"moved with its directory\n");
+    assert_eq!(fs::read(view.fixture.physical("w/dir2/f.txt")).unwrap(), b"written beside a read-only place\n");
+    assert!(!view.fixture.physical("w/locked/dir").exists());
     // Moved on disk, where the view's table does not follow: the close says the place
     // changed, and nothing is written.
     fs::create_dir(view.fixture.physical("w/d3")).unwrap();
@@ -577,4 +582,51 @@ fn only_mounts_no_write_reaches_may_have_a_read_only_view() {
                 .to_owned()
         )
     );
+}
+
+#[test]
+fn past_its_bound_of_files_open_for_writing_an_open_for_writing_is_emfile() {
+    // This process holds the files open and the view their stages: room for both first.
+    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    if nofile.current.is_some_and(|current| current < 8192) {
+        let room =
+            rustix::process::Rlimit { current: Some(nofile.maximum.map_or(8192, |most| most.min(8192))), ..nofile };
+        if rustix::process::setrlimit(rustix::process::Resource::Nofile, room).is_err() {
+            eprintln!("SKIPPED: this process cannot hold 2,048 descriptors");
+            return;
+        }
+    }
+    let Some(view) = mount(standard) else { return };
+    let path = |index: usize| view.at(&format!("/w/open/f{index}"));
+    fs::create_dir_all(view.at("/w/open")).unwrap();
+    let mut held = Vec::new();
+    for index in 0..1024 {
+        let mut file = fs::File::create(path(index)).unwrap();
+        std::io::Write::write_all(&mut file, b"x").unwrap();
+        held.push(file);
+    }
+    // The next one, made or opened, is refused as a process's own limit refuses it.
+    assert_eq!(errno(fs::File::create(path(1024))), libc_emfile());
+    assert_eq!(errno(fs::OpenOptions::new().write(true).open(path(0))), libc_emfile());
+    assert!(!path(1024).exists());
+    // Reads are not counted; a file closed gives its place back, its write committed. (A
+    // file held open is not read here: the kernel would keep its size until the attributes'
+    // timeout.)
+    assert_eq!(fs::read(view.at("/src/a.txt")).unwrap(), b"hello\n");
+    drop(held.pop());
+    assert_eq!(fs::read(path(1023)).unwrap(), b"x");
+    let mut file = fs::File::create(path(1024)).unwrap();
+    std::io::Write::write_all(&mut file, b"y").unwrap();
+    drop(file);
+    drop(held);
+    // (`f0`, looked up by the refused open, is not read: the kernel keeps the size it saw then
+    // until the attributes' timeout.)
+    assert_eq!(fs::read(path(1)).unwrap(), b"x");
+    assert_eq!(fs::read(view.fixture.physical("w/open/f0")).unwrap(), b"x");
+    assert_eq!(fs::read(path(1024)).unwrap(), b"y");
+}
+
+/// `EMFILE`, too many open files.
+fn libc_emfile() -> i32 {
+    rustix::io::Errno::MFILE.raw_os_error()
 }

@@ -3,8 +3,8 @@
 //! Calls run on Tokio's blocking pool, bounded by permits sized to the machine (four per core,
 //! between 4 and 64). Two things keep one caller from taking all of them:
 //!
-//! - **Two lanes.** The long calls (walks and searches: `grep`, `directory_tree`,
-//!   `search_files`, `read_multiple_files`) take permits of their own lane; every other call
+//! - **Two lanes.** The long calls (walks, searches and commands: `grep`, `directory_tree`,
+//!   `search_files`, `read_multiple_files`, `run_command`) take permits of their own lane; every other call
 //!   takes a permit of the other. A session running as many greps as the pool holds never makes
 //!   another's one-line read wait for a permit.
 //! - **Shares.** A long call also takes a permit of its owner's share (a stdio server, an MCP
@@ -18,8 +18,10 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The tools whose calls walk or search a tree, and so may run for seconds.
-const LONG: [&str; 4] = ["grep", "directory_tree", "search_files", "read_multiple_files"];
+/// The tools whose calls walk or search a tree, or run a command, and so may run for seconds
+/// (a command for as long as its time limit: in the other lane, enough of them kept every
+/// read and write of every tenant waiting until one ended).
+const LONG: [&str; 5] = ["grep", "directory_tree", "search_files", "read_multiple_files", "run_command"];
 
 /// The permits of the two lanes.
 #[derive(Debug)]
@@ -127,5 +129,21 @@ mod tests {
         drop(held);
         assert!(!pool.busy());
         assert!(pool.enter("grep", &mine).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn commands_take_the_long_lane_and_leave_the_reads_theirs() {
+        let pool = Pool::new(8);
+        let mine = [pool.owner_share()];
+        let wait = std::time::Duration::from_millis(50);
+        let held = [pool.enter("run_command", &mine).await.unwrap(), pool.enter("run_command", &mine).await.unwrap()];
+        // A third command of the owner waits for its share; its reads do not, every cheap
+        // permit being free.
+        assert!(tokio::time::timeout(wait, pool.enter("run_command", &mine)).await.is_err());
+        let mut reads = Vec::new();
+        for _ in 0..8 {
+            reads.push(tokio::time::timeout(wait, pool.enter("read_text_file", &mine)).await.unwrap().unwrap());
+        }
+        drop(held);
     }
 }

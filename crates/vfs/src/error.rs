@@ -243,6 +243,30 @@ impl Error {
         )
     }
 
+    /// A move of a directory that would bring names into a rule's protection at the
+    /// destination (read-only or hidden there): what a write could not create there.
+    pub(crate) fn would_be_protected(
+        source: &VirtualPath,
+        destination: &VirtualPath,
+        class: &str,
+        hidden: bool,
+    ) -> Self {
+        let what = if hidden { " there, which are hidden from you" } else { " there, which are read-only to you" };
+        Self::build(
+            ErrorKind::PermissionDenied,
+            Some(source),
+            agent_text![
+                "cannot move ",
+                code(source),
+                " to ",
+                code(destination),
+                ": files in it would land on ",
+                class,
+                what
+            ],
+        )
+    }
+
     /// A delete or a move (`verb`) of a directory holding more entries than a walk may list
     /// (object stores): what was not seen may be protected.
     pub(crate) fn too_many_to_check(verb: &'static str, path: &VirtualPath, bound: usize) -> Self {

@@ -212,17 +212,22 @@ impl<'r> Context<'r> {
     /// deleting ([`Context::move_source`]), the destination for writing
     /// ([`Context::move_destination`]), both found again under the claim; then, for a
     /// directory, no protected name inside it that the move would carry out of its
-    /// protection (a walk, under the claim).
+    /// protection, and none that a rule at the destination would protect (walks, under the
+    /// claim).
     pub(crate) fn claim_move(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<Claimed<'r>, Error> {
         let (claim, ((from, from_stat), to)) = self.under_claim(
             source,
             |((from, _), to): &((Place<Delete>, Stat), Place<Write>)| vec![self.place(from), self.place(to)],
             || Ok((self.move_source(source, destination)?, self.move_destination(destination)?)),
         )?;
-        if from_stat.kind == Kind::Directory
-            && let Some((effect, class)) = self.protection_lost(&from, &to, source)?
-        {
-            return Err(Error::holds_protected("move", source, &class, effect == RuleEffect::Hidden));
+        if from_stat.kind == Kind::Directory {
+            if let Some((effect, class)) = self.protection_lost(&from, &to, source)? {
+                return Err(Error::holds_protected("move", source, &class, effect == RuleEffect::Hidden));
+            }
+            // Nor may it bring a file where a write could not create it.
+            if let Some((effect, class)) = self.protection_gained(&from, &to, source)? {
+                return Err(Error::would_be_protected(source, destination, &class, effect == RuleEffect::Hidden));
+            }
         }
         Ok(Claimed { claim, from, from_stat, to })
     }

@@ -442,6 +442,33 @@ fn mount_string_rules_hold_on_a_local_tree() {
     assert_eq!(fixture.read("p/z/b/deep.key"), SECRET);
     assert_eq!(fixture.read("p/secrets/token.txt"), SECRET);
     assert_eq!(fixture.read("p/docs/guide.md"), "# guide\n");
+    // Nor may a move bring a file where a write could not create it: with `docs` and `logs`
+    // gone (by the operator), a directory of the agent's moved to their names would put its
+    // `x.md` under `docs/*.md:ro`, its `app.log` under `logs/*.log:hidden`.
+    std::fs::remove_dir_all(fixture.path("p/docs")).unwrap();
+    std::fs::remove_dir_all(fixture.path("p/logs")).unwrap();
+    agent.write("/p/stage/x.md", "mine\n", &Precondition::Absent).unwrap();
+    agent.write("/p/stage/app.log", "mine\n", &Precondition::Absent).unwrap();
+    for (to, landing) in [
+        ("/p/docs", "paths the operator keeps read-only there, which are read-only to you"),
+        ("/p/logs", "names the operator hides there, which are hidden from you"),
+    ] {
+        let refused = agent.move_path("/p/stage", to, &Precondition::Any, &Precondition::Absent).unwrap_err();
+        assert_eq!(
+            (refused.kind(), refused.to_string()),
+            (
+                ErrorKind::PermissionDenied,
+                format!("cannot move `/p/stage` to `{to}`: files in it would land on {landing}")
+            )
+        );
+    }
+    assert_eq!(fixture.read("p/stage/x.md"), "mine\n");
+    assert_eq!(fixture.read("p/stage/app.log"), "mine\n");
+    assert!(!fixture.path("p/docs").exists() && !fixture.path("p/logs").exists());
+    // What no rule there protects moves.
+    agent.write("/p/plain/notes.txt", "mine\n", &Precondition::Absent).unwrap();
+    agent.move_path("/p/plain", "/p/docs", &Precondition::Any, &Precondition::Absent).unwrap();
+    assert_eq!(fixture.read("p/docs/notes.txt"), "mine\n");
     let rules: Vec<(&str, &str, Option<&str>)> = registry
         .name_rules()
         .iter()
@@ -940,4 +967,30 @@ fn a_hidden_name_cannot_be_loosened() {
     // A read-only override inside a hidden name takes nothing away that is not gone already.
     let fixture = Fixture::new();
     assert!(loosened_registry(&fixture, "rw;.ssh:ro").is_ok());
+}
+
+/// Across mounts, a rule of the destination's that the source's mount does not have: a
+/// directory holding `a.secret` may not move to where `**/*.secret` is hidden, though the name
+/// is an ordinary one where it was written.
+#[test]
+fn a_directory_move_into_another_mounts_rule_is_refused() {
+    let fixture = Fixture::new();
+    fixture.file("w/d/a.secret", "mine\n");
+    fixture.file("w/e/a.txt", "plain\n");
+    fixture.mkdir("v");
+    let registry = MountRegistry::builder()
+        .mount(format!("{}:/w:rw", fixture.path("w").display()).parse().unwrap())
+        .mount(format!("{}:/v:rw;**/*.secret:hidden", fixture.path("v").display()).parse().unwrap())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = registry.agent();
+    let refused = agent.move_path("/w/d", "/v/d", &Precondition::Any, &Precondition::Absent).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "cannot move `/w/d` to `/v/d`: files in it would land on names the operator hides there, which are hidden from you"
+    );
+    assert_eq!(fixture.read("w/d/a.secret"), "mine\n");
+    assert!(!fixture.path("v/d").exists());
+    agent.move_path("/w/e", "/v/e", &Precondition::Any, &Precondition::Absent).unwrap();
+    assert_eq!(fixture.read("v/e/a.txt"), "plain\n");
 }

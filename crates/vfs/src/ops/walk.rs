@@ -406,6 +406,47 @@ impl Context<'_> {
         })
     }
 
+    /// The first name inside the directory at `from` that no rule protects there but one would
+    /// at the move's destination `to` (read-only or hidden there): a move may not bring a file
+    /// where a write could not create it (`cfg/*.toml:ro`, a rule of the other mount's). What
+    /// is protected at the source is [`Context::protection_lost`]'s to judge. Within one mount
+    /// the walk looks as deep as a rule could join names with the new place; across mounts,
+    /// whose rules differ, all the way down.
+    pub(crate) fn protection_gained(
+        &self,
+        from: &Located,
+        to: &Located,
+        path: &VirtualPath,
+    ) -> Result<Option<(RuleEffect, String)>, Error> {
+        let Some(there) = self.registry.rules_for(self.caller, to.mount) else {
+            return Ok(None);
+        };
+        let here = self.registry.rules_for(self.caller, from.mount);
+        let max_depth = if from.mount == to.mount { there.move_depth() } else { usize::MAX };
+        if max_depth == 0 || there.is_empty() {
+            return Ok(None);
+        }
+        let mut found = None;
+        let walked = self.store_walk(from, path, max_depth, &mut |entry| {
+            if here.is_some_and(|here| here.entry(&from.rel, entry.relative, entry.name).is_some()) {
+                return Flow::Continue;
+            }
+            let mut moved: Vec<&str> = to.rel.iter().map(String::as_str).collect();
+            moved.extend(entry.relative.split('/'));
+            match there.judge(&moved) {
+                Some((effect, class, _)) => {
+                    found = Some((effect, class.to_owned()));
+                    Flow::Stop
+                }
+                None => Flow::Continue,
+            }
+        })?;
+        if found.is_none() && !walked.completed {
+            return Err(Error::too_many_to_check("move", path, self.listing_bound()));
+        }
+        Ok(found)
+    }
+
     /// The first name inside the directory at `located` that the rules protect, for an agent's
     /// recursive delete; the walk is the store's own, without the agent's filter.
     pub(crate) fn protected_inside(
