@@ -422,7 +422,7 @@ fn a_change_nobody_began_gets_its_entry_at_the_flush_and_a_call_whose_change_fai
     let output = tools.call("move_file", Some(arguments)).unwrap();
     assert_eq!(
         (output.is_error, output.text.as_str()),
-        (true, "cannot move directory `/s/d` to another file system; move its files one by one")
+        (true, "cannot move a directory to `/s/d` on another file system; move its files one by one")
     );
     let lines = log_lines(base.path());
     let tail: Vec<(Option<&str>, Option<&str>)> =

@@ -625,6 +625,7 @@ fn a_tokens_calls_past_its_bound_wait_their_turn_and_others_go_on() {
     test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
     let args = ["--mount", "data:/src", "--token-file", "tokens", "--max-calls-per-session", "1"];
     let daemon = std::sync::Arc::new(Daemon::start(&test, &args, None));
+    let before = read_so_far(&daemon);
     let slow = {
         let daemon = daemon.clone();
         std::thread::spawn(move || {
@@ -638,8 +639,13 @@ fn a_tokens_calls_past_its_bound_wait_their_turn_and_others_go_on() {
             (answer, Instant::now())
         })
     };
-    // The slow read holds the token's one place once the daemon has read it.
-    std::thread::sleep(Duration::from_secs(1));
+    // The slow read holds the token's one place once the daemon reads the file's hole (a
+    // fixed pause was not enough on a loaded machine).
+    let waited = Instant::now();
+    while read_so_far(&daemon) < before + (256 << 20) {
+        assert!(waited.elapsed() < Duration::from_mins(1), "the slow read never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let meta = serde_json::json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -675,6 +681,13 @@ fn a_tokens_calls_past_its_bound_wait_their_turn_and_others_go_on() {
     assert!(listed < slow_done, "the listing was answered while the slow read ran");
     assert!(others < slow_done, "another token's call was answered while the slow read ran");
     assert!(slow_done <= quick_done, "the same token's second call waited for its turn");
+}
+
+/// The bytes the daemon's process has read so far (`rchar` of `/proc/PID/io`).
+#[expect(clippy::disallowed_methods, reason = "fixture: the process table")]
+fn read_so_far(daemon: &Daemon) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{}/io", daemon.pid())).unwrap();
+    io.lines().find_map(|line| line.strip_prefix("rchar: ")).unwrap().trim().parse().unwrap()
 }
 
 /// `data/slow.txt` with its last line behind a 4 GiB hole: a read from line 3 runs for

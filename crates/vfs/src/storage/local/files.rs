@@ -247,10 +247,11 @@ pub(crate) fn rename(from: &Node, to: &Node, replace: bool, path: &VirtualPath) 
             if !is_directory {
                 return None;
             }
+            // `path` is the destination (the name a refusal of the rename is about).
             Error::invalid_argument(agent_text![
-                "cannot move directory ",
+                "cannot move a directory to ",
                 code(path),
-                " to another file system; move its files one by one"
+                " on another file system; move its files one by one"
             ])
         }
         Errno::EXIST | Errno::NOTEMPTY => Error::already_exists(path),
