@@ -1,7 +1,8 @@
 //! Two calls of one session at once, racing a tree check against the act it guards ("Hold the
 //! line, round 3", class 1; `docs/adr/0006-atomic-tree-guards.md`): a recursive delete while a
 //! directory holding `.env` and `.git` is moved into its tree, and a move of a directory to a
-//! mount without its rules while a hidden file is moved into it. Each round starts both calls
+//! mount without its rules while a hidden file is moved into it, and a move judged at its new
+//! place while a file is written into it. Each round starts both calls
 //! on a barrier, one of them after a small varying delay, and requires the answers that some
 //! order of the two calls gives: both calls succeed where that order lets them, a refusal is
 //! the exact one that order gives, and no protected file is deleted or carried out of its
@@ -290,5 +291,35 @@ fn a_recursive_delete_never_takes_a_protected_directory_another_registry_moves_i
         }
         assert_eq!(fixture.read("p/w/d/carrier/.env"), SECRET, "round {round}: `.env` was deleted");
         assert_eq!(fixture.read("p/w/d/carrier/readme.txt"), "carried\n", "round {round}");
+    }
+}
+
+/// A directory move that walks its tree for rules of its new place (`cfg/*.toml:ro`: nothing
+/// in it lands under one) beside a write of an ordinary file into it: both succeed, and the
+/// file is whole in one place, the directory's old one or its new one.
+#[test]
+fn a_directory_move_judged_at_its_new_place_and_a_write_into_it_both_succeed() {
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/stage", 40);
+        let registry = MountRegistry::builder()
+            .mount(fixture.spec("p", "/p", "rw;cfg/*.toml:ro"))
+            .name_rules(NameRule::defaults())
+            .build(vfs::ambient_authority())
+            .unwrap();
+        let agent = registry.agent();
+        let (written, moved) = race(
+            delay(round, 400),
+            || agent.write("/p/stage/notes.txt", "mine\n", &Precondition::Absent),
+            || agent.move_path("/p/stage", "/p/cfg", &Precondition::Any, &Precondition::Absent),
+        );
+        assert!(written.is_ok_and(|written| written.created), "round {round}");
+        assert_eq!(moved.unwrap().to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+        assert!(fixture.path("p/cfg/part0/file000.txt").is_file(), "round {round}");
+        let places: Vec<String> = ["p/stage/notes.txt", "p/cfg/notes.txt"]
+            .into_iter()
+            .filter_map(|place| std::fs::read_to_string(fixture.path(place)).ok())
+            .collect();
+        assert_eq!(places, ["mine\n"], "round {round}");
     }
 }
