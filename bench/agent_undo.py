@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An agent's `undo_changes` of a recursive delete (issue 24), one vfs build against another.
+"""An agent's `undo_changes` of a recursive delete, or of many changes (issue 24), one vfs
+build against another.
 
 For each round and each binary in turn: a tree of --files small files is written and synced to
 the disk, `vfs serve --journal` deletes it with `delete_file` (recursive), the disk is synced
@@ -7,9 +8,14 @@ again (so that the delete's own writeback is not counted), and `undo_changes` is
 request to answer over stdio (raw JSON-RPC lines, no SDK). Every file must be back with its
 content after each undo, or the run stops.
 
+With --writes N, the session instead writes N new files, one `write_file` each (N entries),
+and one `undo_changes {count: N}` undoes them all: what it costs to undo many entries rather
+than one large one. Every file must be gone after it.
+
 usage:
   python3 bench/agent_undo.py --vfs OLD --vfs NEW          # 10,000 files, 3 rounds
   python3 bench/agent_undo.py --vfs target/release/vfs --files 1000 --rounds 1
+  python3 bench/agent_undo.py --vfs OLD --vfs NEW --writes 1000
 """
 
 import argparse
@@ -39,12 +45,13 @@ def same_tree(directory, files):
     return sum(len(names) for _, _, names in os.walk(directory)) == files
 
 
-def one_round(binary, base, files):
+def one_round(binary, base, files, writes):
     work, journal = os.path.join(base, "w"), os.path.join(base, "j")
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(work)
     os.makedirs(journal)
-    tree(os.path.join(work, "tree"), files)
+    if not writes:
+        tree(os.path.join(work, "tree"), files)
     subprocess.run(["sync"], check=True)
     server = subprocess.Popen(
         [binary, "serve", "--mount", f"{work}:/w:rw", "--journal", journal, "--no-read-before-edit"],
@@ -70,6 +77,15 @@ def one_round(binary, base, files):
                      "clientInfo": {"name": "agent_undo", "version": "1"}}})
     server.stdout.readline()
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    if writes:
+        made = sum(call(index + 1, "write_file", {"path": f"/w/f{index}.txt", "content": f"file {index}\n"})
+                   for index in range(writes))
+        undone = call(writes + 1, "undo_changes", {"count": writes})
+        server.stdin.close()
+        server.wait()
+        if os.listdir(work):
+            raise SystemExit(f"{binary}: {len(os.listdir(work))} files were left after the undo")
+        return made, undone
     deleted = call(1, "delete_file", {"path": "/w/tree", "recursive": True})
     subprocess.run(["sync"], check=True)
     undone = call(2, "undo_changes", {})
@@ -85,14 +101,17 @@ def main():
     parser.add_argument("--vfs", action="append", required=True, help="a vfs binary (give two to compare)")
     parser.add_argument("--files", type=int, default=10_000, help="files in the tree (default 10,000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per binary (default 3)")
+    parser.add_argument("--writes", type=int, default=0,
+                        help="instead of a tree's delete, undo this many writes of one file each")
     args = parser.parse_args()
     undone = {binary: [] for binary in args.vfs}
     with tempfile.TemporaryDirectory() as scratch:
         for round_ in range(args.rounds):
             for binary in args.vfs:
-                delete, undo = one_round(binary, os.path.join(scratch, "run"), args.files)
+                change, undo = one_round(binary, os.path.join(scratch, "run"), args.files, args.writes)
                 undone[binary].append(undo)
-                print(f"round {round_ + 1}: {binary}: delete {delete * 1e3:.0f} ms, undo {undo * 1e3:.0f} ms",
+                what = f"{args.writes} writes" if args.writes else "delete"
+                print(f"round {round_ + 1}: {binary}: {what} {change * 1e3:.0f} ms, undo {undo * 1e3:.0f} ms",
                       flush=True)
     print()
     print("| binary | undo_changes, median | range |")

@@ -88,6 +88,7 @@ pub(crate) fn list(command: JournalCommand, authority: vfs::AmbientAuthority) ->
     let shown: Vec<&Entry> = entries
         .all()
         .iter()
+        .map(std::sync::Arc::as_ref)
         .rev()
         .filter(|entry| session.as_ref().is_none_or(|session| &entry.session == session))
         .filter(|entry| since.as_ref().is_none_or(|since| entry.time.as_str() >= since.as_str()))
@@ -270,6 +271,9 @@ pub(crate) fn undo(
     if any_place {
         journal.undo_from_any_place();
     }
+    // Each undo judges its entry from the log as it is then: read once, then what was
+    // appended since.
+    let _batch = journal.batch();
     let entries = journal.entries();
     let chosen = selected(&entries, selection)?;
     if chosen.is_empty() {

@@ -37,7 +37,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use vfs::{AppendFile, Keeper, Saved};
@@ -232,6 +232,8 @@ pub struct Journal {
     /// The entries whose images are kept, as this process counted them (`State::counted`
     /// says whether the count stands); used only by `Journal::bound`, under `writing`.
     live: Mutex<Live>,
+    /// What reads of the log took, kept while a batch is held ([`Journal::batch`]).
+    batching: Mutex<Batching>,
 }
 
 /// The entries whose images are kept (not dropped), oldest first, with their bytes: what the
@@ -401,6 +403,7 @@ impl Journal {
             compacting: Mutex::new(()),
             undoing: Mutex::default(),
             live: Mutex::new(Live::default()),
+            batching: Mutex::default(),
         }
     }
 
@@ -1196,7 +1199,7 @@ fn prepare(
     // The entries left out are forgotten: counted, with their times, in the log's one line
     // that says so.
     let mut forgotten: Option<Forgotten> = None;
-    lines_of(log, scan.end, false, |_, line| {
+    lines_of(log, 0, scan.end, false, |_, line| {
         match fates.get(index) {
             Some(Fate::Whole) => {
                 out.extend_from_slice(line);
@@ -1446,7 +1449,7 @@ impl Scan {
     /// left for what follows the scan (`end`).
     fn read(log: &vfs::ReadHandle) -> Result<Self, vfs::Error> {
         let mut scan = Self::default();
-        (scan.end, _) = lines_of(log, log.size(), false, |_, line| {
+        (scan.end, _) = lines_of(log, 0, log.size(), false, |_, line| {
             let what = match serde_json::from_slice::<Value>(line) {
                 Ok(value) => scan.note(&value),
                 Err(_) => What::Other,
@@ -1919,20 +1922,21 @@ fn each_line(access: &PrivilegedAccessor, each: impl FnMut(u64, &[u8])) -> Resul
     // Read from the file opened: a compaction that puts a new log in its place meanwhile
     // leaves this reader the whole of the one it began with.
     let log = access.open_read(LOG_FILE)?;
-    lines_of(&log, u64::MAX, true, each)
+    lines_of(&log, 0, u64::MAX, true, each)
 }
 
-/// Calls `each` with every whole line of `log` within its first `upto` bytes (without its
-/// newline) and the offset it begins at, and with `partial` a last line without its newline
+/// Calls `each` with every whole line of `log` from `from` (where a line begins) to `upto`
+/// (without its newline) and the offset it begins at, and with `partial` a last line without its newline
 /// too, reading a chunk at a time, so that a log of any length is read in the memory of one
 /// chunk and its longest line. Returns where the last whole line ends, and how much was read.
 fn lines_of(
     log: &vfs::ReadHandle,
+    from: u64,
     upto: u64,
     partial: bool,
     mut each: impl FnMut(u64, &[u8]),
 ) -> Result<(u64, u64), vfs::Error> {
-    let mut at = 0u64;
+    let mut at = from;
     let mut buffer: Vec<u8> = Vec::new();
     // How much of the buffer is known to hold no newline (a line longer than a chunk is
     // searched once, not again with each chunk added).
@@ -2024,23 +2028,78 @@ fn load(access: &PrivilegedAccessor) -> Vec<Entry> {
 /// [`load`], and where the log's whole lines it read end; `None` when the log could not be
 /// read.
 fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<Forgotten>)> {
-    let mut forgotten: Option<Forgotten> = None;
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut dropped = HashSet::new();
-    let mut intents = Vec::new();
-    let mut settled = HashSet::new();
-    let read = each_line(access, |at, line| {
+    let mut loaded = Loaded::default();
+    loaded.read(access).ok()?;
+    let (entries, forgotten) = loaded.listed();
+    Some((entries.into_iter().map(Arc::unwrap_or_clone).collect(), loaded.end, forgotten))
+}
+
+/// What has been read of the log: its entries (without their parts, read again when one is
+/// undone), and where the whole lines read end. Kept while a batch holds it
+/// ([`Journal::batch`]), so that each read takes only the lines appended since the last: the
+/// log is only appended to while its name gives the file read (a compaction puts a new file
+/// in its place), and the file is held open, so that its inode stays its own.
+#[derive(Debug, Default)]
+struct Loaded {
+    /// The log read, and what tells it from the file its name gives next.
+    log: Option<(vfs::ReadHandle, vfs::FileStamp)>,
+    /// Where the whole lines read end: a last line without its newline is being appended
+    /// (or was cut by a killed process, and is ended by the next append): read with what
+    /// follows it.
+    end: u64,
+    forgotten: Option<Forgotten>,
+    /// The entries, in the log's order.
+    entries: Vec<Arc<Entry>>,
+    /// The intents, in the log's order.
+    intents: Vec<Arc<Entry>>,
+    /// The calls that wrote an entry.
+    complete: HashSet<String>,
+    dropped: HashSet<String>,
+    settled: HashSet<String>,
+}
+
+impl Loaded {
+    /// Reads what was appended to the log since the last read; the whole log when it is
+    /// another file than the one read (compacted since), or shorter than what was read.
+    fn read(&mut self, access: &PrivilegedAccessor) -> Result<(), vfs::Error> {
+        // Read from the file opened: a compaction that puts a new log in its place meanwhile
+        // leaves this reader the whole of the one it began with.
+        let log = access.open_read(LOG_FILE)?;
+        let stamp = log.stamp();
+        let grown = match (&self.log, stamp) {
+            (Some((_, read)), Some(now)) => read.same_file(&now) && log.size() >= self.end,
+            _ => false,
+        };
+        if !grown {
+            *self = Self::default();
+        }
+        let read = lines_of(&log, self.end, u64::MAX, false, |at, line| self.take(at, line));
+        // Lines taken before a read that failed would be taken again by the next.
+        let (end, _) = read.inspect_err(|_| *self = Self::default())?;
+        self.end = end;
+        self.log = stamp.map(|stamp| (log, stamp));
+        // A `dropped` line follows its entry: marked on it, once.
+        for entry in self.entries.iter_mut().chain(&mut self.intents) {
+            if !entry.dropped && self.dropped.contains(&entry.id) {
+                Arc::make_mut(entry).dropped = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one line of the log, beginning at `at`.
+    fn take(&mut self, at: u64, line: &[u8]) {
         let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
         if let Some(more) = Forgotten::of(&value) {
-            Forgotten::add(&mut forgotten, more);
+            Forgotten::add(&mut self.forgotten, more);
             return;
         }
         if let Some(id) = value.get("dropped").and_then(Value::as_str) {
-            dropped.insert(id.to_owned());
+            self.dropped.insert(id.to_owned());
             return;
         }
         if let Some(call) = value.get("settled").and_then(Value::as_str) {
-            settled.insert(call.to_owned());
+            self.settled.insert(call.to_owned());
             return;
         }
         let incomplete = value.get("intent").is_some();
@@ -2057,7 +2116,7 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
                 .unwrap_or_default()
         };
         if value.get("dropped") == Some(&Value::Bool(true)) {
-            dropped.insert(text("id"));
+            self.dropped.insert(text("id"));
         }
         let parts = value.get("parts").and_then(Value::as_array);
         let entry = Entry {
@@ -2088,20 +2147,56 @@ fn load_ending(access: &PrivilegedAccessor) -> Option<(Vec<Entry>, u64, Option<F
             dropped: false,
             incomplete,
         };
-        if incomplete { intents.push(entry) } else { entries.push(entry) }
-    });
-    let (end, _) = read.ok()?;
-    // An intent is incomplete when its call has no entry and was not settled: the process
-    // stopped between the image and the change, or between the change and its entry.
-    let complete: HashSet<String> = entries.iter().map(|entry| entry.call.clone()).collect();
-    entries.extend(
-        intents.into_iter().filter(|intent| !complete.contains(&intent.call) && !settled.contains(&intent.call)),
-    );
-    for entry in &mut entries {
-        entry.dropped = dropped.contains(&entry.id);
+        if incomplete {
+            self.intents.push(Arc::new(entry));
+        } else {
+            self.complete.insert(entry.call.clone());
+            self.entries.push(Arc::new(entry));
+        }
     }
-    entries.sort_by(|a, b| a.id.cmp(&b.id));
-    Some((entries, end, forgotten))
+
+    /// The entries read, sorted by id, and what compactions forgot.
+    fn listed(&self) -> (Vec<Arc<Entry>>, Option<Forgotten>) {
+        // An intent is incomplete when its call has no entry and was not settled: the process
+        // stopped between the image and the change, or between the change and its entry.
+        let mut entries: Vec<Arc<Entry>> = self
+            .entries
+            .iter()
+            .chain(
+                self.intents
+                    .iter()
+                    .filter(|intent| !self.complete.contains(&intent.call) && !self.settled.contains(&intent.call)),
+            )
+            .cloned()
+            .collect();
+        // Mostly in order already (ids are times): the sort only checks it.
+        entries.sort_by(|a, b| a.id.cmp(&b.id));
+        (entries, self.forgotten.clone())
+    }
+}
+
+/// What reads of the log have taken, kept while a batch is held ([`Journal::batch`]).
+#[derive(Debug, Default)]
+struct Batching {
+    /// How many batches are held.
+    holders: usize,
+    loaded: Loaded,
+}
+
+/// A batch of reads of the journal ([`Journal::batch`]).
+#[derive(Debug)]
+pub struct Batch<'j> {
+    journal: &'j Journal,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let mut batching = self.journal.batching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        batching.holders -= 1;
+        if batching.holders == 0 {
+            batching.loaded = Loaded::default();
+        }
+    }
 }
 
 /// What can be done with an entry now.
@@ -2133,13 +2228,13 @@ impl EntryState {
 /// The entries of a journal, oldest first, with their states.
 #[derive(Debug)]
 pub struct Entries {
-    listed: Vec<Entry>,
+    listed: Vec<Arc<Entry>>,
     undone: HashSet<String>,
     forgotten: Option<Forgotten>,
 }
 
 impl Entries {
-    fn new(entries: Vec<Entry>, forgotten: Option<Forgotten>) -> Self {
+    fn new(entries: Vec<Arc<Entry>>, forgotten: Option<Forgotten>) -> Self {
         // Newest first: an undo is undone when a later entry undoes it, and so on.
         let mut undone = HashSet::new();
         for entry in entries.iter().rev() {
@@ -2154,7 +2249,7 @@ impl Entries {
 
     /// The entries, oldest first.
     #[must_use]
-    pub fn all(&self) -> &[Entry] {
+    pub fn all(&self) -> &[Arc<Entry>] {
         &self.listed
     }
 
@@ -2200,6 +2295,7 @@ impl Entries {
         let matching: Vec<&Entry> = self
             .listed
             .iter()
+            .map(Arc::as_ref)
             .filter(|entry| session.is_none_or(|session| entry.session == session))
             .filter(|entry| entry.id == id || (id.len() >= 6 && entry.id.starts_with(id)))
             .collect();
@@ -2215,6 +2311,7 @@ impl Entries {
     pub fn undoable_newest(&self, session: Option<&str>) -> Vec<&Entry> {
         self.listed
             .iter()
+            .map(Arc::as_ref)
             .rev()
             .filter(|entry| entry.undoes.is_none() && !self.undone.contains(&entry.id))
             .filter(|entry| session.is_none_or(|session| entry.session == session))
@@ -2262,9 +2359,17 @@ impl Journal {
     /// The journal's entries.
     #[must_use]
     pub fn entries(&self) -> Entries {
-        let Some((mut entries, _, forgotten)) = self.access().as_ref().and_then(load_ending) else {
-            return Entries::new(Vec::new(), None);
+        let Some(access) = self.access() else { return Entries::new(Vec::new(), None) };
+        let read = {
+            let mut batching = self.batching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if batching.holders > 0 {
+                batching.loaded.read(&access).map(|()| batching.loaded.listed())
+            } else {
+                let mut loaded = Loaded::default();
+                loaded.read(&access).map(|()| loaded.listed())
+            }
         };
+        let Ok((mut entries, forgotten)) = read else { return Entries::new(Vec::new(), None) };
         // An intent without its entry is a crash only when its call is over and wrote none.
         // A call of this process's, still running or over since the log was read (its entry
         // appended after the read passed), is none: left out, as its entry will be listed.
@@ -2275,6 +2380,17 @@ impl Journal {
         entries.retain(|entry| !(entry.incomplete && own(&entry.call)));
         drop(state);
         Entries::new(entries, forgotten)
+    }
+
+    /// Holds what reads of the log take (for as long as the batch is held, by any caller):
+    /// each [`Journal::entries`] then reads only the lines appended since the last, so that
+    /// undoing many entries, each judged from the log as it is then, reads the log once, not
+    /// once per entry (whose entries and undos it holds: a read a line). Let go of when the
+    /// last batch is dropped.
+    #[must_use = "the batch lasts while it is held"]
+    pub fn batch(&self) -> Batch<'_> {
+        self.batching.lock().unwrap_or_else(std::sync::PoisonError::into_inner).holders += 1;
+        Batch { journal: self }
     }
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
@@ -2802,6 +2918,87 @@ mod tests {
         let text = format!("{line}\n");
         journal.append(&journal.access().unwrap(), &text, vfs::HeldSyncs::default()).unwrap();
         text.len() as u64
+    }
+
+    /// Within a batch, each read of the entries takes only what was appended since the last
+    /// (another process's entry, a `dropped` line, an undo), and a last line without its
+    /// newline is taken once, when it is whole. A log replaced (a compaction), or one found
+    /// shorter than what was read, is read whole again. Out of a batch, nothing is kept.
+    #[test]
+    #[expect(clippy::disallowed_types, reason = "fixture: a journal's log replaced or cut on disk")]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a journal's log replaced or cut on disk")]
+    fn a_batch_reads_what_was_appended_since_and_a_replaced_log_whole() {
+        use std::io::Write as _;
+        let directory = tempfile::tempdir().unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let entry =
+            |id: &str| json!({ "id": id, "call": format!("c{id}"), "paths": [format!("/w/{id}")], "parts": [] });
+        let listed = |entries: &Entries| -> Vec<(String, EntryState)> {
+            entries.all().iter().map(|entry| (entry.id.clone(), entries.state(entry))).collect()
+        };
+        let ids = |list: &[(&str, EntryState)]| -> Vec<(String, EntryState)> {
+            list.iter().map(|(id, state)| ((*id).to_owned(), *state)).collect()
+        };
+        own_line(&journal, &entry("1"));
+        let batch = journal.batch();
+        assert_eq!(listed(&journal.entries()), ids(&[("1", EntryState::Undoable)]));
+        append_as_another(directory.path(), &entry("2"));
+        append_as_another(directory.path(), &json!({ "dropped": "1" }));
+        own_line(&journal, &json!({ "id": "3", "call": "c3", "undoes": "2", "parts": [] }));
+        assert_eq!(
+            listed(&journal.entries()),
+            ids(&[("1", EntryState::Dropped), ("2", EntryState::Undone), ("3", EntryState::Undoable)])
+        );
+        // Read on from where the last read ended, not from the start: a line already read,
+        // changed in place (which nothing that writes the log does), is not read again.
+        let log_path = directory.path().join("journal.jsonl");
+        let text = std::fs::read(&log_path).unwrap();
+        let at = text.windows(8).position(|bytes| bytes == br#""id":"1""#).unwrap() + 6;
+        std::os::unix::fs::FileExt::write_all_at(
+            &std::fs::File::options().write(true).open(&log_path).unwrap(),
+            b"0",
+            at as u64,
+        )
+        .unwrap();
+        own_line(&journal, &json!({ "settled": "c9" }));
+        assert_eq!(journal.entries().all()[0].id, "1");
+
+        // A line being appended: not an entry until its newline is there, then one.
+        let line = entry("4").to_string();
+        let mut log = std::fs::OpenOptions::new().append(true).open(&log_path).unwrap();
+        log.write_all(line.as_bytes()).unwrap();
+        assert_eq!(journal.entries().all().len(), 3);
+        log.write_all(b"\n").unwrap();
+        assert_eq!(
+            journal.entries().all().iter().map(|entry| entry.id.as_str()).collect::<Vec<_>>(),
+            ["1", "2", "3", "4"]
+        );
+
+        // A compaction's new log, put in place by rename: read whole.
+        let compacted = directory.path().join("compacted.jsonl");
+        // (longer than what was read: its length does not tell it from the log read)
+        let long = json!({ "id": "5", "call": "c5", "paths": ["/w/5"], "parts": [], "pad": "x".repeat(4096) });
+        std::fs::write(&compacted, format!("{long}\n")).unwrap();
+        std::fs::rename(&compacted, &log_path).unwrap();
+        assert_eq!(listed(&journal.entries()), ids(&[("5", EntryState::Undoable)]));
+        // The same file, cut shorter than what was read and written again: read whole.
+        let longer = format!("{}\n{}\n", entry("6"), entry("7"));
+        std::fs::OpenOptions::new().append(true).open(&log_path).unwrap().write_all(longer.as_bytes()).unwrap();
+        assert_eq!(journal.entries().all().len(), 3);
+        let file = std::fs::OpenOptions::new().write(true).open(&log_path).unwrap();
+        file.set_len(0).unwrap();
+        (&file).write_all(format!("{}\n", entry("8")).as_bytes()).unwrap();
+        assert_eq!(listed(&journal.entries()), ids(&[("8", EntryState::Undoable)]));
+
+        // Out of every batch, what was read is let go of.
+        let second = journal.batch();
+        drop(batch);
+        assert_eq!(journal.batching.lock().unwrap().loaded.entries.len(), 1);
+        drop(second);
+        assert!(journal.batching.lock().unwrap().loaded.entries.is_empty());
+        append_as_another(directory.path(), &entry("9"));
+        assert_eq!(journal.entries().all().len(), 2);
+        assert!(journal.batching.lock().unwrap().loaded.log.is_none());
     }
 
     /// What another process appends between this one's appends is noted as the stretch it

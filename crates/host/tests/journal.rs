@@ -1382,7 +1382,8 @@ fn a_compaction_past_its_bound_keeps_intents_undos_and_dropped_marks_as_readers_
     let entries = launch.journal().unwrap().entries();
     let state = |id: &str| entries.find(id).map(|entry| entries.state_text(entry));
     assert_eq!(state("1700000000000-0000b00002").as_deref(), Some("dropped"), "dropped, not forgotten");
-    let incomplete: Vec<&vfs_host::Entry> = entries.all().iter().filter(|entry| entry.incomplete).collect();
+    let incomplete: Vec<&vfs_host::Entry> =
+        entries.all().iter().map(std::sync::Arc::as_ref).filter(|entry| entry.incomplete).collect();
     assert_eq!(incomplete.len(), 1, "only the call that stopped in its only change");
     assert_eq!(incomplete[0].call, stopped);
     assert_eq!(entries.state_text(incomplete[0]), "not undoable (incomplete)");

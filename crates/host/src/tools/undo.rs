@@ -114,6 +114,9 @@ pub(super) fn run_undo_changes(
     if args.count == Some(0) {
         return Ok(refusal("`count` must be at least 1 (it is how many of your newest changes to undo)"));
     }
+    // Each undo judges its entry from the log as it is then: read once, then what was
+    // appended since.
+    let _batch = journal.batch();
     let entries = journal.entries();
     let chosen: Vec<&crate::Entry> = match &args.change_id {
         Some(id) => {

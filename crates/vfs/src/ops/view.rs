@@ -83,6 +83,14 @@ impl FileStamp {
         let changed = Duration::new(self.0[4], u32::try_from(self.0[5]).unwrap_or(0));
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).is_ok_and(|now| now > changed + Duration::from_secs(1))
     }
+
+    /// True when both stamps are of one file, whatever its content (the same device and
+    /// inode). Sound only while a handle of the first is held open: a file removed can give
+    /// its inode to another.
+    #[must_use]
+    pub fn same_file(&self, other: &FileStamp) -> bool {
+        self.0[..2] == other.0[..2]
+    }
 }
 
 impl ViewFile {
