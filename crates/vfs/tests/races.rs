@@ -323,3 +323,144 @@ fn a_directory_move_judged_at_its_new_place_and_a_write_into_it_both_succeed() {
         assert_eq!(places, ["mine\n"], "round {round}");
     }
 }
+
+/// A directory move judged at its new place (`cfg/*.toml:ro`) beside a write of a `.toml` file
+/// into it: the write comes first, and the move is refused with the exact refusal of a tree
+/// holding such a file, or the move comes first, and the write lands at its path, the
+/// directory's old place, made again. Never does the file move with its directory to where
+/// the rule makes it read-only (the move's walk and its rename are one step for the writes
+/// of the process: each write claims its place, ADR 0006).
+#[test]
+fn a_file_written_into_a_directory_being_moved_never_lands_under_a_rule_of_its_new_place() {
+    let mut orders = [0; 2];
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/stage", 40);
+        let registry = MountRegistry::builder()
+            .mount(fixture.spec("p", "/p", "rw;cfg/*.toml:ro"))
+            .name_rules(NameRule::defaults())
+            .build(vfs::ambient_authority())
+            .unwrap();
+        let agent = registry.agent();
+        let (written, moved) = race(
+            delay(round, 400),
+            || agent.write("/p/stage/settings.toml", "mine\n", &Precondition::Absent),
+            || agent.move_path("/p/stage", "/p/cfg", &Precondition::Any, &Precondition::Absent),
+        );
+        assert!(written.is_ok_and(|written| written.created), "round {round}");
+        assert!(!fixture.path("p/cfg/settings.toml").exists(), "round {round}: the file landed under the rule");
+        assert_eq!(fixture.read("p/stage/settings.toml"), "mine\n", "round {round}");
+        match moved {
+            Ok(moved) => {
+                assert_eq!(moved.to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+                assert!(fixture.path("p/cfg/part0/file000.txt").is_file(), "round {round}");
+                orders[1] += 1;
+            }
+            Err(refused) => {
+                assert_eq!(
+                    refused.to_string(),
+                    "cannot move `/p/stage` to `/p/cfg`: files in it would land on paths the operator keeps read-only there, which are read-only to you",
+                    "round {round}"
+                );
+                assert!(!fixture.path("p/cfg").exists(), "round {round}");
+                orders[0] += 1;
+            }
+        }
+    }
+    // Both orders came up (the delays spread the move across the write).
+    assert!(orders.iter().all(|&count| count > 0), "{orders:?}");
+}
+
+/// The same with a staged write (the FUSE view's, committed when the file is closed): the
+/// commit comes first, and the move is refused as for a tree holding the file, or the move
+/// comes first, and the commit writes nothing and says that the place changed. Never does the
+/// file land under the rule of the directory's new place.
+#[test]
+fn a_stage_committed_into_a_directory_being_moved_never_lands_under_a_rule_of_its_new_place() {
+    let mut orders = [0; 2];
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/stage", 40);
+        let registry = MountRegistry::builder()
+            .mount(fixture.spec("p", "/p", "rw;cfg/*.toml:ro"))
+            .name_rules(NameRule::defaults())
+            .build(vfs::ambient_authority())
+            .unwrap();
+        let agent = registry.agent();
+        let mut staged = agent.stage("/p/stage/settings.toml", vfs::StageFrom::Empty).unwrap();
+        staged.write_at(0, b"mine\n").unwrap();
+        // The commit is quick (a rename): it is the one started after the pause.
+        let (moved, committed) = race(
+            delay(round, 1500),
+            || agent.move_path("/p/stage", "/p/cfg", &Precondition::Any, &Precondition::Absent),
+            || staged.commit(&Precondition::Absent),
+        );
+        assert!(!fixture.path("p/cfg/settings.toml").exists(), "round {round}: the file landed under the rule");
+        match (committed, moved) {
+            (Ok(committed), Err(refused)) => {
+                assert!(committed.created, "round {round}");
+                assert_eq!(
+                    refused.to_string(),
+                    "cannot move `/p/stage` to `/p/cfg`: files in it would land on paths the operator keeps read-only there, which are read-only to you",
+                    "round {round}"
+                );
+                assert_eq!(fixture.read("p/stage/settings.toml"), "mine\n", "round {round}");
+                orders[0] += 1;
+            }
+            (Err(changed), Ok(moved)) => {
+                assert_eq!(
+                    changed.to_string(),
+                    "`/p/stage/settings.toml` changed while vfs was working on it; try again",
+                    "round {round}"
+                );
+                assert_eq!(moved.to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+                assert!(!fixture.path("p/stage").exists(), "round {round}");
+                assert_eq!(std::fs::read_dir(fixture.path("p/cfg")).unwrap().count(), 4, "round {round}");
+                orders[1] += 1;
+            }
+            (committed, moved) => panic!("round {round}: {committed:?} and {moved:?}"),
+        }
+    }
+    assert!(orders.iter().all(|&count| count > 0), "{orders:?}");
+}
+
+/// The same with a new directory (`cfg/*.d:hidden`): made first, the move is refused as for a
+/// tree holding it; the move first, the directory is made at its path, the old place made
+/// again. Never does the agent's directory land where the rule hides it.
+#[test]
+fn a_directory_made_in_a_directory_being_moved_never_lands_under_a_rule_of_its_new_place() {
+    let mut orders = [0; 2];
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fill(&fixture, "p/stage", 40);
+        let registry = MountRegistry::builder()
+            .mount(fixture.spec("p", "/p", "rw;cfg/*.d:hidden"))
+            .name_rules(NameRule::defaults())
+            .build(vfs::ambient_authority())
+            .unwrap();
+        let agent = registry.agent();
+        let (made, moved) = race(
+            delay(round, 400),
+            || agent.create_directory("/p/stage/conf.d"),
+            || agent.move_path("/p/stage", "/p/cfg", &Precondition::Any, &Precondition::Absent),
+        );
+        assert!(made.is_ok_and(|made| made.created), "round {round}");
+        assert!(!fixture.path("p/cfg/conf.d").exists(), "round {round}: the directory landed under the rule");
+        assert!(fixture.path("p/stage/conf.d").is_dir(), "round {round}");
+        match moved {
+            Ok(moved) => {
+                assert_eq!(moved.to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+                orders[1] += 1;
+            }
+            Err(refused) => {
+                assert_eq!(
+                    refused.to_string(),
+                    "cannot move `/p/stage` to `/p/cfg`: files in it would land on names the operator hides there, which are hidden from you",
+                    "round {round}"
+                );
+                orders[0] += 1;
+            }
+        }
+    }
+    assert!(orders.iter().all(|&count| count > 0), "{orders:?}");
+}

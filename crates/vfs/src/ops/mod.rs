@@ -469,8 +469,39 @@ impl<'r> Context<'r> {
         places: impl Fn(&T) -> Vec<Place>,
         find: impl Fn() -> Result<T, Error>,
     ) -> Result<(Claim<'r>, T), Error> {
+        let wanted = places(&find()?);
+        self.under_claim_from(wanted, path, places, find)
+    }
+
+    /// The place a write, a stage's commit or a new directory changes at `path`, claimed (ADR
+    /// 0006), then found under the claim by `find` (which may make missing parents): a move
+    /// or delete of a directory above it waits for the write, or the write for it, so that
+    /// the move's walk for rules of its new place and its rename are one step for the
+    /// writes of the process too. Claimed first where the path lies as written (the
+    /// canonical place where no link is on the way); where `find` lands elsewhere, that
+    /// place is claimed and found again.
+    pub(crate) fn under_write_claim<N: crate::gate::Need>(
+        &self,
+        path: &VirtualPath,
+        find: impl Fn() -> Result<crate::gate::Place<N>, Error>,
+    ) -> Result<(Claim<'r>, crate::gate::Place<N>), Error> {
+        let (mount, components) = self.registry.route(self.caller, path)?;
+        // Refused by name before anything is claimed: no call waits on a hidden place.
+        self.registry.check_names(self.caller, mount, &components, Access::Write, path)?;
+        let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+        let wanted = vec![self.registry.place(mount, &rel)];
+        self.under_claim_from(wanted, path, |found: &crate::gate::Place<N>| vec![self.place(found)], find)
+    }
+
+    /// [`Context::under_claim`] from the places `wanted`, claimed before `find` first runs.
+    fn under_claim_from<T>(
+        &self,
+        mut wanted: Vec<Place>,
+        path: &VirtualPath,
+        places: impl Fn(&T) -> Vec<Place>,
+        find: impl Fn() -> Result<T, Error>,
+    ) -> Result<(Claim<'r>, T), Error> {
         const ATTEMPTS: usize = 4;
-        let mut wanted = places(&find()?);
         for _ in 0..ATTEMPTS {
             let claim = crate::registry::CLAIMS.claim(&wanted, &self.deadline)?;
             let found = find()?;

@@ -415,7 +415,7 @@ impl Context<'_> {
             let message = format!("the content has {} bytes, more than the {cap}-byte write cap", content.len());
             return Err(Error::too_large(Some(&path), agent_text![message]));
         }
-        let located = self.locate::<gate::Write>(&path, false, true)?;
+        let (_claim, located) = self.under_write_claim(&path, || self.locate::<gate::Write>(&path, false, true))?;
         if Self::is_root(&located) {
             return Err(Error::not_a_file(&path));
         }
@@ -529,6 +529,9 @@ impl Context<'_> {
         precondition: &Precondition,
     ) -> Result<WriteOutcome, Error> {
         let store = self.store(place.mount);
+        // Claimed where it was staged (ADR 0006): no move of a directory above it in this
+        // process lands between the check that it is still there and the commit.
+        let _claim = crate::registry::CLAIMS.claim(&[self.place(place)], &self.deadline)?;
         let _lock = store.lock(&place.node, path)?;
         self.still_in_place(place, path)?;
         self.guard_git_directory(place.mount, &place.rel, Access::Write, path)?;
@@ -641,7 +644,7 @@ impl Context<'_> {
         exact: Option<u32>,
     ) -> Result<(CreateDirOutcome, Option<crate::storage::MadeAs>), Error> {
         let path = Self::parse(input)?;
-        let located = self.locate_directory_to_make(&path)?;
+        let (_claim, located) = self.under_write_claim(&path, || self.locate_directory_to_make(&path))?;
         if Self::is_root(&located) {
             return Ok((CreateDirOutcome { path, created: false }, None));
         }

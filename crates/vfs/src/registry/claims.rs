@@ -8,7 +8,9 @@
 //! file would be deleted, or carried to a mount without the rule. A move or delete claims
 //! every place it changes (a delete its tree, a move its source and its destination) before
 //! it checks them, and holds the claims until it has acted; a claim that overlaps one held
-//! (the same place, one inside the other) waits until that one is released.
+//! (the same place, one inside the other) waits until that one is released. A write, a
+//! stage's commit and a new directory claim their own place, so that none lands in a tree
+//! between a move's walk and its rename (a file brought under a rule of the tree's new place).
 //!
 //! Places are physical (a store's tree base, then the canonical path inside it) and the table
 //! is the process's own, not a registry's: two mounts of one directory, in one registry or in
@@ -38,10 +40,10 @@ struct Held {
     claims: Vec<(u64, Place)>,
 }
 
-/// The process's claims: every registry's moves and deletes claim here.
+/// The process's claims: every registry's moves, deletes and writes claim here.
 pub(crate) static CLAIMS: TreeClaims = TreeClaims::new();
 
-/// Held while a move or delete checks and changes its places; dropping it releases them.
+/// Held while a call checks and changes its places; dropping it releases them.
 pub(crate) struct Claim<'c> {
     claims: &'c TreeClaims,
     id: u64,
