@@ -638,7 +638,8 @@ impl Filesystem for View {
         }
         let result = (|| {
             let path = self.path(ino)?;
-            if flags.acc_mode() == OpenAccMode::O_RDONLY {
+            let truncating = flags.0 & O_TRUNC != 0;
+            if flags.acc_mode() == OpenAccMode::O_RDONLY && !truncating {
                 return self.open_for_reading(ino.0, &path);
             }
             let attributes = self.attributes(&path)?;
@@ -647,6 +648,13 @@ impl Filesystem for View {
             }
             if !attributes.writable() {
                 return Err(Errno::EROFS);
+            }
+            if flags.acc_mode() == OpenAccMode::O_RDONLY {
+                // Linux truncates a file opened for reading with `O_TRUNC` where the opener
+                // may write (`open(2)`: unspecified by POSIX); a read-only place refuses it
+                // above, as for any open that would write.
+                self.truncate(ino.0, 0, None)?;
+                return self.open_for_reading(ino.0, &path);
             }
             self.take_write()?;
             let writing = (|| -> Result<Writing, Errno> {

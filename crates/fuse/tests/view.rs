@@ -14,12 +14,14 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use vfs::{MountRegistry, MountSpec, NameRule};
 
 const EROFS: i32 = 30;
+/// `O_TRUNC`, as Linux numbers it.
+const O_TRUNC: i32 = 0o1000;
 const EACCES: i32 = 13;
 const EPERM: i32 = 1;
 const ENOTEMPTY: i32 = 39;
@@ -156,12 +158,23 @@ fn writes_where_the_rights_are_read_only_are_erofs() {
     assert_eq!(errno(fs::write(view.at("/src/new.txt"), b"x")), EROFS);
     assert_eq!(errno(fs::write(view.at("/src/a.txt"), b"x")), EROFS);
     assert_eq!(errno(OpenOptions::new().append(true).open(view.at("/src/a.txt"))), EROFS);
+    // An open for reading that truncates (`O_RDONLY|O_TRUNC`) would write too.
+    assert_eq!(errno(OpenOptions::new().read(true).custom_flags(O_TRUNC).open(view.at("/src/a.txt"))), EROFS);
     assert_eq!(errno(fs::remove_file(view.at("/src/a.txt"))), EROFS);
     assert_eq!(errno(fs::create_dir(view.at("/src/d"))), EROFS);
     assert_eq!(errno(fs::rename(view.at("/src/a.txt"), view.at("/w/a.txt"))), EROFS);
     // A read-only sub-path of a writable mount.
     assert_eq!(errno(fs::write(view.at("/w/docs/guide.md"), b"x")), EROFS);
     assert_eq!(errno(fs::write(view.at("/w/docs/new.md"), b"x")), EROFS);
+    // A file a name rule keeps read-only (the default `.git`) in a writable mount: no write
+    // bit, and every open that would write is `EROFS`, as under a read-only sub-path.
+    view.fixture.file("w/.git/config", b"[core]\n");
+    assert_eq!(fs::metadata(view.at("/w/.git/config")).unwrap().permissions().mode() & 0o222, 0);
+    assert_eq!(errno(OpenOptions::new().append(true).open(view.at("/w/.git/config"))), EROFS);
+    assert_eq!(errno(OpenOptions::new().write(true).open(view.at("/w/.git/config"))), EROFS);
+    assert_eq!(errno(OpenOptions::new().read(true).custom_flags(O_TRUNC).open(view.at("/w/.git/config"))), EROFS);
+    assert_eq!(errno(fs::remove_file(view.at("/w/.git/config"))), EROFS);
+    assert_eq!(fs::read(view.fixture.physical("w/.git/config")).unwrap(), b"[core]\n");
     assert_eq!(fs::read(view.fixture.physical("src/a.txt")).unwrap(), b"hello\n");
     assert_eq!(fs::read(view.fixture.physical("w/docs/guide.md")).unwrap(), b"# guide\n");
     assert!(!view.fixture.physical("w/docs/new.md").exists());
@@ -281,6 +294,13 @@ fn the_save_patterns_of_editors_and_tools_work() {
     log.write_all(b"b=3\n").unwrap();
     drop(log);
     assert_eq!(fs::read(view.at("/w/conf.txt")).unwrap(), b"a=2\nb=3\n");
+    // An open for reading with `O_TRUNC` truncates, as Linux does where one may write.
+    let mut emptied = OpenOptions::new().read(true).custom_flags(O_TRUNC).open(view.at("/w/conf.txt")).unwrap();
+    let mut seen = Vec::new();
+    emptied.read_to_end(&mut seen).unwrap();
+    assert_eq!((seen, fs::read(view.fixture.physical("w/conf.txt")).unwrap()), (Vec::new(), Vec::new()));
+    drop(emptied);
+    fs::write(view.at("/w/conf.txt"), b"a=2\nb=3\n").unwrap();
     // A truncation by size, with no handle (`truncate -s`).
     OpenOptions::new().write(true).open(view.at("/w/conf.txt")).unwrap().set_len(3).unwrap();
     assert_eq!(fs::read(view.fixture.physical("w/conf.txt")).unwrap(), b"a=2");

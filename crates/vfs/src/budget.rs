@@ -217,6 +217,17 @@ impl Deadline {
         Ok(())
     }
 
+    /// [`Deadline::check`] for a call waiting for another call's claim on a place of `path`'s
+    /// (ADR 0006): past its time, the answer says what it waited for, not what to narrow.
+    pub(crate) fn check_waiting(&self, path: &crate::path::VirtualPath) -> Result<(), Error> {
+        self.check().map_err(|error| match self.operation {
+            Some(operation) if error.kind() == crate::ErrorKind::TimedOut => {
+                Error::timed_out_waiting(operation, self.seconds, path)
+            }
+            _ => error,
+        })
+    }
+
     /// The instant the call must end, if any.
     pub(crate) fn at(&self) -> Option<Instant> {
         self.at

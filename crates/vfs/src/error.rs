@@ -553,6 +553,25 @@ impl Error {
         Self::build_hinted(ErrorKind::TimedOut, None, message, hint)
     }
 
+    /// A call stopped at its time budget while it waited for another call's claim on a place
+    /// that holds or lies inside `path` (a move or a delete, ADR 0006): nothing of its own to
+    /// narrow.
+    pub(crate) fn timed_out_waiting(operation: Operation, seconds: u64, path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::TimedOut,
+            Some(path),
+            agent_text![
+                "`",
+                operation,
+                format!(
+                    "` was stopped at its {seconds} s time budget while it waited for another call moving or deleting "
+                ),
+                code(path),
+                ", a directory above it or something inside it; try again once that call has answered"
+            ],
+        )
+    }
+
     /// A call its caller cancelled (an MCP client sends no answer for it).
     pub(crate) fn cancelled() -> Self {
         Self::build(ErrorKind::Cancelled, None, agent_text!["the call was cancelled"])

@@ -1012,8 +1012,17 @@ impl MountRegistry {
     /// The agent-facing mounts, sorted by root.
     #[must_use]
     pub fn agent_mounts(&self) -> Vec<MountInfo> {
-        let mut rows: Vec<MountInfo> = self
-            .inner
+        let mut rows = self.agent_mounts_as_given();
+        rows.sort_by(|left, right| left.root.cmp(&right.root));
+        rows
+    }
+
+    /// The agent-facing mounts in the order the launch gave them (`--mount` after `--mount`,
+    /// a settings file's or a crew's list as written): what "the first writable mount" means
+    /// to the one who wrote them.
+    #[must_use]
+    pub fn agent_mounts_as_given(&self) -> Vec<MountInfo> {
+        self.inner
             .mounts
             .iter()
             .filter(|mount| mount.visibility == Visibility::AgentFacing)
@@ -1029,9 +1038,7 @@ impl MountRegistry {
                     })
                     .collect(),
             })
-            .collect();
-        rows.sort_by(|left, right| left.root.cmp(&right.root));
-        rows
+            .collect()
     }
 
     /// Each agent-facing mount's root and a word naming where its files lie (a hash of the

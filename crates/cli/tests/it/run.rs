@@ -49,6 +49,11 @@ fn run_passes_the_commands_status_output_and_changes() {
     assert_eq!(std::fs::read_to_string(test.path().join("w/out.txt")).unwrap(), "made\n");
     let cwd = test.run(&[&["run"], &mounts[..], &["--cwd", "/src", "--", "pwd"]].concat());
     eqnice!("/src\n", cwd.stdout);
+    // The default is the first writable mount as the launch gave them, not as sorted.
+    test.dir("v");
+    let given =
+        test.run(&["run", "--mount", "./src:/src:ro", "--mount", "./w:/w:rw", "--mount", "./v:/b:rw", "--", "pwd"]);
+    eqnice!("/w\n", given.stdout);
     // A `--cwd` that is no directory of the tree is the command line's fault (2), not the
     // sandbox's (125).
     let missing = test.run(&[&["run"], &mounts[..], &["--cwd", "/nowhere", "--", "pwd"]].concat());
@@ -272,7 +277,7 @@ fn run_records_its_command_and_the_views_refusals_in_the_exchange_log() {
     assert_eq!(commands.len(), 1, "{text}");
     assert_eq!(
         commands[0]["arguments"],
-        serde_json::json!({ "argv": ["sh", "-c", "echo out; rm /k/kept.txt; exit 3"], "cwd": "/k" })
+        serde_json::json!({ "argv": ["sh", "-c", "echo out; rm /k/kept.txt; exit 3"], "cwd": "/w" })
     );
     let result = &commands[0]["result"];
     assert_eq!(result["exitCode"], 3);

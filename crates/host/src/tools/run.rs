@@ -113,7 +113,7 @@ impl Runner {
                 ..SandboxOptions::default()
             },
         )?;
-        let mounts = registry.agent_mounts();
+        let mounts = registry.agent_mounts_as_given();
         let default_cwd = mounts
             .iter()
             .find(|mount| mount.rights != "ro")

@@ -503,7 +503,7 @@ impl<'r> Context<'r> {
     ) -> Result<(Claim<'r>, T), Error> {
         const ATTEMPTS: usize = 4;
         for _ in 0..ATTEMPTS {
-            let claim = crate::registry::CLAIMS.claim(&wanted, &self.deadline)?;
+            let claim = crate::registry::CLAIMS.claim(&wanted, &self.deadline, path)?;
             let found = find()?;
             let now = places(&found);
             if now == wanted {

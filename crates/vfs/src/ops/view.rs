@@ -38,7 +38,8 @@ pub struct Attributes {
     /// The permission bits the store holds (`0o555` for a virtual directory); a view takes
     /// the write bits away where the rights do not allow writing.
     pub mode: u32,
-    /// The rights at the path: `ro`, `rw` or `rwnd` (`ro` above the mounts).
+    /// The rights at the path: `ro`, `rw` or `rwnd` (`ro` above the mounts, and where a name
+    /// rule keeps the path read-only: `**/*.md:ro`, the default `.git`).
     pub rights: &'static str,
 }
 
@@ -114,6 +115,17 @@ impl ViewFile {
 
 impl Context<'_> {
     /// The attributes at `input`, following an in-mount link to what it names.
+    /// The rights at `located` as a view shows them: `ro` where a name rule keeps the path
+    /// read-only, whatever the mount's rights (so that a program sees no write bit and an
+    /// open for writing is `EROFS`, as under a read-only sub-path).
+    fn rights_with_rules(&self, located: &super::Located) -> &'static str {
+        let ruled = self.registry.rules_for(self.caller, located.mount).and_then(|rules| rules.judge(&located.rel));
+        match ruled {
+            Some((crate::policy::RuleEffect::ReadOnly, _, _)) => "ro",
+            _ => self.rights_at(located),
+        }
+    }
+
     pub(crate) fn attributes(&self, input: &str) -> Result<Attributes, Error> {
         let path = Self::parse(input)?;
         let located = match self.locate::<gate::Read>(&path, true, false) {
@@ -151,7 +163,7 @@ impl Context<'_> {
             modified: time(stat.modified),
             changed: time(stat.changed),
             mode,
-            rights: self.rights_at(&located),
+            rights: self.rights_with_rules(&located),
         })
     }
 
