@@ -3,9 +3,10 @@
 //! The kinds are the core's ([`vfs::ErrorKind`]); the numbers are what programs in a shell
 //! expect for the same situation. Two rules shape it: a name the agent may not see is missing
 //! (`ENOENT`, never `EACCES`, so a hidden name and an internal root answer as absent ones), and
-//! a write where the rights say read-only is `EROFS` (the view asks for the rights before it
-//! writes; see `view.rs`), while other refusals of the rights (a delete under `rwnd`, a move
-//! that would carry a protected file out) are `EACCES`.
+//! a change where the rights or a name rule say read-only is `EROFS` (the view asks for the
+//! rights before it writes, see `view.rs`, and the core marks such refusals,
+//! `Error::is_read_only`: a new file a read-only glob matches), while other refusals of the
+//! rights (a delete under `rwnd`, a move that would carry a protected file out) are `EACCES`.
 
 use fuser::Errno;
 use vfs::ErrorKind;
@@ -16,6 +17,9 @@ pub(crate) fn of(error: &vfs::Error) -> Errno {
         ErrorKind::UnknownRoot | ErrorKind::NotFound => Errno::ENOENT,
         ErrorKind::InvalidPath | ErrorKind::InvalidArgument | ErrorKind::EditMismatch => Errno::EINVAL,
         ErrorKind::AlreadyExists => Errno::EEXIST,
+        // A place read-only to the agent (its rights, or a name rule): as a read-only file
+        // system answers.
+        ErrorKind::PermissionDenied if error.is_read_only() => Errno::EROFS,
         ErrorKind::PermissionDenied | ErrorKind::Escape => Errno::EACCES,
         ErrorKind::NotAFile => Errno::EISDIR,
         ErrorKind::NotADirectory => Errno::ENOTDIR,

@@ -215,7 +215,7 @@ fn a_mount_no_write_reaches_has_a_read_only_view_that_still_sees_changes() {
 /// tool's write through the writable mount changes a file the `ro` mount shows under another
 /// name, which the change feed does not name, and a view that kept the file's pages would go
 /// on showing the old content. Through the whole view the next `cat` sees the change at once.
-/// A write through the `ro` mount itself is refused in the shell as by the tools.
+/// A write through the `ro` mount itself is refused in the shell as by the tools (`EROFS`).
 #[test]
 fn a_read_only_mount_that_holds_a_writable_one_sees_its_changes_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -244,7 +244,7 @@ fn a_read_only_mount_that_holds_a_writable_one_sees_its_changes_at_once() {
     let outcome = shell(&sandbox, "cat /r/p/w/f.txt; echo x > /r/p/w/g.txt", "/");
     assert_eq!(outcome.ending, Ending::Exited(2));
     assert_eq!(text(&outcome.stdout.tail), "after!\n");
-    assert_eq!(text(&outcome.stderr.tail), "/bin/sh: 1: cannot create /r/p/w/g.txt: Permission denied\n");
+    assert_eq!(text(&outcome.stderr.tail), "/bin/sh: 1: cannot create /r/p/w/g.txt: Read-only file system\n");
     assert_eq!(
         registry.agent().write("/r/p/w/g.txt", "x", &Precondition::Any).unwrap_err().to_string(),
         "cannot write `/r/p/w/g.txt`: `/r` is mounted ro; mounts that grant write: `/w` (rw)"

@@ -174,7 +174,20 @@ fn writes_where_the_rights_are_read_only_are_erofs() {
     assert_eq!(errno(OpenOptions::new().write(true).open(view.at("/w/.git/config"))), EROFS);
     assert_eq!(errno(OpenOptions::new().read(true).custom_flags(O_TRUNC).open(view.at("/w/.git/config"))), EROFS);
     assert_eq!(errno(fs::remove_file(view.at("/w/.git/config"))), EROFS);
+    // New names there too (the core refuses them, marked read-only).
+    assert_eq!(errno(fs::write(view.at("/w/.git/new"), b"x")), EROFS);
+    assert_eq!(errno(fs::create_dir(view.at("/w/.git/more"))), EROFS);
+    fs::write(view.at("/w/loose.txt"), b"loose\n").unwrap();
+    assert_eq!(errno(fs::rename(view.at("/w/loose.txt"), view.at("/w/.git/loose.txt"))), EROFS);
+    assert_eq!(fs::read(view.fixture.physical("w/loose.txt")).unwrap(), b"loose\n");
+    // A new name the rule matches in a writable directory (`.git` anywhere).
+    fs::create_dir(view.at("/w/sub")).unwrap();
+    assert_eq!(errno(fs::write(view.at("/w/sub/.git"), b"x")), EROFS);
+    assert_eq!(errno(fs::create_dir(view.at("/w/sub/.git"))), EROFS);
+    assert_eq!(errno(fs::rename(view.at("/w/loose.txt"), view.at("/w/sub/.git"))), EROFS);
+    assert_eq!(names(&view.fixture.physical("w/sub")), Vec::<String>::new());
     assert_eq!(fs::read(view.fixture.physical("w/.git/config")).unwrap(), b"[core]\n");
+    assert!(!view.fixture.physical("w/.git/new").exists() && !view.fixture.physical("w/.git/more").exists());
     assert_eq!(fs::read(view.fixture.physical("src/a.txt")).unwrap(), b"hello\n");
     assert_eq!(fs::read(view.fixture.physical("w/docs/guide.md")).unwrap(), b"# guide\n");
     assert!(!view.fixture.physical("w/docs/new.md").exists());

@@ -217,12 +217,12 @@ impl Deadline {
         Ok(())
     }
 
-    /// [`Deadline::check`] for a call waiting for another call's claim on a place of `path`'s
+    /// [`Deadline::check`] for a call waiting for another call's claim on a place of its `paths`
     /// (ADR 0006): past its time, the answer says what it waited for, not what to narrow.
-    pub(crate) fn check_waiting(&self, path: &crate::path::VirtualPath) -> Result<(), Error> {
+    pub(crate) fn check_waiting(&self, paths: &[&crate::path::VirtualPath]) -> Result<(), Error> {
         self.check().map_err(|error| match self.operation {
             Some(operation) if error.kind() == crate::ErrorKind::TimedOut => {
-                Error::timed_out_waiting(operation, self.seconds, path)
+                Error::timed_out_waiting(operation, self.seconds, paths)
             }
             _ => error,
         })

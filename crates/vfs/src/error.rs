@@ -90,6 +90,8 @@ struct Inner {
     source: Option<std::io::Error>,
     unmet: Option<Unmet>,
     hint: Option<Hint>,
+    /// A refusal of a place that is read-only to the caller ([`Error::is_read_only`]).
+    read_only: bool,
 }
 
 /// An agent-safe error: a kind, the virtual path concerned, and a message naming only virtual
@@ -99,19 +101,43 @@ pub struct Error(Arc<Inner>);
 
 impl Error {
     fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText) -> Self {
-        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None, unmet: None, hint: None }))
+        Self(Arc::new(Inner {
+            kind,
+            path: path.cloned(),
+            message,
+            source: None,
+            unmet: None,
+            hint: None,
+            read_only: false,
+        }))
     }
 
     /// An error whose text says `hint` (the text holds it where it is to be worded).
     fn build_hinted(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText, hint: Hint) -> Self {
         debug_assert!(message.hints().any(|said| said == hint), "the text says the hint it carries");
-        Self(Arc::new(Inner { kind, path: path.cloned(), message, source: None, unmet: None, hint: Some(hint) }))
+        Self(Arc::new(Inner {
+            kind,
+            path: path.cloned(),
+            message,
+            source: None,
+            unmet: None,
+            hint: Some(hint),
+            read_only: false,
+        }))
     }
 
     /// A refusal because `unmet` did not hold at `path`.
     fn build_unmet(kind: ErrorKind, path: &VirtualPath, message: AgentText, unmet: Unmet) -> Self {
         let hint = message.hints().next();
-        Self(Arc::new(Inner { kind, path: Some(path.clone()), message, source: None, unmet: Some(unmet), hint }))
+        Self(Arc::new(Inner {
+            kind,
+            path: Some(path.clone()),
+            message,
+            source: None,
+            unmet: Some(unmet),
+            hint,
+            read_only: false,
+        }))
     }
 
     /// The kind, to match on.
@@ -210,6 +236,24 @@ impl Error {
             Some(path),
             agent_text!["cannot ", access.as_str(), " ", code(path), ": `", scope, "` is read-only (", class, ")"],
         )
+        .of_read_only_place()
+    }
+
+    /// Marks a refusal as one of a place read-only to the caller.
+    fn of_read_only_place(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            inner.read_only = true;
+        }
+        self
+    }
+
+    /// True when this refuses a change of a place that is read-only to the caller: its
+    /// mount or sub-path is mounted `ro`, or a name rule keeps it read-only (`**/*.lock:ro`,
+    /// the default `.git`). A file-system view answers it `EROFS`, as a read-only file system
+    /// would; other refusals of the rights (a delete under `rwnd`) are `EACCES`.
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.0.read_only
     }
 
     /// A change that would put `HEAD` beside `objects`, `refs` or `commondir` (`partner`, or the
@@ -318,7 +362,8 @@ impl Error {
                 grantors
             ]
         };
-        Self::build(ErrorKind::PermissionDenied, Some(path), message)
+        let refused = Self::build(ErrorKind::PermissionDenied, Some(path), message);
+        if rights == "ro" { refused.of_read_only_place() } else { refused }
     }
 
     /// A delete or move of a sub-path override's root whose holding directory does not grant
@@ -516,6 +561,7 @@ impl Error {
             source: Some(error),
             unmet: None,
             hint: None,
+            read_only: false,
         }))
     }
 
@@ -554,22 +600,35 @@ impl Error {
     }
 
     /// A call stopped at its time budget while it waited for another call's claim on a place
-    /// that holds or lies inside `path` (a move or a delete, ADR 0006): nothing of its own to
-    /// narrow.
-    pub(crate) fn timed_out_waiting(operation: Operation, seconds: u64, path: &VirtualPath) -> Self {
-        Self::build(
-            ErrorKind::TimedOut,
-            Some(path),
+    /// that holds or lies inside one of its `paths` (a move or a delete, ADR 0006): nothing of
+    /// its own to narrow.
+    pub(crate) fn timed_out_waiting(operation: Operation, seconds: u64, paths: &[&VirtualPath]) -> Self {
+        let stopped = format!(
+            "` was stopped at its {seconds} s time budget while it waited for another call moving or deleting "
+        );
+        let answered = "; try again once that call has answered";
+        let message = if let [one, other] = paths {
             agent_text![
                 "`",
                 operation,
-                format!(
-                    "` was stopped at its {seconds} s time budget while it waited for another call moving or deleting "
-                ),
-                code(path),
-                ", a directory above it or something inside it; try again once that call has answered"
-            ],
-        )
+                stopped,
+                code(one),
+                " or ",
+                code(other),
+                ", a directory above one of them or something inside one",
+                answered
+            ]
+        } else {
+            agent_text![
+                "`",
+                operation,
+                stopped,
+                code(paths[0]),
+                ", a directory above it or something inside it",
+                answered
+            ]
+        };
+        Self::build(ErrorKind::TimedOut, paths.first().copied(), message)
     }
 
     /// A call its caller cancelled (an MCP client sends no answer for it).

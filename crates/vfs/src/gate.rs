@@ -181,7 +181,7 @@ impl<'r> Context<'r> {
         recursive: bool,
     ) -> Result<(Claim<'r>, Place<Delete>, Stat), Error> {
         let (claim, place) = self.under_claim(
-            path,
+            &[path],
             |place: &Place<Delete>| vec![self.place(place)],
             || {
                 let place = self.locate::<Delete>(path, false, false)?;
@@ -216,7 +216,7 @@ impl<'r> Context<'r> {
     /// claim).
     pub(crate) fn claim_move(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<Claimed<'r>, Error> {
         let (claim, ((from, from_stat), to)) = self.under_claim(
-            source,
+            &[source, destination],
             |((from, _), to): &((Place<Delete>, Stat), Place<Write>)| vec![self.place(from), self.place(to)],
             || Ok((self.move_source(source, destination)?, self.move_destination(destination)?)),
         )?;

@@ -463,14 +463,16 @@ impl<'r> Context<'r> {
     /// is dropped (ADR 0006). Finding again matters: a move that held the place before this
     /// call could claim it may have moved a directory on its way. A path that leads elsewhere
     /// the second time is claimed again, a few times, then refused as changed.
+    /// `paths`: the call's paths, the first one named if the place changes, all of them if
+    /// the call's time runs out while it waits.
     pub(crate) fn under_claim<T>(
         &self,
-        path: &VirtualPath,
+        paths: &[&VirtualPath],
         places: impl Fn(&T) -> Vec<Place>,
         find: impl Fn() -> Result<T, Error>,
     ) -> Result<(Claim<'r>, T), Error> {
         let wanted = places(&find()?);
-        self.under_claim_from(wanted, path, places, find)
+        self.under_claim_from(wanted, paths, places, find)
     }
 
     /// The place a write, a stage's commit or a new directory changes at `path`, claimed (ADR
@@ -490,20 +492,20 @@ impl<'r> Context<'r> {
         self.registry.check_names(self.caller, mount, &components, Access::Write, path)?;
         let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
         let wanted = vec![self.registry.place(mount, &rel)];
-        self.under_claim_from(wanted, path, |found: &crate::gate::Place<N>| vec![self.place(found)], find)
+        self.under_claim_from(wanted, &[path], |found: &crate::gate::Place<N>| vec![self.place(found)], find)
     }
 
     /// [`Context::under_claim`] from the places `wanted`, claimed before `find` first runs.
     fn under_claim_from<T>(
         &self,
         mut wanted: Vec<Place>,
-        path: &VirtualPath,
+        paths: &[&VirtualPath],
         places: impl Fn(&T) -> Vec<Place>,
         find: impl Fn() -> Result<T, Error>,
     ) -> Result<(Claim<'r>, T), Error> {
         const ATTEMPTS: usize = 4;
         for _ in 0..ATTEMPTS {
-            let claim = crate::registry::CLAIMS.claim(&wanted, &self.deadline, path)?;
+            let claim = crate::registry::CLAIMS.claim(&wanted, &self.deadline, paths)?;
             let found = find()?;
             let now = places(&found);
             if now == wanted {
@@ -512,7 +514,7 @@ impl<'r> Context<'r> {
             drop(claim);
             wanted = now;
         }
-        Err(Error::changed_during_call(path))
+        Err(Error::changed_during_call(paths[0]))
     }
 
     /// The place a claim on a located place covers.

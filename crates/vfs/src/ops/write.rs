@@ -531,7 +531,7 @@ impl Context<'_> {
         let store = self.store(place.mount);
         // Claimed where it was staged (ADR 0006): no move of a directory above it in this
         // process lands between the check that it is still there and the commit.
-        let _claim = crate::registry::CLAIMS.claim(&[self.place(place)], &self.deadline, path)?;
+        let _claim = crate::registry::CLAIMS.claim(&[self.place(place)], &self.deadline, &[path])?;
         let _lock = store.lock(&place.node, path)?;
         self.still_in_place(place, path)?;
         self.guard_git_directory(place.mount, &place.rel, Access::Write, path)?;

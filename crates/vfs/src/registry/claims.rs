@@ -76,11 +76,16 @@ impl TreeClaims {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Claims every place of `places` (of the call's `path`) at once, waiting while any
+    /// Claims every place of `places` (of the call's `paths`) at once, waiting while any
     /// overlaps a claim held by another call, for as long as the call's clock allows (a wait
     /// past it ends the call as timed out, saying what it waited for; a cancel as cancelled).
     /// All at once, so two calls never each hold one place the other waits for.
-    pub(crate) fn claim(&self, places: &[Place], deadline: &Deadline, path: &VirtualPath) -> Result<Claim<'_>, Error> {
+    pub(crate) fn claim(
+        &self,
+        places: &[Place],
+        deadline: &Deadline,
+        paths: &[&VirtualPath],
+    ) -> Result<Claim<'_>, Error> {
         let mut held = self.lock();
         loop {
             let busy = places.iter().any(|place| held.claims.iter().any(|(_, other)| overlaps(place, other)));
@@ -90,7 +95,7 @@ impl TreeClaims {
                 held.claims.extend(places.iter().map(|place| (id, place.clone())));
                 return Ok(Claim { claims: self, id });
             }
-            deadline.check_waiting(path)?;
+            deadline.check_waiting(paths)?;
             let wait = deadline.at().map_or(POLL, |at| at.saturating_duration_since(Instant::now()).min(POLL));
             held = self.released.wait_timeout(held, wait).unwrap_or_else(PoisonError::into_inner).0;
         }
@@ -124,13 +129,13 @@ mod tests {
     #[test]
     fn an_overlapping_claim_waits_for_the_release() {
         let claims = TreeClaims::new();
-        let first = claims.claim(&[place(0, "a")], &Deadline::never(), &path("/w/a")).unwrap();
+        let first = claims.claim(&[place(0, "a")], &Deadline::never(), &[&path("/w/a")]).unwrap();
         // Another tree, and a sibling, are not held up.
-        drop(claims.claim(&[place(1, "a"), place(0, "b")], &Deadline::never(), &path("/w/b")).unwrap());
+        drop(claims.claim(&[place(1, "a"), place(0, "b")], &Deadline::never(), &[&path("/w/b")]).unwrap());
         let released = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                let _second = claims.claim(&[place(0, "a/b")], &Deadline::never(), &path("/w/a/b")).unwrap();
+                let _second = claims.claim(&[place(0, "a/b")], &Deadline::never(), &[&path("/w/a/b")]).unwrap();
                 assert!(released.load(std::sync::atomic::Ordering::SeqCst));
             });
             std::thread::sleep(Duration::from_millis(30));
@@ -144,10 +149,10 @@ mod tests {
     #[test]
     fn a_claim_that_waits_past_its_calls_time_says_what_it_waited_for() {
         let claims = TreeClaims::new();
-        let _held = claims.claim(&[place(0, "a")], &Deadline::never(), &path("/w/a")).unwrap();
+        let _held = claims.claim(&[place(0, "a")], &Deadline::never(), &[&path("/w/a")]).unwrap();
         let deadline =
             crate::Budget::unlimited().with_time(Duration::from_millis(20)).start(crate::hint::Operation::Write);
-        let Err(error) = claims.claim(&[place(0, "a/b/new.txt")], &deadline, &path("/w/a/b/new.txt")) else {
+        let Err(error) = claims.claim(&[place(0, "a/b/new.txt")], &deadline, &[&path("/w/a/b/new.txt")]) else {
             panic!("the claim did not wait");
         };
         assert_eq!(
@@ -156,6 +161,17 @@ mod tests {
                 crate::ErrorKind::TimedOut,
                 "`write` was stopped at its 1 s time budget while it waited for another call moving or deleting `/w/a/b/new.txt`, a directory above it or something inside it; try again once that call has answered".to_owned()
             )
+        );
+        // A move waits for either of its places: both are named.
+        let deadline =
+            crate::Budget::unlimited().with_time(Duration::from_millis(20)).start(crate::hint::Operation::Move);
+        let Err(error) = claims.claim(&[place(0, "c"), place(0, "a/d")], &deadline, &[&path("/w/c"), &path("/w/a/d")])
+        else {
+            panic!("the claim did not wait");
+        };
+        assert_eq!(
+            error.to_string(),
+            "`move` was stopped at its 1 s time budget while it waited for another call moving or deleting `/w/c` or `/w/a/d`, a directory above one of them or something inside one; try again once that call has answered"
         );
     }
 }
