@@ -353,7 +353,7 @@ impl View {
     /// A stage at `path` holding what `staged` holds.
     fn restage(&self, staged: &StagedWrite, path: &str) -> Result<StagedWrite, Errno> {
         let refused = |error: &vfs::Error| self.refused("write", path, error);
-        let mut moved = self.changing().stage(path, StageFrom::Empty).map_err(|error| refused(&error))?;
+        let mut moved = self.changing().stage_in_place(path, StageFrom::Empty).map_err(|error| refused(&error))?;
         let mut offset = 0;
         while offset < staged.len() {
             let want = usize::try_from((staged.len() - offset).min(1 << 20)).unwrap_or(1 << 20);
@@ -380,7 +380,8 @@ impl View {
         }
         if writing.staged.is_none() {
             let path = lock(&self.inodes).path(writing.ino).ok_or(Errno::ENOENT)?;
-            let staged = self.changing().stage(&path, from).map_err(|error| self.refused("write", &path, &error))?;
+            let staged =
+                self.changing().stage_in_place(&path, from).map_err(|error| self.refused("write", &path, &error))?;
             writing.staged = Some(staged);
         }
         Ok(())
@@ -409,7 +410,7 @@ impl View {
         let base = self.base(&path)?;
         let mut staged = self
             .changing()
-            .stage(&path, if size == 0 { StageFrom::Empty } else { StageFrom::Current })
+            .stage_in_place(&path, if size == 0 { StageFrom::Empty } else { StageFrom::Current })
             .map_err(|error| self.refused("truncate", &path, &error))?;
         staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error))?;
         staged.commit(&base).map_err(|error| self.refused("truncate", &path, &error))?;
@@ -917,8 +918,8 @@ impl Filesystem for View {
             return reply.error(errno);
         }
         let result = self.child(parent, name).and_then(|path| {
-            // The directory must still be there: a stage makes missing parents, as a write
-            // does, and a directory removed beside the view is not brought back by a create.
+            // The directory must still be there: a directory removed beside the view is not
+            // brought back by a create (nor by the stage, which makes no parents).
             let directory = self.attributes(&self.path(parent)?)?;
             if directory.kind != EntryKind::Directory {
                 return Err(Errno::ENOTDIR);
@@ -928,7 +929,7 @@ impl Filesystem for View {
             }
             let staged = self
                 .changing()
-                .stage(&path, StageFrom::Empty)
+                .stage_in_place(&path, StageFrom::Empty)
                 .map_err(|error| self.refused("create", &path, &error))?;
             let outcome =
                 staged.commit(&Precondition::Absent).map_err(|error| self.refused("create", &path, &error))?;

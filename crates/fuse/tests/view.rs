@@ -291,6 +291,19 @@ fn a_file_open_for_writing_is_committed_where_it_is_at_its_close_and_judged_ther
     assert_eq!(errno(file.sync_all()), rustix::io::Errno::STALE.raw_os_error());
     drop(file);
     assert_eq!(fs::read(view.fixture.physical("w/d4/g.txt")).unwrap(), b"g\n");
+    // Its directory removed on disk after a commit: the next write is refused as missing,
+    // and the directory is not made again.
+    fs::create_dir(view.fixture.physical("w/d5")).unwrap();
+    fs::write(view.fixture.physical("w/d5/h.txt"), b"h\n").unwrap();
+    let mut file = OpenOptions::new().write(true).open(view.at("/w/d5/h.txt")).unwrap();
+    file.write_all(b"one\n").unwrap();
+    file.sync_all().unwrap();
+    assert_eq!(fs::read(view.fixture.physical("w/d5/h.txt")).unwrap(), b"one\n");
+    fs::remove_dir_all(view.fixture.physical("w/d5")).unwrap();
+    let again = file.write_all(b"two\n").and_then(|()| file.sync_all());
+    assert_eq!(errno(again), rustix::io::Errno::NOENT.raw_os_error());
+    drop(file);
+    assert!(!view.fixture.physical("w/d5").exists());
 }
 
 #[test]

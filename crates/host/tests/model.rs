@@ -6,14 +6,14 @@
 //!
 //! | physical | virtual | protection |
 //! |---|---|---|
-//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro`; rules `area/vault:hidden`, `area/docs/*.md:ro`, `**/*.secret:hidden`, `area/café:hidden` (written in NFC, held on disk in NFD) |
+//! | `S/outer` | `/w` (rw) | overrides `proj/lib:ro`, `proj/keep:rwnd`, `sys/logsro:ro`; rules `area/vault:hidden`, `area/docs/*.md:ro`, `area/cfg/*.toml:ro` (no `cfg` at launch), `**/*.secret:hidden`, `area/café:hidden` (written in NFC, held on disk in NFD) |
 //! | `S/outer/nest/inner` | `/r` (ro) | a read-only mount nested in the writable one |
 //! | `S/outer/sys/logsro/logs` | `/llm-logs` (internal) | the exchange log, under the read-only override |
 //! | `S/out` | `/o` (rw) | a second writable mount, for moves across mounts |
 //!
 //! The model is what must not change: every byte under `proj/lib`, `sys/logsro` (the exchange log files
 //! this run appends aside), the nested mount and the hidden `area/vault` and `area/café`, and
-//! every `.md` file of `area/docs`, each where the launch found it; every file under `proj/keep` still there; the
+//! every `.md` file of `area/docs`, each where the launch found it, and no `.toml` ever in `area/cfg`; every file under `proj/keep` still there; the
 //! directories `nest` and `nest/inner` where the launch found them; no file planted in another
 //! case of a protected place (`proj/LIB/x`), or in the other Unicode normalization of one
 //! (`area/café/x` beside the disk's `area/cafe\u{301}`), which a disk that ignores case or
@@ -101,6 +101,11 @@ const PATHS: &[&str] = &[
     "/w/area/docs/x.txt",
     "/w/area/notes.secret",
     "/w/tmp/vault",
+    // A place whose rule (`area/cfg/*.toml:ro`) has nothing to protect at launch: no `.toml`
+    // may ever appear there, written, moved there alone or with its directory.
+    "/w/area/cfg",
+    "/w/area/cfg/x.toml",
+    "/w/tmp/x.toml",
     // The hidden `café`, in the disk's NFD and in the NFC the rule is written in.
     "/w/area/cafe\u{301}",
     "/w/area/cafe\u{301}/menu.txt",
@@ -126,6 +131,7 @@ const FOLDED_PARTS: &[(&str, Option<&str>)] = &[
     ("outer/sys/logsro/", None),
     ("outer/area/vault/", None),
     ("outer/area/docs/", Some(".md")),
+    ("outer/area/cfg/", Some(".toml")),
     ("outer/area/cafe\u{301}/", None),
 ];
 
@@ -254,7 +260,7 @@ impl World {
         std::fs::write(root.join("outer/sys/logsro/logs/secret.jsonl"), format!("{{\"x\": \"{SECRET}\"}}\n")).unwrap();
         let options = LaunchOptions {
             mounts: vec![
-                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro;area/vault:hidden;area/docs/*.md:ro;**/*.secret:hidden;area/caf\u{e9}:hidden"
+                "outer:/w:rw;proj/lib:ro;proj/keep:rwnd;sys/logsro:ro;area/vault:hidden;area/docs/*.md:ro;area/cfg/*.toml:ro;**/*.secret:hidden;area/caf\u{e9}:hidden"
                     .to_owned(),
                 "outer/nest/inner:/r:ro".to_owned(),
                 "out:/o:rw".to_owned(),
@@ -335,6 +341,13 @@ impl World {
                 after
             );
         }
+        // Nothing was there for `area/cfg/*.toml:ro` to protect, and the agent can author none.
+        let authored: Vec<PathBuf> = files_under(&self.dir.path().join("outer/area/cfg"))
+            .into_iter()
+            .filter(|file| file.parent().and_then(Path::file_name) == Some("cfg".as_ref()))
+            .filter(|file| file.extension().is_some_and(|extension| extension == "toml"))
+            .collect();
+        prop_assert!(authored.is_empty(), "{:?} appeared under `area/cfg/*.toml:ro` after {}", authored, after);
         for (path, inode) in &self.pinned {
             let found = std::fs::metadata(path).map(|metadata| metadata.ino()).ok();
             prop_assert_eq!(found, Some(*inode), "{} moved after {}", path.display(), after);
@@ -535,6 +548,19 @@ fn the_known_attacks_fail() {
             Step::Together(
                 Box::new(Step::Move("/w/tmp", "/o/dir", false)),
                 Box::new(Step::Move("/w/area", "/w/tmp/vault", false)),
+            ),
+        ],
+        // Bring a file under a rule of a new place: a directory holding `x.toml` moved to
+        // `area/cfg`, a file moved there alone, and a write racing the directory's move.
+        vec![
+            Step::Write("/w/tmp/x.toml", "pwned\n", false),
+            Step::Move("/w/tmp", "/w/area/cfg", false),
+            Step::Move("/w/tmp/x.toml", "/w/area/cfg/x.toml", false),
+            Step::Delete("/w/tmp/x.toml", false),
+            Step::CreateDirectory("/w/tmp"),
+            Step::Together(
+                Box::new(Step::Write("/w/tmp/x.toml", "pwned\n", false)),
+                Box::new(Step::Move("/w/tmp", "/w/area/cfg", false)),
             ),
         ],
         // Take a no-delete file away by moving its directory, or itself.

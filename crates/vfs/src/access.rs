@@ -199,8 +199,21 @@ impl AgentAccessor {
     /// made, as a write makes them); at most the registry's write cap in bytes. For a front
     /// end that writes files piece by piece (a file system view).
     pub fn stage(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
+        self.stage_with(path, from, true)
+    }
+
+    /// [`AgentAccessor::stage`] of a file whose directory must be there: its parents are not
+    /// made. For a view's file that is open, or made in a directory it found: a directory
+    /// removed beside the view since is not brought back, and the stage is refused as not
+    /// found.
+    pub fn stage_in_place(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
+        self.stage_with(path, from, false)
+    }
+
+    fn stage_with(&self, path: &str, from: StageFrom, make_parents: bool) -> Result<StagedWrite, Error> {
         let call = self.budget.call();
-        let (path, place, staged) = self.run(Operation::Write, path, |context| context.stage(path, from))?;
+        let (path, place, staged) =
+            self.run(Operation::Write, path, |context| context.stage(path, from, make_parents))?;
         Ok(StagedWrite { registry: self.registry.clone(), caller: Caller::Agent, call, path, place, staged })
     }
 
@@ -541,7 +554,7 @@ impl PrivilegedAccessor {
     pub fn stage(&self, path: &str, from: StageFrom) -> Result<StagedWrite, Error> {
         let call = CallId::new();
         let context = Context::new(&self.registry.inner, self.caller(), Deadline::never(), call.clone());
-        let result = audited(self.caller(), Operation::Write, path, &call, || context.stage(path, from));
+        let result = audited(self.caller(), Operation::Write, path, &call, || context.stage(path, from, true));
         self.registry.inner.call_ended(&call);
         let (path, place, staged) = result?;
         Ok(StagedWrite { registry: self.registry.clone(), caller: self.caller(), call, path, place, staged })

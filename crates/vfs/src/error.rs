@@ -94,6 +94,13 @@ struct Inner {
     read_only: bool,
 }
 
+impl Inner {
+    /// An error of `kind` at `path` saying `message`, and nothing more.
+    fn new(kind: ErrorKind, path: Option<VirtualPath>, message: AgentText) -> Self {
+        Self { kind, path, message, source: None, unmet: None, hint: None, read_only: false }
+    }
+}
+
 /// An agent-safe error: a kind, the virtual path concerned, and a message naming only virtual
 /// paths.
 #[derive(Clone)]
@@ -101,43 +108,19 @@ pub struct Error(Arc<Inner>);
 
 impl Error {
     fn build(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText) -> Self {
-        Self(Arc::new(Inner {
-            kind,
-            path: path.cloned(),
-            message,
-            source: None,
-            unmet: None,
-            hint: None,
-            read_only: false,
-        }))
+        Self(Arc::new(Inner::new(kind, path.cloned(), message)))
     }
 
     /// An error whose text says `hint` (the text holds it where it is to be worded).
     fn build_hinted(kind: ErrorKind, path: Option<&VirtualPath>, message: AgentText, hint: Hint) -> Self {
         debug_assert!(message.hints().any(|said| said == hint), "the text says the hint it carries");
-        Self(Arc::new(Inner {
-            kind,
-            path: path.cloned(),
-            message,
-            source: None,
-            unmet: None,
-            hint: Some(hint),
-            read_only: false,
-        }))
+        Self(Arc::new(Inner { hint: Some(hint), ..Inner::new(kind, path.cloned(), message) }))
     }
 
     /// A refusal because `unmet` did not hold at `path`.
     fn build_unmet(kind: ErrorKind, path: &VirtualPath, message: AgentText, unmet: Unmet) -> Self {
         let hint = message.hints().next();
-        Self(Arc::new(Inner {
-            kind,
-            path: Some(path.clone()),
-            message,
-            source: None,
-            unmet: Some(unmet),
-            hint,
-            read_only: false,
-        }))
+        Self(Arc::new(Inner { unmet: Some(unmet), hint, ..Inner::new(kind, Some(path.clone()), message) }))
     }
 
     /// The kind, to match on.
@@ -554,15 +537,8 @@ impl Error {
             std::io::ErrorKind::InvalidData => "the file is not valid UTF-8 text".to_owned(),
             other => format!("the host reported: {}", describe_io_kind(other)),
         };
-        Self(Arc::new(Inner {
-            kind: ErrorKind::Io,
-            path: Some(path.clone()),
-            message: agent_text![code(path), ": ", description],
-            source: Some(error),
-            unmet: None,
-            hint: None,
-            read_only: false,
-        }))
+        let message = agent_text![code(path), ": ", description];
+        Self(Arc::new(Inner { source: Some(error), ..Inner::new(ErrorKind::Io, Some(path.clone()), message) }))
     }
 
     /// An object store that kept failing after retries. The store's own error is logged for

@@ -57,6 +57,26 @@ fn fill(fixture: &Fixture, directory: &str, count: usize) {
     }
 }
 
+/// `p/stage` holding 40 files, mounted at `/p` with the mount string's `rights` and the
+/// default name rules: the directory the move tests move to `/p/cfg`.
+fn stage_under(rights: &str) -> (Fixture, MountRegistry) {
+    let fixture = Fixture::new();
+    fill(&fixture, "p/stage", 40);
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("p", "/p", rights))
+        .name_rules(NameRule::defaults())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    (fixture, registry)
+}
+
+/// The moves of `/p/stage` to `/p/cfg`, and their refusal when files would land on `landing`.
+const MOVED: &str = "moved `/p/stage` to `/p/cfg`";
+
+fn refused_onto(landing: &str) -> String {
+    format!("cannot move `/p/stage` to `/p/cfg`: files in it would land on {landing}")
+}
+
 fn defaults(fixture: &Fixture) -> (MountRegistry, AgentAccessor) {
     let registry = MountRegistry::builder()
         .mount(fixture.spec("p", "/p", "rw"))
@@ -300,13 +320,7 @@ fn a_recursive_delete_never_takes_a_protected_directory_another_registry_moves_i
 #[test]
 fn a_directory_move_judged_at_its_new_place_and_a_write_into_it_both_succeed() {
     for round in 0..ROUNDS {
-        let fixture = Fixture::new();
-        fill(&fixture, "p/stage", 40);
-        let registry = MountRegistry::builder()
-            .mount(fixture.spec("p", "/p", "rw;cfg/*.toml:ro"))
-            .name_rules(NameRule::defaults())
-            .build(vfs::ambient_authority())
-            .unwrap();
+        let (fixture, registry) = stage_under("rw;cfg/*.toml:ro");
         let agent = registry.agent();
         let (written, moved) = race(
             delay(round, 400),
@@ -314,7 +328,7 @@ fn a_directory_move_judged_at_its_new_place_and_a_write_into_it_both_succeed() {
             || agent.move_path("/p/stage", "/p/cfg", &Precondition::Any, &Precondition::Absent),
         );
         assert!(written.is_ok_and(|written| written.created), "round {round}");
-        assert_eq!(moved.unwrap().to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+        assert_eq!(moved.unwrap().to_text(), MOVED, "round {round}");
         assert!(fixture.path("p/cfg/part0/file000.txt").is_file(), "round {round}");
         let places: Vec<String> = ["p/stage/notes.txt", "p/cfg/notes.txt"]
             .into_iter()
@@ -334,13 +348,7 @@ fn a_directory_move_judged_at_its_new_place_and_a_write_into_it_both_succeed() {
 fn a_file_written_into_a_directory_being_moved_never_lands_under_a_rule_of_its_new_place() {
     let mut orders = [0; 2];
     for round in 0..ROUNDS {
-        let fixture = Fixture::new();
-        fill(&fixture, "p/stage", 40);
-        let registry = MountRegistry::builder()
-            .mount(fixture.spec("p", "/p", "rw;cfg/*.toml:ro"))
-            .name_rules(NameRule::defaults())
-            .build(vfs::ambient_authority())
-            .unwrap();
+        let (fixture, registry) = stage_under("rw;cfg/*.toml:ro");
         let agent = registry.agent();
         let (written, moved) = race(
             delay(round, 400),
@@ -352,14 +360,14 @@ fn a_file_written_into_a_directory_being_moved_never_lands_under_a_rule_of_its_n
         assert_eq!(fixture.read("p/stage/settings.toml"), "mine\n", "round {round}");
         match moved {
             Ok(moved) => {
-                assert_eq!(moved.to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+                assert_eq!(moved.to_text(), MOVED, "round {round}");
                 assert!(fixture.path("p/cfg/part0/file000.txt").is_file(), "round {round}");
                 orders[1] += 1;
             }
             Err(refused) => {
                 assert_eq!(
                     refused.to_string(),
-                    "cannot move `/p/stage` to `/p/cfg`: files in it would land on paths the operator keeps read-only there, which are read-only to you",
+                    refused_onto("paths the operator keeps read-only there, which are read-only to you"),
                     "round {round}"
                 );
                 assert!(!fixture.path("p/cfg").exists(), "round {round}");
@@ -379,13 +387,7 @@ fn a_file_written_into_a_directory_being_moved_never_lands_under_a_rule_of_its_n
 fn a_stage_committed_into_a_directory_being_moved_never_lands_under_a_rule_of_its_new_place() {
     let mut orders = [0; 2];
     for round in 0..ROUNDS {
-        let fixture = Fixture::new();
-        fill(&fixture, "p/stage", 40);
-        let registry = MountRegistry::builder()
-            .mount(fixture.spec("p", "/p", "rw;cfg/*.toml:ro"))
-            .name_rules(NameRule::defaults())
-            .build(vfs::ambient_authority())
-            .unwrap();
+        let (fixture, registry) = stage_under("rw;cfg/*.toml:ro");
         let agent = registry.agent();
         let mut staged = agent.stage("/p/stage/settings.toml", vfs::StageFrom::Empty).unwrap();
         staged.write_at(0, b"mine\n").unwrap();
@@ -401,7 +403,7 @@ fn a_stage_committed_into_a_directory_being_moved_never_lands_under_a_rule_of_it
                 assert!(committed.created, "round {round}");
                 assert_eq!(
                     refused.to_string(),
-                    "cannot move `/p/stage` to `/p/cfg`: files in it would land on paths the operator keeps read-only there, which are read-only to you",
+                    refused_onto("paths the operator keeps read-only there, which are read-only to you"),
                     "round {round}"
                 );
                 assert_eq!(fixture.read("p/stage/settings.toml"), "mine\n", "round {round}");
@@ -413,7 +415,7 @@ fn a_stage_committed_into_a_directory_being_moved_never_lands_under_a_rule_of_it
                     "`/p/stage/settings.toml` changed while vfs was working on it; try again",
                     "round {round}"
                 );
-                assert_eq!(moved.to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+                assert_eq!(moved.to_text(), MOVED, "round {round}");
                 assert!(!fixture.path("p/stage").exists(), "round {round}");
                 assert_eq!(std::fs::read_dir(fixture.path("p/cfg")).unwrap().count(), 4, "round {round}");
                 orders[1] += 1;
@@ -431,13 +433,7 @@ fn a_stage_committed_into_a_directory_being_moved_never_lands_under_a_rule_of_it
 fn a_directory_made_in_a_directory_being_moved_never_lands_under_a_rule_of_its_new_place() {
     let mut orders = [0; 2];
     for round in 0..ROUNDS {
-        let fixture = Fixture::new();
-        fill(&fixture, "p/stage", 40);
-        let registry = MountRegistry::builder()
-            .mount(fixture.spec("p", "/p", "rw;cfg/*.d:hidden"))
-            .name_rules(NameRule::defaults())
-            .build(vfs::ambient_authority())
-            .unwrap();
+        let (fixture, registry) = stage_under("rw;cfg/*.d:hidden");
         let agent = registry.agent();
         let (made, moved) = race(
             delay(round, 400),
@@ -449,13 +445,13 @@ fn a_directory_made_in_a_directory_being_moved_never_lands_under_a_rule_of_its_n
         assert!(fixture.path("p/stage/conf.d").is_dir(), "round {round}");
         match moved {
             Ok(moved) => {
-                assert_eq!(moved.to_text(), "moved `/p/stage` to `/p/cfg`", "round {round}");
+                assert_eq!(moved.to_text(), MOVED, "round {round}");
                 orders[1] += 1;
             }
             Err(refused) => {
                 assert_eq!(
                     refused.to_string(),
-                    "cannot move `/p/stage` to `/p/cfg`: files in it would land on names the operator hides there, which are hidden from you",
+                    refused_onto("names the operator hides there, which are hidden from you"),
                     "round {round}"
                 );
                 orders[0] += 1;

@@ -161,3 +161,34 @@ fn a_stage_is_authorized_by_the_gate_as_a_write() {
     assert_eq!(fixture.read("w/.env"), "SECRET=1\n");
     assert_eq!(fixture.read("r/a.txt"), "read only\n");
 }
+
+/// A stage in place (the FUSE view's) makes no parents: a directory that is not there is not
+/// made, and the stage is refused as missing. It keeps the checks a write makes before it
+/// makes parents: a file staged through a read-only mount's path is refused even where it
+/// lands in a writable mount nested in it, as a write is.
+#[test]
+fn a_stage_in_place_makes_no_parents_and_is_judged_as_a_write() {
+    let fixture = Fixture::new();
+    fixture.file("outer/p/w/f.txt", "f\n");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("outer", "/r", "ro"))
+        .mount(fixture.spec("outer/p/w", "/w", "rw"))
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = registry.agent();
+    let missing = agent.stage_in_place("/w/gone/new.txt", StageFrom::Empty).unwrap_err();
+    assert_eq!(
+        (missing.kind(), missing.to_string()),
+        (vfs::ErrorKind::NotFound, "`/w/gone/new.txt` does not exist".to_owned())
+    );
+    assert!(!fixture.path("outer/p/w/gone").exists());
+    let write = agent.write("/r/p/w/g.txt", "x", &Precondition::Absent).unwrap_err().to_string();
+    let staged = agent.stage_in_place("/r/p/w/g.txt", StageFrom::Empty).unwrap_err().to_string();
+    assert_eq!(staged, "cannot write `/r/p/w/g.txt`: `/r` is mounted ro; mounts that grant write: `/w` (rw)");
+    assert_eq!(staged, write);
+    // Where the directory is there, it stages and commits as `stage` does.
+    let mut staged = agent.stage_in_place("/w/g.txt", StageFrom::Empty).unwrap();
+    staged.write_at(0, b"mine\n").unwrap();
+    assert!(staged.commit(&Precondition::Absent).unwrap().created);
+    assert_eq!(fixture.read("outer/p/w/g.txt"), "mine\n");
+}

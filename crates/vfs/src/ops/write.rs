@@ -485,20 +485,35 @@ impl Context<'_> {
         }
     }
 
-    /// Begins a staged write of the file at `input` (created with its parents if needed, as
-    /// a write would): located and authorized for writing now, written at offsets by the
-    /// caller, committed by [`Context::commit_staged`].
+    /// Begins a staged write of the file at `input` (with `make_parents`, its missing parents
+    /// made as a write makes them; without, its directory must be there): located and
+    /// authorized for writing now, written at offsets by the caller, committed by
+    /// [`Context::commit_staged`].
     pub(crate) fn stage(
         &self,
         input: &str,
         from: StageFrom,
+        make_parents: bool,
     ) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
-        Self::again_if_changed(|| self.stage_once(input, from))
+        Self::again_if_changed(|| self.stage_once(input, from, make_parents))
     }
 
-    fn stage_once(&self, input: &str, from: StageFrom) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
+    fn stage_once(
+        &self,
+        input: &str,
+        from: StageFrom,
+        make_parents: bool,
+    ) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
         let path = Self::parse(input)?;
-        let place = self.locate::<gate::Write>(&path, false, true)?;
+        if !make_parents {
+            // The lexical check a write makes before it makes parents (`Context::locate`): a
+            // file written through a read-only mount's path is refused, even where it lands
+            // in a writable mount nested in it, as the tools refuse it.
+            let (mount, components) = self.registry.route(self.caller, &path)?;
+            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+            self.registry.authorize(self.caller, mount, &rel, Access::Write, &path)?;
+        }
+        let place = self.locate::<gate::Write>(&path, false, make_parents)?;
         if Self::is_root(&place) {
             return Err(Error::not_a_file(&path));
         }
