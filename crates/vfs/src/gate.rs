@@ -298,8 +298,7 @@ impl<'r> Context<'r> {
             }
             // The lexical rights first, so that a refused write creates no parent directory;
             // the rights where resolution lands are checked again below.
-            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
-            self.registry.authorize(self.caller, mount, &rel, access, path)?;
+            self.authorize_as_written(mount, &components, access, path)?;
         }
         let gate = |mount: usize, rel: &[String]| {
             if rel.len() > MAX_DEPTH {
@@ -331,6 +330,21 @@ impl<'r> Context<'r> {
             self.guard_git_directory(located.mount, &located.rel, access, path)?;
         }
         Ok(Place { located, need: PhantomData })
+    }
+
+    /// The rights where `path` lies as written (`mount` and `components`, as routed): a change
+    /// through a read-only mount's path is refused even where resolution would land in a
+    /// writable mount nested in it. [`Context::locate`] checks it before it makes parents; a
+    /// stage in place, which makes none, checks it too.
+    pub(crate) fn authorize_as_written(
+        &self,
+        mount: usize,
+        components: &[&str],
+        access: Access,
+        path: &VirtualPath,
+    ) -> Result<(), Error> {
+        let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
+        self.registry.authorize(self.caller, mount, &rel, access, path)
     }
 
     /// The same place, authorized for writing as well: the rights and the name rules at its

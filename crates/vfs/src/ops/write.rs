@@ -506,12 +506,9 @@ impl Context<'_> {
     ) -> Result<(VirtualPath, Place<gate::Write>, Staged), Error> {
         let path = Self::parse(input)?;
         if !make_parents {
-            // The lexical check a write makes before it makes parents (`Context::locate`): a
-            // file written through a read-only mount's path is refused, even where it lands
-            // in a writable mount nested in it, as the tools refuse it.
+            // The check `locate` makes only when it makes parents: as the write tool does.
             let (mount, components) = self.registry.route(self.caller, &path)?;
-            let rel: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
-            self.registry.authorize(self.caller, mount, &rel, Access::Write, &path)?;
+            self.authorize_as_written(mount, &components, Access::Write, &path)?;
         }
         let place = self.locate::<gate::Write>(&path, false, make_parents)?;
         if Self::is_root(&place) {
