@@ -1,9 +1,34 @@
 //! Everything the binary prints. stdout is for results (and, under `serve`, the protocol
 //! only); stderr is for the operator: refusals, the start-up line and logs.
-#![expect(clippy::print_stdout, clippy::print_stderr, reason = "the CLI's output module prints by design")]
+//!
+//! stdout is written through [`out`]: a reader that goes away (`vfs journal list | head -1`) ends
+//! the output, never the work. `println!` would panic there, in the middle of an undo.
+#![expect(clippy::print_stderr, reason = "the CLI's output module prints by design")]
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use vfs::OperatorMountView;
 use vfs_host::{Problems, ToolOutput};
+
+/// Set once stdout could not be written: the rest of the output is dropped.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` to stdout. Once a write fails, the output stops there and the command goes on
+/// to its end and its own exit status: a closed pipe is the reader's choice and says nothing;
+/// any other failure is said once on stderr.
+fn out(text: &str) {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("warning: cannot write to stdout ({error}); the rest of the output is dropped");
+        }
+    }
+}
 
 /// `error: <message>`, then a blank line and `hint: <hint>` when there is one.
 pub(crate) fn error(message: &str, hint: Option<&str>) {
@@ -31,21 +56,21 @@ pub(crate) fn status(line: &str) {
 
 /// One line on stdout.
 pub(crate) fn line(line: &str) {
-    println!("{line}");
+    out(&format!("{line}\n"));
 }
 
 /// Text on stdout, with exactly one final newline.
 pub(crate) fn text(text: &str) {
     if text.ends_with('\n') {
-        print!("{text}");
+        out(text);
     } else {
-        println!("{text}");
+        out(&format!("{text}\n"));
     }
 }
 
 /// Pretty JSON on stdout.
 pub(crate) fn json(value: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+    out(&format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default()));
 }
 
 /// What the agent sees of a tool result: its text, and a note for media content.
@@ -55,7 +80,7 @@ pub(crate) fn tool_output(output: &ToolOutput) {
         text(note);
     }
     if let Some(media) = &output.media {
-        println!("[{} content: {} bytes of base64]", media.mime_type, media.data.len());
+        out(&format!("[{} content: {} bytes of base64]\n", media.mime_type, media.data.len()));
     }
 }
 
@@ -111,7 +136,7 @@ fn print_table(rows: &[[String; 5]]) {
                 line.push_str(&format!("{cell:<width$}  "));
             }
         }
-        println!("{}", line.trim_end());
+        out(&format!("{}\n", line.trim_end()));
     }
 }
 
@@ -153,7 +178,7 @@ pub(crate) fn name_rules(rules: &[vfs::NameRule], loosened: &[vfs::Loosening]) {
             }
         }
     }
-    println!();
+    out("\n");
     print_table(&rows);
 }
 

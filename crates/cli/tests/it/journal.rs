@@ -125,6 +125,24 @@ fn a_path_changed_since_is_a_conflict_left_as_it_is_and_the_rest_is_undone() {
 }
 
 #[test]
+fn a_reader_gone_from_stdout_ends_the_output_not_the_undo() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "one\n");
+    test.file("w/b.txt", "bee\n");
+    call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
+    call(&test, "write_file", r#"{"path": "/w/b.txt", "content": "bee two\n", "overwrite": true}"#);
+    let mut args = vec!["undo", "--last", "2"];
+    args.extend(LAUNCH);
+    assert_eq!(test.run_with_closed_stdout(&args), (0, String::new()));
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/b.txt")).unwrap(), "bee\n");
+    assert_eq!(test.run_with_closed_stdout(&["journal", "list", "--journal", "j"]), (0, String::new()));
+    let mut args = vec!["call", "read_text_file", r#"{"path": "/w/a.txt"}"#];
+    args.extend(LAUNCH);
+    assert_eq!(test.run_with_closed_stdout(&args), (0, String::new()));
+}
+
+#[test]
 fn undoing_an_undo_redoes_the_change_and_the_dry_run_changes_nothing() {
     let test = TestDir::new();
     test.file("w/a.txt", "one\n");

@@ -70,6 +70,16 @@ impl TestDir {
         }
     }
 
+    /// `args` run with a stdout whose reader is gone before the first byte (`vfs … | head -c 0`):
+    /// the exit code and stderr.
+    pub(crate) fn run_with_closed_stdout(&self, args: &[&str]) -> (i32, String) {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output =
+            self.command(args).stdin(Stdio::null()).stdout(writer).stderr(Stdio::piped()).output().expect("run vfs");
+        (output.status.code().unwrap_or(-1), String::from_utf8(output.stderr).expect("utf-8 stderr"))
+    }
+
     /// Operator output with the temp dir replaced by `[TMP]` (never use on agent output: a
     /// physical path there is a leak, asserted by [`assert_no_leak`]).
     pub(crate) fn redact(&self, text: &str) -> String {
