@@ -108,13 +108,19 @@ fn every_operation_is_undone_exactly_binary_content_and_mode_too() {
     eqnice!("nothing to undo\n", undo(&test, &["--last", "1"]).stdout);
 }
 
-#[test]
-fn a_path_changed_since_is_a_conflict_left_as_it_is_and_the_rest_is_undone() {
+/// `w/a.txt` (`one`) and `w/b.txt` (`bee`), each overwritten by a journaled call.
+fn two_overwrites() -> TestDir {
     let test = TestDir::new();
     test.file("w/a.txt", "one\n");
     test.file("w/b.txt", "bee\n");
     call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
     call(&test, "write_file", r#"{"path": "/w/b.txt", "content": "bee two\n", "overwrite": true}"#);
+    test
+}
+
+#[test]
+fn a_path_changed_since_is_a_conflict_left_as_it_is_and_the_rest_is_undone() {
+    let test = two_overwrites();
     std::fs::write(test.path().join("w/a.txt"), "outside\n").unwrap();
     let run = undo(&test, &["--last", "2"]);
     eqnice!("restored /w/b.txt\nconflict /w/a.txt: changed since (left as it is)\n", run.stdout);
@@ -126,11 +132,7 @@ fn a_path_changed_since_is_a_conflict_left_as_it_is_and_the_rest_is_undone() {
 
 #[test]
 fn a_reader_gone_from_stdout_ends_the_output_not_the_undo() {
-    let test = TestDir::new();
-    test.file("w/a.txt", "one\n");
-    test.file("w/b.txt", "bee\n");
-    call(&test, "write_file", r#"{"path": "/w/a.txt", "content": "two\n", "overwrite": true}"#);
-    call(&test, "write_file", r#"{"path": "/w/b.txt", "content": "bee two\n", "overwrite": true}"#);
+    let test = two_overwrites();
     let mut args = vec!["undo", "--last", "2"];
     args.extend(LAUNCH);
     assert_eq!(test.run_with_closed_stdout(&args), (0, String::new()));
