@@ -1481,9 +1481,12 @@ impl Scan {
             self.intended.insert(call.clone());
             What::Intent { call, images }
         } else {
+            // A line that is JSON but no entry (a damaged log's `{}`, `1`, or anything without
+            // an id) names nothing and takes no room: a compaction leaves it out, as it leaves
+            // out a line that is not JSON.
+            let Some(id) = text("id").filter(|id| !id.is_empty()) else { return What::Other };
             let call = text("call").unwrap_or_default();
             self.entered.insert(call.clone());
-            let id = text("id").unwrap_or_default();
             // A compacted log keeps a dropped entry as a line that says so.
             if value.get("dropped") == Some(&Value::Bool(true)) {
                 self.dropped.insert(id.clone());
@@ -1518,9 +1521,10 @@ impl Scan {
         Kept { named, incomplete }
     }
 
-    /// What a compaction to `bound` bytes does with each line, and the images of the entries
-    /// it drops.
-    fn fates(&self, bound: u64) -> (Vec<Fate>, Vec<String>) {
+    /// What a compaction does with each line before the bound: an entry is kept whole (or as
+    /// dropped, when it was), an intent while it is all that names an image, the rest left
+    /// out.
+    fn fates_unbounded(&self) -> Vec<Fate> {
         let incomplete = self.incomplete();
         // An intent stays while it is all that names an image: its call is incomplete, or
         // has an entry for another change only (a call of the view's, in the middle of its
@@ -1535,8 +1539,7 @@ impl Scan {
             })
             .flatten()
             .collect();
-        let mut fates: Vec<Fate> = self
-            .lines
+        self.lines
             .iter()
             .map(|line| match &line.what {
                 What::Entry { id, .. } if self.dropped.contains(id) => Fate::Dropped,
@@ -1550,13 +1553,21 @@ impl Scan {
                 }
                 _ => Fate::Omitted,
             })
-            .collect();
+            .collect()
+    }
+
+    /// What a compaction to `bound` bytes does with each line, and the images of the entries
+    /// it drops.
+    fn fates(&self, bound: u64) -> (Vec<Fate>, Vec<String>) {
+        let mut fates = self.fates_unbounded();
         // Past the bound, from the newest entry back: entries are kept as they are within
         // three quarters of it, older ones are dropped (their images go) within the rest, and
         // the older ones still are forgotten. Each step back only gives up more, so an undo
         // is never forgotten while the entry it undid (older) stays listed. An entry whose
         // call keeps an intent is never forgotten, only dropped: without it, the intent would
-        // read as a change vfs stopped during, incomplete for good.
+        // read as a change vfs stopped during, incomplete for good. An entry whose line could
+        // not be kept whole even alone (the removal of a tree of many files) is dropped itself
+        // and pushes out nothing older, as a change whose images pass the bound is.
         let intending: HashSet<&str> = self
             .lines
             .iter()
@@ -1588,7 +1599,14 @@ impl Scan {
         for (line, fate) in self.lines.iter().zip(fates.iter_mut()).rev() {
             let What::Entry { images, call, .. } = &line.what else { continue };
             total -= reserved(line);
-            if step == 0 && total + line.kept_bytes(*fate) > bound / 4 * 3 {
+            let keep_whole = bound / 4 * 3;
+            if step == 0 && *fate == Fate::Whole && line.kept_bytes(Fate::Whole) + FORGOTTEN_LINE > keep_whole {
+                *fate = Fate::Dropped;
+                forget.extend(images.iter().cloned());
+                total += line.kept_bytes(Fate::Dropped);
+                continue;
+            }
+            if step == 0 && total + line.kept_bytes(*fate) > keep_whole {
                 step = 1;
             }
             if step == 1 && total + line.kept_bytes(Fate::Dropped) > bound {

@@ -276,6 +276,63 @@ fn a_journal_written_long_stays_within_its_bound_on_disk() {
     assert_eq!(entries.state(entries.all().last().unwrap()), EntryState::Undoable);
 }
 
+/// A change whose line alone is longer than the log keeps whole (the removal of a tree of many
+/// files: its line names each) is dropped at once, and pushes out no older entry; a line that
+/// is JSON but no entry, however long (a damaged log), counts for nothing and goes at the next
+/// compaction. Before, either emptied the journal: every older entry dropped, its images
+/// removed.
+#[test]
+fn a_line_too_long_for_the_log_drops_its_own_change_only() {
+    let base = tempfile::tempdir().unwrap();
+    let bound = vfs_host::MIN_MAX_BYTES;
+    {
+        let launch = launch_bounded(base.path(), bound);
+        let tools = launch.tools(None);
+        std::fs::write(base.path().join("w/a.txt"), "one\n").unwrap();
+        call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "two\n", "overwrite": true }));
+        call(&tools, "write_file", &json!({ "path": "/w/b.txt", "content": "bee\n" }));
+        // 600 files: about 60 KiB of line, past three quarters of the log's 64 KiB bound.
+        for index in 0..600 {
+            let directory = base.path().join(format!("w/t/d{}", index / 100));
+            std::fs::create_dir_all(&directory).unwrap();
+            std::fs::write(directory.join(format!("file-{index}.txt")), "t\n").unwrap();
+        }
+        call(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
+        let entries = launch.journal().unwrap().entries();
+        let states: Vec<(String, EntryState)> =
+            entries.all().iter().map(|entry| (entry.operation.clone(), entries.state(entry))).collect();
+        assert_eq!(
+            states,
+            [
+                ("write".to_owned(), EntryState::Undoable),
+                ("write".to_owned(), EntryState::Undoable),
+                ("remove".to_owned(), EntryState::Dropped),
+            ]
+        );
+    }
+    // A damaged log: a line of JSON, no entry, longer than the log's bound.
+    let log = base.path().join("journal/journal.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(&format!("{}\n", json!({ "pad": "x".repeat(100_000) })));
+    std::fs::write(&log, text).unwrap();
+    let launch = launch_bounded(base.path(), bound);
+    assert!(std::fs::metadata(&log).unwrap().len() < 10_000, "the next start compacted the log");
+    for line in log_lines(base.path()) {
+        let named = ["id", "intent", "settled"].iter().any(|key| line.get(*key).is_some_and(Value::is_string));
+        assert!(named, "a line that names nothing was kept: {line}");
+    }
+    let journal = launch.journal().unwrap();
+    let entries = journal.entries();
+    let agent = launch.registry().agent();
+    let undone: Vec<String> =
+        entries.all().iter().rev().flat_map(|entry| journal.undo(&agent, entry, "operator", None).0).collect();
+    let removal = &entries.all()[2];
+    assert_eq!((removal.operation.as_str(), entries.state(removal)), ("remove", EntryState::Dropped));
+    assert_eq!(undone, [format!("skipped {}: dropped", removal.id).as_str(), "removed /w/b.txt", "restored /w/a.txt"]);
+    assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "one\n");
+    assert!(!base.path().join("w/b.txt").exists());
+}
+
 /// Two sessions of one launch write at once while the log is compacted under them (this
 /// process's other calls write on during its compaction) and the bound drops images: every
 /// write succeeds, every entry the log keeps undoable still has its images, no image is
