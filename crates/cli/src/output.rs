@@ -2,9 +2,8 @@
 //! only); stderr is for the operator: refusals, the start-up line and logs.
 //!
 //! stdout is written through [`out`]: a reader that goes away (`vfs journal list | head -1`) ends
-//! the output, never the work. `println!` would panic there, in the middle of an undo.
-#![expect(clippy::print_stderr, reason = "the CLI's output module prints by design")]
-
+//! the output, never the work. `println!` would panic there, in the middle of an undo; stderr
+//! is written through [`err`], which ignores a failure.
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,6 +12,14 @@ use vfs_host::{Problems, ToolOutput};
 
 /// Set once stdout could not be written: the rest of the output is dropped.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` to stderr. A failure is ignored: stderr is where it would be said, and a
+/// refusal's exit status still says it (`eprintln!` would panic, exit 101, in the middle of an
+/// undo whose stderr is a full disk).
+fn err(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
+}
 
 /// Writes `text` to stdout. Once a write fails, the output stops there and the command goes on
 /// to its end and its own exit status: a closed pipe is the reader's choice and says nothing;
@@ -25,17 +32,16 @@ fn out(text: &str) {
     if let Err(error) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if error.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("warning: cannot write to stdout ({error}); the rest of the output is dropped");
+            err(&format!("warning: cannot write to stdout ({error}); the rest of the output is dropped\n"));
         }
     }
 }
 
 /// `error: <message>`, then a blank line and `hint: <hint>` when there is one.
 pub(crate) fn error(message: &str, hint: Option<&str>) {
-    eprintln!("error: {message}");
-    if let Some(hint) = hint {
-        eprintln!();
-        eprintln!("hint: {hint}");
+    match hint {
+        Some(hint) => err(&format!("error: {message}\n\nhint: {hint}\n")),
+        None => err(&format!("error: {message}\n")),
     }
 }
 
@@ -43,7 +49,7 @@ pub(crate) fn error(message: &str, hint: Option<&str>) {
 pub(crate) fn problems(problems: &Problems) {
     for (index, problem) in problems.iter().enumerate() {
         if index > 0 {
-            eprintln!();
+            err("\n");
         }
         error(&problem.to_string(), problem.hint().as_deref());
     }
@@ -51,7 +57,7 @@ pub(crate) fn problems(problems: &Problems) {
 
 /// One status line for the operator, on stderr.
 pub(crate) fn status(line: &str) {
-    eprintln!("{line}");
+    err(&format!("{line}\n"));
 }
 
 /// One line on stdout.

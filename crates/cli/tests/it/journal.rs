@@ -144,6 +144,19 @@ fn a_reader_gone_from_stdout_ends_the_output_not_the_undo() {
     assert_eq!(test.run_with_closed_stdout(&args), (0, String::new()));
 }
 
+/// Neither output can be written (a full disk): the undo still runs to its end, and a refused
+/// launch still exits 2 (an `eprintln!` panicked, 101, after the first entry).
+#[test]
+fn outputs_that_cannot_be_written_end_neither_an_undo_nor_a_refusal() {
+    let test = two_overwrites();
+    let mut args = vec!["undo", "--last", "2"];
+    args.extend(LAUNCH);
+    assert_eq!(test.run_with_full_outputs(&args), 0);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(test.path().join("w/b.txt")).unwrap(), "bee\n");
+    assert_eq!(test.run_with_full_outputs(&["mounts", "--mount", "bad"]), 2);
+}
+
 #[test]
 fn undoing_an_undo_redoes_the_change_and_the_dry_run_changes_nothing() {
     let test = TestDir::new();

@@ -80,6 +80,15 @@ impl TestDir {
         (output.status.code().unwrap_or(-1), String::from_utf8(output.stderr).expect("utf-8 stderr"))
     }
 
+    /// The exit code of `args` run with stdout and stderr on a full disk (`/dev/full`: every
+    /// write fails with `ENOSPC`).
+    #[expect(clippy::disallowed_types, reason = "fixture: the system's /dev/full, no mount's file")]
+    pub(crate) fn run_with_full_outputs(&self, args: &[&str]) -> i32 {
+        let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+        let status = self.command(args).stdin(Stdio::null()).stdout(full()).stderr(full()).status().expect("run vfs");
+        status.code().unwrap_or(-1)
+    }
+
     /// Operator output with the temp dir replaced by `[TMP]` (never use on agent output: a
     /// physical path there is a leak, asserted by [`assert_no_leak`]).
     pub(crate) fn redact(&self, text: &str) -> String {
