@@ -151,6 +151,10 @@ impl MountRoot {
         if trimmed.is_empty() {
             return Err("the virtual root cannot be `/` alone; name it, like `/src`");
         }
+        // The limits of a virtual path (`VirtualPath`), which every root must be.
+        if trimmed.len() > crate::path::MAX_PATH_BYTES {
+            return Err("a virtual root is at most 4096 bytes long");
+        }
         for segment in trimmed[1..].split('/') {
             if segment.is_empty() {
                 return Err("a virtual root has no empty segments (`//`)");
@@ -160,6 +164,9 @@ impl MountRoot {
             }
             if !segment.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-')) {
                 return Err("a virtual root's segments use only letters, digits, `.`, `_` and `-`");
+            }
+            if segment.len() > crate::path::MAX_SEGMENT_BYTES {
+                return Err("a virtual root's segments are at most 255 bytes long");
             }
         }
         Ok(Self(trimmed.to_owned()))
@@ -1229,6 +1236,23 @@ mod tests {
         for bad in ["ab", &"a".repeat(64), "-ab", "ab-", ".ab", "a..b", "a_b", "aBc", "192.168.1.1", "a b", "a%b"] {
             assert!(!super::valid_bucket(bad), "{bad}");
         }
+    }
+
+    /// A root is a virtual path: within its limits, or refused here (it panicked when the
+    /// registry was built).
+    #[test]
+    fn a_root_past_a_virtual_paths_limits_is_refused() {
+        let longest = format!("/{}", "a".repeat(255));
+        assert_eq!(MountRoot::new(&longest).map(|root| root.as_str().len()), Ok(256));
+        assert!(crate::VirtualPath::new(&longest).is_ok());
+        assert_eq!(
+            MountRoot::new(&format!("/{}", "a".repeat(256))).unwrap_err(),
+            "a virtual root's segments are at most 255 bytes long"
+        );
+        let deep = format!("/{}", vec!["b".repeat(200); 21].join("/"));
+        assert_eq!(MountRoot::new(&deep).unwrap_err(), "a virtual root is at most 4096 bytes long");
+        let under = format!("/{}", vec!["b".repeat(200); 20].join("/"));
+        assert!(MountRoot::new(&under).is_ok() && crate::VirtualPath::new(&under).is_ok());
     }
 
     refuses!(

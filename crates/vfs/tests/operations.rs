@@ -129,6 +129,16 @@ fn a_tail_over_the_cap_says_to_page_from_the_start() {
     );
 }
 
+/// The largest count an agent can write is a whole file, not an overflow (it panicked).
+#[test]
+fn a_tail_of_every_line_the_count_can_name_is_the_whole_file() {
+    let fixture = Fixture::new();
+    fixture.file("data/short.txt", "one\ntwo\n");
+    let registry = capped(&fixture, 16);
+    let read = registry.agent().read_text("/src/short.txt", &window(None, Some(u64::MAX), None, None)).unwrap();
+    assert_eq!((read.content.as_str(), read.next), ("one\ntwo\n", None));
+}
+
 #[test]
 fn binary_and_missing_files() {
     let (fixture, registry) = setup();

@@ -613,7 +613,7 @@ pub(crate) fn read_tail(mut file: impl Read + Seek, size: u64, count: u64, cap: 
     let mut position = size;
     let mut collected: Vec<u8> = Vec::new();
     // A final newline ends the last line; it does not start a new one.
-    let mut needed_newlines = count + 1;
+    let mut needed_newlines = count.saturating_add(1);
     let mut trailing_checked = false;
     let mut start_found = false;
     while position > 0 && (collected.len() as u64) < cap {
