@@ -297,10 +297,11 @@ def test_two_sessions_share_a_journal_and_neither_sees_or_undoes_the_others(fixt
     anyio.run(main)
 
 
-def test_a_journal_that_cannot_be_written_tells_the_agent_one_fixed_sentence(fixture):
-    """A change whose entry cannot be written (the journal's `images/` made a file behind its
-    back) is made, and the agent hears one fixed sentence: not the journal's error, which named
-    the journal's `images/` and its files (red team of the twenty-sixth session)."""
+def test_a_journal_that_cannot_be_written_refuses_the_change_in_one_fixed_sentence(fixture):
+    """A change whose image cannot be kept (the journal's `images/` made a file behind its
+    back) is not made: the agent hears one fixed sentence, not the journal's error, which named
+    the journal's `images/` and its files (red team of the twenty-sixth session). Until the
+    twenty-eighth, the change was made without its image, and what it replaced was lost."""
     messages = []
 
     async def body(client, init):
@@ -310,9 +311,15 @@ def test_a_journal_that_cannot_be_written_tells_the_agent_one_fixed_sentence(fix
         shutil.rmtree(images)
         images.write_text("not a directory\n")
         second = await client.call("write_file", {"path": "/output/a.txt", "content": "two\n", "overwrite": True})
-        assert not second.is_error, text(second)
+        assert second.is_error
+        assert text(second) == (
+            "`/output/a.txt` was not changed: vfs could not record the change in its journal (where every change "
+            "is kept so that it can be undone); tell the operator, whose log says why"
+        )
         await anyio.sleep(0.2)
 
     run_client(fixture, body, fixture.launch(*JOURNAL), messages=messages)
-    assert (fixture.root / "out" / "a.txt").read_text() == "two\n"
-    assert [(message.level, message.data) for message in messages] == [("warning", "journal entry not written")]
+    assert (fixture.root / "out" / "a.txt").read_text() == "one\n"
+    assert [(message.level, message.data) for message in messages] == [
+        ("warning", "a change was refused: its record could not be kept")
+    ]

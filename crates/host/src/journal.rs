@@ -97,6 +97,24 @@ const UNREAD_BYTES: u64 = 4 * 1024 * 1024;
 const CHUNK: usize = vfs::VIEW_READ_BYTES;
 
 /// One change, as observed, waiting for its call to end.
+/// A change as its intent and its commit both tell it: what, where, and where to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ChangeKey {
+    kind: ChangeKind,
+    path: String,
+    to: Option<String>,
+}
+
+impl ChangeKey {
+    fn of(change: &Change<'_>) -> Self {
+        Self {
+            kind: change.kind,
+            path: change.path.as_str().to_owned(),
+            to: change.to.map(|to| to.as_str().to_owned()),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Observed {
     call: CallId,
@@ -138,6 +156,10 @@ struct Intended {
 #[derive(Debug, Default)]
 struct State {
     pending: Vec<Observed>,
+    /// The images of changes intended whose content the operation copied (it could not link
+    /// it), as written into `images/` before the change, by call: each change's, once told,
+    /// takes its place ([`Journal::written_copies`]).
+    copies: HashMap<CallId, Vec<(ChangeKey, Image)>>,
     calls: HashMap<CallId, CallInfo>,
     intended: HashMap<CallId, Intended>,
     /// True while `Journal::live` holds the images kept, but for the lines of `unread`
@@ -172,10 +194,21 @@ struct State {
 }
 
 impl State {
+    /// The image of `change` with its copies as [`Journal::intends`] wrote them, when it
+    /// wrote some: taken from those kept for its call, the first that matches.
+    fn written_copies(&mut self, change: &Change<'_>) -> Option<Image> {
+        let copies = self.copies.get_mut(change.call)?;
+        let key = ChangeKey::of(change);
+        let index = copies.iter().position(|(written, _)| *written == key)?;
+        Some(copies.remove(index).1)
+    }
+
     /// Ends what is known of `call`'s intent: remembered among the calls over
     /// ([`State::finished`]); returned when it wrote no entry (its settling line is due).
     fn end(&mut self, call: CallId) -> Option<CallId> {
         let unwritten = self.intended.remove(&call).is_some_and(|what| !what.written);
+        // The copies of a change intended and then not made: its entry will not name them.
+        self.copies.remove(&call);
         if self.finished.len() == FINISHED_KEPT {
             self.finished.pop_front();
         }
@@ -1084,10 +1117,12 @@ impl ChangeObserver for Journal {
             path: change.path.as_str().to_owned(),
             to: change.to.map(|to| to.as_str().to_owned()),
             version: change.version.map(str::to_owned),
-            image: change.image.cloned(),
+            image: None,
             on_the_way: change.on_the_way,
         };
-        self.state().pending.push(observed);
+        let mut state = self.state();
+        let image = state.written_copies(change).or_else(|| change.image.cloned());
+        state.pending.push(Observed { image, ..observed });
     }
 
     fn keeps_images(&self, path: &VirtualPath, _by_agent: bool) -> bool {
@@ -1099,8 +1134,21 @@ impl ChangeObserver for Journal {
         self.keeper.get()
     }
 
-    fn intends(&self, change: &Change<'_>) {
+    fn intends(&self, change: &Change<'_>) -> Result<(), String> {
         let time = SystemTime::now();
+        let intent = fresh_id(time);
+        // Content the operation copied (it could not link it here) is written now, before
+        // the change: written with the entry, after the change, it would be lost if the
+        // journal's storage failed between the two, and the change made without its image.
+        let copied = match change.image {
+            Some(image) if has_copies(image) => {
+                let access = self.access().ok_or("the journal is not attached to the mounts")?;
+                let written = write_copies(&access, image, &intent)?;
+                Some(written)
+            }
+            _ => None,
+        };
+        let image = copied.as_ref().or(change.image);
         let (session, asked_by) = {
             let mut state = self.state();
             state.intended.entry(change.call.clone()).or_default();
@@ -1111,10 +1159,10 @@ impl ChangeObserver for Journal {
         };
         let mut paths = vec![change.path.as_str()];
         paths.extend(change.to.map(VirtualPath::as_str));
-        let images = kept_names(change.image);
-        let bytes: u64 = kept_sizes(change.image);
+        let images = kept_names(image);
+        let bytes: u64 = kept_sizes(image);
         let mut line = json!({
-            "intent": fresh_id(time),
+            "intent": intent,
             "time": time_text(time),
             "session": session,
             "call": change.call.as_str(),
@@ -1126,10 +1174,27 @@ impl ChangeObserver for Journal {
         if let Some(asked_by) = asked_by {
             line["asked_by"] = json!(asked_by);
         }
-        let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if log.is_some() && self.append_gated(&mut log, format!("{line}\n").as_bytes()).is_err() {
-            tracing::warn!(target: "vfs::journal", "journal intent not written");
+        let written = {
+            let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if log.is_none() {
+                Err("its log could not be opened when it started (a warning then said why)".to_owned())
+            } else {
+                self.append_gated(&mut log, format!("{line}\n").as_bytes())
+                    .map_err(|error| format!("its log could not be written: {error}"))
+            }
+        };
+        if let Err(why) = written {
+            if let (Some(copied), Some(access)) = (&copied, self.access()) {
+                for name in kept_names(Some(copied)) {
+                    let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+                }
+            }
+            return Err(why);
         }
+        if let Some(copied) = copied {
+            self.state().copies.entry(change.call.clone()).or_default().push((ChangeKey::of(change), copied));
+        }
+        Ok(())
     }
 
     fn call_ended(&self, call: &CallId) {
@@ -1672,6 +1737,49 @@ fn kept_names(image: Option<&Image>) -> Vec<&str> {
         }
         _ => Vec::new(),
     }
+}
+
+/// True when some of `image`'s content was copied (not linked, not stored by its store).
+fn has_copies(image: &Image) -> bool {
+    match image {
+        Image::File { content, .. } => matches!(content, Saved::Copied(_)),
+        Image::Tree { items, .. } => items.iter().any(|item| matches!(item.content, Some(Saved::Copied(_)))),
+        _ => false,
+    }
+}
+
+/// Writes the copied content of `image` into `images/`, named after the intent `intent`:
+/// the image with that content kept there ([`Saved::Kept`]). What was written is removed
+/// again when a write fails.
+fn write_copies(access: &PrivilegedAccessor, image: &Image, intent: &str) -> Result<Image, String> {
+    let mut written: Vec<String> = Vec::new();
+    let mut keep = |content: &Saved| -> Result<Saved, String> {
+        let Saved::Copied(bytes) = content else { return Ok(content.clone()) };
+        let name = format!("{intent}.{}", written.len());
+        access
+            .write(&format!("{IMAGES}/{name}"), bytes, &Precondition::Absent)
+            .map_err(|error| format!("an image could not be written: {}", error_text(&error)))?;
+        written.push(name.clone());
+        Ok(Saved::Kept { name, size: bytes.len() as u64 })
+    };
+    let kept = match image {
+        Image::File { content, mode } => keep(content).map(|content| Image::File { content, mode: *mode }),
+        Image::Tree { mode, items } => items
+            .iter()
+            .map(|item| {
+                let content = item.content.as_ref().map(&mut keep).transpose()?;
+                Ok(vfs::TreeItem { content, ..item.clone() })
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map(|items| Image::Tree { mode: *mode, items }),
+        other => Ok(other.clone()),
+    };
+    if kept.is_err() {
+        for name in &written {
+            let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+        }
+    }
+    kept
 }
 
 /// The bytes of the images of `image` kept by link or by their store.

@@ -1918,3 +1918,67 @@ fn list_changes_and_undo_changes_refuse_a_zero() {
     );
     assert!(base.path().join("w/a.txt").exists());
 }
+
+/// A journal that cannot keep a change's image or its intent refuses the change. A red team
+/// found both made without either: the replaced file and the deleted tree lost for good, the
+/// agent told they went through, the operator warned only after the fact.
+#[test]
+fn a_change_the_journal_cannot_record_is_refused_and_nothing_is_lost() {
+    let refused = |path: &str| {
+        (
+            true,
+            format!(
+                "`{path}` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+            ),
+        )
+    };
+    // `images/` replaced by a file: no image can be linked or written there.
+    let base = tempfile::tempdir().unwrap();
+    drop(launch(base.path()));
+    std::fs::write(base.path().join("w/p.txt"), "precious\n").unwrap();
+    std::fs::create_dir_all(base.path().join("w/tree")).unwrap();
+    std::fs::write(base.path().join("w/tree/r.txt"), "kept\n").unwrap();
+    std::fs::remove_dir_all(base.path().join("journal/images")).unwrap();
+    std::fs::write(base.path().join("journal/images"), "not a directory\n").unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    let write = json!({ "path": "/w/p.txt", "content": "new\n", "overwrite": true });
+    assert_eq!(answer(&tools, "write_file", &write), refused("/w/p.txt"));
+    let delete = json!({ "path": "/w/tree", "recursive": true });
+    assert_eq!(answer(&tools, "delete_file", &delete), refused("/w/tree"));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/p.txt")).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_to_string(base.path().join("w/tree/r.txt")).unwrap(), "kept\n");
+    // A create needs no image, but its intent: with the log unwritable, refused too.
+    drop(tools);
+    drop(launch);
+    std::fs::remove_file(base.path().join("journal/images")).unwrap();
+    std::fs::remove_file(base.path().join("journal/journal.jsonl")).unwrap();
+    std::fs::create_dir(base.path().join("journal/journal.jsonl")).unwrap();
+    let launch = self::launch(base.path());
+    let tools = launch.tools(None);
+    assert_eq!(answer(&tools, "write_file", &json!({ "path": "/w/n.txt", "content": "n\n" })), refused("/w/n.txt"));
+    assert!(!base.path().join("w/n.txt").exists());
+    assert_eq!(answer(&tools, "write_file", &write), refused("/w/p.txt"));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/p.txt")).unwrap(), "precious\n");
+}
+
+/// A file the operation copies instead of linking (it has a second link) has its image
+/// written before the change, named by the intent, and the entry names the same image: the
+/// undo puts the bytes back.
+#[test]
+fn a_copied_image_is_written_before_the_change_and_undone_from() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    std::fs::write(base.path().join("w/shared.txt"), "shared before\n").unwrap();
+    std::fs::hard_link(base.path().join("w/shared.txt"), base.path().join("elsewhere.txt")).unwrap();
+    let tools = launch.tools(None);
+    call(&tools, "write_file", &json!({ "path": "/w/shared.txt", "content": "after\n", "overwrite": true }));
+    let lines = log_lines(base.path());
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let name = lines[0]["images"][0].as_str().unwrap().to_owned();
+    assert_eq!(lines[1]["images"], json!([name]), "the entry names the image the intent wrote");
+    assert_eq!(std::fs::read_to_string(base.path().join("journal/images").join(&name)).unwrap(), "shared before\n");
+    let (failed, undone) = answer(&tools, "undo_changes", &json!({}));
+    assert_eq!((failed, undone.as_str()), (false, "restored /w/shared.txt\n"));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/shared.txt")).unwrap(), "shared before\n");
+}

@@ -524,8 +524,15 @@ pub trait ChangeObserver: Send + Sync + fmt::Debug {
     /// [`Change::version`] `None`). An observer that keeps a record which must outlive a
     /// crash of the process writes its intent here; [`ChangeObserver::changed`] follows if
     /// the change is made. The same rules as for `changed` apply.
-    fn intends(&self, change: &Change<'_>) {
+    ///
+    /// # Errors
+    /// Why the observer cannot keep its record of the change (for the operator's log). The
+    /// change is then not made: the operation answers
+    /// [`Error::not_journaled`](crate::Error::not_journaled), so that no change goes through
+    /// that its record, and so its undo, would miss.
+    fn intends(&self, change: &Change<'_>) -> Result<(), String> {
         let _ = change;
+        Ok(())
     }
 
     /// The call `call` returned: it holds no lock any more, and every change it made was told.

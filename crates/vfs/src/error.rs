@@ -612,6 +612,21 @@ impl Error {
         Self::build(ErrorKind::Cancelled, None, agent_text!["the call was cancelled"])
     }
 
+    /// A change refused because the journal of changes could not record it (its log or its
+    /// images could not be written): nothing was changed. The reason is the operator's
+    /// (their log), never the agent's.
+    #[must_use]
+    pub fn not_journaled(path: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Io,
+            Some(path),
+            agent_text![
+                code(path),
+                " was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+            ],
+        )
+    }
+
     pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {
         Self::build(
             ErrorKind::Changed,

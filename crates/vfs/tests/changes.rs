@@ -299,6 +299,8 @@ struct Linker {
     told: Mutex<Vec<Told>>,
     /// The version after of each change, in the order told.
     versions: Mutex<Vec<String>>,
+    /// When set, every intent is refused with this reason (a journal that cannot write).
+    refuse: Mutex<Option<String>>,
 }
 
 impl ChangeObserver for Linker {
@@ -309,10 +311,14 @@ impl ChangeObserver for Linker {
         self.versions.lock().unwrap().extend(change.version.map(str::to_owned));
     }
 
-    fn intends(&self, change: &Change<'_>) {
+    fn intends(&self, change: &Change<'_>) -> Result<(), String> {
         assert_eq!(change.version, None, "an intent has no version after");
         let told = ("intends", change.kind, change.path.to_string(), change.image.cloned());
         self.told.lock().unwrap().push(told);
+        if let Some(why) = self.refuse.lock().unwrap().clone() {
+            return Err(why);
+        }
+        Ok(())
     }
 
     fn keeps_images(&self, path: &vfs::VirtualPath, _by_agent: bool) -> bool {
@@ -462,6 +468,82 @@ fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change
     assert_eq!(names.len(), 3, "one link per kept file, nothing else: {names:?}");
     linker.keeper.get().unwrap().forget(name);
     assert!(!kept(name).exists());
+}
+
+/// An observer that cannot keep its record of a change (a journal whose log or images cannot
+/// be written) refuses it: nothing is changed, the image taken for it is forgotten, and the
+/// agent is told so without the reason, which is the operator's.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the tree and the kept images on disk")]
+fn a_change_whose_record_cannot_be_kept_is_not_made() {
+    let fixture = Fixture::new();
+    fixture.file("p/a.txt", "before\n");
+    fixture.file("p/t/x.txt", "x\n");
+    let (registry, linker) = linked(&fixture);
+    *linker.refuse.lock().unwrap() = Some("its log could not be written".to_owned());
+    let agent = registry.agent();
+    let refused = |path: &str| {
+        format!(
+            "`{path}` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+        )
+    };
+    let errors = [
+        agent.write("/p/a.txt", "after\n", &Precondition::Any).unwrap_err(),
+        agent.write("/p/new.txt", "new\n", &Precondition::Absent).unwrap_err(),
+        agent
+            .edit(
+                "/p/a.txt",
+                &[vfs::Edit { old_text: "before".into(), new_text: "edited".into() }],
+                &vfs::EditOptions::default(),
+            )
+            .unwrap_err(),
+        agent.delete("/p/t", true, &Precondition::Any).unwrap_err(),
+        agent.move_path("/p/a.txt", "/p/b.txt", &Precondition::Any, &Precondition::Absent).unwrap_err(),
+        agent.create_directory("/p/d").unwrap_err(),
+    ];
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        [
+            refused("/p/a.txt"),
+            refused("/p/new.txt"),
+            refused("/p/a.txt"),
+            refused("/p/t"),
+            refused("/p/a.txt"),
+            refused("/p/d"),
+        ]
+    );
+    assert_eq!(std::fs::read(fixture.path("p/a.txt")).unwrap(), b"before\n");
+    assert_eq!(std::fs::read(fixture.path("p/t/x.txt")).unwrap(), b"x\n");
+    for gone in ["p/new.txt", "p/b.txt", "p/d"] {
+        assert!(!fixture.path(gone).exists(), "{gone}");
+    }
+    let told = linker.told.lock().unwrap().clone();
+    assert!(told.iter().all(|(what, ..)| *what == "intends"), "no change was told: {told:?}");
+    assert_eq!(told.len(), 6);
+    let images = std::fs::read_dir(fixture.path("k/images")).unwrap().count();
+    assert_eq!(images, 0, "the images taken for the refused changes are forgotten");
+}
+
+/// A recursive delete whose files cannot be moved into the keeper (its directory is gone)
+/// stops at the first: no file goes without its image.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the tree and the keeper's directory on disk")]
+fn a_tree_whose_files_cannot_be_kept_is_not_removed() {
+    let fixture = Fixture::new();
+    fixture.file("p/t/a.txt", "a\n");
+    fixture.file("p/t/b.txt", "b\n");
+    let (registry, linker) = linked(&fixture);
+    std::fs::remove_dir(fixture.path("k/images")).unwrap();
+    let error = registry.agent().delete("/p/t", true, &Precondition::Any).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`/p/t/a.txt` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+    );
+    assert_eq!(std::fs::read(fixture.path("p/t/a.txt")).unwrap(), b"a\n");
+    assert_eq!(std::fs::read(fixture.path("p/t/b.txt")).unwrap(), b"b\n");
+    let told = linker.told.lock().unwrap().clone();
+    assert_eq!(told.len(), 1, "{told:?}");
 }
 
 #[test]

@@ -311,9 +311,10 @@ impl vfs::ChangeObserver for Keeping {
         self.told.lock().unwrap().push(told);
     }
 
-    fn intends(&self, change: &vfs::Change<'_>) {
+    fn intends(&self, change: &vfs::Change<'_>) -> Result<(), String> {
         let intended = (change.kind, change.path.to_string(), change.image.cloned());
         self.intended.lock().unwrap().push(intended);
+        Ok(())
     }
 
     fn keeps_images(&self, path: &vfs::VirtualPath, _by_agent: bool) -> bool {

@@ -236,7 +236,8 @@ impl Context<'_> {
         let was = Before::File { size: stat.size, version: token };
         let image =
             self.keeps_images(&path).then(|| self.file_image_of(store, &place.node, before.as_bytes(), stat.mode));
-        self.intends(ChangeKind::Edit, &path, None, &was, image.as_ref());
+        self.intends(ChangeKind::Edit, &path, None, &was, image.as_ref())
+            .inspect_err(|_| self.forget_image(image.as_ref()))?;
         let version = store
             .put(
                 place,

@@ -130,6 +130,8 @@ impl<'r> Context<'r> {
 
     /// Tells the observers that keep images of the change about to be made (its image just
     /// taken, the lock held): [`ChangeObserver::intends`](crate::ChangeObserver::intends).
+    /// An observer that cannot keep its record refuses the change: the caller forgets the
+    /// image and answers the error, changing nothing.
     pub(crate) fn intends(
         &self,
         kind: ChangeKind,
@@ -137,8 +139,8 @@ impl<'r> Context<'r> {
         to: Option<&VirtualPath>,
         before: &Before,
         image: Option<&Image>,
-    ) {
-        let Some(image) = image else { return };
+    ) -> Result<(), Error> {
+        let Some(image) = image else { return Ok(()) };
         let by_agent = self.caller == Caller::Agent;
         let change = Change {
             call: &self.call,
@@ -152,10 +154,20 @@ impl<'r> Context<'r> {
             on_the_way: false,
         };
         for observer in &self.registry.observers {
-            if observer.keeps_images(path, by_agent) {
-                observer.intends(&change);
+            if observer.keeps_images(path, by_agent)
+                && let Err(reason) = observer.intends(&change)
+            {
+                tracing::warn!(
+                    target: "vfs::journal",
+                    call = self.call.as_str(),
+                    path = path.as_str(),
+                    reason,
+                    "a change was refused: its record could not be kept"
+                );
+                return Err(Error::not_journaled(path));
             }
         }
+        Ok(())
     }
 
     /// The keeper of the first observer that offers one.

@@ -444,7 +444,8 @@ impl Context<'_> {
             Some(stat) => self.file_image(store, &located.node, Some(stat.size), &path),
             None => Image::Absent,
         });
-        self.intends(ChangeKind::Write, &path, None, &before, image.as_ref());
+        self.intends(ChangeKind::Write, &path, None, &before, image.as_ref())
+            .inspect_err(|_| self.forget_image(image.as_ref()))?;
         let version =
             store.put(&located, content, &when, mode, &path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, &path, None, &before, version.as_deref(), image.as_ref());
@@ -561,7 +562,8 @@ impl Context<'_> {
             Some(stat) => self.file_image(store, &place.node, Some(stat.size), path),
             None => Image::Absent,
         });
-        self.intends(ChangeKind::Write, path, None, &before, image.as_ref());
+        self.intends(ChangeKind::Write, path, None, &before, image.as_ref())
+            .inspect_err(|_| self.forget_image(image.as_ref()))?;
         let version = store.commit(place, staged, &when, path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
@@ -670,7 +672,8 @@ impl Context<'_> {
                 let _lock = store.lock(&located.node, &path)?;
                 self.guard_git_directory(located.mount, &located.rel, Access::Write, &path)?;
                 let image = self.keeps_images(&path).then_some(Image::Absent);
-                self.intends(ChangeKind::MakeDirectory, &path, None, &Before::Absent, image.as_ref());
+                self.intends(ChangeKind::MakeDirectory, &path, None, &Before::Absent, image.as_ref())
+                    .inspect_err(|_| self.forget_image(image.as_ref()))?;
                 let made = match exact {
                     Some(bits) => store.make_directory_exact(&located, bits, &path)?,
                     None if store.make_directory(&located, &path)? => MadeDirectory::Made(None),
@@ -756,7 +759,8 @@ impl Context<'_> {
             }
             _ => None,
         };
-        self.intends(ChangeKind::Move, &source, Some(&destination), &before, image.as_ref());
+        self.intends(ChangeKind::Move, &source, Some(&destination), &before, image.as_ref())
+            .inspect_err(|_| self.forget_image(image.as_ref()))?;
         let forget = |_: &Error| self.forget_image(image.as_ref());
         if let Some(renamed) = crate::storage::rename(from_store, &from, to_store, &to, overwrite, &destination) {
             renamed.inspect_err(forget)?;
@@ -908,7 +912,8 @@ impl Context<'_> {
                 .then_some(&took as &dyn Fn(&VirtualPath)),
         };
         let before = removed_before(&stat, precondition.as_ref());
-        self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref());
+        self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref())
+            .inspect_err(|_| self.forget_image(image.as_ref()))?;
         let removed = store.remove(&located, stat.kind, &removal, &path);
         let image = match (keeping, image) {
             (Some(keeping), _) => Some(self.kept_tree(keeping, super::directory_mode(&stat), removed.is_ok(), &path)),

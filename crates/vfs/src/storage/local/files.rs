@@ -432,7 +432,11 @@ pub(super) fn remove_tree(
         } else {
             check(&child, &entry.name, &entry_path)?;
             // Kept by moving it into the keeper, the file is removed already.
-            if !keep.is_some_and(|keep| keep_file(keep, &child, &entry.name, entry.kind, &entry_path)) {
+            let kept = match keep {
+                Some(keep) => keep_file(keep, &child, &entry.name, entry.kind, &entry_path)?,
+                None => false,
+            };
+            if !kept {
                 remove_file(&child, &entry.name, &entry_path)?;
                 if let Some(took) = removal.took {
                     took(&entry_path);
@@ -453,35 +457,50 @@ pub(super) fn remove_tree(
 /// Keeps the file `name` of `directory` in the keeping's keeper, as an item of its image, by
 /// moving it there (then it is removed, and this returns true); or notes why the image cannot
 /// be whole, and the caller removes the file.
+///
+/// # Errors
+/// The keeper could not take the file (the journal's images cannot be written): the removal
+/// stops here, so that no file goes without its image ([`Error::not_journaled`]); the files
+/// taken before are its changes.
 fn keep_file(
     keep: &crate::storage::TreeKeeping<'_>,
     directory: &OwnedFd,
     name: &str,
     kind: Kind,
     path: &VirtualPath,
-) -> bool {
+) -> Result<bool, Error> {
     if keep.refused.get().is_some() {
-        return false;
+        return Ok(false);
     }
     if kind != Kind::File {
         keep.refused.set(Some("it holds a link or a special file"));
-        return false;
+        return Ok(false);
     }
     if !path.is_spelled() {
         keep.refused.set(Some(crate::changes::UNSPELLED));
-        return false;
+        return Ok(false);
     }
     let kept = keep.keeper.fresh_name(keep.call);
-    let Some((size, mode)) = keep.keeper.directory.take_at(directory, name, &kept) else {
+    let taken = keep.keeper.directory.take_at(directory, name, &kept).map_err(|errno| {
+        tracing::warn!(
+            target: "vfs::journal",
+            call = keep.call.as_str(),
+            path = path.as_str(),
+            error = %errno,
+            "a removal stopped: a file could not be moved into the journal's images"
+        );
+        Error::not_journaled(path)
+    })?;
+    let Some((size, mode)) = taken else {
         keep.refused.set(Some("a file in it could not be kept"));
-        return false;
+        return Ok(false);
     };
     if size > keep.cap {
         keep.refused.set(Some("a file in it is unreadable or above the write cap"));
     }
     let content = Some(crate::changes::Saved::Kept { name: kept, size });
     keep.items.borrow_mut().push(crate::changes::TreeItem { relative: keep.relative(path), content, mode });
-    true
+    Ok(true)
 }
 
 /// Removes the temporary files of staged writes from a directory a recursive removal has

@@ -122,13 +122,22 @@ impl KeepDirectory {
     /// regular file of one link: a removal that keeps its image in one call (the inode leaves
     /// the tree for the journal). Returns its size and permission bits; `None` (nothing
     /// moved) when it cannot be kept so, and the caller links, copies or removes instead.
-    pub(crate) fn take_at(&self, directory: &OwnedFd, file: &str, name: &str) -> Option<(u64, u32)> {
-        let before = rustix::fs::statat(directory, file, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    ///
+    /// # Errors
+    /// The move failed: this directory cannot take the file (removed, full, refused), and a
+    /// removal must stop rather than remove a file whose image was not kept.
+    pub(crate) fn take_at(
+        &self,
+        directory: &OwnedFd,
+        file: &str,
+        name: &str,
+    ) -> Result<Option<(u64, u32)>, rustix::io::Errno> {
+        let Ok(before) = rustix::fs::statat(directory, file, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(None) };
         if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile || before.st_nlink != 1 {
-            return None;
+            return Ok(None);
         }
-        rustix::fs::renameat_with(directory, file, &*self.directory, name, rustix::fs::RenameFlags::NOREPLACE).ok()?;
-        Some((u64::try_from(before.st_size).unwrap_or(0), before.st_mode & 0o7777))
+        rustix::fs::renameat_with(directory, file, &*self.directory, name, rustix::fs::RenameFlags::NOREPLACE)?;
+        Ok(Some((u64::try_from(before.st_size).unwrap_or(0), before.st_mode & 0o7777)))
     }
 
     /// True when `directory` lies on this directory's file system (an entry of it can be
