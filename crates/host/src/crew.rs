@@ -1,10 +1,17 @@
-//! Crew definitions: the part of a crew file the service needs, its `mounts:` block.
+//! Crew definitions: the part of a crew file the service needs, its `name:` and its
+//! `mounts:` block.
 //!
-//! The crew format belongs to the crew framework, so this module reads only `mounts:` and keeps
-//! every other key as it was written ([`Crew::definition`]). The file is read beneath its
-//! directory's handle with the operator's ambient authority (`launch::read_crew`), a link
-//! followed only while it stays inside: exactly what the agents see at `/crew/<file>`.
+//! The crew format belongs to the crew framework, so this module reads only those two keys and
+//! skips every other as the parser reads it, never rejecting one. Skipped, not kept: a YAML
+//! alias under a skipped key is never expanded (`serde::de::IgnoredAny`), where the whole file
+//! kept as a YAML value expanded every one (a 220 KB file aliasing one anchor of 50,000 items
+//! 40,000 times grew past 4 GB). The file is read beneath its directory's handle with the
+//! operator's ambient authority (`launch::read_crew`), a link followed only while it stays
+//! inside: exactly what the agents see at `/crew/<file>`.
 
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use vfs::{MountId, MountRoot};
 
 use crate::error::{HostError, Problems};
@@ -19,13 +26,32 @@ pub struct CrewMount {
     pub root: MountRoot,
 }
 
+/// A crew file's `name:` key.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CrewNameKey {
+    /// No `name:` key.
+    #[default]
+    Absent,
+    /// A string.
+    Text(String),
+    /// Something else (a number, a list, a mapping).
+    NotText,
+}
+
 /// A crew definition.
 #[derive(Debug, Clone)]
 pub struct Crew {
     path: String,
-    definition: serde_norway::Value,
+    name: CrewNameKey,
     mounts: Vec<CrewMount>,
 }
+
+/// The most entries a `mounts:` block may list: far more roots than a crew needs, few enough
+/// that every refusal is one line the operator reads.
+const MAX_MOUNTS: usize = 256;
+
+/// The longest `mounts:` entry read: a ULID, `|` and the longest root a virtual path allows.
+const MAX_ENTRY: usize = 26 + 1 + vfs::MAX_PATH_BYTES;
 
 impl Crew {
     /// Parses a crew file. `path` names the file in messages (the operator's spelling).
@@ -38,42 +64,25 @@ impl Crew {
             line,
             limit: MAX_FLOW_DEPTH,
         })?;
-        let definition: serde_norway::Value = serde_norway::from_str(text)
-            .map_err(|error| HostError::CrewParse { path: path.to_owned(), reason: one_line(&error.to_string()) })?;
-        let block = match &definition {
-            serde_norway::Value::Mapping(mapping) => mapping.get("mounts").cloned(),
-            serde_norway::Value::Null => None,
-            _ => {
-                return Err(HostError::CrewParse {
-                    path: path.to_owned(),
-                    reason: "a crew file is a YAML mapping (keys such as `mounts:`)".to_owned(),
-                }
-                .into());
+        let fail = |reason: String| Problems::from(HostError::CrewParse { path: path.to_owned(), reason });
+        let read = serde_norway::from_str::<TopLevel>(text).map_err(|error| fail(one_line(&error.to_string())))?;
+        let (name, mounts) = match read {
+            TopLevel::Mapping { name, mounts } => (name, mounts),
+            TopLevel::Other { empty: true } => (CrewNameKey::Absent, MountsKey::Absent),
+            TopLevel::Other { empty: false } => {
+                return Err(fail("a crew file is a YAML mapping (keys such as `mounts:`)".to_owned()));
             }
         };
-        let entries = match block {
-            None | Some(serde_norway::Value::Null) => Vec::new(),
-            Some(serde_norway::Value::Sequence(entries)) => entries,
-            Some(_) => {
-                return Err(HostError::CrewParse {
-                    path: path.to_owned(),
-                    reason: "`mounts:` is a list of `/root` or `<ulid>|/root` entries".to_owned(),
-                }
-                .into());
+        let entries = match mounts {
+            MountsKey::Absent => Vec::new(),
+            MountsKey::List(entries) => entries,
+            MountsKey::NotList => {
+                return Err(fail("`mounts:` is a list of `/root` or `<ulid>|/root` entries".to_owned()));
             }
         };
         let mut problems = Vec::new();
         let mut mounts: Vec<CrewMount> = Vec::new();
-        for entry in entries {
-            let serde_norway::Value::String(text) = entry else {
-                let written = serde_norway::to_string(&entry).map_or_else(|_| "?".to_owned(), |text| one_line(&text));
-                problems.push(HostError::CrewMount {
-                    path: path.to_owned(),
-                    entry: written,
-                    reason: "an entry is a string, `/root` or `<ulid>|/root`".to_owned(),
-                });
-                continue;
-            };
+        for text in entries {
             match parse_entry(&text) {
                 Ok(mount) => {
                     if let Some(root) = crate::launch::reserved_root(&mount.root) {
@@ -106,7 +115,7 @@ impl Crew {
         if !problems.is_empty() {
             return Err(Problems(problems));
         }
-        Ok(Self { path: virtual_path.to_owned(), definition, mounts })
+        Ok(Self { path: virtual_path.to_owned(), name, mounts })
     }
 
     /// The virtual path the definition was read from, like `/crew/crew.yaml`.
@@ -115,16 +124,253 @@ impl Crew {
         &self.path
     }
 
-    /// The whole definition, unknown keys included.
+    /// The `name:` key.
     #[must_use]
-    pub fn definition(&self) -> &serde_norway::Value {
-        &self.definition
+    pub fn name_key(&self) -> &CrewNameKey {
+        &self.name
     }
 
     /// The roots the crew needs.
     #[must_use]
     pub fn mounts(&self) -> &[CrewMount] {
         &self.mounts
+    }
+}
+
+/// What the parser reads of the file: a mapping's `name:` and `mounts:`, or what else it is.
+enum TopLevel {
+    Mapping {
+        name: CrewNameKey,
+        mounts: MountsKey,
+    },
+    /// Empty, `~`, or anything but a mapping (`mounts` alone, a list): refused unless empty.
+    Other {
+        empty: bool,
+    },
+}
+
+/// A crew file's `mounts:` key.
+#[derive(Default)]
+enum MountsKey {
+    #[default]
+    Absent,
+    /// Its entries, each a string (a number or a word is read as its text).
+    List(Vec<String>),
+    NotList,
+}
+
+/// A key of the file's mapping: only `name` and `mounts` matter.
+enum Key {
+    Name,
+    Mounts,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "name" => Key::Name,
+                    "mounts" => Key::Mounts,
+                    _ => Key::Other,
+                })
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Key, E> {
+                Ok(Key::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Key, E> {
+                Ok(Key::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Key, E> {
+                Ok(Key::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Key, E> {
+                Ok(Key::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
+                Ok(Key::Other)
+            }
+        }
+        // A key is a scalar: a list or a mapping as a key is refused (no crew writes one) rather
+        // than walked, so that no alias is expanded for a key.
+        deserializer.deserialize_any(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TopVisitor;
+        impl<'de> Visitor<'de> for TopVisitor {
+            type Value = TopLevel;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a YAML mapping")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+                let (mut name, mut mounts) = (None, None);
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Name if name.is_some() => return Err(de::Error::custom("the key `name:` is given twice")),
+                        Key::Mounts if mounts.is_some() => {
+                            return Err(de::Error::custom("the key `mounts:` is given twice"));
+                        }
+                        Key::Name => name = Some(map.next_value::<NameValue>()?.0),
+                        Key::Mounts => mounts = Some(map.next_value::<MountsKey>()?),
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TopLevel::Mapping { name: name.unwrap_or_default(), mounts: mounts.unwrap_or_default() })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: true })
+            }
+            fn visit_none<E: de::Error>(self) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: true })
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: false })
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: false })
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: false })
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: false })
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<TopLevel, E> {
+                Ok(TopLevel::Other { empty: false })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(TopLevel::Other { empty: false })
+            }
+        }
+        deserializer.deserialize_any(TopVisitor)
+    }
+}
+
+/// The value of `name:`.
+struct NameValue(CrewNameKey);
+
+impl<'de> Deserialize<'de> for NameValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> Visitor<'de> for NameVisitor {
+            type Value = NameValue;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a name")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<NameValue, E> {
+                Ok(NameValue(CrewNameKey::Text(name.to_owned())))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<NameValue, E> {
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<NameValue, E> {
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<NameValue, E> {
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<NameValue, E> {
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<NameValue, E> {
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NameValue, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NameValue, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(NameValue(CrewNameKey::NotText))
+            }
+        }
+        deserializer.deserialize_any(NameVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for MountsKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MountsVisitor;
+        impl<'de> Visitor<'de> for MountsVisitor {
+            type Value = MountsKey;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a list of `/root` or `<ulid>|/root` entries")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<MountsKey, E> {
+                Ok(MountsKey::Absent)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<MountsKey, E> {
+                Ok(MountsKey::NotList)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<MountsKey, E> {
+                Ok(MountsKey::NotList)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<MountsKey, E> {
+                Ok(MountsKey::NotList)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<MountsKey, E> {
+                Ok(MountsKey::NotList)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<MountsKey, E> {
+                Ok(MountsKey::NotList)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MountsKey, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(MountsKey::NotList)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MountsKey, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(Entry(text)) = seq.next_element::<Entry>()? {
+                    if entries.len() == MAX_MOUNTS {
+                        return Err(de::Error::custom(format!(
+                            "more than {MAX_MOUNTS} entries, more roots than a crew needs;"
+                        )));
+                    }
+                    entries.push(text);
+                }
+                Ok(MountsKey::List(entries))
+            }
+        }
+        deserializer.deserialize_any(MountsVisitor)
+    }
+}
+
+/// One entry of `mounts:`: a scalar's text, at most [`MAX_ENTRY`] bytes.
+struct Entry(String);
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EntryVisitor;
+        impl Visitor<'_> for EntryVisitor {
+            type Value = Entry;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("an entry `/root` or `<ulid>|/root`")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Entry, E> {
+                if text.len() > MAX_ENTRY {
+                    return Err(E::custom(format!(
+                        "a `mounts:` entry of {} bytes; an entry is `/root` or `<ulid>|/root`",
+                        text.len()
+                    )));
+                }
+                Ok(Entry(text.to_owned()))
+            }
+        }
+        // A string only: a list or a mapping in `mounts:` is refused where it stands, never
+        // walked (an alias there is not expanded).
+        deserializer.deserialize_str(EntryVisitor)
     }
 }
 
@@ -151,7 +397,7 @@ mod tests {
         let crew = Crew::parse("crew.yaml", "/crew/crew.yaml", text).unwrap();
         assert_eq!(crew.mounts().len(), 2);
         assert_eq!(crew.mounts()[1].id.as_ref().unwrap().as_str(), "01J9Z3K4M5N6P7Q8R9S0T1V2W3");
-        assert!(crew.definition().get("agents").is_some());
+        assert_eq!(crew.name_key(), &CrewNameKey::Text("review".to_owned()));
     }
 
     #[test]
@@ -221,6 +467,40 @@ mod tests {
             hints[4],
             "drop the entry, or list a root of the crew's own, like `/llm-logs-files`, and provide it with --mount or the settings file"
         );
+    }
+
+    /// The framework's keys are skipped unread, their aliases unexpanded: one anchor of 50,000
+    /// items aliased 40,000 times (220 KB) grew past 4 GB when the file was kept whole.
+    #[test]
+    fn aliases_under_the_frameworks_keys_are_never_expanded() {
+        let text = format!("a: &a [{}]\nb: [{}]\nmounts: [/src]\n", "x,".repeat(50_000), "*a,".repeat(40_000));
+        let crew = Crew::parse("crew.yaml", "/crew/crew.yaml", &text).unwrap();
+        assert_eq!(crew.mounts().len(), 1);
+        assert_eq!(crew.name_key(), &CrewNameKey::Absent);
+        // In `mounts:`, an alias of a list is refused where it stands.
+        let text = format!("a: &a [{}]\nmounts: [{}]\n", "x,".repeat(50_000), "*a,".repeat(40_000));
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", &text).unwrap_err();
+        assert_eq!(
+            problems.to_string(),
+            "invalid crew `crew.yaml`: mounts[0]: invalid type: sequence, expected an entry `/root` or `<ulid>|/root` at line 1 column 4"
+        );
+        // An alias of a short string is read, up to the most entries a crew lists.
+        let text = format!("s: &s /src\nmounts: [{}]\n", "*s,".repeat(40_000));
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", &text).unwrap_err();
+        assert_eq!(
+            problems.to_string(),
+            "invalid crew `crew.yaml`: mounts: more than 256 entries, more roots than a crew needs; at line 2 column 9"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_needs_no_roots_and_a_key_given_twice_is_refused() {
+        let crew = Crew::parse("crew.yaml", "/crew/crew.yaml", "").unwrap();
+        assert_eq!((crew.mounts().len(), crew.name_key()), (0, &CrewNameKey::Absent));
+        let problems = Crew::parse("crew.yaml", "/crew/crew.yaml", "mounts: [/a]\nmounts: [/b]\n").unwrap_err();
+        assert_eq!(problems.to_string(), "invalid crew `crew.yaml`: the key `mounts:` is given twice");
+        let crew = Crew::parse("crew.yaml", "/crew/crew.yaml", "name: ~\n").unwrap();
+        assert_eq!(crew.name_key(), &CrewNameKey::NotText);
     }
 
     #[test]

@@ -222,14 +222,10 @@ fn crew_name(place: &CrewPlace, crew: &Crew) -> Result<String, HostError> {
         name: name.escape_debug().to_string(),
         reason,
     };
-    let key = match crew.definition() {
-        serde_norway::Value::Mapping(mapping) => mapping.get("name"),
-        _ => None,
-    };
-    let name = match key {
-        Some(serde_norway::Value::String(name)) => name.clone(),
-        Some(_) => return Err(fail("", "the `name:` key is not a string")),
-        None => {
+    let name = match crew.name_key() {
+        crate::crew::CrewNameKey::Text(name) => name.clone(),
+        crate::crew::CrewNameKey::NotText => return Err(fail("", "the `name:` key is not a string")),
+        crate::crew::CrewNameKey::Absent => {
             let from = if place.given_directory {
                 place.directory.file_name().map(|name| name.to_string_lossy().into_owned())
             } else {

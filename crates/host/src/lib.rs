@@ -23,7 +23,7 @@
 
 #[cfg(feature = "mcp")]
 pub use client_log::ClientLogLayer;
-pub use crew::{Crew, CrewMount};
+pub use crew::{Crew, CrewMount, CrewNameKey};
 pub use error::{HostError, Problems};
 pub use hosted::{Hosting, Served, host, tokens};
 #[cfg(feature = "mcp")]
