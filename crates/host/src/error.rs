@@ -200,11 +200,13 @@ pub enum HostError {
     /// The mount table did not build.
     #[error(transparent)]
     Registry(#[from] vfs::ConfigError),
-    /// The exchange log directory could not be created or opened.
-    #[error("cannot use `{path}` as the exchange log directory: {reason}")]
+    /// The exchange log's or the journal's directory could not be created or opened.
+    #[error("cannot use `{path}` as the {purpose} directory: {reason}")]
     LogDir {
         /// The directory, made absolute.
         path: String,
+        /// `exchange log` (`--llm-log`) or `journal` (`--journal`).
+        purpose: &'static str,
         /// Why.
         reason: vfs::host_path::HostPathError,
     },
@@ -326,7 +328,10 @@ impl HostError {
                 "drop the entry, or list a root of the crew's own, like `{root}-files`, and provide it with --mount or the settings file"
             )),
             HostError::Registry(error) => Some(error.hint().to_owned()),
-            HostError::LogDir { .. } => Some("--llm-log takes a directory; it is created if missing".to_owned()),
+            HostError::LogDir { purpose, .. } => {
+                let option = if *purpose == "journal" { "--journal" } else { "--llm-log" };
+                Some(format!("{option} takes a directory; it is created if missing"))
+            }
             HostError::NoToken | HostError::TokenFile { .. } | HostError::TokenFileRead { .. } => Some(
                 "a token file holds one token per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; make tokens with `openssl rand -hex 32`".to_owned(),
             ),

@@ -400,8 +400,8 @@ pub(crate) fn finish(
     if let Some(directory) = &options.llm_log {
         let directory = absolute(&options.current_dir, directory);
         match &log_folder {
-            Some(folder) => ensure_directory(&directory.join(folder), authority)?,
-            None => ensure_directory(&directory, authority)?,
+            Some(folder) => ensure_directory(&directory.join(folder), "exchange log", authority)?,
+            None => ensure_directory(&directory, "exchange log", authority)?,
         }
         selected.push(Entry {
             spec: MountSpec::local(directory.clone(), runner_root(LOG_ROOT), Rights::ReadWrite),
@@ -416,7 +416,7 @@ pub(crate) fn finish(
             crate::journal::check_journal_bound(bound)
                 .map_err(|why| HostError::JournalBound { given: crate::journal::byte_words(bound), why })?;
             let directory = absolute(&options.current_dir, directory);
-            ensure_directory(&directory, authority)?;
+            ensure_directory(&directory, "journal", authority)?;
             selected.push(Entry {
                 spec: MountSpec::local(directory.clone(), runner_root(crate::journal::JOURNAL_ROOT), Rights::ReadWrite),
                 visibility: Visibility::Internal,
@@ -581,11 +581,31 @@ struct SettingsFile {
 }
 
 /// A byte count in a settings file: `1073741824` or `"1G"`.
-#[derive(Debug, serde::Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 enum ByteCount {
     Number(u64),
     Text(String),
+}
+
+impl<'de> serde::Deserialize<'de> for ByteCount {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Count;
+        impl serde::de::Visitor<'_> for Count {
+            type Value = ByteCount;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str(r#"a byte count, like 1073741824 or "1G""#)
+            }
+            fn visit_u64<E: serde::de::Error>(self, bytes: u64) -> Result<ByteCount, E> {
+                Ok(ByteCount::Number(bytes))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ByteCount, E> {
+                Ok(ByteCount::Text(text.to_owned()))
+            }
+        }
+        // Anything else (a negative or fractional number, a list) is refused by the visitor's
+        // own words, `expected a byte count, like …`, rather than serde's untagged enum.
+        deserializer.deserialize_any(Count)
+    }
 }
 
 /// What a settings file says: its mounts, its `hide` globs and its journal.
@@ -846,10 +866,18 @@ fn ambiguous(root: &MountRoot, group: &[&Entry]) -> HostError {
     HostError::AmbiguousRoot { root: root.to_string(), count: group.len(), ids: ids.join(", ") }
 }
 
-/// Creates `directory` and its missing parents, with the operator's authority.
-pub(crate) fn ensure_directory(directory: &Path, authority: AmbientAuthority) -> Result<(), HostError> {
-    host_path::create_directories(directory, authority)
-        .map_err(|reason| HostError::LogDir { path: path_text(directory), reason })
+/// Creates `directory` and its missing parents, with the operator's authority; `purpose`
+/// names it in a refusal (`exchange log`, `journal`).
+pub(crate) fn ensure_directory(
+    directory: &Path,
+    purpose: &'static str,
+    authority: AmbientAuthority,
+) -> Result<(), HostError> {
+    host_path::create_directories(directory, authority).map_err(|reason| HostError::LogDir {
+        path: path_text(directory),
+        purpose,
+        reason,
+    })
 }
 
 /// The core's worker pool for content searches, one for the process: every registry a launch
@@ -1124,7 +1152,7 @@ mod tests {
         );
         assert_eq!(
             refusal(&|options| options.journal = Some(PathBuf::from("file"))),
-            "cannot use `[TMP]/file` as the exchange log directory: it is not a directory"
+            "cannot use `[TMP]/file` as the journal directory: it is not a directory"
         );
     }
 

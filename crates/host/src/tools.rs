@@ -404,6 +404,7 @@ pub(crate) fn listed_names(service: &ToolService) -> String {
     DEFINITIONS
         .iter()
         .filter(|definition| writable || matches!(definition.effect, Effect::Read))
+        .filter(|definition| service.offers_journal(definition))
         .map(|definition| definition.name)
         .chain(service.runner.as_ref().map(|_| RUN_COMMAND.name))
         .collect::<Vec<_>>()
@@ -469,6 +470,13 @@ mod tests {
     fn write_tools_are_listed_only_when_something_grants_write() {
         assert_eq!(service("ro").1.listed_tools().len(), 12);
         assert_eq!(service("rwnd").1.listed_tools().len(), 17);
+        // The operator's start-up line names exactly what `tools/list` lists (it named the
+        // journal's tools without a journal).
+        for rights in ["ro", "rwnd"] {
+            let (_dir, tools) = service(rights);
+            let listed: Vec<String> = tools.listed_tools().iter().map(|tool| tool.name.to_string()).collect();
+            assert_eq!(listed_names(&tools), listed.join(", "), "{rights}");
+        }
         let (_dir, read_only) = service("ro");
         assert_eq!(
             read_only.call("delete_file", Some(JsonObject::new())),

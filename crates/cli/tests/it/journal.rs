@@ -821,6 +821,17 @@ fn the_journal_can_come_from_the_settings_file() {
         "{}",
         run.stderr
     );
+    // Not a byte count: said in those words (it named serde's untagged enum).
+    test.file("conf/negative.json", r#"{"mounts": ["../w:/w:rw"], "journal": "../j", "journal_max_bytes": -1}"#);
+    let run = test.run(&["call", "list_directory", r#"{"path": "/w"}"#, "--settings", "conf/negative.json"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.starts_with(
+            "error: invalid settings file `conf/negative.json`: invalid type: integer `-1`, expected a byte count, like 1073741824 or \"1G\" at line 1"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 /// An agent's undo names the request that asked for it: each undo entry has a call of its
