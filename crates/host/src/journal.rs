@@ -1963,10 +1963,19 @@ impl Journal {
     /// goes where readers look. Called with `intents` held (`log` is its content).
     fn append_gated(&self, log: &mut Option<AppendFile>, bytes: &[u8]) -> std::io::Result<()> {
         let gate = self.gate.get().filter(|gate| gate.lock_shared().is_ok());
-        if log.as_ref().is_some_and(|file| file.unnamed().unwrap_or(false))
-            && let Some(access) = self.access()
-            && let Ok(fresh) = access.open_append(LOG_FILE)
-        {
+        let unnamed = log.as_ref().is_some_and(|file| file.unnamed().unwrap_or(false));
+        let reopened = if unnamed { self.access().and_then(|access| access.open_append(LOG_FILE).ok()) } else { None };
+        if unnamed && reopened.is_none() {
+            // The name gives no log this process can append to (removed and replaced by a
+            // directory, a FIFO, an immutable file): a line written to the file it holds would
+            // be read by nobody, and the change it names swept at the next start. Refused, so
+            // that the change is not made.
+            if let Some(gate) = gate {
+                let _ = gate.unlock();
+            }
+            return Err(std::io::Error::other("the log was replaced by something that cannot be opened to append to"));
+        }
+        if let Some(fresh) = reopened {
             let length = fresh.length().unwrap_or(0);
             *log = Some(fresh);
             // Another process compacted the log: where this one left it, and the stretches

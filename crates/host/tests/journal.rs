@@ -1982,3 +1982,32 @@ fn a_copied_image_is_written_before_the_change_and_undone_from() {
     assert_eq!((failed, undone.as_str()), (false, "restored /w/shared.txt\n"));
     assert_eq!(std::fs::read_to_string(base.path().join("w/shared.txt")).unwrap(), "shared before\n");
 }
+
+/// The log replaced behind a running process by something it cannot append to (a directory
+/// here; a FIFO or an immutable file alike): the next change is refused, never appended to the
+/// removed file it held, where nobody reads it and the next start sweeps its image. Once the
+/// name gives a log again, changes go on and are undoable.
+#[test]
+fn a_log_replaced_under_a_running_process_refuses_the_next_change() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    std::fs::write(base.path().join("w/a.txt"), "hello\n").unwrap();
+    call(&tools, "write_file", &json!({ "path": "/w/b.txt", "content": "b\n" }));
+    let log = base.path().join("journal/journal.jsonl");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let write = json!({ "path": "/w/a.txt", "content": "changed\n", "overwrite": true });
+    assert_eq!(
+        answer(&tools, "write_file", &write),
+        (
+            true,
+            "`/w/a.txt` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why".to_owned()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "hello\n");
+    std::fs::remove_dir(&log).unwrap();
+    call(&tools, "write_file", &write);
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "restored /w/a.txt\n".to_owned()));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "hello\n");
+}

@@ -627,6 +627,21 @@ impl Error {
         )
     }
 
+    /// A recursive delete, with the journal on, that met a file with other hard links: its
+    /// image could not be kept whole with the tree's, so the delete stopped there.
+    pub(crate) fn linked_in_tree(top: &VirtualPath, file: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Unsupported,
+            Some(top),
+            agent_text![
+                code(top),
+                " was not deleted whole: ",
+                code(file),
+                " has other hard links, and the journal of changes keeps a deleted tree only when it can keep each of its files; delete that file by itself first (what this delete removed before it can be undone)"
+            ],
+        )
+    }
+
     pub(crate) fn changed_during_call(path: &VirtualPath) -> Self {
         Self::build(
             ErrorKind::Changed,

@@ -546,6 +546,35 @@ fn a_tree_whose_files_cannot_be_kept_is_not_removed() {
     assert_eq!(told.len(), 1, "{told:?}");
 }
 
+/// A file with other hard links cannot be moved into the keeper as a whole image: a recursive
+/// delete stops there, saying so, instead of removing the whole tree without an image (the
+/// tree was then "not undoable" and every file in it lost). What it took before is told.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the tree, its hard links and the images on disk")]
+fn a_tree_holding_a_hard_linked_file_is_deleted_only_up_to_it() {
+    let fixture = Fixture::new();
+    fixture.file("p/t/a.txt", "a\n");
+    fixture.file("p/t/b.txt", "linked\n");
+    fixture.file("p/t/z.txt", "z\n");
+    std::fs::hard_link(fixture.path("p/t/b.txt"), fixture.path("p/elsewhere.txt")).unwrap();
+    let (registry, linker) = linked(&fixture);
+    let error = registry.agent().delete("/p/t", true, &Precondition::Any).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`/p/t` was not deleted whole: `/p/t/b.txt` has other hard links, and the journal of changes keeps a deleted tree only when it can keep each of its files; delete that file by itself first (what this delete removed before it can be undone)"
+    );
+    assert!(!fixture.path("p/t/a.txt").exists(), "taken before the linked file");
+    assert_eq!(std::fs::read(fixture.path("p/t/b.txt")).unwrap(), b"linked\n");
+    assert_eq!(std::fs::read(fixture.path("p/t/z.txt")).unwrap(), b"z\n");
+    let told = linker.told.lock().unwrap().clone();
+    let changed: Vec<(&str, ChangeKind, &str)> = told
+        .iter()
+        .filter(|(what, ..)| *what == "changed")
+        .map(|(what, kind, path, _)| (*what, *kind, path.as_str()))
+        .collect();
+    assert_eq!(changed, [("changed", ChangeKind::Remove, "/p/t/a.txt")]);
+}
+
 #[test]
 #[expect(clippy::disallowed_methods, reason = "fixture: the kept images on disk")]
 fn two_writers_at_once_each_get_as_image_exactly_what_the_other_left() {

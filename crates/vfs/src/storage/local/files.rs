@@ -491,9 +491,15 @@ fn keep_file(
         );
         Error::not_journaled(path)
     })?;
-    let Some((size, mode)) = taken else {
-        keep.refused.set(Some("a file in it could not be kept"));
-        return Ok(false);
+    let (size, mode) = match taken {
+        super::keep::Taken::Moved { size, mode } => (size, mode),
+        // Removed without an image, it would leave the whole tree without one (a tree is
+        // undone whole or not at all): the removal stops here, and says how to go on.
+        super::keep::Taken::Linked => return Err(Error::linked_in_tree(keep.top, path)),
+        super::keep::Taken::Not => {
+            keep.refused.set(Some("a file in it could not be kept"));
+            return Ok(false);
+        }
     };
     if size > keep.cap {
         keep.refused.set(Some("a file in it is unreadable or above the write cap"));

@@ -20,6 +20,18 @@ use super::{Node, files};
 use crate::error::Error;
 use crate::path::VirtualPath;
 
+/// What [`KeepDirectory::take_at`] did with a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// Moved into the keeper: its size and permission bits.
+    Moved { size: u64, mode: u32 },
+    /// Not a regular file (or gone): nothing moved.
+    Not,
+    /// A regular file with other hard links: moving this name would keep no whole image of
+    /// what the others share, so nothing moved.
+    Linked,
+}
+
 /// A directory of a local store that keeps before images by hard link.
 #[derive(Debug)]
 pub(crate) struct KeepDirectory {
@@ -126,18 +138,16 @@ impl KeepDirectory {
     /// # Errors
     /// The move failed: this directory cannot take the file (removed, full, refused), and a
     /// removal must stop rather than remove a file whose image was not kept.
-    pub(crate) fn take_at(
-        &self,
-        directory: &OwnedFd,
-        file: &str,
-        name: &str,
-    ) -> Result<Option<(u64, u32)>, rustix::io::Errno> {
-        let Ok(before) = rustix::fs::statat(directory, file, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(None) };
-        if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile || before.st_nlink != 1 {
-            return Ok(None);
+    pub(crate) fn take_at(&self, directory: &OwnedFd, file: &str, name: &str) -> Result<Taken, rustix::io::Errno> {
+        let Ok(before) = rustix::fs::statat(directory, file, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(Taken::Not) };
+        if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile {
+            return Ok(Taken::Not);
+        }
+        if before.st_nlink != 1 {
+            return Ok(Taken::Linked);
         }
         rustix::fs::renameat_with(directory, file, &*self.directory, name, rustix::fs::RenameFlags::NOREPLACE)?;
-        Ok(Some((u64::try_from(before.st_size).unwrap_or(0), before.st_mode & 0o7777)))
+        Ok(Taken::Moved { size: u64::try_from(before.st_size).unwrap_or(0), mode: before.st_mode & 0o7777 })
     }
 
     /// True when `directory` lies on this directory's file system (an entry of it can be
