@@ -387,7 +387,12 @@ struct LaunchArgs {
 
 impl LaunchArgs {
     fn into_options(self) -> anyhow::Result<LaunchOptions> {
-        let current_dir = std::env::current_dir().context("cannot determine the current directory")?;
+        // A refused launch (exit 2), as every launch refusal is: the operator's shell is in a
+        // directory that is gone, or that it may not read.
+        let current_dir = std::env::current_dir().map_err(|error| Refusal {
+            message: format!("cannot determine the current directory: {error}"),
+            hint: Some("run vfs from a directory that exists (relative paths resolve against it)".to_owned()),
+        })?;
         Ok(LaunchOptions {
             mounts: self.mounts,
             mount_ids: self.mount_ids,

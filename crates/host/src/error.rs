@@ -144,16 +144,14 @@ pub enum HostError {
         what: &'static str,
     },
     /// Several settings entries for one root, and nothing selects one.
-    #[error(
-        "the root `{root}` is declared {count} times in the settings and nothing selects one: pass `--mount-id <ULID>` with one of {ids}, or `--mount` for `{root}`"
-    )]
+    #[error("the root `{root}` is declared {count} times in the settings and nothing selects one: {choice}")]
     AmbiguousRoot {
         /// The root.
         root: String,
         /// How many entries.
         count: usize,
-        /// The ids of the entries, for the message.
-        ids: String,
+        /// How to select one: by the ids the entries carry, or by `--mount`.
+        choice: String,
     },
     /// An id that no settings entry carries.
     #[error("{source_name} names the mount id `{id}`, but no settings entry carries it: {fix}")]

@@ -622,7 +622,8 @@ fn settings_entries(options: &LaunchOptions, path: &Path, authority: AmbientAuth
     let file = absolute(&options.current_dir, path);
     let text = host_path::read_text_file(&file, read_limit(), authority)
         .map_err(|reason| HostError::SettingsRead { path: shown.clone(), reason })?;
-    let settings: SettingsFile = serde_json::from_str(&text)
+    // A byte order mark (editors on Windows write one) is no JSON, and no part of the settings.
+    let settings: SettingsFile = serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
         .map_err(|error| HostError::SettingsParse { path: shown.clone(), reason: error.to_string() })?;
     let base = file.parent().map_or_else(|| options.current_dir.clone(), Path::to_path_buf);
     let mut problems = Vec::new();
@@ -858,12 +859,18 @@ fn group_by_root(settings: &[Entry]) -> Vec<(&MountRoot, Vec<&Entry>)> {
 }
 
 /// Rule 5: a root declared several times with nothing selecting one.
+/// The fix names the ids the entries carry; entries without one can be told apart only by a
+/// `--mount`, or by ids given to them (`<ulid>|` before the entry).
 fn ambiguous(root: &MountRoot, group: &[&Entry]) -> HostError {
-    let ids: Vec<String> = group
-        .iter()
-        .map(|entry| entry.spec.id().map_or_else(|| "(no id)".to_owned(), |id| format!("`{id}`")))
-        .collect();
-    HostError::AmbiguousRoot { root: root.to_string(), count: group.len(), ids: ids.join(", ") }
+    let ids: Vec<String> = group.iter().filter_map(|entry| entry.spec.id()).map(|id| format!("`{id}`")).collect();
+    let choice = if ids.is_empty() {
+        format!(
+            "pass `--mount` for `{root}`, or give the entries ids (`<ULID>|` before each) and pass `--mount-id <ULID>`"
+        )
+    } else {
+        format!("pass `--mount-id <ULID>` with one of {}, or `--mount` for `{root}`", ids.join(", "))
+    };
+    HostError::AmbiguousRoot { root: root.to_string(), count: group.len(), choice }
 }
 
 /// Creates `directory` and its missing parents, with the operator's authority; `purpose`

@@ -313,6 +313,14 @@ fn a_root_declared_twice_needs_a_selection() {
         run.stderr
     );
     assert_eq!(run.code, 2);
+    // Entries without ids: the fix cannot be an id they do not carry (it offered "(no id)").
+    test.file("plain.json", r#"{"mounts": ["one:/src"], "internal_mounts": ["two:/src"]}"#);
+    let run = test.run(&["check", "--settings", "plain.json"]);
+    eqnice!(
+        "the root `/src` is declared 2 times in the settings and nothing selects one: pass `--mount` for `/src`, or give the entries ids (`<ULID>|` before each) and pass `--mount-id <ULID>`\n",
+        run.stdout
+    );
+    assert_eq!(run.code, 2);
     let run = test.run(&[
         "call",
         "read_text_file",
@@ -582,5 +590,37 @@ fn help_has_examples_and_exit_codes() {
     let run = test.run(&["--help"]);
     assert!(run.stdout.contains("Examples:\n  vfs serve\n"), "{}", run.stdout);
     assert!(run.stdout.contains("Exit codes:\n  0  success\n"), "{}", run.stdout);
+    assert_eq!(run.code, 0);
+}
+
+/// A launch from a directory removed meanwhile is refused like any launch (exit 2), with a
+/// hint; it exited 1.
+#[test]
+fn a_current_directory_that_is_gone_is_a_refused_launch() {
+    let test = TestDir::new();
+    test.dir("gone");
+    let data = test.dir("data");
+    let output = std::process::Command::new("sh")
+        .current_dir(test.path())
+        .args(["-c", r#"cd gone && rmdir ../gone && exec "$@""#, "sh", env!("CARGO_BIN_EXE_vfs"), "mounts", "--mount"])
+        .arg(format!("{}:/src", data.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "error: cannot determine the current directory: No such file or directory (os error 2)\n\nhint: run vfs from a directory that exists (relative paths resolve against it)\n"
+    );
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// A settings file that begins with a byte order mark is read (it was "expected value at line 1
+/// column 1").
+#[test]
+fn a_settings_file_with_a_byte_order_mark_is_read() {
+    let test = TestDir::new();
+    test.file("data/a.txt", "a\n");
+    test.file("bom.json", "\u{feff}{\"mounts\": [\"data:/src\"]}");
+    let run = test.run(&["call", "read_text_file", r#"{"path": "/src/a.txt"}"#, "--settings", "bom.json"]);
+    eqnice!("a\n", run.stdout);
     assert_eq!(run.code, 0);
 }
