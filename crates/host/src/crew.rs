@@ -137,6 +137,24 @@ impl Crew {
     }
 }
 
+/// A visitor's answer to a bool or a number: one value for all four (each visitor says which).
+macro_rules! other_scalars {
+    ($value:ty, $answer:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok($answer)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok($answer)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok($answer)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok($answer)
+        }
+    };
+}
+
 /// What the parser reads of the file: a mapping's `name:` and `mounts:`, or what else it is.
 enum TopLevel {
     Mapping {
@@ -181,18 +199,7 @@ impl<'de> Deserialize<'de> for Key {
                     _ => Key::Other,
                 })
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Key, E> {
-                Ok(Key::Other)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Key, E> {
-                Ok(Key::Other)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Key, E> {
-                Ok(Key::Other)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Key, E> {
-                Ok(Key::Other)
-            }
+            other_scalars!(Key, Key::Other);
             fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
                 Ok(Key::Other)
             }
@@ -234,18 +241,7 @@ impl<'de> Deserialize<'de> for TopLevel {
             fn visit_none<E: de::Error>(self) -> Result<TopLevel, E> {
                 Ok(TopLevel::Other { empty: true })
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<TopLevel, E> {
-                Ok(TopLevel::Other { empty: false })
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<TopLevel, E> {
-                Ok(TopLevel::Other { empty: false })
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<TopLevel, E> {
-                Ok(TopLevel::Other { empty: false })
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<TopLevel, E> {
-                Ok(TopLevel::Other { empty: false })
-            }
+            other_scalars!(TopLevel, TopLevel::Other { empty: false });
             fn visit_str<E: de::Error>(self, _: &str) -> Result<TopLevel, E> {
                 Ok(TopLevel::Other { empty: false })
             }
@@ -272,18 +268,7 @@ impl<'de> Deserialize<'de> for NameValue {
             fn visit_str<E: de::Error>(self, name: &str) -> Result<NameValue, E> {
                 Ok(NameValue(CrewNameKey::Text(name.to_owned())))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<NameValue, E> {
-                Ok(NameValue(CrewNameKey::NotText))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<NameValue, E> {
-                Ok(NameValue(CrewNameKey::NotText))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<NameValue, E> {
-                Ok(NameValue(CrewNameKey::NotText))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<NameValue, E> {
-                Ok(NameValue(CrewNameKey::NotText))
-            }
+            other_scalars!(NameValue, NameValue(CrewNameKey::NotText));
             fn visit_unit<E: de::Error>(self) -> Result<NameValue, E> {
                 Ok(NameValue(CrewNameKey::NotText))
             }
@@ -311,18 +296,7 @@ impl<'de> Deserialize<'de> for MountsKey {
             fn visit_unit<E: de::Error>(self) -> Result<MountsKey, E> {
                 Ok(MountsKey::Absent)
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<MountsKey, E> {
-                Ok(MountsKey::NotList)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<MountsKey, E> {
-                Ok(MountsKey::NotList)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<MountsKey, E> {
-                Ok(MountsKey::NotList)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<MountsKey, E> {
-                Ok(MountsKey::NotList)
-            }
+            other_scalars!(MountsKey, MountsKey::NotList);
             fn visit_str<E: de::Error>(self, _: &str) -> Result<MountsKey, E> {
                 Ok(MountsKey::NotList)
             }

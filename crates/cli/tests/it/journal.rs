@@ -811,26 +811,27 @@ fn the_journal_can_come_from_the_settings_file() {
     assert!(test.path().join("k/journal.jsonl").exists());
     assert_eq!(summary(&test).len(), 2, "the settings' journal has the write and its undo only");
 
-    test.file("conf/small.json", r#"{"mounts": ["../w:/w:rw"], "journal": "../j", "journal_max_bytes": 1000}"#);
-    let run = test.run(&["call", "list_directory", r#"{"path": "/w"}"#, "--settings", "conf/small.json"]);
-    assert_eq!(run.code, 2, "{run:?}");
+    // A bound below the least, and one that is not a byte count (it named serde's untagged
+    // enum): each refused in one line that says so.
+    let refused = |name: &str, bound: &str| {
+        test.file(name, &format!(r#"{{"mounts": ["../w:/w:rw"], "journal": "../j", "journal_max_bytes": {bound}}}"#));
+        let run = test.run(&["call", "list_directory", r#"{"path": "/w"}"#, "--settings", name]);
+        assert_eq!(run.code, 2, "{run:?}");
+        run.stderr
+    };
+    let stderr = refused("conf/small.json", "1000");
     assert!(
-        run.stderr.starts_with(
+        stderr.starts_with(
             "error: invalid settings file `conf/small.json`: journal_max_bytes: `1000` is below 256K, the least a journal keeps"
         ),
-        "{}",
-        run.stderr
+        "{stderr}"
     );
-    // Not a byte count: said in those words (it named serde's untagged enum).
-    test.file("conf/negative.json", r#"{"mounts": ["../w:/w:rw"], "journal": "../j", "journal_max_bytes": -1}"#);
-    let run = test.run(&["call", "list_directory", r#"{"path": "/w"}"#, "--settings", "conf/negative.json"]);
-    assert_eq!(run.code, 2, "{run:?}");
+    let stderr = refused("conf/negative.json", "-1");
     assert!(
-        run.stderr.starts_with(
+        stderr.starts_with(
             "error: invalid settings file `conf/negative.json`: invalid type: integer `-1`, expected a byte count, like 1073741824 or \"1G\" at line 1"
         ),
-        "{}",
-        run.stderr
+        "{stderr}"
     );
 }
 
