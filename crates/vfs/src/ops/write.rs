@@ -376,8 +376,8 @@ impl Context<'_> {
     /// file an agent's call writes.
     ///
     /// A write whose directory another call removed under it (a delete beside it) wrote
-    /// nothing and is tried again, twice at most: the directory is made again, as a write
-    /// makes missing parents.
+    /// nothing and is tried again, four times at most (`again_if_changed`): the directory is
+    /// made again, as a write makes missing parents.
     pub(crate) fn write_mode(
         &self,
         input: &str,
@@ -388,15 +388,24 @@ impl Context<'_> {
         Self::again_if_changed(|| self.write_once(input, content, precondition, mode))
     }
 
-    /// Runs `work` again, twice at most, while it answers [`ErrorKind::Changed`]: a call that
-    /// found its directory and then met it removed by a delete beside it (found again, the
-    /// directory is made anew, as any missing parent is) wrote nothing, and is tried again
+    /// Runs `work` again, four times at most, while it answers [`ErrorKind::Changed`]: a call
+    /// that found its directory and then met it removed by a delete beside it (found again,
+    /// the directory is made anew, as any missing parent is) wrote nothing, and is tried again
     /// rather than answered "try again".
+    ///
+    /// After a pause, longer each time (1, 2, 4, 8 ms): a directory being removed is dead (no
+    /// file can be made in it) a moment before its name leaves its parent, and a `rmdir`
+    /// descheduled in between (two cores, a loaded machine) kept handing the same dead
+    /// directory to three tries in a row, a few microseconds apart.
     fn again_if_changed<T>(mut work: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
-        let mut tries = 0;
+        const TRIES: u32 = 5;
+        let mut tried = 1;
         loop {
             match work() {
-                Err(error) if error.kind() == ErrorKind::Changed && tries < 2 => tries += 1,
+                Err(error) if error.kind() == ErrorKind::Changed && tried < TRIES => {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << (tried - 1)));
+                    tried += 1;
+                }
                 done => return done,
             }
         }
