@@ -89,6 +89,11 @@ const SWEEP_STORED_TIME: Duration = Duration::from_secs(5);
 /// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
 /// log's bound is never below it.
 const COMPACT_FROM: u64 = 64 * 1024;
+/// The room kept allocated past the log's end before each change (at least half of it; see
+/// `vfs::AppendFile::reserve`): the entry written after the change has room, so a disk that
+/// fills in between cannot leave a change made without its entry. A change's entry (a tree
+/// removal's apart, which names each of its files) is well under a kilobyte.
+const RESERVE_AHEAD: u64 = 64 * 1024;
 /// How many stretches other processes appended (`State::unread`), and how many bytes of
 /// them, are read alone at a bound; past either, the log is counted again whole.
 const UNREAD_STRETCHES: usize = 256;
@@ -1179,7 +1184,7 @@ impl ChangeObserver for Journal {
             if log.is_none() {
                 Err("its log could not be opened when it started (a warning then said why)".to_owned())
             } else {
-                self.append_gated(&mut log, format!("{line}\n").as_bytes())
+                self.append_gated(&mut log, format!("{line}\n").as_bytes(), RESERVE_AHEAD)
                     .map_err(|error| format!("its log could not be written: {error}"))
             }
         };
@@ -1953,15 +1958,18 @@ impl Journal {
         if log.is_none() {
             *log = Some(access.open_append(LOG_FILE).map_err(|error| error.to_string())?);
         }
-        self.append_gated(&mut log, lines.as_bytes()).map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
+        self.append_gated(&mut log, lines.as_bytes(), 0)
+            .map_err(|_| format!("{LOG_FILE}: could not be appended to"))?;
         let Some(file) = log.as_ref() else { return Err(format!("{LOG_FILE}: could not be opened")) };
         file.sync_with(held).map_err(|_| format!("{LOG_FILE}: could not be synced"))
     }
 
     /// Appends `bytes` to the log `log` holds, under the gate's shared lock: a log that a
     /// compaction replaced (it has no name any more) is opened again first, so that the line
-    /// goes where readers look. Called with `intents` held (`log` is its content).
-    fn append_gated(&self, log: &mut Option<AppendFile>, bytes: &[u8]) -> std::io::Result<()> {
+    /// goes where readers look. With `ahead`, that much room past the log's end is kept
+    /// allocated first (half of it at least; [`RESERVE_AHEAD`]), and nothing is appended
+    /// when the disk has not that much. Called with `intents` held (`log` is its content).
+    fn append_gated(&self, log: &mut Option<AppendFile>, bytes: &[u8], ahead: u64) -> std::io::Result<()> {
         let gate = self.gate.get().filter(|gate| gate.lock_shared().is_ok());
         let unnamed = log.as_ref().is_some_and(|file| file.unnamed().unwrap_or(false));
         let reopened = if unnamed { self.access().and_then(|access| access.open_append(LOG_FILE).ok()) } else { None };
@@ -1989,7 +1997,17 @@ impl Journal {
             }
         }
         let result = match log.as_mut() {
-            Some(file) => self.append_counted(file, bytes),
+            Some(file) => {
+                let reserved = if ahead == 0 { Ok(()) } else { file.reserve(ahead) };
+                reserved
+                    .map_err(|error| {
+                        std::io::Error::new(
+                            error.kind(),
+                            format!("there is no room on its disk for the entry written after the change ({error})"),
+                        )
+                    })
+                    .and_then(|()| self.append_counted(file, bytes))
+            }
             None => Err(std::io::Error::other("the log is not open")),
         };
         if let Some(gate) = gate {

@@ -2011,3 +2011,111 @@ fn a_log_replaced_under_a_running_process_refuses_the_next_change() {
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "restored /w/a.txt\n".to_owned()));
     assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "hello\n");
 }
+
+/// A tmpfs of a few pages mounted at a directory, unmounted (lazily) when dropped: a disk that
+/// fills. `None`, saying why, where this process may not mount (not root).
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(at: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "vfs-test"])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !mounted {
+            // Where the FUSE tests must run (root, /dev/fuse), a tmpfs can be mounted too.
+            assert!(
+                std::env::var_os("VFS_REQUIRE_FUSE").is_none(),
+                "VFS_REQUIRE_FUSE is set, but tmpfs cannot be mounted"
+            );
+            #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+            {
+                eprintln!("SKIPPED: a full disk is a small tmpfs, and mounting one needs root");
+            }
+            return None;
+        }
+        Some(Self(at.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A disk that fills between a change and its entry cannot leave the change made without
+/// it: before each change the journal keeps room allocated past its log's end. Positioned so
+/// that the next move's intent fits in the log's last page and its entry does not, then with
+/// the disk filled, the moves go on, each with its entry, while that room lasts, and then are
+/// refused with nothing moved; no entry is ever incomplete. (Before, the first move was made,
+/// its entry failed, and it stood `not undoable (incomplete)`.)
+#[test]
+fn a_disk_that_fills_leaves_no_change_without_its_entry() {
+    const PAGE: usize = 4096;
+    let base = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(&base.path().join("disk"), "1m") else { return };
+    let root = disk.0.clone();
+    let launch = launch(&root);
+    std::fs::write(root.join("w/a.txt"), "moved back and forth\n").unwrap();
+    let tools = launch.tools(None);
+    let mut at = "a";
+    let mut move_once = || {
+        let to = if at == "a" { "b" } else { "a" };
+        let arguments = json!({ "source": format!("/w/{at}.txt"), "destination": format!("/w/{to}.txt") });
+        let answer = answer(&tools, "move_file", &arguments);
+        if !answer.0 {
+            at = to;
+        }
+        (answer, format!("/w/{at}.txt"))
+    };
+    let log = || std::fs::read_to_string(root.join("journal/journal.jsonl")).unwrap();
+    let mut positioned = false;
+    for _ in 0..400 {
+        let ((error, text), _) = move_once();
+        assert!(!error, "{text}");
+        let log = log();
+        let lines: Vec<&str> = log.lines().collect();
+        let (intent, entry) = (lines[lines.len() - 2].len() + 1, lines[lines.len() - 1].len() + 1);
+        let room = (PAGE - log.len() % PAGE) % PAGE;
+        if room >= intent + 16 && room + 16 < intent + entry {
+            positioned = true;
+            break;
+        }
+    }
+    assert!(positioned, "the log's end never fell where an intent fits and its entry does not");
+
+    let mut filler = std::fs::File::create(root.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0; PAGE]).is_ok() {}
+    let mut made = 0;
+    let refused = loop {
+        assert!(made < 200, "the disk is full, yet every move is made");
+        let ((error, text), now) = move_once();
+        if error {
+            break (text, now);
+        }
+        made += 1;
+    };
+    let (text, left) = refused;
+    assert_eq!(
+        text,
+        format!(
+            "`{left}` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+        )
+    );
+    assert!(root.join(&left[1..]).exists(), "the refused move moved nothing");
+    assert!(made > 0, "the room kept ahead took no change");
+    let states = states_of(&root);
+    assert!(states.iter().all(|(_, state)| state == "undoable"), "{states:?}");
+    assert_eq!(states.len(), log().lines().count() / 2, "an entry for every intent");
+
+    // Room again: the next move is made, and undone.
+    drop(filler);
+    std::fs::remove_file(root.join("filler")).unwrap();
+    let ((error, text), _) = move_once();
+    assert!(!error, "{text}");
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, format!("restored {left}\n")));
+}

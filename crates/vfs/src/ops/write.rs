@@ -194,6 +194,18 @@ impl AppendFile {
         self.file.len()
     }
 
+    /// Makes sure that the next `ahead / 2` bytes appended, at least, need no room the disk
+    /// may not have by then: when fewer bytes past the file's end are allocated to it, `ahead`
+    /// bytes are (without changing its length). A log that must be able to write its next
+    /// line once a change is made (the journal's entry after its intent) reserves before the
+    /// change. A file system that cannot allocate ahead reserves nothing, without an error.
+    ///
+    /// # Errors
+    /// The disk (or the owner's quota) has not that much room: `ENOSPC`, `EDQUOT`, `EFBIG`.
+    pub fn reserve(&self, ahead: u64) -> std::io::Result<()> {
+        self.file.reserve(ahead)
+    }
+
     /// Takes the file's exclusive advisory lock (`flock`), if no other open file holds its
     /// lock, shared or exclusive: `Ok(false)` when one does. Processes that share a log mark
     /// with the lock that they are using it, so that one of them can tell that it is alone.

@@ -682,6 +682,13 @@ impl Appender {
         }
     }
 
+    /// Keeps room allocated past the file's end (`local::OpenFile::reserve`).
+    pub(crate) fn reserve(&self, ahead: u64) -> io::Result<()> {
+        match self {
+            Appender::Local(named) => named.file.reserve(ahead),
+        }
+    }
+
     /// Takes the file's advisory lock (`local::OpenFile::lock`).
     pub(crate) fn lock(&self, exclusive: bool) -> io::Result<bool> {
         match self {

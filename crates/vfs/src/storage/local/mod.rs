@@ -341,6 +341,26 @@ impl OpenFile {
         self.0.metadata().map(|metadata| metadata.len())
     }
 
+    /// Makes sure that at least `ahead / 2` bytes past the file's end are allocated to it, by
+    /// allocating `ahead` bytes there when fewer are (`fallocate` keeping the size: readers
+    /// see no change). Appends within them then need no room the disk may no longer have.
+    /// A file system that cannot allocate ahead (`EOPNOTSUPP`) reserves nothing, and that is
+    /// not an error; a full disk or quota is.
+    pub(crate) fn reserve(&self, ahead: u64) -> io::Result<()> {
+        let stat = rustix::fs::fstat(&self.0).map_err(io::Error::from)?;
+        let end = u64::try_from(stat.st_size).unwrap_or(0);
+        // Blocks of 512 bytes, whatever the file system's block size.
+        let allocated = u64::try_from(stat.st_blocks).unwrap_or(0).saturating_mul(512);
+        if allocated >= end.saturating_add(ahead / 2) {
+            return Ok(());
+        }
+        match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::KEEP_SIZE, end, ahead) {
+            Err(errno @ (Errno::NOSPC | Errno::DQUOT | Errno::FBIG)) => Err(io::Error::from(errno)),
+            // Reserved, or a file system that cannot allocate ahead.
+            Ok(()) | Err(_) => Ok(()),
+        }
+    }
+
     /// Takes this file's advisory lock (`flock`) for this open file: shared, waiting for an
     /// exclusive holder to let go; or exclusive, at once or not at all (`Ok(false)`: another
     /// open file holds it). Held until [`OpenFile::unlock`] or the file is closed.
