@@ -300,10 +300,12 @@ struct DaemonArgs {
     #[arg(long = "max-connections-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections_per_token: Option<u64>,
     /// Most MCP sessions alive at once over all endpoints; past it a new session gets 503
-    /// with Retry-After, and open sessions keep their state [default: as --max-connections].
+    /// with Retry-After, and open sessions keep their state. With several crews, half of them
+    /// are kept for the crews' endpoints evenly, so that one crew cannot take another's
+    /// [default: as --max-connections].
     #[arg(long = "max-sessions", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_sessions: Option<u64>,
-    /// Most MCP sessions alive at once for one token, so that one crew cannot take every
+    /// Most MCP sessions alive at once for one token, so that one agent cannot take every
     /// session [default: a quarter of --max-sessions, at least 4].
     #[arg(long = "max-sessions-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_sessions_per_token: Option<u64>,

@@ -212,19 +212,37 @@ impl EndpointState {
     }
 }
 
-/// The sessions alive, counted over the daemon and by token, so that a cap is checked before a
-/// session is made. A session holds its [`SessionSlot`] for as long as it lives.
+/// The sessions alive, counted over the daemon, by token and by endpoint, so that a cap is
+/// checked before a session is made. A session holds its [`SessionSlot`] for as long as it
+/// lives.
+///
+/// Where several endpoints have tokens (crews), each is kept a share of the sessions
+/// ([`Sessions::kept_each`]): another endpoint takes sessions past its own share only while
+/// that leaves room for every endpoint's share not yet taken. The cap per token alone could
+/// not do that: a crew given four token lines took every session at the default caps (a
+/// quarter of them each), and another crew's first `initialize` got `503` for as long as
+/// they lived (30 minutes idle).
 #[derive(Debug)]
 struct Sessions {
     counts: Mutex<SessionCounts>,
     max: usize,
     max_per_token: usize,
+    /// Each token's endpoint, by number (`Tokens::endpoints`).
+    endpoint_of: Vec<usize>,
+    /// The sessions kept for each endpoint: half of them shared out evenly among the
+    /// endpoints that have tokens; none where there is one.
+    kept_each: usize,
 }
+
+/// Why no session could be made.
+const SESSIONS_FULL: &str = "the server has as many sessions as it keeps for this token";
+const ENDPOINT_FULL: &str = "the server has as many sessions as it keeps for this endpoint";
 
 #[derive(Debug, Default)]
 struct SessionCounts {
     all: usize,
     by_token: HashMap<Principal, usize>,
+    by_endpoint: HashMap<usize, usize>,
     /// Each session's id and the token that opened it, while the session lives: a request
     /// that names it with another token is answered as for a session that does not exist.
     owners: HashMap<String, (Principal, std::sync::Weak<SlotInner>)>,
@@ -235,16 +253,38 @@ impl Sessions {
         self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A place for one more session of `principal`, or `None` past a cap.
-    fn reserve(self: &Arc<Self>, principal: Principal) -> Option<SessionSlot> {
+    fn new(max: usize, max_per_token: usize, tokens: &Tokens) -> Self {
+        let (endpoint_of, endpoints) = tokens.endpoints();
+        let kept_each = if endpoints > 1 { max / (2 * endpoints) } else { 0 };
+        Self { counts: Mutex::default(), max, max_per_token, endpoint_of, kept_each }
+    }
+
+    /// A place for one more session of `principal`, or why there is none: past the cap over
+    /// all or that of the token, or past the endpoint's share where the rest is kept for the
+    /// other endpoints' shares.
+    fn reserve(self: &Arc<Self>, principal: Principal) -> Result<SessionSlot, &'static str> {
+        let endpoint = self.endpoint_of.get(principal.0).copied().unwrap_or(0);
         let mut counts = self.lock();
         let mine = counts.by_token.get(&principal).copied().unwrap_or(0);
         if counts.all >= self.max || mine >= self.max_per_token {
-            return None;
+            return Err(SESSIONS_FULL);
+        }
+        let held = counts.by_endpoint.get(&endpoint).copied().unwrap_or(0);
+        if held >= self.kept_each {
+            let endpoints = self.endpoint_of.iter().copied().collect::<std::collections::BTreeSet<_>>();
+            let owed: usize = endpoints
+                .into_iter()
+                .filter(|other| *other != endpoint)
+                .map(|other| self.kept_each.saturating_sub(counts.by_endpoint.get(&other).copied().unwrap_or(0)))
+                .sum();
+            if self.max - counts.all <= owed {
+                return Err(ENDPOINT_FULL);
+            }
         }
         counts.all += 1;
         *counts.by_token.entry(principal).or_default() += 1;
-        Some(SessionSlot { held: Arc::new(SlotInner { sessions: self.clone(), principal }) })
+        *counts.by_endpoint.entry(endpoint).or_default() += 1;
+        Ok(SessionSlot { held: Arc::new(SlotInner { sessions: self.clone(), principal, endpoint }) })
     }
 
     /// Records that the session `id` was opened with the slot `slot` (its token's).
@@ -276,6 +316,7 @@ pub(crate) struct SessionSlot {
 struct SlotInner {
     sessions: Arc<Sessions>,
     principal: Principal,
+    endpoint: usize,
 }
 
 impl Drop for SlotInner {
@@ -286,6 +327,12 @@ impl Drop for SlotInner {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 counts.by_token.remove(&self.principal);
+            }
+        }
+        if let Some(count) = counts.by_endpoint.get_mut(&self.endpoint) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.by_endpoint.remove(&self.endpoint);
             }
         }
     }
@@ -359,11 +406,7 @@ impl State {
             );
             services.insert(endpoint.crew, service);
         }
-        let sessions = Arc::new(Sessions {
-            counts: Mutex::default(),
-            max: options.max_sessions,
-            max_per_token: options.max_sessions_per_token,
-        });
+        let sessions = Arc::new(Sessions::new(options.max_sessions, options.max_sessions_per_token, &options.tokens));
         Ok(Self {
             endpoints: services,
             tokens: options.tokens.clone(),
@@ -833,9 +876,7 @@ fn session_of(
 ) -> Result<Option<SessionSlot>, &'static str> {
     if parts.method == Method::POST && !parts.headers.contains_key(SESSION_HEADER) && is_initialize(body) {
         // A new session of the handshake protocol: within the caps, or not at all.
-        let Some(slot) = state.sessions.reserve(principal) else {
-            return Err("the server has as many sessions as it keeps for this token");
-        };
+        let slot = state.sessions.reserve(principal)?;
         parts.extensions.insert(slot.clone());
         return Ok(Some(slot));
     }
@@ -1429,20 +1470,62 @@ mod tests {
 
     #[test]
     fn session_caps_hold_over_all_and_per_token_and_free_with_the_session() {
-        let sessions = Arc::new(Sessions { counts: Mutex::default(), max: 3, max_per_token: 2 });
+        let mut tokens = Tokens::default();
+        for token in ["a", "b", "c"] {
+            tokens.grant(None, token.repeat(16));
+        }
+        let sessions = Arc::new(Sessions::new(3, 2, &tokens));
         let first = sessions.reserve(Principal(0)).unwrap();
         let second = sessions.reserve(Principal(0)).unwrap();
-        assert!(sessions.reserve(Principal(0)).is_none(), "a third session of one token");
+        assert_eq!(sessions.reserve(Principal(0)).unwrap_err(), SESSIONS_FULL, "a third session of one token");
         let other = sessions.reserve(Principal(1)).unwrap();
-        assert!(sessions.reserve(Principal(2)).is_none(), "a fourth session in all");
+        assert_eq!(sessions.reserve(Principal(2)).unwrap_err(), SESSIONS_FULL, "a fourth session in all");
         let kept = first.clone();
         drop(first);
-        assert!(sessions.reserve(Principal(2)).is_none(), "a clone still holds the place");
+        assert!(sessions.reserve(Principal(2)).is_err(), "a clone still holds the place");
         drop(kept);
         let third = sessions.reserve(Principal(2)).unwrap();
         drop((second, other, third));
         let counts = sessions.lock();
-        assert_eq!((counts.all, counts.by_token.len()), (0, 0));
+        assert_eq!((counts.all, counts.by_token.len(), counts.by_endpoint.len()), (0, 0, 0));
+    }
+
+    /// Two crews on 16 sessions, four a token: the crew with four token lines takes twelve
+    /// (its four tokens could take all sixteen), and the other crew's four are still there;
+    /// past them the other crew waits too, and a session ended gives its place back. With
+    /// three endpoints each keeps two (a sixth of half).
+    #[test]
+    fn each_endpoint_keeps_its_share_of_the_sessions_whatever_another_holds() {
+        let mut tokens = Tokens::default();
+        for token in ["a", "b", "c", "d"] {
+            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
+        }
+        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        let sessions = Arc::new(Sessions::new(16, 4, &tokens));
+        assert_eq!(sessions.kept_each, 4);
+        let mut alpha = Vec::new();
+        for token in 0..4 {
+            for _ in 0..3 {
+                alpha.push(sessions.reserve(Principal(token)).unwrap());
+            }
+        }
+        assert_eq!(sessions.reserve(Principal(3)).unwrap_err(), ENDPOINT_FULL, "alpha past twelve");
+        let beta: Vec<SessionSlot> = (0..4).map(|_| sessions.reserve(Principal(4)).unwrap()).collect();
+        assert_eq!(sessions.reserve(Principal(4)).unwrap_err(), SESSIONS_FULL, "sixteen in all");
+        drop(alpha.pop());
+        assert_eq!(sessions.reserve(Principal(4)).unwrap_err(), SESSIONS_FULL, "beta's four are its token's cap");
+        alpha.push(sessions.reserve(Principal(3)).unwrap());
+        drop(beta);
+        assert_eq!(sessions.lock().by_endpoint.get(&1), None);
+
+        tokens.grant(None, "f".repeat(16));
+        let three = Arc::new(Sessions::new(12, 12, &tokens));
+        assert_eq!(three.kept_each, 2);
+        let held: Vec<SessionSlot> = (0..8).map(|_| three.reserve(Principal(0)).unwrap()).collect();
+        assert_eq!(three.reserve(Principal(1)).unwrap_err(), ENDPOINT_FULL, "two kept for each other endpoint");
+        let others = [three.reserve(Principal(4)).unwrap(), three.reserve(Principal(5)).unwrap()];
+        assert_eq!(three.reserve(Principal(0)).unwrap_err(), ENDPOINT_FULL, "one still owed to /mcp");
+        drop((held, others, alpha));
     }
 
     #[test]

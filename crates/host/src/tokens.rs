@@ -44,6 +44,25 @@ impl Tokens {
         self.grants.iter().filter_map(|(crew, _)| crew.as_deref())
     }
 
+    /// Each token's endpoint, as a number (the tokens of one endpoint share it), in the
+    /// tokens' order, and how many endpoints have a token.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn endpoints(&self) -> (Vec<usize>, usize) {
+        let mut seen: Vec<Option<&str>> = Vec::new();
+        let numbers = self
+            .grants
+            .iter()
+            .map(|(crew, _)| {
+                let crew = crew.as_deref();
+                seen.iter().position(|known| *known == crew).unwrap_or_else(|| {
+                    seen.push(crew);
+                    seen.len() - 1
+                })
+            })
+            .collect();
+        (numbers, seen.len())
+    }
+
     /// The principal `token` is, when it grants the endpoint of `crew`. Every grant is
     /// compared, each in constant time, so the time taken says nothing about which token came
     /// close.

@@ -488,6 +488,39 @@ fn each_hosted_crew_has_its_endpoint_and_sees_only_its_own_roots() {
     assert_eq!(daemon.post("/mcp", Some(REVIEW_TOKEN), &[], INITIALIZE).status, 401);
 }
 
+/// A crew given many token lines cannot take every session: with 8 sessions, 2 a token, and
+/// four tokens for `review`, `review` opens six and is then refused for its endpoint, and
+/// `builder`'s two are still there. (Before, `review` took all eight and `builder`'s first
+/// `initialize` got `503`.)
+#[test]
+fn a_crew_with_many_tokens_leaves_another_crew_its_share_of_the_sessions() {
+    let test = TestDir::new();
+    two_crews(&test);
+    let review: Vec<String> = (0..4).map(|line| format!("review-token-{line}-0123456789")).collect();
+    let lines: Vec<String> = review.iter().map(|token| format!("review {token}\n")).collect();
+    test.file("tokens", &format!("{}builder {BUILD_TOKEN}\n", lines.concat()));
+    let mut args = TWO_CREWS.to_vec();
+    args.extend_from_slice(&["--max-sessions", "8", "--max-sessions-per-token", "2"]);
+    let daemon = Daemon::start(&test, &args, None);
+    let open = |path: &str, token: &str| daemon.post(path, Some(token), &[], INITIALIZE);
+    let opened: Vec<u16> = review
+        .iter()
+        .flat_map(|token| [open("/mcp/review", token), open("/mcp/review", token)])
+        .map(|response| response.status)
+        .collect();
+    assert_eq!(opened, [200, 200, 200, 200, 200, 200, 503, 503]);
+    let refused = open("/mcp/review", &review[3]);
+    assert_eq!(refused.status, 503);
+    eqnice!(
+        "{\"error\":{\"code\":-32000,\"message\":\"unavailable: the server has as many sessions as it keeps for this endpoint; try again shortly\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        refused.body
+    );
+    assert_eq!(open("/mcp/builder", BUILD_TOKEN).status, 200);
+    assert_eq!(open("/mcp/builder", BUILD_TOKEN).status, 200);
+    assert_eq!(open("/mcp/builder", BUILD_TOKEN).status, 503, "eight in all");
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
 #[test]
 fn mounts_and_check_show_the_daemon_each_crew_table() {
     let test = TestDir::new();
