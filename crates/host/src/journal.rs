@@ -1402,6 +1402,9 @@ struct Scan {
     settled: HashSet<String>,
     intended: HashSet<String>,
     entered: HashSet<String>,
+    /// Each entry's tenant (`""`: no hosted crew), by id: an undo's entry counts as its
+    /// change's tenant's.
+    tenants: HashMap<String, String>,
     /// Where its whole lines end.
     end: u64,
 }
@@ -1416,9 +1419,9 @@ struct Line {
 
 #[derive(Debug)]
 enum What {
-    /// An entry: its id, its call, the images it names, and the length of its line once
-    /// dropped ([`dropped_line`]).
-    Entry { id: String, call: String, images: Vec<String>, dropped_len: usize },
+    /// An entry: its id, its call, the images it names, the length of its line once dropped
+    /// ([`dropped_line`]), and its tenant (that of the change it undoes, for an undo's).
+    Entry { id: String, call: String, images: Vec<String>, dropped_len: usize, tenant: String },
     /// An intent: its call and the images it names.
     Intent { call: String, images: Vec<String> },
     /// A `dropped` or `settled` line, the count of forgotten entries, or one that is not
@@ -1504,7 +1507,7 @@ impl Line {
 /// the entry it undoes, without its parts and images.
 fn dropped_line(value: &Value) -> String {
     let mut line = json!({ "dropped": true });
-    for key in ["id", "time", "session", "call", "asked_by", "operation", "paths", "undoes"] {
+    for key in ["id", "time", "session", "call", "asked_by", "operation", "paths", "undoes", "tenant"] {
         if let Some(field) = value.get(key) {
             line[key] = field.clone();
         }
@@ -1561,7 +1564,17 @@ impl Scan {
             if value.get("dropped") == Some(&Value::Bool(true)) {
                 self.dropped.insert(id.clone());
             }
-            What::Entry { id, call, images, dropped_len: dropped_line(value).len() }
+            // An undo's entry goes with the change it undoes (the operator's undo of a
+            // crew's change is written by a process of no crew), so that the two are dropped
+            // and forgotten in one order: the undo never before the change.
+            let tenant = value
+                .get("undoes")
+                .and_then(Value::as_str)
+                .and_then(|undone| self.tenants.get(undone).cloned())
+                .or_else(|| text("tenant"))
+                .unwrap_or_default();
+            self.tenants.insert(id.clone(), tenant.clone());
+            What::Entry { id, call, images, dropped_len: dropped_line(value).len(), tenant }
         }
     }
 
@@ -1628,16 +1641,16 @@ impl Scan {
 
     /// What a compaction to `bound` bytes does with each line, and the images of the entries
     /// it drops.
+    ///
+    /// Past the bound, each tenant (a hosted crew; every entry of a process without crews is
+    /// one tenant's) gives up its oldest entries within a share of the bound: the tenants
+    /// whose entries take the least room keep them all, and the room left is shared evenly
+    /// among the others (`fair_shares`). So one crew's many changes drop and forget its own
+    /// oldest entries, never another crew's few (before 2026-12-07, the oldest of any crew
+    /// went first: about 15,000 small changes of one crew dropped another's at the default
+    /// bound). Where there is one tenant its share is the whole bound.
     fn fates(&self, bound: u64) -> (Vec<Fate>, Vec<String>) {
         let mut fates = self.fates_unbounded();
-        // Past the bound, from the newest entry back: entries are kept as they are within
-        // three quarters of it, older ones are dropped (their images go) within the rest, and
-        // the older ones still are forgotten. Each step back only gives up more, so an undo
-        // is never forgotten while the entry it undid (older) stays listed. An entry whose
-        // call keeps an intent is never forgotten, only dropped: without it, the intent would
-        // read as a change vfs stopped during, incomplete for good. An entry whose line could
-        // not be kept whole even alone (the removal of a tree of many files) is dropped itself
-        // and pushes out nothing older, as a change whose images pass the bound is.
         let intending: HashSet<&str> = self
             .lines
             .iter()
@@ -1653,7 +1666,7 @@ impl Scan {
             What::Entry { call, .. } if intending.contains(call.as_str()) => line.kept_bytes(Fate::Dropped),
             _ => 0,
         };
-        let mut total: u64 = self
+        let base: u64 = self
             .lines
             .iter()
             .zip(&fates)
@@ -1664,22 +1677,62 @@ impl Scan {
             .sum::<u64>()
             // The line that counts the entries forgotten, which the compaction adds.
             + FORGOTTEN_LINE;
+        let mut wanted: HashMap<&str, u64> = HashMap::new();
+        for (line, fate) in self.lines.iter().zip(&fates) {
+            if let What::Entry { tenant, .. } = &line.what {
+                *wanted.entry(tenant.as_str()).or_default() += line.kept_bytes(*fate) - reserved(line);
+            }
+        }
+        let whole = fair_shares(&wanted, (bound / 4 * 3).saturating_sub(base));
+        let kept = fair_shares(&wanted, bound.saturating_sub(base));
         let mut forget = Vec::new();
+        let cut = Cut { intending: &intending, reserved: &reserved, bound };
+        for (tenant, whole) in whole {
+            cut.apply(&self.lines, &mut fates, &mut forget, tenant, whole, kept.get(tenant).copied().unwrap_or(0));
+        }
+        (fates, forget)
+    }
+}
+
+/// How a compaction cuts one tenant's entries (`Scan::fates`).
+struct Cut<'c> {
+    /// The calls whose intents are kept: their entries are never forgotten, only dropped.
+    intending: &'c HashSet<&'c str>,
+    /// The bytes counted before any entry for an entry of an intending call.
+    reserved: &'c dyn Fn(&Line) -> u64,
+    /// The log's bound.
+    bound: u64,
+}
+
+impl Cut<'_> {
+    /// From the newest entry of `tenant` back: its entries are kept as they are within
+    /// `whole` bytes, older ones are dropped (their images go) within `kept`, and the older
+    /// ones still are forgotten. Each step back only gives up more, so an undo is never
+    /// forgotten while the entry it undid (older, the same tenant's) stays listed. An entry
+    /// whose call keeps an intent is never forgotten, only dropped: without it, the intent
+    /// would read as a change vfs stopped during, incomplete for good. An entry whose line
+    /// could not be kept whole even alone (the removal of a tree of many files) is dropped
+    /// itself and pushes out nothing older, as a change whose images pass the bound is.
+    fn apply(&self, lines: &[Line], fates: &mut [Fate], forget: &mut Vec<String>, tenant: &str, whole: u64, kept: u64) {
+        let keep_whole = self.bound / 4 * 3;
+        let mut total = 0;
         let mut step = 0;
-        for (line, fate) in self.lines.iter().zip(fates.iter_mut()).rev() {
-            let What::Entry { images, call, .. } = &line.what else { continue };
-            total -= reserved(line);
-            let keep_whole = bound / 4 * 3;
+        for (line, fate) in lines.iter().zip(fates.iter_mut()).rev() {
+            let What::Entry { images, call, tenant: its, .. } = &line.what else { continue };
+            if its != tenant {
+                continue;
+            }
+            let reserved = (self.reserved)(line);
             if step == 0 && *fate == Fate::Whole && line.kept_bytes(Fate::Whole) + FORGOTTEN_LINE > keep_whole {
                 *fate = Fate::Dropped;
                 forget.extend(images.iter().cloned());
-                total += line.kept_bytes(Fate::Dropped);
+                total += line.kept_bytes(Fate::Dropped) - reserved;
                 continue;
             }
-            if step == 0 && total + line.kept_bytes(*fate) > keep_whole {
+            if step == 0 && total + line.kept_bytes(*fate) - reserved > whole {
                 step = 1;
             }
-            if step == 1 && total + line.kept_bytes(Fate::Dropped) > bound {
+            if step == 1 && total + line.kept_bytes(Fate::Dropped) - reserved > kept {
                 step = 2;
             }
             match step {
@@ -1694,13 +1747,33 @@ impl Scan {
                     if *fate == Fate::Whole {
                         forget.extend(images.iter().cloned());
                     }
-                    *fate = if intending.contains(call.as_str()) { Fate::Dropped } else { Fate::Omitted };
+                    *fate = if self.intending.contains(call.as_str()) { Fate::Dropped } else { Fate::Omitted };
                 }
             }
-            total += line.kept_bytes(*fate);
+            total += line.kept_bytes(*fate) - reserved;
         }
-        (fates, forget)
     }
+}
+
+/// Shares `room` bytes among tenants that want `wanted` bytes each: all of it to each when
+/// everything fits (each then takes only what it wants); otherwise the tenants that want
+/// least get what they want, and the others the same share each of what is left (the most
+/// one tenant keeps while another wants more is no more than what that one keeps).
+fn fair_shares<'t>(wanted: &HashMap<&'t str, u64>, room: u64) -> HashMap<&'t str, u64> {
+    if wanted.values().sum::<u64>() <= room {
+        return wanted.keys().map(|tenant| (*tenant, room)).collect();
+    }
+    let mut order: Vec<(&str, u64)> = wanted.iter().map(|(tenant, bytes)| (*tenant, *bytes)).collect();
+    order.sort_by_key(|(tenant, bytes)| (*bytes, *tenant));
+    let mut left = room;
+    let mut shares = HashMap::new();
+    for (index, (tenant, bytes)) in order.iter().enumerate() {
+        let others = (order.len() - index) as u64;
+        let share = (left / others).min(*bytes);
+        shares.insert(*tenant, share);
+        left -= share;
+    }
+    shares
 }
 
 /// What a sweep keeps of `images/` (`Journal::sweep`).
@@ -3006,6 +3079,81 @@ mod tests {
         let parts = [json!({ "path": "/src/a", "to": "/out/deep/b" }), json!({ "path": "/elsewhere" })];
         assert_eq!(places_of(&parts, &places), Some(json!({ "/src": "pC", "/out/deep": "pB" })));
         assert_eq!(places_of(&[json!({ "path": "/elsewhere" })], &places), None);
+    }
+
+    /// The lines of a log as a compaction reads them.
+    fn scan_of(values: &[Value]) -> Scan {
+        let mut scan = Scan::default();
+        for value in values {
+            let what = scan.note(value);
+            scan.lines.push(Line { len: value.to_string().len(), what });
+        }
+        scan
+    }
+
+    fn entry_of(id: &str, tenant: Option<&str>, undoes: Option<&str>) -> Value {
+        let mut line = json!({
+            "id": id, "time": "2026-12-07T00:00:00Z", "session": "s", "call": format!("call-{id}"),
+            "operation": "write", "paths": ["/w/a.txt"], "images": [format!("{id}.0")], "parts": [],
+        });
+        if let Some(tenant) = tenant {
+            line["tenant"] = json!(tenant);
+        }
+        if let Some(undone) = undoes {
+            line["undoes"] = json!(undone);
+        }
+        line
+    }
+
+    /// Past the bound, a compaction cuts the tenant whose entries take the most room: one
+    /// crew's 2,000 changes drop, then forget, their own oldest (in that order, the newest
+    /// kept whole), and another crew's two older changes stay whole, as does an operator's
+    /// undo (written by a process of no crew) of one of them, which goes with its crew.
+    /// With one tenant, the oldest give up first as before.
+    #[test]
+    fn a_compaction_cuts_the_tenant_that_keeps_the_most() {
+        let mut lines = vec![entry_of("b1", Some("beta"), None), entry_of("b2", Some("beta"), None)];
+        lines.extend((0..2000).map(|n| entry_of(&format!("a{n:05}"), Some("alpha"), None)));
+        lines.push(entry_of("u1", None, Some("b2")));
+        let scan = scan_of(&lines);
+        let bound = 64 * 1024;
+        let (fates, forget) = scan.fates(bound);
+        assert_eq!((fates[0], fates[1], fates[2002]), (Fate::Whole, Fate::Whole, Fate::Whole));
+        let alpha = &fates[2..2002];
+        let forgotten = alpha.iter().take_while(|fate| **fate == Fate::Omitted).count();
+        let dropped = alpha[forgotten..].iter().take_while(|fate| **fate == Fate::Dropped).count();
+        assert!(forgotten > 0 && dropped > 0, "{forgotten} forgotten, {dropped} dropped");
+        assert!(alpha[forgotten + dropped..].iter().all(|fate| *fate == Fate::Whole));
+        assert!(forgotten + dropped < 2000, "the newest are kept whole");
+        assert_eq!(forget.len(), forgotten + dropped, "their images go");
+        assert!(!forget.iter().any(|name| name.starts_with('b') || name.starts_with('u')));
+        let kept: u64 = scan.lines.iter().zip(&fates).map(|(line, fate)| line.kept_bytes(*fate)).sum();
+        assert!(kept + FORGOTTEN_LINE <= bound, "{kept} bytes kept");
+
+        // One tenant: beta's, the oldest, are forgotten first.
+        let one: Vec<Value> = lines
+            .iter()
+            .cloned()
+            .map(|mut line| {
+                line.as_object_mut().unwrap().remove("tenant");
+                line
+            })
+            .collect();
+        let (fates, _) = scan_of(&one).fates(bound);
+        assert_eq!((fates[0], fates[1], fates[2002]), (Fate::Omitted, Fate::Omitted, Fate::Whole));
+    }
+
+    #[test]
+    fn fair_shares_give_the_least_wanted_all_and_the_rest_evenly() {
+        let wanted: HashMap<&str, u64> = [("a", 1000), ("b", 10), ("c", 300)].into_iter().collect();
+        let shares = |room| {
+            let shares = fair_shares(&wanted, room);
+            (shares["a"], shares["b"], shares["c"])
+        };
+        assert_eq!(shares(2000), (2000, 2000, 2000), "everything fits: no tenant is cut");
+        assert_eq!(shares(610), (300, 10, 300));
+        assert_eq!(shares(400), (195, 10, 195));
+        assert_eq!(shares(9), (3, 3, 3));
     }
 
     /// The bound drops the oldest entry of the tenant that keeps the most bytes: one crew's

@@ -1775,6 +1775,55 @@ fn past_the_bound_one_crews_changes_drop_its_own_images_not_another_crews() {
     assert_eq!(std::fs::read_to_string(base.join("bdata/victim.txt")).unwrap(), precious);
 }
 
+/// The log's compaction is as fair as the images' bound: at the least bound, one crew's 600
+/// small writes (no images) drop and forget its own oldest entries, and another crew's two
+/// older changes stay undoable. (A red team found them dropped after 152 of the other crew's
+/// writes, forgotten after 255: the compaction cut the oldest of any crew.)
+#[test]
+fn past_the_bound_one_crews_changes_compact_its_own_entries_not_another_crews() {
+    let base = tempfile::tempdir().unwrap();
+    let base = base.path();
+    for (crew, root) in [("alpha", "/adata"), ("beta", "/bdata")] {
+        std::fs::create_dir_all(base.join(format!("crews/{crew}"))).unwrap();
+        std::fs::write(base.join(format!("crews/{crew}/crew.yaml")), format!("name: {crew}\nmounts: [{root}]\n"))
+            .unwrap();
+        std::fs::create_dir_all(base.join(&root[1..])).unwrap();
+    }
+    let options = LaunchOptions {
+        mounts: vec![
+            format!("{}:/adata:rw", base.join("adata").display()),
+            format!("{}:/bdata:rw", base.join("bdata").display()),
+        ],
+        crews: vec![base.join("crews/alpha"), base.join("crews/beta")],
+        journal: Some(base.join("journal")),
+        journal_max_bytes: Some(vfs_host::MIN_MAX_BYTES),
+        no_read_before_edit: true,
+        current_dir: base.to_path_buf(),
+        ..LaunchOptions::default()
+    };
+    let hosting = vfs_host::host(&options, None, None, false, vfs::ambient_authority()).unwrap();
+    let tools = |crew: &str| {
+        let served = hosting.endpoints.iter().find(|served| served.crew_name() == Some(crew)).unwrap();
+        served.launch().tools(None)
+    };
+    let (alpha, beta) = (tools("alpha"), tools("beta"));
+    call(&beta, "write_file", &json!({ "path": "/bdata/a.txt", "content": "a\n" }));
+    call(&beta, "write_file", &json!({ "path": "/bdata/b.txt", "content": "b\n" }));
+    for round in 0..600 {
+        call(&alpha, "write_file", &json!({ "path": format!("/adata/{round}.txt"), "content": "x" }));
+    }
+    let states = states_of(base);
+    let beta_states: Vec<&(String, String)> = states.iter().filter(|(path, _)| path.starts_with("/bdata")).collect();
+    assert_eq!(
+        beta_states,
+        [&("/bdata/a.txt".to_owned(), "undoable".to_owned()), &("/bdata/b.txt".to_owned(), "undoable".to_owned())]
+    );
+    let alpha_listed = states.len() - 2;
+    assert!(alpha_listed < 600, "some of alpha's entries are forgotten: {alpha_listed} listed");
+    assert!(states.iter().any(|(_, state)| state == "dropped"), "some of alpha's are dropped");
+    assert_eq!(call(&beta, "undo_changes", &json!({ "count": 2 })), "removed /bdata/b.txt\nremoved /bdata/a.txt\n");
+}
+
 /// The log's entry lines (not intents, settlements or marks), as JSON.
 fn entry_lines(base: &Path) -> Vec<Value> {
     log_lines(base).into_iter().filter(|line| line.get("parts").is_some()).collect()
