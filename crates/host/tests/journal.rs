@@ -1718,14 +1718,9 @@ fn a_change_id_is_looked_for_among_the_sessions_own_changes_and_named_back_only_
     }
 }
 
-/// One journal serves every endpoint of a daemon, under one bound: past it, the images of the
-/// crew that keeps the most go first. A crew that writes a lot pushes out its own oldest
-/// changes, never another crew's one change (the red team's: beta's overwrite was dropped by
-/// alpha's twelve, and beta could no longer undo it).
-#[test]
-fn past_the_bound_one_crews_changes_drop_its_own_images_not_another_crews() {
-    let base = tempfile::tempdir().unwrap();
-    let base = base.path();
+/// Two hosted crews, `alpha` (writing `/adata`) and `beta` (`/bdata`), sharing one journal at
+/// the least bound under `base`, as a daemon serves them: their tools.
+fn two_hosted_crews(base: &Path) -> (vfs_host::ToolService, vfs_host::ToolService) {
     for (crew, root) in [("alpha", "/adata"), ("beta", "/bdata")] {
         std::fs::create_dir_all(base.join(format!("crews/{crew}"))).unwrap();
         std::fs::write(base.join(format!("crews/{crew}/crew.yaml")), format!("name: {crew}\nmounts: [{root}]\n"))
@@ -1749,7 +1744,18 @@ fn past_the_bound_one_crews_changes_drop_its_own_images_not_another_crews() {
         let served = hosting.endpoints.iter().find(|served| served.crew_name() == Some(crew)).unwrap();
         served.launch().tools(None)
     };
-    let (alpha, beta) = (tools("alpha"), tools("beta"));
+    (tools("alpha"), tools("beta"))
+}
+
+/// One journal serves every endpoint of a daemon, under one bound: past it, the images of the
+/// crew that keeps the most go first. A crew that writes a lot pushes out its own oldest
+/// changes, never another crew's one change (the red team's: beta's overwrite was dropped by
+/// alpha's twelve, and beta could no longer undo it).
+#[test]
+fn past_the_bound_one_crews_changes_drop_its_own_images_not_another_crews() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    let (alpha, beta) = two_hosted_crews(base);
     let precious = "precious\n".repeat(1000);
     call(&beta, "write_file", &json!({ "path": "/bdata/victim.txt", "content": precious }));
     call(&beta, "write_file", &json!({ "path": "/bdata/victim.txt", "content": "oops\n", "overwrite": true }));
@@ -1781,32 +1787,9 @@ fn past_the_bound_one_crews_changes_drop_its_own_images_not_another_crews() {
 /// writes, forgotten after 255: the compaction cut the oldest of any crew.)
 #[test]
 fn past_the_bound_one_crews_changes_compact_its_own_entries_not_another_crews() {
-    let base = tempfile::tempdir().unwrap();
-    let base = base.path();
-    for (crew, root) in [("alpha", "/adata"), ("beta", "/bdata")] {
-        std::fs::create_dir_all(base.join(format!("crews/{crew}"))).unwrap();
-        std::fs::write(base.join(format!("crews/{crew}/crew.yaml")), format!("name: {crew}\nmounts: [{root}]\n"))
-            .unwrap();
-        std::fs::create_dir_all(base.join(&root[1..])).unwrap();
-    }
-    let options = LaunchOptions {
-        mounts: vec![
-            format!("{}:/adata:rw", base.join("adata").display()),
-            format!("{}:/bdata:rw", base.join("bdata").display()),
-        ],
-        crews: vec![base.join("crews/alpha"), base.join("crews/beta")],
-        journal: Some(base.join("journal")),
-        journal_max_bytes: Some(vfs_host::MIN_MAX_BYTES),
-        no_read_before_edit: true,
-        current_dir: base.to_path_buf(),
-        ..LaunchOptions::default()
-    };
-    let hosting = vfs_host::host(&options, None, None, false, vfs::ambient_authority()).unwrap();
-    let tools = |crew: &str| {
-        let served = hosting.endpoints.iter().find(|served| served.crew_name() == Some(crew)).unwrap();
-        served.launch().tools(None)
-    };
-    let (alpha, beta) = (tools("alpha"), tools("beta"));
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    let (alpha, beta) = two_hosted_crews(base);
     call(&beta, "write_file", &json!({ "path": "/bdata/a.txt", "content": "a\n" }));
     call(&beta, "write_file", &json!({ "path": "/bdata/b.txt", "content": "b\n" }));
     for round in 0..600 {
