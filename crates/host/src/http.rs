@@ -217,7 +217,7 @@ impl EndpointState {
 /// lives.
 ///
 /// Where several endpoints have tokens (crews), each is kept a share of the sessions
-/// ([`Sessions::kept_each`]): another endpoint takes sessions past its own share only while
+/// ([`Sessions::kept`]): another endpoint takes sessions past its own share only while
 /// that leaves room for every endpoint's share not yet taken. The cap per token alone could
 /// not do that: a crew given four token lines took every session at the default caps (a
 /// quarter of them each), and another crew's first `initialize` got `503` for as long as
@@ -229,9 +229,10 @@ struct Sessions {
     max_per_token: usize,
     /// Each token's endpoint, by number (`Tokens::endpoints`).
     endpoint_of: Vec<usize>,
-    /// The sessions kept for each endpoint: half of them shared out evenly among the
-    /// endpoints that have tokens; none where there is one.
-    kept_each: usize,
+    /// The sessions kept for each endpoint, by number: half of them shared out evenly among
+    /// the endpoints that have tokens (none where there is one), or as many as its tokens
+    /// may open, if fewer.
+    kept: Vec<usize>,
 }
 
 /// Why no session could be made.
@@ -255,8 +256,15 @@ impl Sessions {
 
     fn new(max: usize, max_per_token: usize, tokens: &Tokens) -> Self {
         let (endpoint_of, endpoints) = tokens.endpoints();
-        let kept_each = if endpoints > 1 { max / (2 * endpoints) } else { 0 };
-        Self { counts: Mutex::default(), max, max_per_token, endpoint_of, kept_each }
+        let share = if endpoints > 1 { max / (2 * endpoints) } else { 0 };
+        let mut kept = vec![0usize; endpoints];
+        for endpoint in &endpoint_of {
+            kept[*endpoint] = kept[*endpoint].saturating_add(max_per_token);
+        }
+        for kept in &mut kept {
+            *kept = (*kept).min(share);
+        }
+        Self { counts: Mutex::default(), max, max_per_token, endpoint_of, kept }
     }
 
     /// A place for one more session of `principal`, or why there is none: past the cap over
@@ -270,12 +278,10 @@ impl Sessions {
             return Err(SESSIONS_FULL);
         }
         let held = counts.by_endpoint.get(&endpoint).copied().unwrap_or(0);
-        if held >= self.kept_each {
-            let endpoints = self.endpoint_of.iter().copied().collect::<std::collections::BTreeSet<_>>();
-            let owed: usize = endpoints
-                .into_iter()
-                .filter(|other| *other != endpoint)
-                .map(|other| self.kept_each.saturating_sub(counts.by_endpoint.get(&other).copied().unwrap_or(0)))
+        if held >= self.kept.get(endpoint).copied().unwrap_or(0) {
+            let owed: usize = (self.kept.iter().enumerate())
+                .filter(|(other, _)| *other != endpoint)
+                .map(|(other, kept)| kept.saturating_sub(counts.by_endpoint.get(&other).copied().unwrap_or(0)))
                 .sum();
             if self.max - counts.all <= owed {
                 return Err(ENDPOINT_FULL);
@@ -1502,7 +1508,7 @@ mod tests {
         }
         tokens.grant(Some("beta".to_owned()), "e".repeat(16));
         let sessions = Arc::new(Sessions::new(16, 4, &tokens));
-        assert_eq!(sessions.kept_each, 4);
+        assert_eq!(sessions.kept, [4, 4]);
         let mut alpha = Vec::new();
         for token in 0..4 {
             for _ in 0..3 {
@@ -1520,12 +1526,25 @@ mod tests {
 
         tokens.grant(None, "f".repeat(16));
         let three = Arc::new(Sessions::new(12, 12, &tokens));
-        assert_eq!(three.kept_each, 2);
+        assert_eq!(three.kept, [2, 2, 2]);
         let held: Vec<SessionSlot> = (0..8).map(|_| three.reserve(Principal(0)).unwrap()).collect();
         assert_eq!(three.reserve(Principal(1)).unwrap_err(), ENDPOINT_FULL, "two kept for each other endpoint");
         let others = [three.reserve(Principal(4)).unwrap(), three.reserve(Principal(5)).unwrap()];
         assert_eq!(three.reserve(Principal(0)).unwrap_err(), ENDPOINT_FULL, "one still owed to /mcp");
         drop((held, others, alpha));
+
+        // An endpoint is kept no more than its tokens may open: at two a token, beta's one
+        // token is kept two of the 64 (not the 16 of its share, which no one could use), and
+        // alpha's four are kept eight.
+        let mut tokens = Tokens::default();
+        for token in ["a", "b", "c", "d"] {
+            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
+        }
+        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        let wide = Arc::new(Sessions::new(64, 16, &tokens));
+        assert_eq!(wide.kept, [16, 16]);
+        let narrow = Arc::new(Sessions::new(64, 2, &tokens));
+        assert_eq!(narrow.kept, [8, 2]);
     }
 
     #[test]

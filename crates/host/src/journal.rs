@@ -1680,15 +1680,20 @@ impl Scan {
         let mut wanted: HashMap<&str, u64> = HashMap::new();
         for (line, fate) in self.lines.iter().zip(&fates) {
             if let What::Entry { tenant, .. } = &line.what {
-                *wanted.entry(tenant.as_str()).or_default() += line.kept_bytes(*fate) - reserved(line);
+                *wanted.entry(tenant.as_str()).or_default() += line.kept_bytes(*fate).saturating_sub(reserved(line));
             }
         }
-        let whole = fair_shares(&wanted, (bound / 4 * 3).saturating_sub(base));
+        let whole_room = (bound / 4 * 3).saturating_sub(base);
+        let whole = fair_shares(&wanted, whole_room);
         let kept = fair_shares(&wanted, bound.saturating_sub(base));
         let mut forget = Vec::new();
-        let cut = Cut { intending: &intending, reserved: &reserved, bound };
+        let cut = Cut { intending: &intending, reserved: &reserved };
         for (tenant, whole) in whole {
-            cut.apply(&self.lines, &mut fates, &mut forget, tenant, whole, kept.get(tenant).copied().unwrap_or(0));
+            // Too long to be kept whole even alone: past three quarters of the bound, or, for
+            // a tenant cut to a share, past its share.
+            let alone = if whole >= whole_room { (bound / 4 * 3).saturating_sub(FORGOTTEN_LINE) } else { whole };
+            let share = Share { whole, kept: kept.get(tenant).copied().unwrap_or(0), alone };
+            cut.apply(&self.lines, &mut fates, &mut forget, tenant, &share);
         }
         (fates, forget)
     }
@@ -1700,21 +1705,30 @@ struct Cut<'c> {
     intending: &'c HashSet<&'c str>,
     /// The bytes counted before any entry for an entry of an intending call.
     reserved: &'c dyn Fn(&Line) -> u64,
-    /// The log's bound.
-    bound: u64,
+}
+
+/// One tenant's share of a compacted log, in bytes: its entries kept whole within `whole`, and
+/// kept at all (whole or dropped) within `kept`; an entry whose line alone is longer than
+/// `alone` is dropped by itself.
+struct Share {
+    whole: u64,
+    kept: u64,
+    alone: u64,
 }
 
 impl Cut<'_> {
     /// From the newest entry of `tenant` back: its entries are kept as they are within
-    /// `whole` bytes, older ones are dropped (their images go) within `kept`, and the older
+    /// `share.whole` bytes, older ones are dropped (their images go) within `share.kept`, and the older
     /// ones still are forgotten. Each step back only gives up more, so an undo is never
     /// forgotten while the entry it undid (older, the same tenant's) stays listed. An entry
     /// whose call keeps an intent is never forgotten, only dropped: without it, the intent
     /// would read as a change vfs stopped during, incomplete for good. An entry whose line
     /// could not be kept whole even alone (the removal of a tree of many files) is dropped
     /// itself and pushes out nothing older, as a change whose images pass the bound is.
-    fn apply(&self, lines: &[Line], fates: &mut [Fate], forget: &mut Vec<String>, tenant: &str, whole: u64, kept: u64) {
-        let keep_whole = self.bound / 4 * 3;
+    fn apply(&self, lines: &[Line], fates: &mut [Fate], forget: &mut Vec<String>, tenant: &str, share: &Share) {
+        // What an entry adds beyond the bytes counted for it before any entry (a hand-made
+        // line may be shorter whole than dropped).
+        let adds = |line: &Line, fate: Fate, reserved: u64| line.kept_bytes(fate).saturating_sub(reserved);
         let mut total = 0;
         let mut step = 0;
         for (line, fate) in lines.iter().zip(fates.iter_mut()).rev() {
@@ -1723,16 +1737,16 @@ impl Cut<'_> {
                 continue;
             }
             let reserved = (self.reserved)(line);
-            if step == 0 && *fate == Fate::Whole && line.kept_bytes(Fate::Whole) + FORGOTTEN_LINE > keep_whole {
+            if step == 0 && *fate == Fate::Whole && line.kept_bytes(Fate::Whole) > share.alone {
                 *fate = Fate::Dropped;
                 forget.extend(images.iter().cloned());
-                total += line.kept_bytes(Fate::Dropped) - reserved;
+                total += adds(line, Fate::Dropped, reserved);
                 continue;
             }
-            if step == 0 && total + line.kept_bytes(*fate) - reserved > whole {
+            if step == 0 && total + adds(line, *fate, reserved) > share.whole {
                 step = 1;
             }
-            if step == 1 && total + line.kept_bytes(Fate::Dropped) - reserved > kept {
+            if step == 1 && total + adds(line, Fate::Dropped, reserved) > share.kept {
                 step = 2;
             }
             match step {
@@ -1750,7 +1764,7 @@ impl Cut<'_> {
                     *fate = if self.intending.contains(call.as_str()) { Fate::Dropped } else { Fate::Omitted };
                 }
             }
-            total += line.kept_bytes(*fate) - reserved;
+            total += adds(line, *fate, reserved);
         }
     }
 }
@@ -3141,6 +3155,17 @@ mod tests {
             .collect();
         let (fates, _) = scan_of(&one).fates(bound);
         assert_eq!((fates[0], fates[1], fates[2002]), (Fate::Omitted, Fate::Omitted, Fate::Whole));
+
+        // A tenant cut to a share whose newest entry is longer than that share (though shorter
+        // than three quarters of the bound) drops that entry alone: its older ones stay whole.
+        let mut lines: Vec<Value> = (0..10).map(|n| entry_of(&format!("b{n}"), Some("beta"), None)).collect();
+        let mut large = entry_of("big", Some("beta"), None);
+        large["parts"] = json!(["x".repeat(30_000)]);
+        lines.push(large);
+        lines.extend((0..400).map(|n| entry_of(&format!("a{n:05}"), Some("alpha"), None)));
+        let (fates, _) = scan_of(&lines).fates(bound);
+        assert_eq!(fates[10], Fate::Dropped, "the long entry, alone");
+        assert!(fates[..10].iter().all(|fate| *fate == Fate::Whole), "{:?}", &fates[..10]);
     }
 
     #[test]

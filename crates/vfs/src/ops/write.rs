@@ -155,6 +155,8 @@ impl DeleteOutcome {
 #[derive(Debug)]
 pub struct AppendFile {
     file: crate::storage::Appender,
+    /// Where the room this file last allocated past its end ends ([`AppendFile::reserve`]).
+    reserved_to: u64,
 }
 
 impl AppendFile {
@@ -195,15 +197,17 @@ impl AppendFile {
     }
 
     /// Makes sure that the next `ahead / 2` bytes appended, at least, need no room the disk
-    /// may not have by then: when fewer bytes past the file's end are allocated to it, `ahead`
-    /// bytes are (without changing its length). A log that must be able to write its next
-    /// line once a change is made (the journal's entry after its intent) reserves before the
-    /// change. A file system that cannot allocate ahead reserves nothing, without an error.
+    /// may not have by then: once fewer bytes past the file's end are left of what this file
+    /// last allocated, `ahead` bytes are allocated from the end (without changing its length).
+    /// A log that must be able to write its next line once a change is made (the journal's
+    /// entry after its intent) reserves before the change. A file system that cannot allocate
+    /// ahead reserves nothing, without an error.
     ///
     /// # Errors
-    /// The disk (or the owner's quota) has not that much room: `ENOSPC`, `EDQUOT`, `EFBIG`.
-    pub fn reserve(&self, ahead: u64) -> std::io::Result<()> {
-        self.file.reserve(ahead)
+    /// The disk (or the owner's quota) has not that much room (`ENOSPC`, `EDQUOT`, `EFBIG`),
+    /// or the file system failed otherwise.
+    pub fn reserve(&mut self, ahead: u64) -> std::io::Result<()> {
+        self.file.reserve(ahead, &mut self.reserved_to)
     }
 
     /// Takes the file's exclusive advisory lock (`flock`), if no other open file holds its
@@ -1070,7 +1074,7 @@ impl Context<'_> {
             return Err(Error::not_a_file(&path));
         }
         let file = self.store(located.mount).open_append(&located, &path)?;
-        Ok(AppendFile { file })
+        Ok(AppendFile { file, reserved_to: 0 })
     }
 }
 /// What a removal of what `stat` describes had there (a file's version when the removal was

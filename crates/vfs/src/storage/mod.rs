@@ -683,9 +683,9 @@ impl Appender {
     }
 
     /// Keeps room allocated past the file's end (`local::OpenFile::reserve`).
-    pub(crate) fn reserve(&self, ahead: u64) -> io::Result<()> {
+    pub(crate) fn reserve(&self, ahead: u64, reserved_to: &mut u64) -> io::Result<()> {
         match self {
-            Appender::Local(named) => named.file.reserve(ahead),
+            Appender::Local(named) => named.file.reserve(ahead, reserved_to),
         }
     }
 

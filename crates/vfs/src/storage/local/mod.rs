@@ -341,23 +341,30 @@ impl OpenFile {
         self.0.metadata().map(|metadata| metadata.len())
     }
 
-    /// Makes sure that at least `ahead / 2` bytes past the file's end are allocated to it, by
-    /// allocating `ahead` bytes there when fewer are (`fallocate` keeping the size: readers
-    /// see no change). Appends within them then need no room the disk may no longer have.
-    /// A file system that cannot allocate ahead (`EOPNOTSUPP`) reserves nothing, and that is
-    /// not an error; a full disk or quota is.
-    pub(crate) fn reserve(&self, ahead: u64) -> io::Result<()> {
-        let stat = rustix::fs::fstat(&self.0).map_err(io::Error::from)?;
-        let end = u64::try_from(stat.st_size).unwrap_or(0);
-        // Blocks of 512 bytes, whatever the file system's block size.
-        let allocated = u64::try_from(stat.st_blocks).unwrap_or(0).saturating_mul(512);
-        if allocated >= end.saturating_add(ahead / 2) {
+    /// Makes sure that at least `ahead / 2` bytes past the file's end are allocated to it: when
+    /// the end has come closer than that to `reserved_to` (where this file's last allocation
+    /// ended; the caller keeps it, 0 at first), `ahead` bytes are allocated from the end
+    /// (`fallocate` keeping the size: readers see no change), and `reserved_to` moves. Appends
+    /// within them then need no room the disk may no longer have. Not judged from the blocks
+    /// the file has: xfs counts blocks it allocated past the end on its own, and frees them
+    /// when the disk fills. A file system that cannot allocate ahead (`EOPNOTSUPP`) reserves
+    /// nothing, and that is not an error; a full disk or quota is, as is any other failure.
+    pub(crate) fn reserve(&self, ahead: u64, reserved_to: &mut u64) -> io::Result<()> {
+        let end = self.len()?;
+        if *reserved_to >= end.saturating_add(ahead / 2) {
             return Ok(());
         }
-        match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::KEEP_SIZE, end, ahead) {
-            Err(errno @ (Errno::NOSPC | Errno::DQUOT | Errno::FBIG)) => Err(io::Error::from(errno)),
-            // Reserved, or a file system that cannot allocate ahead.
-            Ok(()) | Err(_) => Ok(()),
+        loop {
+            match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::KEEP_SIZE, end, ahead) {
+                // Reserved, or a file system that cannot allocate ahead (not asked again until
+                // the file has grown by half of `ahead`).
+                Ok(()) | Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::NODEV | Errno::INVAL | Errno::SPIPE) => {
+                    *reserved_to = end.saturating_add(ahead);
+                    return Ok(());
+                }
+                Err(Errno::INTR) => {}
+                Err(errno) => return Err(io::Error::from(errno)),
+            }
         }
     }
 
