@@ -279,7 +279,10 @@ impl Sessions {
         }
         let held = counts.by_endpoint.get(&endpoint).copied().unwrap_or(0);
         if held >= self.kept.get(endpoint).copied().unwrap_or(0) {
-            let owed: usize = (self.kept.iter().enumerate())
+            let owed: usize = self
+                .kept
+                .iter()
+                .enumerate()
                 .filter(|(other, _)| *other != endpoint)
                 .map(|(other, kept)| kept.saturating_sub(counts.by_endpoint.get(&other).copied().unwrap_or(0)))
                 .sum();

@@ -91,8 +91,9 @@ const SWEEP_STORED_TIME: Duration = Duration::from_secs(5);
 const COMPACT_FROM: u64 = 64 * 1024;
 /// The room kept allocated past the log's end before each change (at least half of it; see
 /// `vfs::AppendFile::reserve`): the entry written after the change has room, so a disk that
-/// fills in between cannot leave a change made without its entry. A change's entry (a tree
-/// removal's apart, which names each of its files) is well under a kilobyte.
+/// fills in between cannot leave a change made without its entry. A change's entry is well
+/// under a kilobyte, but for a tree's removal or its undo, which names each file of the tree:
+/// those of more than about 200 files can pass it (docs/cli.md).
 const RESERVE_AHEAD: u64 = 64 * 1024;
 /// How many stretches other processes appended (`State::unread`), and how many bytes of
 /// them, are read alone at a bound; past either, the log is counted again whole.
