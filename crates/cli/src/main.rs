@@ -295,8 +295,9 @@ struct DaemonArgs {
     #[arg(long = "max-connections", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: Option<u64>,
     /// Most connections of one token kept at the connection cap; past it, a token's further
-    /// connections give way to new ones there, as connections without a token do [default: a
-    /// quarter of --max-connections, at least 4].
+    /// connections give way to new ones there, as connections without a token do. With several
+    /// crews, each crew's endpoint is kept its share, as for sessions [default: a quarter of
+    /// --max-connections, at least 4].
     #[arg(long = "max-connections-per-token", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections_per_token: Option<u64>,
     /// Most MCP sessions alive at once over all endpoints; past it a new session gets 503

@@ -217,7 +217,7 @@ impl EndpointState {
 /// lives.
 ///
 /// Where several endpoints have tokens (crews), each is kept a share of the sessions
-/// ([`Sessions::kept`]): another endpoint takes sessions past its own share only while
+/// ([`Shares`]): another endpoint takes sessions past its own share only while
 /// that leaves room for every endpoint's share not yet taken. The cap per token alone could
 /// not do that: a crew given four token lines took every session at the default caps (a
 /// quarter of them each), and another crew's first `initialize` got `503` for as long as
@@ -227,12 +227,60 @@ struct Sessions {
     counts: Mutex<SessionCounts>,
     max: usize,
     max_per_token: usize,
+    /// What each endpoint is kept of them.
+    shares: Shares,
+}
+
+/// What each endpoint that has tokens (a crew's, or `/mcp`) is kept of something capped at
+/// `max` (sessions; connections kept from being displaced), so that a crew given many token
+/// lines cannot take it all: half of `max` shared out evenly among the endpoints (none where
+/// there is one), or as much as the endpoint's token lines may hold at `per_token` each, if
+/// less. An endpoint takes more than its share only while that leaves every other endpoint the
+/// part of its share it does not hold.
+#[derive(Debug)]
+struct Shares {
+    max: usize,
     /// Each token's endpoint, by number (`Tokens::endpoints`).
     endpoint_of: Vec<usize>,
-    /// The sessions kept for each endpoint, by number: half of them shared out evenly among
-    /// the endpoints that have tokens (none where there is one), or as many as its tokens
-    /// may open, if fewer.
+    /// Each endpoint's share, by number.
     kept: Vec<usize>,
+}
+
+impl Shares {
+    fn new(max: usize, per_token: usize, tokens: &Tokens) -> Self {
+        let (endpoint_of, endpoints) = tokens.endpoints();
+        let share = if endpoints > 1 { max / (2 * endpoints) } else { 0 };
+        let mut kept = vec![0usize; endpoints];
+        for endpoint in &endpoint_of {
+            kept[*endpoint] = kept[*endpoint].saturating_add(per_token);
+        }
+        for kept in &mut kept {
+            *kept = (*kept).min(share);
+        }
+        Self { max, endpoint_of, kept }
+    }
+
+    /// The endpoint `principal`'s token opens.
+    fn endpoint(&self, principal: Principal) -> usize {
+        self.endpoint_of.get(principal.0).copied().unwrap_or(0)
+    }
+
+    /// True when `endpoint` may take one more, where the endpoints hold `held` each and `all`
+    /// together.
+    fn allows(&self, endpoint: usize, held: &HashMap<usize, usize>, all: usize) -> bool {
+        let holds = |endpoint: usize| held.get(&endpoint).copied().unwrap_or(0);
+        if holds(endpoint) < self.kept.get(endpoint).copied().unwrap_or(0) {
+            return true;
+        }
+        let owed: usize = self
+            .kept
+            .iter()
+            .enumerate()
+            .filter(|(other, _)| *other != endpoint)
+            .map(|(other, kept)| kept.saturating_sub(holds(other)))
+            .sum();
+        self.max.saturating_sub(all) > owed
+    }
 }
 
 /// Why no session could be made.
@@ -255,40 +303,21 @@ impl Sessions {
     }
 
     fn new(max: usize, max_per_token: usize, tokens: &Tokens) -> Self {
-        let (endpoint_of, endpoints) = tokens.endpoints();
-        let share = if endpoints > 1 { max / (2 * endpoints) } else { 0 };
-        let mut kept = vec![0usize; endpoints];
-        for endpoint in &endpoint_of {
-            kept[*endpoint] = kept[*endpoint].saturating_add(max_per_token);
-        }
-        for kept in &mut kept {
-            *kept = (*kept).min(share);
-        }
-        Self { counts: Mutex::default(), max, max_per_token, endpoint_of, kept }
+        Self { counts: Mutex::default(), max, max_per_token, shares: Shares::new(max, max_per_token, tokens) }
     }
 
     /// A place for one more session of `principal`, or why there is none: past the cap over
     /// all or that of the token, or past the endpoint's share where the rest is kept for the
     /// other endpoints' shares.
     fn reserve(self: &Arc<Self>, principal: Principal) -> Result<SessionSlot, &'static str> {
-        let endpoint = self.endpoint_of.get(principal.0).copied().unwrap_or(0);
+        let endpoint = self.shares.endpoint(principal);
         let mut counts = self.lock();
         let mine = counts.by_token.get(&principal).copied().unwrap_or(0);
         if counts.all >= self.max || mine >= self.max_per_token {
             return Err(SESSIONS_FULL);
         }
-        let held = counts.by_endpoint.get(&endpoint).copied().unwrap_or(0);
-        if held >= self.kept.get(endpoint).copied().unwrap_or(0) {
-            let owed: usize = self
-                .kept
-                .iter()
-                .enumerate()
-                .filter(|(other, _)| *other != endpoint)
-                .map(|(other, kept)| kept.saturating_sub(counts.by_endpoint.get(&other).copied().unwrap_or(0)))
-                .sum();
-            if self.max - counts.all <= owed {
-                return Err(ENDPOINT_FULL);
-            }
+        if !self.shares.allows(endpoint, &counts.by_endpoint, counts.all) {
+            return Err(ENDPOINT_FULL);
         }
         counts.all += 1;
         *counts.by_token.entry(principal).or_default() += 1;
@@ -443,9 +472,13 @@ impl State {
 /// the cap and keep every token holder out, one header timeout after another; and a token
 /// holder could keep every other one out by holding connections open. A token holder's
 /// connection shows its token with its first request's headers, milliseconds after it opens.
+/// Where several endpoints have tokens, each is kept its share of the connections kept
+/// ([`Shares`]), so that a crew given many token lines cannot keep every connection and
+/// leave another crew's new ones refused.
 struct Connections {
     max: usize,
     per_token: usize,
+    shares: Shares,
     open: Mutex<Open>,
 }
 
@@ -454,6 +487,8 @@ struct Open {
     next: u64,
     by_id: BTreeMap<u64, Admitted>,
     kept_by_token: HashMap<Principal, usize>,
+    kept_by_endpoint: HashMap<usize, usize>,
+    kept_all: usize,
 }
 
 /// One served connection.
@@ -471,6 +506,10 @@ struct Admitted {
 }
 
 impl Connections {
+    fn new(max: usize, per_token: usize, tokens: &Tokens) -> Self {
+        Self { max, per_token, shares: Shares::new(max, per_token, tokens), open: Mutex::default() }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
         self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -514,18 +553,24 @@ struct Connection {
 
 impl Connection {
     /// A request on it carried a valid token of `principal`: the connection is that token's,
-    /// and kept while the token has fewer than its share kept (checked again at each request,
-    /// so a connection past the share is kept once another of the token's has closed).
+    /// and kept while the token has fewer than its share kept and its endpoint may keep one
+    /// more ([`Shares::allows`]); checked again at each request, so a connection past a share
+    /// is kept once another has closed.
     fn shown(&self, principal: Principal) {
-        let mut open = self.connections.lock();
+        let connections = &self.connections;
+        let endpoint = connections.shares.endpoint(principal);
+        let mut open = connections.lock();
         let kept = open.kept_by_token.get(&principal).copied().unwrap_or(0);
+        let allowed = connections.shares.allows(endpoint, &open.kept_by_endpoint, open.kept_all);
         let Some(admitted) = open.by_id.get_mut(&self.id) else { return };
         let owner = *admitted.owner.get_or_insert(principal);
-        if admitted.kept || owner != principal || kept >= self.connections.per_token {
+        if admitted.kept || owner != principal || kept >= connections.per_token || !allowed {
             return;
         }
         admitted.kept = true;
         *open.kept_by_token.entry(principal).or_default() += 1;
+        *open.kept_by_endpoint.entry(endpoint).or_default() += 1;
+        open.kept_all += 1;
     }
 
     /// Counts a request being answered on it until the guard is dropped.
@@ -558,12 +603,19 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.connection.connections.lock();
         let Some(gone) = open.by_id.remove(&self.connection.id) else { return };
-        if let (true, Some(owner)) = (gone.kept, gone.owner)
-            && let Some(count) = open.kept_by_token.get_mut(&owner)
-        {
+        let (true, Some(owner)) = (gone.kept, gone.owner) else { return };
+        let endpoint = self.connection.connections.shares.endpoint(owner);
+        open.kept_all = open.kept_all.saturating_sub(1);
+        if let Some(count) = open.kept_by_token.get_mut(&owner) {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 open.kept_by_token.remove(&owner);
+            }
+        }
+        if let Some(count) = open.kept_by_endpoint.get_mut(&endpoint) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.kept_by_endpoint.remove(&endpoint);
             }
         }
     }
@@ -586,11 +638,8 @@ async fn accept_until(
     graceful: &hyper_util::server::graceful::GracefulShutdown,
     stop: impl Future<Output = ()>,
 ) {
-    let connections = Arc::new(Connections {
-        max: options.max_connections,
-        per_token: options.max_connections_per_token,
-        open: Mutex::default(),
-    });
+    let connections =
+        Arc::new(Connections::new(options.max_connections, options.max_connections_per_token, &options.tokens));
     let busy_slots = Arc::new(tokio::sync::Semaphore::new(BUSY_AT_ONCE));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout);
@@ -1376,7 +1425,7 @@ mod tests {
     /// two addresses, the oldest goes.
     #[test]
     fn at_the_cap_the_address_with_the_most_connections_not_kept_gives_way() {
-        let connections = Arc::new(Connections { max: 4, per_token: 1, open: Mutex::default() });
+        let connections = Arc::new(Connections::new(4, 1, &Tokens::default()));
         let flood = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9));
         let older: Vec<Slot> = (0..3).map(|_| connections.admit(flood).unwrap()).collect();
         let fresh = connections.admit(HOME).unwrap();
@@ -1396,13 +1445,50 @@ mod tests {
         assert!(left[1].closed.is_cancelled() && !left[2].closed.is_cancelled() && !second.closed.is_cancelled());
     }
 
+    /// Two crews on 8 connections, two kept a token: alpha, with four token lines, keeps six
+    /// (its tokens could keep all eight), so that at the cap beta's new connection takes the
+    /// place of one of alpha's not kept, and is kept itself. (Before, alpha kept all eight and
+    /// beta's was refused.)
+    #[test]
+    fn a_crew_with_many_tokens_cannot_keep_every_connection() {
+        let mut tokens = Tokens::default();
+        for token in ["a", "b", "c", "d"] {
+            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
+        }
+        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        let connections = Arc::new(Connections::new(8, 2, &tokens));
+        let alpha: Vec<Slot> = (0..8)
+            .map(|index| {
+                let slot = connections.admit(HOME).unwrap();
+                slot.connection.shown(Principal(index / 2));
+                slot
+            })
+            .collect();
+        let kept =
+            |slot: &Slot| connections.lock().by_id.get(&slot.connection.id).is_some_and(|admitted| admitted.kept);
+        assert_eq!(alpha.iter().filter(|slot| kept(slot)).count(), 6, "two are left for beta");
+        let beta = connections.admit(HOME).expect("beta's connection is admitted at the cap");
+        beta.connection.shown(Principal(4));
+        assert!(kept(&beta), "and kept");
+        assert_eq!(alpha.iter().filter(|slot| slot.closed.is_cancelled()).count(), 1, "in place of one of alpha's");
+        let open = connections.lock();
+        assert_eq!(
+            (open.kept_all, open.kept_by_endpoint.get(&0), open.kept_by_endpoint.get(&1)),
+            (7, Some(&6), Some(&1))
+        );
+        drop(open);
+        drop((alpha, beta));
+        let open = connections.lock();
+        assert_eq!((open.kept_all, open.kept_by_endpoint.len(), open.kept_by_token.len()), (0, 0, 0));
+    }
+
     /// At the cap: the oldest connection not kept goes, an idle one before one answering a
     /// request; a token's connections are kept up to its share, and one past it is kept once
     /// another of the token's has closed; when all are kept, none goes and the new one is
     /// refused.
     #[test]
     fn at_the_cap_the_oldest_connection_not_kept_gives_way_idle_ones_first() {
-        let connections = Arc::new(Connections { max: 4, per_token: 1, open: Mutex::default() });
+        let connections = Arc::new(Connections::new(4, 1, &Tokens::default()));
         let (one, other) = (Principal(0), Principal(1));
         let kept = connections.admit(HOME).unwrap();
         kept.connection.shown(one);
@@ -1511,7 +1597,7 @@ mod tests {
         }
         tokens.grant(Some("beta".to_owned()), "e".repeat(16));
         let sessions = Arc::new(Sessions::new(16, 4, &tokens));
-        assert_eq!(sessions.kept, [4, 4]);
+        assert_eq!(sessions.shares.kept, [4, 4]);
         let mut alpha = Vec::new();
         for token in 0..4 {
             for _ in 0..3 {
@@ -1529,7 +1615,7 @@ mod tests {
 
         tokens.grant(None, "f".repeat(16));
         let three = Arc::new(Sessions::new(12, 12, &tokens));
-        assert_eq!(three.kept, [2, 2, 2]);
+        assert_eq!(three.shares.kept, [2, 2, 2]);
         let held: Vec<SessionSlot> = (0..8).map(|_| three.reserve(Principal(0)).unwrap()).collect();
         assert_eq!(three.reserve(Principal(1)).unwrap_err(), ENDPOINT_FULL, "two kept for each other endpoint");
         let others = [three.reserve(Principal(4)).unwrap(), three.reserve(Principal(5)).unwrap()];
@@ -1545,9 +1631,9 @@ mod tests {
         }
         tokens.grant(Some("beta".to_owned()), "e".repeat(16));
         let wide = Arc::new(Sessions::new(64, 16, &tokens));
-        assert_eq!(wide.kept, [16, 16]);
+        assert_eq!(wide.shares.kept, [16, 16]);
         let narrow = Arc::new(Sessions::new(64, 2, &tokens));
-        assert_eq!(narrow.kept, [8, 2]);
+        assert_eq!(narrow.shares.kept, [8, 2]);
     }
 
     #[test]
