@@ -1445,17 +1445,23 @@ mod tests {
         assert!(left[1].closed.is_cancelled() && !left[2].closed.is_cancelled() && !second.closed.is_cancelled());
     }
 
+    /// Four token lines for the crew `alpha` (principals 0 to 3), one for `beta` (4).
+    fn two_crews_tokens() -> Tokens {
+        let mut tokens = Tokens::default();
+        for token in ["a", "b", "c", "d"] {
+            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
+        }
+        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        tokens
+    }
+
     /// Two crews on 8 connections, two kept a token: alpha, with four token lines, keeps six
     /// (its tokens could keep all eight), so that at the cap beta's new connection takes the
     /// place of one of alpha's not kept, and is kept itself. (Before, alpha kept all eight and
     /// beta's was refused.)
     #[test]
     fn a_crew_with_many_tokens_cannot_keep_every_connection() {
-        let mut tokens = Tokens::default();
-        for token in ["a", "b", "c", "d"] {
-            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
-        }
-        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        let tokens = two_crews_tokens();
         let connections = Arc::new(Connections::new(8, 2, &tokens));
         let alpha: Vec<Slot> = (0..8)
             .map(|index| {
@@ -1591,11 +1597,7 @@ mod tests {
     /// three endpoints each keeps two (a sixth of half).
     #[test]
     fn each_endpoint_keeps_its_share_of_the_sessions_whatever_another_holds() {
-        let mut tokens = Tokens::default();
-        for token in ["a", "b", "c", "d"] {
-            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
-        }
-        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        let mut tokens = two_crews_tokens();
         let sessions = Arc::new(Sessions::new(16, 4, &tokens));
         assert_eq!(sessions.shares.kept, [4, 4]);
         let mut alpha = Vec::new();
@@ -1625,11 +1627,7 @@ mod tests {
         // An endpoint is kept no more than its tokens may open: at two a token, beta's one
         // token is kept two of the 64 (not the 16 of its share, which no one could use), and
         // alpha's four are kept eight.
-        let mut tokens = Tokens::default();
-        for token in ["a", "b", "c", "d"] {
-            tokens.grant(Some("alpha".to_owned()), token.repeat(16));
-        }
-        tokens.grant(Some("beta".to_owned()), "e".repeat(16));
+        let tokens = two_crews_tokens();
         let wide = Arc::new(Sessions::new(64, 16, &tokens));
         assert_eq!(wide.shares.kept, [16, 16]);
         let narrow = Arc::new(Sessions::new(64, 2, &tokens));
