@@ -561,12 +561,17 @@ impl Connection {
         let endpoint = connections.shares.endpoint(principal);
         let mut open = connections.lock();
         let kept = open.kept_by_token.get(&principal).copied().unwrap_or(0);
-        let allowed = connections.shares.allows(endpoint, &open.kept_by_endpoint, open.kept_all);
         let Some(admitted) = open.by_id.get_mut(&self.id) else { return };
         let owner = *admitted.owner.get_or_insert(principal);
-        if admitted.kept || owner != principal || kept >= connections.per_token || !allowed {
+        if admitted.kept || owner != principal || kept >= connections.per_token {
             return;
         }
+        // Judged only for a connection that could be kept (most requests come on one that
+        // is, or cannot be).
+        if !connections.shares.allows(endpoint, &open.kept_by_endpoint, open.kept_all) {
+            return;
+        }
+        let Some(admitted) = open.by_id.get_mut(&self.id) else { return };
         admitted.kept = true;
         *open.kept_by_token.entry(principal).or_default() += 1;
         *open.kept_by_endpoint.entry(endpoint).or_default() += 1;
