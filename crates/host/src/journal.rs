@@ -89,12 +89,22 @@ const SWEEP_STORED_TIME: Duration = Duration::from_secs(5);
 /// A log shorter than this is never compacted (nothing worth a rewrite), and the compacted
 /// log's bound is never below it.
 const COMPACT_FROM: u64 = 64 * 1024;
-/// The room kept allocated past the log's end before each change (at least half of it; see
-/// `vfs::AppendFile::reserve`): the entry written after the change has room, so a disk that
-/// fills in between cannot leave a change made without its entry. A change's entry is well
-/// under a kilobyte, but for a tree's removal or its undo, which names each file of the tree:
-/// those of more than about 200 files can pass it (docs/cli.md).
+/// The least room kept allocated past the log's end before each change (at least half of it;
+/// see `vfs::AppendFile::reserve`): the entry written after the change has room, so a disk
+/// that fills in between cannot leave a change made without its entry. A change's entry is
+/// well under a kilobyte; for larger ones (a tree's removal, which names each file of the
+/// tree, or the undo of one, one part a file) the room kept grows with the entries owed
+/// ([`Intended::owed`], [`entry_room`]).
 const RESERVE_AHEAD: u64 = 64 * 1024;
+/// What an entry takes besides its parts (its id, time, session, call, paths, places), at
+/// most: counted for each change intended, and once for an undo's (one entry).
+const ENTRY_FIELDS: u64 = 1024;
+/// What the record of one file of a tree removed as it is kept takes at most, besides its
+/// path (twice): as an item of the tree's image, or, should the removal stop part way, as an
+/// entry of its own with its image ([`Journal::grows`]).
+const FILE_ROOM: u64 = 768;
+/// How much a removal's record may grow before the room kept for it is looked at again.
+const GROW_STEP: u64 = 16 * 1024;
 /// How many stretches other processes appended (`State::unread`), and how many bytes of
 /// them, are read alone at a bound; past either, the log is counted again whole.
 const UNREAD_STRETCHES: usize = 256;
@@ -157,6 +167,13 @@ struct Intended {
     ended: bool,
     /// An entry of the call's was written.
     written: bool,
+    /// The bytes the entries of the changes it intended take at most, once written: kept
+    /// allocated past the log's end until they are ([`Journal::intends`],
+    /// [`Journal::grows`]).
+    owed: u64,
+    /// What `owed` was when the room was last made sure of, and [`GROW_STEP`] past it: the
+    /// room a removal's growth may take before it is looked at again.
+    reserved_for: u64,
 }
 
 #[derive(Debug, Default)]
@@ -1155,13 +1172,23 @@ impl ChangeObserver for Journal {
             _ => None,
         };
         let image = copied.as_ref().or(change.image);
-        let (session, asked_by) = {
+        let (session, asked_by, owed) = {
             let mut state = self.state();
-            state.intended.entry(change.call.clone()).or_default();
-            state
-                .calls
-                .get(change.call)
-                .map_or_else(|| ("-".to_owned(), None), |info| (info.session.clone(), info.asked_by.clone()))
+            let info = state.calls.get(change.call);
+            // An undo's changes are one entry: its own fields are counted once.
+            let fields = info.is_none_or(|info| info.undoes.is_none());
+            let (session, asked_by) =
+                info.map_or_else(|| ("-".to_owned(), None), |info| (info.session.clone(), info.asked_by.clone()));
+            let intended = state.intended.entry(change.call.clone()).or_default();
+            if fields || intended.owed == 0 {
+                intended.owed += ENTRY_FIELDS;
+            }
+            intended.owed += entry_room(change.path, change.to, image);
+            intended.reserved_for = intended.owed;
+            // Every entry this process owes, not this call's alone: calls running at once
+            // append their intents into the same room.
+            let owed: u64 = state.intended.values().map(|intended| intended.owed).sum();
+            (session, asked_by, owed)
         };
         let mut paths = vec![change.path.as_str()];
         paths.extend(change.to.map(VirtualPath::as_str));
@@ -1185,7 +1212,11 @@ impl ChangeObserver for Journal {
             if log.is_none() {
                 Err("its log could not be opened when it started (a warning then said why)".to_owned())
             } else {
-                self.append_gated(&mut log, format!("{line}\n").as_bytes(), RESERVE_AHEAD)
+                let line = format!("{line}\n");
+                // Room for the intent and, after it, every entry owed (the reservation
+                // keeps at least half of what it is asked for).
+                let ahead = RESERVE_AHEAD.max(2 * (owed + line.len() as u64));
+                self.append_gated(&mut log, line.as_bytes(), ahead)
                     .map_err(|error| format!("its log could not be written: {error}"))
             }
         };
@@ -1201,6 +1232,26 @@ impl ChangeObserver for Journal {
             self.state().copies.entry(change.call.clone()).or_default().push((ChangeKey::of(change), copied));
         }
         Ok(())
+    }
+
+    fn grows(&self, call: &CallId, file: &VirtualPath) -> Result<(), String> {
+        let owed = {
+            let mut state = self.state();
+            // Told an intent before (the tree's): there is an entry for the call.
+            let Some(intended) = state.intended.get_mut(call) else { return Ok(()) };
+            intended.owed += FILE_ROOM + 2 * json_len(file.as_str());
+            if intended.owed <= intended.reserved_for {
+                return Ok(());
+            }
+            intended.reserved_for = intended.owed + GROW_STEP;
+            state.intended.values().map(|intended| intended.owed).sum::<u64>()
+        };
+        let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if log.is_none() {
+            return Err("its log could not be opened when it started (a warning then said why)".to_owned());
+        }
+        self.append_gated(&mut log, b"", RESERVE_AHEAD.max(2 * (owed + GROW_STEP)))
+            .map_err(|error| format!("its log could not be written: {error}"))
     }
 
     fn call_ended(&self, call: &CallId) {
@@ -1888,6 +1939,42 @@ fn kept_sizes(image: Option<&Image>) -> u64 {
     }
 }
 
+/// The most bytes the part of an entry that records a change of `path` (to `to`) with
+/// `image` takes: it names its paths and each kept image (twice: in the part and in the
+/// entry's list of images), and a tree's part each of its items.
+fn entry_room(path: &VirtualPath, to: Option<&VirtualPath>, image: Option<&Image>) -> u64 {
+    /// A part's keys, kind and version; a tree item's keys and mode.
+    const PART: u64 = 256;
+    const ITEM: u64 = 48;
+    let name = |content: &Saved| match content {
+        Saved::Kept { name, .. } => 2 * json_len(name),
+        Saved::Stored { path, .. } => 2 * json_len(path),
+        _ => PART,
+    };
+    let image = match image {
+        Some(Image::File { content, .. }) => name(content),
+        Some(Image::Tree { items, .. }) => {
+            items.iter().map(|item| ITEM + json_len(&item.relative) + item.content.as_ref().map_or(0, name)).sum()
+        }
+        Some(Image::NotKept(why)) => json_len(why),
+        _ => 0,
+    };
+    PART + 2 * json_len(path.as_str()) + to.map_or(0, |to| 2 * json_len(to.as_str())) + image
+}
+
+/// The length of `text` as a JSON string, quotes included.
+fn json_len(text: &str) -> u64 {
+    let escaped: usize = text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..0x20 => 5,
+            _ => 0,
+        })
+        .sum();
+    (text.len() + escaped + 2) as u64
+}
+
 /// The entries the changes of one `finish` make: the directories a call made on its way to
 /// a change belong to that change's entry; all the changes of an undo are one entry.
 fn entries_of(observed: Vec<Observed>) -> Vec<Vec<Observed>> {
@@ -2056,7 +2143,8 @@ impl Journal {
     /// compaction replaced (it has no name any more) is opened again first, so that the line
     /// goes where readers look. With `ahead`, that much room past the log's end is kept
     /// allocated first (half of it at least; [`RESERVE_AHEAD`]), and nothing is appended
-    /// when the disk has not that much. Called with `intents` held (`log` is its content).
+    /// when the disk has not that much (`bytes` empty: only the room is made sure of).
+    /// Called with `intents` held (`log` is its content).
     fn append_gated(&self, log: &mut Option<AppendFile>, bytes: &[u8], ahead: u64) -> std::io::Result<()> {
         let gate = self.gate.get().filter(|gate| gate.lock_shared().is_ok());
         let unnamed = log.as_ref().is_some_and(|file| file.unnamed().unwrap_or(false));
@@ -2094,7 +2182,7 @@ impl Journal {
                             format!("there is no room on its disk for the entry written after the change ({error})"),
                         )
                     })
-                    .and_then(|()| self.append_counted(file, bytes))
+                    .and_then(|()| if bytes.is_empty() { Ok(()) } else { self.append_counted(file, bytes) })
             }
             None => Err(std::io::Error::other("the log is not open")),
         };
@@ -3094,6 +3182,67 @@ mod tests {
         let parts = [json!({ "path": "/src/a", "to": "/out/deep/b" }), json!({ "path": "/elsewhere" })];
         assert_eq!(places_of(&parts, &places), Some(json!({ "/src": "pC", "/out/deep": "pB" })));
         assert_eq!(places_of(&[json!({ "path": "/elsewhere" })], &places), None);
+    }
+
+    proptest::proptest! {
+        /// The room reckoned for a name is exactly its length as JSON, whatever it holds
+        /// (quotes, backslashes, control characters, any Unicode).
+        #[test]
+        fn json_len_is_the_length_of_the_name_as_json(text in "(?s).{0,40}") {
+            proptest::prop_assert_eq!(json_len(&text), serde_json::to_string(&text).unwrap().len() as u64);
+        }
+    }
+
+    /// The room reckoned for a change's part holds the part as written, for a file, a tree
+    /// (its items and its images named again in the entry's list) and a move.
+    #[test]
+    fn entry_room_holds_the_part_as_written() {
+        let path = VirtualPath::new("/w/some \"quoted\" dir").unwrap();
+        let to = VirtualPath::new("/w/elsewhere/far/away").unwrap();
+        let kept = |index: usize| Saved::Kept { name: format!("1796634069663-fd2c60000000d.303a.{index:x}"), size: 9 };
+        let items: Vec<vfs::TreeItem> = (0..50)
+            .map(|index| vfs::TreeItem {
+                relative: format!("sub/{index}-\u{1}\t\\-é"),
+                content: (index % 7 != 0).then(|| kept(index)),
+                mode: 0o100_644,
+            })
+            .collect();
+        let images = [
+            Image::Absent,
+            Image::File { content: kept(0), mode: 0o644 },
+            Image::Tree { mode: 0o755, items },
+            Image::NotKept("the removal stopped part way"),
+        ];
+        for image in &images {
+            for to in [None, Some(&to)] {
+                let mut names = Vec::new();
+                let written = match image {
+                    Image::Absent => json!("absent"),
+                    Image::File { content, mode } => {
+                        names.extend(kept_names(Some(image)));
+                        json!({ "file": kept_names(Some(image))[0], "mode": mode, "size": content.len() })
+                    }
+                    Image::Tree { mode, items } => {
+                        names.extend(kept_names(Some(image)));
+                        tree_json(*mode, items, |content| match content {
+                            Saved::Kept { name, .. } => Ok(name.clone()),
+                            _ => Err(String::new()),
+                        })
+                        .unwrap()
+                    }
+                    Image::NotKept(why) => json!({ "not_kept": why }),
+                    _ => unreachable!(),
+                };
+                let part = json!({
+                    "kind": "remove", "path": path, "to": to, "version": "aae45aaf4344ccda", "image": written,
+                    "parent": false,
+                });
+                let paths = json!([path, to]);
+                let written = part.to_string().len() + json!(names).to_string().len() + paths.to_string().len();
+                let room = entry_room(&path, to, Some(image));
+                assert!(written as u64 <= room, "{written} bytes written, {room} reckoned");
+            }
+        }
     }
 
     /// The lines of a log as a compaction reads them.

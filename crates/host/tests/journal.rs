@@ -2071,6 +2071,18 @@ impl SmallDisk {
         }
         Some(Self(at.to_path_buf()))
     }
+
+    /// Fills the disk: a file `filler` written until no page more fits.
+    fn fill(&self) -> std::fs::File {
+        let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();
+        while std::io::Write::write_all(&mut filler, &[0; 4096]).is_ok() {}
+        filler
+    }
+
+    /// Room again: `filler` removed.
+    fn empty(&self) {
+        std::fs::remove_file(self.0.join("filler")).unwrap();
+    }
 }
 
 impl Drop for SmallDisk {
@@ -2120,8 +2132,7 @@ fn a_disk_that_fills_leaves_no_change_without_its_entry() {
     }
     assert!(positioned, "the log's end never fell where an intent fits and its entry does not");
 
-    let mut filler = std::fs::File::create(root.join("filler")).unwrap();
-    while std::io::Write::write_all(&mut filler, &[0; PAGE]).is_ok() {}
+    let filler = disk.fill();
     let mut made = 0;
     let refused = loop {
         assert!(made < 200, "the disk is full, yet every move is made");
@@ -2146,8 +2157,76 @@ fn a_disk_that_fills_leaves_no_change_without_its_entry() {
 
     // Room again: the next move is made, and undone.
     drop(filler);
-    std::fs::remove_file(root.join("filler")).unwrap();
+    disk.empty();
     let ((error, text), _) = move_once();
     assert!(!error, "{text}");
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, format!("restored {left}\n")));
+}
+
+/// The room kept ahead grows with the record owed: a tree's removal keeps its files as it
+/// goes and names each in its entry, so the journal makes sure of room for each file before
+/// it is taken. On a full disk the removal stops part way, each file it took recorded (an
+/// entry of its own, undoable); with room again, the whole tree's removal is recorded, and
+/// so is its undo (one part a file). (Before, the removal's small intent fit in the room
+/// kept for any change, the whole tree was removed, and its entry, too large for the room
+/// left, was cut short: `not undoable (incomplete)`.)
+#[test]
+fn a_tree_removal_on_a_disk_that_fills_stops_with_each_file_it_took_recorded() {
+    const FILES: usize = 400;
+    let base = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(&base.path().join("disk"), "1m") else { return };
+    let root = disk.0.clone();
+    let launch = launch(&root);
+    std::fs::create_dir_all(root.join("w/t")).unwrap();
+    let name = |index: usize| format!("{index:04}-{}", "n".repeat(120));
+    for index in 0..FILES {
+        std::fs::write(root.join("w/t").join(name(index)), "").unwrap();
+    }
+    let names = || {
+        let mut names: Vec<String> = std::fs::read_dir(root.join("w/t"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let tools = launch.tools(None);
+    call(&tools, "write_file", &json!({ "path": "/w/first.txt", "content": "a change, so that the log is open\n" }));
+    disk.fill();
+
+    let (error, text) = answer(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
+    assert!(error);
+    let left = names();
+    let taken = FILES - left.len();
+    assert!(taken > 0 && taken < FILES, "{taken} of {FILES} files taken");
+    let stopped_at = text.split('`').nth(3).unwrap_or_default().to_owned();
+    assert_eq!(
+        text,
+        format!(
+            "`/w/t` was not deleted whole: vfs could not record the deletion of `{stopped_at}` in its journal (where every change is kept so that it can be undone), so it stopped there; anything it deleted before can be undone; tell the operator, whose log says why"
+        )
+    );
+    assert!(left.iter().any(|left| format!("/w/t/{left}") == stopped_at), "it stopped at a file it left");
+    let states = states_of(&root);
+    assert_eq!(states.len(), 1 + taken, "an entry for each file taken: {states:?}");
+    assert!(states.iter().all(|(_, state)| state == "undoable"), "{states:?}");
+
+    // Room again: what it took is put back, and the whole tree's removal is recorded and
+    // undone.
+    disk.empty();
+    let (error, text) = answer(&tools, "undo_changes", &json!({ "count": taken }));
+    assert!(!error, "{text}");
+    assert_eq!(text.lines().count(), taken);
+    assert_eq!(names(), (0..FILES).map(name).collect::<Vec<_>>());
+    assert_eq!(
+        answer(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true })),
+        (false, "deleted directory `/w/t`".to_owned())
+    );
+    // The disk full again: the undo runs in the room the removal's entry left.
+    disk.fill();
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "restored /w/t\n".to_owned()));
+    assert_eq!(names(), (0..FILES).map(name).collect::<Vec<_>>());
+    let states = states_of(&root);
+    assert_eq!(states.len(), 1 + 2 * taken + 2, "{states:?}");
+    assert!(states.iter().all(|(_, state)| state == "undoable" || state == "undone"), "{states:?}");
 }

@@ -535,6 +535,22 @@ pub trait ChangeObserver: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// A recursive removal whose intent told an empty tree (it keeps the tree's files in the
+    /// [`Keeper`] as it goes, so the image is known only once it is done) is about to keep
+    /// the file `file`: the record written after the change grows by it, or, should the
+    /// removal stop part way, by a change of its own for that file. Told under the lock of
+    /// the file's directory, before the file is taken. An observer whose record needs room
+    /// for it makes sure of the room here, as in [`ChangeObserver::intends`].
+    ///
+    /// # Errors
+    /// Why the observer cannot keep its record of that file: the removal stops before it
+    /// ([`Error::not_journaled`](crate::Error::not_journaled)); the files it took before are
+    /// its changes, each told with its image.
+    fn grows(&self, call: &CallId, file: &VirtualPath) -> Result<(), String> {
+        let _ = (call, file);
+        Ok(())
+    }
+
     /// The call `call` returned: it holds no lock any more, and every change it made was told.
     /// Told to the registry's observers and to those of
     /// [`MountRegistry::subscribe`](crate::MountRegistry::subscribe), on the call's thread,

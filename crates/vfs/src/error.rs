@@ -627,6 +627,22 @@ impl Error {
         )
     }
 
+    /// A recursive delete, with the journal on, that stopped at `file` because its record
+    /// could not be kept (the journal's disk is full, its images cannot be written): what it
+    /// removed before is recorded, each file a change of its own.
+    pub(crate) fn not_journaled_in_tree(top: &VirtualPath, file: &VirtualPath) -> Self {
+        Self::build(
+            ErrorKind::Io,
+            Some(top),
+            agent_text![
+                code(top),
+                " was not deleted whole: vfs could not record the deletion of ",
+                code(file),
+                " in its journal (where every change is kept so that it can be undone), so it stopped there; anything it deleted before can be undone; tell the operator, whose log says why"
+            ],
+        )
+    }
+
     /// A recursive delete, with the journal on, that met a file with other hard links: its
     /// image could not be kept whole with the tree's, so the delete stopped there.
     pub(crate) fn linked_in_tree(top: &VirtualPath, file: &VirtualPath) -> Self {

@@ -301,6 +301,11 @@ struct Linker {
     versions: Mutex<Vec<String>>,
     /// When set, every intent is refused with this reason (a journal that cannot write).
     refuse: Mutex<Option<String>>,
+    /// The files a removal keeping its tree was about to keep, in order.
+    grown: Mutex<Vec<String>>,
+    /// When set, how many files more a removal may keep before they are refused (a journal
+    /// whose disk has no room for their record).
+    room_for: Mutex<Option<usize>>,
 }
 
 impl ChangeObserver for Linker {
@@ -319,6 +324,18 @@ impl ChangeObserver for Linker {
             return Err(why);
         }
         Ok(())
+    }
+
+    fn grows(&self, _call: &vfs::CallId, file: &vfs::VirtualPath) -> Result<(), String> {
+        self.grown.lock().unwrap().push(file.to_string());
+        match &mut *self.room_for.lock().unwrap() {
+            Some(0) => Err("no room".to_owned()),
+            Some(left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     fn keeps_images(&self, path: &vfs::VirtualPath, _by_agent: bool) -> bool {
@@ -538,12 +555,54 @@ fn a_tree_whose_files_cannot_be_kept_is_not_removed() {
     let error = registry.agent().delete("/p/t", true, &Precondition::Any).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "`/p/t/a.txt` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+        "`/p/t` was not deleted whole: vfs could not record the deletion of `/p/t/a.txt` in its journal (where every change is kept so that it can be undone), so it stopped there; anything it deleted before can be undone; tell the operator, whose log says why"
     );
     assert_eq!(std::fs::read(fixture.path("p/t/a.txt")).unwrap(), b"a\n");
     assert_eq!(std::fs::read(fixture.path("p/t/b.txt")).unwrap(), b"b\n");
     let told = linker.told.lock().unwrap().clone();
     assert_eq!(told.len(), 1, "{told:?}");
+}
+
+/// A removal that keeps its tree as it goes tells the observer of each file before it takes
+/// it (`ChangeObserver::grows`): the journal makes sure of room for its record there. One
+/// the observer refuses stops the removal before that file: each file taken before is told
+/// as a change of its own with its image, and the rest stay.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the tree on disk")]
+fn a_tree_removal_stops_at_the_first_file_the_observer_has_no_room_for() {
+    let fixture = Fixture::new();
+    for name in ["a", "b", "c"] {
+        fixture.file(&format!("p/t/{name}.txt"), &format!("{name}\n"));
+    }
+    let (registry, linker) = linked(&fixture);
+    *linker.room_for.lock().unwrap() = Some(1);
+    let error = registry.agent().delete("/p/t", true, &Precondition::Any).unwrap_err();
+    let grown = linker.grown.lock().unwrap().clone();
+    assert_eq!(grown.len(), 2, "{grown:?}");
+    let (taken, stopped) = (&grown[0], &grown[1]);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "`/p/t` was not deleted whole: vfs could not record the deletion of `{stopped}` in its journal (where every change is kept so that it can be undone), so it stopped there; anything it deleted before can be undone; tell the operator, whose log says why"
+        )
+    );
+    let on_disk = |path: &str| fixture.path(&path[1..]).exists();
+    assert!(!on_disk(taken), "{taken} was taken");
+    let left: Vec<&str> = ["/p/t/a.txt", "/p/t/b.txt", "/p/t/c.txt"].into_iter().filter(|path| on_disk(path)).collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.contains(&stopped.as_str()));
+    let told = linker.told.lock().unwrap().clone();
+    let changed: Vec<(ChangeKind, &str, bool)> = told
+        .iter()
+        .filter(|(what, ..)| *what == "changed")
+        .map(|(_, kind, path, image)| (*kind, path.as_str(), matches!(image, Some(vfs::Image::File { .. }))))
+        .collect();
+    assert_eq!(changed, [(ChangeKind::Remove, taken.as_str(), true)]);
+
+    // With room, the rest goes whole.
+    *linker.room_for.lock().unwrap() = None;
+    registry.agent().delete("/p/t", true, &Precondition::Any).unwrap();
+    assert!(!fixture.path("p/t").exists());
 }
 
 /// A file with other hard links cannot be moved into the keeper as a whole image: a recursive

@@ -170,6 +170,28 @@ impl<'r> Context<'r> {
         Ok(())
     }
 
+    /// Tells the observers that keep images that a removal keeping its tree as it goes is
+    /// about to keep `file` ([`ChangeObserver::grows`](crate::ChangeObserver::grows)); false
+    /// when one cannot record it (the removal stops there).
+    pub(crate) fn grows(&self, file: &VirtualPath) -> bool {
+        let by_agent = self.caller == Caller::Agent;
+        for observer in &self.registry.observers {
+            if observer.keeps_images(file, by_agent)
+                && let Err(reason) = observer.grows(&self.call, file)
+            {
+                tracing::warn!(
+                    target: "vfs::journal",
+                    call = self.call.as_str(),
+                    path = file.as_str(),
+                    reason,
+                    "a removal stopped: its record could not be kept"
+                );
+                return false;
+            }
+        }
+        true
+    }
+
     /// The keeper of the first observer that offers one.
     fn keeper(&self) -> Option<&crate::changes::Keeper> {
         self.registry.observers.iter().find_map(|observer| observer.keeper())

@@ -994,6 +994,7 @@ impl Context<'_> {
             items: std::cell::RefCell::default(),
             refused: std::cell::Cell::new(None),
             cap: self.registry.limits.write_bytes,
+            grows: Box::new(|file| self.grows(file)),
         })
     }
 

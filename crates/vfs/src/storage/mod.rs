@@ -441,6 +441,9 @@ pub(crate) struct TreeKeeping<'a> {
     /// linked or is above `cap`), once one is met.
     pub(crate) refused: std::cell::Cell<Option<&'static str>>,
     pub(crate) cap: u64,
+    /// Told of each file before it is kept (`Context::grows`); false (its record cannot be
+    /// kept) stops the removal there.
+    pub(crate) grows: Box<dyn Fn(&VirtualPath) -> bool + 'a>,
 }
 
 impl TreeKeeping<'_> {

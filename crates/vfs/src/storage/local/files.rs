@@ -459,9 +459,10 @@ pub(super) fn remove_tree(
 /// be whole, and the caller removes the file.
 ///
 /// # Errors
-/// The keeper could not take the file (the journal's images cannot be written): the removal
-/// stops here, so that no file goes without its image ([`Error::not_journaled`]); the files
-/// taken before are its changes.
+/// The journal cannot record the file (`TreeKeeping::grows`), or the keeper could not take
+/// it (the journal's images cannot be written): the removal stops here, so that no file goes
+/// without its record ([`Error::not_journaled_in_tree`]); the files taken before are its
+/// changes.
 fn keep_file(
     keep: &crate::storage::TreeKeeping<'_>,
     directory: &OwnedFd,
@@ -480,6 +481,9 @@ fn keep_file(
         keep.refused.set(Some(crate::changes::UNSPELLED));
         return Ok(false);
     }
+    if !(keep.grows)(path) {
+        return Err(Error::not_journaled_in_tree(keep.top, path));
+    }
     let kept = keep.keeper.fresh_name(keep.call);
     let taken = keep.keeper.directory.take_at(directory, name, &kept).map_err(|errno| {
         tracing::warn!(
@@ -489,7 +493,7 @@ fn keep_file(
             error = %errno,
             "a removal stopped: a file could not be moved into the journal's images"
         );
-        Error::not_journaled(path)
+        Error::not_journaled_in_tree(keep.top, path)
     })?;
     let (size, mode) = match taken {
         super::keep::Taken::Moved { size, mode } => (size, mode),
