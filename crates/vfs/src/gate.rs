@@ -29,7 +29,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 
 use crate::error::{Error, ErrorKind};
-use crate::ops::Context;
+use crate::ops::{Context, Precondition};
 use crate::path::VirtualPath;
 use crate::policy::RuleEffect;
 use crate::registry::{Claim, TreeChange};
@@ -214,11 +214,16 @@ impl<'r> Context<'r> {
     /// directory, no protected name inside it that the move would carry out of its
     /// protection, and none that a rule at the destination would protect (walks, under the
     /// claim).
-    pub(crate) fn claim_move(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<Claimed<'r>, Error> {
+    pub(crate) fn claim_move(
+        &self,
+        source: &VirtualPath,
+        destination: &VirtualPath,
+        at_destination: &Precondition,
+    ) -> Result<Claimed<'r>, Error> {
         let (claim, ((from, from_stat), to)) = self.under_claim(
             &[source, destination],
             |((from, _), to): &((Place<Delete>, Stat), Place<Write>)| vec![self.place(from), self.place(to)],
-            || Ok((self.move_source(source, destination)?, self.move_destination(destination)?)),
+            || Ok((self.move_source(source, destination)?, self.move_destination(destination, at_destination)?)),
         )?;
         if from_stat.kind == Kind::Directory {
             if let Some((effect, class)) = self.protection_lost(&from, &to, source)? {
@@ -254,12 +259,21 @@ impl<'r> Context<'r> {
 
     /// The destination of a move, located for writing: nothing protected at or below it,
     /// checked lexically first (so that a refused move makes no parent directory on its way)
-    /// and by identity where the store landed, and never a mount root.
-    fn move_destination(&self, destination: &VirtualPath) -> Result<Place<Write>, Error> {
+    /// and by identity where the store landed, and never a mount root. Where `at_destination`
+    /// needs something there, no parent is made either: a missing one answers as the
+    /// missing file (`Context::locate_present`).
+    fn move_destination(
+        &self,
+        destination: &VirtualPath,
+        at_destination: &Precondition,
+    ) -> Result<Place<Write>, Error> {
         let (routed, components) = self.registry.route(self.caller, destination)?;
         let components: Vec<String> = components.iter().map(|&segment| segment.to_owned()).collect();
         self.registry.guard_tree(self.caller, routed, &components, None, TreeChange::MoveTo, destination)?;
-        let to = self.locate::<Write>(destination, false, true)?;
+        let to = match at_destination {
+            Precondition::Any | Precondition::Absent => self.locate::<Write>(destination, false, true)?,
+            _ => self.locate_present(destination, &|| Error::version_mismatch(destination, crate::ops::NO_FILE))?,
+        };
         if Self::is_root(&to) {
             // No precondition could let a mount root be replaced: not an "already exists".
             return Err(Error::invalid_argument(agent_text![
@@ -280,6 +294,28 @@ impl<'r> Context<'r> {
         path: &VirtualPath,
         follow_final: bool,
         create_parents: bool,
+    ) -> Result<Place<N>, Error> {
+        self.locate_as(path, follow_final, create_parents, None)
+    }
+
+    /// [`Context::locate`] for writing a file that must be there already (a write guarded by
+    /// its version): its parents are judged as a write's are, and where one is missing, so
+    /// is the file: the answer is `missing`'s, and no directory is made on the way (a write
+    /// refused makes none). A hidden directory answers as a missing one.
+    pub(crate) fn locate_present(
+        &self,
+        path: &VirtualPath,
+        missing: &dyn Fn() -> Error,
+    ) -> Result<Place<Write>, Error> {
+        self.locate_as(path, false, true, Some(missing))
+    }
+
+    fn locate_as<N: Need>(
+        &self,
+        path: &VirtualPath,
+        follow_final: bool,
+        create_parents: bool,
+        missing: Option<&dyn Fn() -> Error>,
     ) -> Result<Place<N>, Error> {
         let access = N::ACCESS;
         let (mount, components) = self.registry.route(self.caller, path)?;
@@ -305,7 +341,8 @@ impl<'r> Context<'r> {
                 return Err(Error::too_deep(path, MAX_DEPTH));
             }
             self.registry.authorize(self.caller, mount, rel, Access::Write, path)?;
-            self.guard_git_directory(mount, rel, Access::Write, path)
+            self.guard_git_directory(mount, rel, Access::Write, path)?;
+            missing.map_or(Ok(()), |missing| Err(missing()))
         };
         // A directory made on the way is a change of its own (`crate::changes`).
         let made = |mount: usize, rel: &[String]| {

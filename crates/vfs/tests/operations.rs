@@ -213,6 +213,51 @@ fn writes_are_atomic_and_guarded() {
     assert_eq!(leftovers, vec!["new.txt".to_owned()], "no temporary file is left behind");
 }
 
+/// A write or a move that needs something at its destination (a version, a tree, a
+/// directory) makes no directory on its way there: where a parent is missing, so is the file,
+/// and the refusal is the version's, as beside an existing directory. (Before, the missing
+/// parents were made, then the write refused, and they stayed.) Without such a precondition
+/// the parents are made.
+#[test]
+fn a_change_that_needs_its_destination_there_makes_no_directory_on_its_way() {
+    let (fixture, registry) = setup();
+    fixture.file("out/a.txt", "a\n");
+    let agent = registry.agent();
+    let mismatch = |error: vfs::Error| {
+        assert_eq!(error.kind(), ErrorKind::VersionMismatch);
+        assert_eq!(error.unmet(), Some(vfs::Unmet::Version));
+        error.to_string()
+    };
+    let text = |path: &str| {
+        format!(
+            "`{path}` changed since you read it: its version is now `none (the file does not exist)`; read it again and retry"
+        )
+    };
+    let preconditions = [
+        Precondition::Version("0000000000000000".into()),
+        Precondition::Tree("0000000000000000".into()),
+        Precondition::Directory,
+    ];
+    for precondition in &preconditions {
+        let error = agent.write("/output/x/y/c.txt", "c", precondition).unwrap_err();
+        assert_eq!(mismatch(error), text("/output/x/y/c.txt"), "{precondition:?}");
+        let error =
+            agent.move_path("/output/a.txt", "/output/m/n/c.txt", &Precondition::Any, precondition).unwrap_err();
+        assert_eq!(mismatch(error), text("/output/m/n/c.txt"), "{precondition:?}");
+    }
+    let made: Vec<String> = std::fs::read_dir(fixture.path("out"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(made, ["a.txt"], "no directory made on the way");
+    assert_eq!(std::fs::read_to_string(fixture.path("out/a.txt")).unwrap(), "a\n");
+
+    agent.write("/output/x/y/c.txt", "c", &Precondition::Any).unwrap();
+    agent.move_path("/output/a.txt", "/output/m/n/a.txt", &Precondition::Any, &Precondition::Absent).unwrap();
+    assert_eq!(std::fs::read_to_string(fixture.path("out/x/y/c.txt")).unwrap(), "c");
+    assert_eq!(std::fs::read_to_string(fixture.path("out/m/n/a.txt")).unwrap(), "a\n");
+}
+
 /// One precondition for every change: each refusal is exact, names the place it was for, says
 /// which precondition did not hold (`Error::unmet`), and changes nothing.
 #[test]

@@ -23,11 +23,11 @@ pub use read::{FileInfo, FileResult, MediaRead, ReadOn, ReadWindow, TextRead};
 pub(crate) use view::ViewFile;
 pub use view::{Attributes, FileStamp, VIEW_ENTRIES, VIEW_READ_BYTES};
 pub use walk::{EntryKind, ListEntry, Listing, NameSearch, SizedEntry, SizedListing, SortBy, Tree, TreeNode};
-pub(crate) use write::DeleteGuard;
 pub use write::{
     AppendFile, CreateDirOutcome, DeleteOutcome, HeldSyncs, MoveOutcome, Precondition, RestoredDirectory, StageFrom,
     WriteOutcome,
 };
+pub(crate) use write::{DeleteGuard, NO_FILE};
 
 use std::sync::Arc;
 

@@ -335,7 +335,7 @@ pub enum Precondition {
 }
 
 /// What a version mismatch says is there when no file is.
-const NO_FILE: &str = "none (the file does not exist)";
+pub(crate) const NO_FILE: &str = "none (the file does not exist)";
 
 /// What a tree's version mismatch says is there: a file, or another tree. Never the tree's
 /// version, which covers hidden names (see [`Precondition::Tree`]).
@@ -440,7 +440,14 @@ impl Context<'_> {
             let message = format!("the content has {} bytes, more than the {cap}-byte write cap", content.len());
             return Err(Error::too_large(Some(&path), agent_text![message]));
         }
-        let (_claim, located) = self.under_write_claim(&path, || self.locate::<gate::Write>(&path, false, true))?;
+        // A write that needs something there makes no parent: where one is missing, so is
+        // the file, as `put_when` answers.
+        let missing = || Error::version_mismatch(&path, NO_FILE);
+        let locate = || match precondition {
+            Precondition::Any | Precondition::Absent => self.locate::<gate::Write>(&path, false, true),
+            _ => self.locate_present(&path, &missing),
+        };
+        let (_claim, located) = self.under_write_claim(&path, locate)?;
         if Self::is_root(&located) {
             return Err(Error::not_a_file(&path));
         }
@@ -728,7 +735,7 @@ impl Context<'_> {
         let destination = Self::parse(destination_input)?;
         // Both ends stay claimed to the rename: no other move or delete can bring a protected
         // name into the source, or change the destination, in between.
-        let Claimed { claim: _claim, from, from_stat, to } = self.claim_move(&source, &destination)?;
+        let Claimed { claim: _claim, from, from_stat, to } = self.claim_move(&source, &destination, at_destination)?;
         let (from_store, to_store) = (self.store(from.mount), self.store(to.mount));
         let _locks = crate::storage::lock_pair((from_store, &from.node, &source), (to_store, &to.node, &destination))?;
         // Again under the destination directory's lock, which a write beside it takes too: a
