@@ -139,6 +139,24 @@ fn memory_store_meets_the_contracts() {
     assert_eq!(registry.scrub("see memory://test/x"), "see [redacted]/x");
 }
 
+/// An object store's walk, too, counts the directories past its depth bound: the result
+/// says it is cut, and where to look.
+#[test]
+fn an_object_tree_deeper_than_a_walk_goes_is_said_to_be() {
+    let registry = registry_with("memory://deep", None);
+    let agent = registry.agent();
+    let mut at = String::from("/data/t");
+    for level in 1..=34 {
+        at.push_str("/d");
+        agent.write(&format!("{at}/leaf{level:02}.txt"), "needle\n", &Precondition::Absent).unwrap();
+    }
+    let found = agent.search_files("/data/t", "leaf*", &[]).unwrap();
+    assert_eq!((found.matches.len(), found.deeper, found.truncated), (31, 1, true));
+    let request = GrepRequest { pattern: "needle".into(), path: Some("/data/t".into()), ..GrepRequest::default() };
+    let grepped = agent.grep(&request).unwrap();
+    assert_eq!((grepped.matches, grepped.deeper, grepped.truncated), (31, 1, true));
+}
+
 #[test]
 fn moves_across_local_and_object_mounts() {
     let fixture = Fixture::new();

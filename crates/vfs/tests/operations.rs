@@ -507,6 +507,98 @@ fn grep_honours_gitignore_and_skips_binary() {
     );
 }
 
+/// A limit reached in the last file searched is known to have cut the search when that file
+/// holds more matches (each file is searched for one more), and not when it holds exactly
+/// that many; the context shown is the returned matches' own, never that of a match cut.
+#[test]
+fn grep_says_it_was_cut_when_the_limit_falls_in_the_last_file() {
+    let (fixture, registry) = setup();
+    let lines: Vec<String> = (1..=10).map(|index| format!("a{index}\nfiller {index}\n")).collect();
+    let lines = lines.concat();
+    fixture.file("data/only/ten.txt", &lines);
+    fixture.file("data/exact/five.txt", "a1\na2\na3\na4\na5\n");
+    let agent = registry.agent();
+    let grep = |path: &str, max: usize, context: usize| {
+        let request = GrepRequest {
+            pattern: "^a".into(),
+            path: Some(path.into()),
+            max_results: Some(max),
+            context: Some(context),
+            ..GrepRequest::default()
+        };
+        agent.grep(&request).unwrap()
+    };
+    let cut = grep("/src/only", 5, 0);
+    assert_eq!((cut.matches, cut.truncated), (5, true));
+    assert_eq!(
+        cut.to_text(),
+        "/src/only/ten.txt:1:a1\n/src/only/ten.txt:3:a2\n/src/only/ten.txt:5:a3\n/src/only/ten.txt:7:a4\n/src/only/ten.txt:9:a5\n[truncated at 5 matches; narrow it with a deeper path, a glob of names or a more specific pattern, or ask for more matches]\n"
+    );
+    // The same file named itself, and with context: the fifth match's line after is its own;
+    // none of the sixth's.
+    let cut = grep("/src/only/ten.txt", 5, 1);
+    assert_eq!((cut.matches, cut.truncated), (5, true));
+    let last: Vec<(u64, bool)> = cut.lines.iter().rev().take(3).map(|line| (line.line, line.is_match)).collect();
+    assert_eq!(last, [(10, false), (9, true), (8, false)]);
+    let cut = grep("/src/only/ten.txt", 5, 2);
+    let last: Vec<(u64, bool)> = cut.lines.iter().rev().take(3).map(|line| (line.line, line.is_match)).collect();
+    assert_eq!(last, [(10, false), (9, true), (8, false)], "line 11, before the sixth match, is not shown");
+    // Matches five lines apart: the line before the sixth is context of none returned.
+    let apart: Vec<String> = (1..=10).map(|index| format!("a{index}\n.\n.\n.\n.\n")).collect();
+    let apart = apart.concat();
+    fixture.file("data/apart/f.txt", &apart);
+    let cut = grep("/src/apart", 5, 1);
+    let last: Vec<(u64, bool)> = cut.lines.iter().rev().take(3).map(|line| (line.line, line.is_match)).collect();
+    assert_eq!(last, [(22, false), (21, true), (20, false)], "line 25, before the sixth match, is not shown");
+    // Exactly as many as asked: all of them, not cut.
+    let whole = grep("/src/exact", 5, 0);
+    assert_eq!((whole.matches, whole.truncated), (5, false));
+    assert!(!whole.to_text().contains("truncated"));
+}
+
+/// A tree deeper than a walk goes (32 levels) is said to be: `search_files`, `grep` and
+/// `directory_tree` count the directories they did not enter, call themselves truncated and
+/// say where to look instead. (Before, the deeper files were left out of a result that said it
+/// was whole.) A depth the caller chose is no cut.
+#[test]
+fn walks_say_when_the_tree_goes_deeper_than_they_do() {
+    let (fixture, registry) = setup();
+    let mut at = String::from("data/t");
+    for level in 1..=40 {
+        at.push_str("/d");
+        fixture.file(&format!("{at}/leaf{level:02}.txt"), "needle\n");
+    }
+    let agent = registry.agent();
+    let note = |(done, verb): (&str, &str)| {
+        format!(
+            "[1 directory lies deeper than a walk goes (32 levels below where it starts), not {done}; {verb} from a path inside it to see what it holds]\n"
+        )
+    };
+    let found = agent.search_files("/src/t", "leaf*", &[]).unwrap();
+    assert_eq!((found.matches.len(), found.deeper, found.truncated), (31, 1, true));
+    assert!(
+        found.to_text().ends_with(&format!("/leaf01.txt\n{}", note(("searched", "search")))),
+        "{}",
+        found.to_text()
+    );
+
+    let request = GrepRequest { pattern: "needle".into(), path: Some("/src/t".into()), ..GrepRequest::default() };
+    let grepped = agent.grep(&request).unwrap();
+    assert_eq!((grepped.matches, grepped.deeper, grepped.truncated), (31, 1, true));
+    assert!(grepped.to_text().ends_with(&format!("/leaf01.txt:1:needle\n{}", note(("searched", "search")))));
+
+    let tree = agent.tree("/src/t", None, &[]).unwrap();
+    assert_eq!((tree.deeper, tree.truncated), (1, true));
+    assert!(tree.to_text().ends_with(&note(("listed", "list"))), "{}", tree.to_text());
+    let shallow = agent.tree("/src/t", Some(3), &[]).unwrap();
+    assert_eq!((shallow.deeper, shallow.truncated), (0, false));
+
+    // From inside, the rest is there.
+    let deep = format!("/src/{}", &at["data/".len()..at.len() - "/d".len() * 8]);
+    let found = agent.search_files(&deep, "leaf*", &[]).unwrap();
+    assert_eq!((found.matches.len(), found.deeper, found.truncated), (9, 0, false));
+}
+
 #[test]
 fn file_info_reports_rights_and_version() {
     let (_fixture, registry) = setup();

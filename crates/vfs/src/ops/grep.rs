@@ -127,8 +127,9 @@ impl Search {
             }
         };
         outcome.searched = true;
-        let mut sink =
-            Collector { path: &job.path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit: self.limit };
+        // One match more than the call returns: found, it tells that the limit cut the search.
+        let limit = self.limit.saturating_add(1);
+        let mut sink = Collector { path: &job.path, lines: &mut outcome.lines, matches: &mut outcome.matches, limit };
         if searcher.search_reader(&self.matcher, deadline.reader(opened.reader), &mut sink).is_err() {
             // A search the clock stopped is reported by the caller, as the whole call's end.
             outcome.unreadable = deadline.check().is_ok();
@@ -226,12 +227,27 @@ impl<'m> Batch<'m> {
         for line in outcome.lines {
             if line.is_match {
                 if self.full() {
+                    // A match past the limit (each file is searched for one more than it
+                    // can give, so that a limit reached in the last file is known to have
+                    // cut): the lines before it that are not the last match's own context go.
                     self.truncated = true;
+                    self.drop_context_past_last_match();
                     break;
                 }
                 self.matches += 1;
             }
             self.lines.push(line);
+        }
+    }
+
+    /// Removes the trailing context lines that lie past the last match's `lines_around`:
+    /// context of a match not returned.
+    fn drop_context_past_last_match(&mut self) {
+        let around = self.search.lines_around as u64;
+        let Some(last) = self.lines.iter().rposition(|line| line.is_match) else { return };
+        let (path, at) = (self.lines[last].path.clone(), self.lines[last].line);
+        while self.lines.last().is_some_and(|line| !line.is_match && (line.path != path || line.line > at + around)) {
+            self.lines.pop();
         }
     }
 
@@ -273,15 +289,17 @@ impl<'m> Batch<'m> {
         }
     }
 
-    /// The result; `directories` counts what the walk itself could not read.
-    fn finish(self, directories: usize) -> GrepResult {
+    /// The result; `directories` counts what the walk itself could not read, `deeper` the
+    /// directories past its depth bound.
+    fn finish(self, directories: usize, deeper: usize) -> GrepResult {
         let unreadable = self.unreadable + directories;
         GrepResult {
             lines: self.lines,
             matches: self.matches,
             files_searched: self.files_searched,
-            truncated: self.truncated || unreadable > 0,
+            truncated: self.truncated || unreadable > 0 || deeper > 0,
             unreadable,
+            deeper,
         }
     }
 }
@@ -343,12 +361,17 @@ pub struct GrepResult {
     pub matches: usize,
     /// How many files were searched.
     pub files_searched: usize,
-    /// True when `maxResults` stopped the search, or a file could not be read.
+    /// True when `maxResults` stopped the search, a file could not be read, or the tree goes
+    /// deeper than a walk does.
     pub truncated: bool,
     /// Files and directories that could not be read (permission or I/O errors, lines longer
     /// than 8 MiB).
     #[serde(skip_serializing_if = "super::walk::is_zero")]
     pub unreadable: usize,
+    /// Directories deeper than a walk goes (32 levels below where it starts), not searched:
+    /// search from inside them to see what they hold.
+    #[serde(skip_serializing_if = "super::walk::is_zero")]
+    pub deeper: usize,
 }
 
 impl GrepResult {
@@ -375,7 +398,10 @@ impl GrepResult {
         if self.unreadable > 0 {
             text.composed(&super::walk::unreadable_note(self.unreadable));
         }
-        if self.truncated && self.unreadable == 0 {
+        if self.deeper > 0 {
+            text.composed(&super::walk::deeper_note(self.deeper, ("searched", "search")));
+        }
+        if self.truncated && self.unreadable == 0 && self.deeper == 0 {
             text.composed(&format!("[truncated at {} matches; ", self.matches))
                 .hint(Hint::Truncated(Operation::Grep))
                 .composed("]\n");
@@ -475,7 +501,7 @@ impl Context<'_> {
         // The first report goes out at the start: a walk may pass many entries before it has a
         // file to search, and one large file may take long to search.
         batch.report();
-        let mut unreadable = 0;
+        let (mut unreadable, mut deeper) = (0, 0);
         for (path, root) in self.grep_roots(&start, &mut batch)? {
             if batch.full() {
                 break;
@@ -483,6 +509,7 @@ impl Context<'_> {
             let walked = self.grep_tree(&path, &root, include.as_ref(), &mut batch)?;
             batch.flush();
             unreadable += walked.unreadable;
+            deeper += walked.deeper;
             if !walked.completed {
                 batch.truncated = true;
                 break;
@@ -491,7 +518,7 @@ impl Context<'_> {
         batch.flush();
         // A clock that ran out during the last batch ends the call, as it does in the walk.
         self.deadline.check()?;
-        Ok(batch.finish(unreadable))
+        Ok(batch.finish(unreadable, deeper))
     }
 
     /// Where a search from `start` walks: the mounts below a virtual directory (`/`), the

@@ -212,16 +212,31 @@ pub struct Tree {
     pub entries: Vec<TreeNode>,
     /// How many nodes were returned.
     pub count: usize,
-    /// True when the entry bound cut the tree, or something in it could not be read.
+    /// True when the entry bound cut the tree, something in it could not be read, or it goes
+    /// deeper than a walk does.
     pub truncated: bool,
     /// Directories the walk could not read (permission or I/O errors).
     #[serde(skip_serializing_if = "is_zero")]
     pub unreadable: usize,
+    /// Directories deeper than a walk goes (32 levels below where it starts), not entered:
+    /// list or search from inside them to see what they hold.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deeper: usize,
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 pub(crate) fn is_zero(count: &usize) -> bool {
     *count == 0
+}
+
+/// The note for a result whose walk did not enter the directories past its depth bound.
+pub(crate) fn deeper_note(deeper: usize, (done, verb): (&str, &str)) -> String {
+    format!(
+        "[{deeper} {} deeper than a walk goes (32 levels below where it starts), not {done}; {verb} from a path inside {} to see what {}]\n",
+        if deeper == 1 { "directory lies" } else { "directories lie" },
+        if deeper == 1 { "it" } else { "them" },
+        if deeper == 1 { "it holds" } else { "they hold" }
+    )
 }
 
 /// The note for a result whose walk skipped what it could not read.
@@ -263,7 +278,10 @@ impl Tree {
         if self.unreadable > 0 {
             text.composed(&unreadable_note(self.unreadable));
         }
-        if self.truncated && self.unreadable == 0 {
+        if self.deeper > 0 {
+            text.composed(&deeper_note(self.deeper, ("listed", "list")));
+        }
+        if self.truncated && self.unreadable == 0 && self.deeper == 0 {
             text.composed(&format!("[truncated after {} entries; ", self.count))
                 .hint(Hint::Truncated(Operation::Tree))
                 .composed("]\n");
@@ -278,11 +296,16 @@ impl Tree {
 pub struct NameSearch {
     /// Matching virtual paths, in walk order.
     pub matches: Vec<VirtualPath>,
-    /// True when the bound stopped the search, or something could not be read.
+    /// True when the bound stopped the search, something could not be read, or the tree goes
+    /// deeper than a walk does.
     pub truncated: bool,
     /// Directories the walk could not read (permission or I/O errors).
     #[serde(skip_serializing_if = "is_zero")]
     pub unreadable: usize,
+    /// Directories deeper than a walk goes (32 levels below where it starts), not entered:
+    /// list or search from inside them to see what they hold.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deeper: usize,
 }
 
 impl NameSearch {
@@ -306,7 +329,10 @@ impl NameSearch {
         if self.unreadable > 0 {
             text.composed(&unreadable_note(self.unreadable));
         }
-        if self.truncated && self.unreadable == 0 {
+        if self.deeper > 0 {
+            text.composed(&deeper_note(self.deeper, ("searched", "search")));
+        }
+        if self.truncated && self.unreadable == 0 && self.deeper == 0 {
             text.composed(&format!("[truncated at {} matches; ", self.matches.len()))
                 .hint(Hint::Truncated(Operation::SearchNames))
                 .composed("]\n");
@@ -645,7 +671,7 @@ impl Context<'_> {
             if !names.is_empty() {
                 // Above the mounts (`/`, or a virtual parent of nested roots): one node per
                 // mount, each with its own bounded subtree.
-                let (mut entries, mut count, mut truncated, mut unreadable) = (Vec::new(), 0, false, 0);
+                let (mut entries, mut count, mut truncated, mut unreadable, mut deeper) = (Vec::new(), 0, false, 0, 0);
                 for name in names {
                     let child = path.join_trusted(&name);
                     count += 1;
@@ -654,13 +680,14 @@ impl Context<'_> {
                         count += subtree.count;
                         truncated |= subtree.truncated;
                         unreadable += subtree.unreadable;
+                        deeper += subtree.deeper;
                         Some(subtree.entries)
                     } else {
                         None
                     };
                     entries.push(TreeNode { name, kind: EntryKind::Directory, children });
                 }
-                return Ok(Tree { path, entries, count, truncated, unreadable });
+                return Ok(Tree { path, entries, count, truncated, unreadable, deeper });
             }
         }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
@@ -698,12 +725,15 @@ impl Context<'_> {
             }
             Flow::Continue
         })?;
-        truncated |= !walked.completed || walked.unreadable > 0;
+        // Directories past a depth the caller chose are its answer; past the bound, they are
+        // left out, and said so.
+        let deeper = if max_depth == depth_cap { walked.deeper } else { 0 };
+        truncated |= !walked.completed || walked.unreadable > 0 || deeper > 0;
         while !depths.is_empty() {
             close_level(&mut stack, &mut depths);
         }
         let entries = stack.pop().unwrap_or_default();
-        Ok(Tree { path, entries, count, truncated, unreadable: walked.unreadable })
+        Ok(Tree { path, entries, count, truncated, unreadable: walked.unreadable, deeper })
     }
 
     pub(crate) fn search_files(&self, input: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
@@ -736,18 +766,19 @@ impl Context<'_> {
         if self.registry.route(self.caller, &path).is_err() {
             let roots = self.roots_below(&path);
             if !roots.is_empty() {
-                let (mut matches, mut truncated, mut unreadable) = (Vec::new(), false, 0);
+                let (mut matches, mut truncated, mut unreadable, mut deeper) = (Vec::new(), false, 0, 0);
                 for root in roots {
                     let found = self.search_files_from(root.as_str(), pattern, excludes, scanned)?;
                     truncated |= found.truncated;
                     unreadable += found.unreadable;
+                    deeper += found.deeper;
                     matches.extend(found.matches);
                 }
                 if matches.len() > limit {
                     matches.truncate(limit);
                     truncated = true;
                 }
-                return Ok(NameSearch { matches, truncated, unreadable });
+                return Ok(NameSearch { matches, truncated, unreadable, deeper });
             }
         }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
@@ -772,8 +803,8 @@ impl Context<'_> {
             flow
         })?;
         scanned.matches += matches.len();
-        truncated |= !walked.completed || walked.unreadable > 0;
-        Ok(NameSearch { matches, truncated, unreadable: walked.unreadable })
+        truncated |= !walked.completed || walked.unreadable > 0 || walked.deeper > 0;
+        Ok(NameSearch { matches, truncated, unreadable: walked.unreadable, deeper: walked.deeper })
     }
 
     /// The agent-facing mounts whose roots lie at or below `path` (for searches from `/`).

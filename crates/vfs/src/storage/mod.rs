@@ -474,6 +474,8 @@ pub(crate) struct Walked {
     pub(crate) completed: bool,
     /// Entries that could not be read for another reason than having vanished.
     pub(crate) unreadable: usize,
+    /// Directories the walk's depth bound kept it out of: seen, not entered.
+    pub(crate) deeper: usize,
 }
 
 /// The context of a walk: where it starts, how deep it goes, and what it may look at.

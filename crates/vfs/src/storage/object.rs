@@ -1092,9 +1092,9 @@ impl crate::storage::Store for ObjectRoot {
         for (parts, info) in below.files {
             tree.insert(&parts, info);
         }
-        let mut walker = TreeWalk { from, visit, base: &node.rel };
+        let mut walker = TreeWalk { from, visit, base: &node.rel, deeper: 0 };
         let completed = walker.level(&tree, from.path, "", &mut Vec::new(), 0)?;
-        Ok(Walked { completed: completed && !cut, unreadable: 0 })
+        Ok(Walked { completed: completed && !cut, unreadable: 0, deeper: walker.deeper })
     }
 
     fn read_child(&self, node: &Node, name: &str, cap: u64, _path: &VirtualPath) -> Option<Vec<u8>> {
@@ -1517,6 +1517,8 @@ struct TreeWalk<'w, 'v> {
     from: &'w WalkFrom<'w>,
     visit: &'v mut dyn FnMut(&Visit<'_>) -> Flow,
     base: &'w [String],
+    /// Directories past the depth bound, not entered.
+    deeper: usize,
 }
 
 impl TreeWalk<'_, '_> {
@@ -1561,6 +1563,10 @@ impl TreeWalk<'_, '_> {
                 (Flow::Stop, _) => false,
                 (Flow::Continue, Some(below)) if depth + 1 < self.from.max_depth => {
                     self.level(below, &child, &child_relative, parts, depth + 1)?
+                }
+                (Flow::Continue, Some(_)) => {
+                    self.deeper += 1;
+                    true
                 }
                 _ => true,
             };

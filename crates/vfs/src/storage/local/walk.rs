@@ -33,14 +33,15 @@ pub(super) fn walk(
     directory: &Arc<OwnedFd>,
     visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
 ) -> Result<Walked, Error> {
-    let mut walked = Walked { completed: true, unreadable: 0 };
-    walked.completed = level(from, directory, from.path, "", 0, visit, &mut walked.unreadable)?;
+    let mut walked = Walked { completed: true, unreadable: 0, deeper: 0 };
+    walked.completed = level(from, directory, from.path, "", 0, visit, &mut walked)?;
     Ok(walked)
 }
 
 /// One directory of the walk, depth-first in name order; false when the visitor stopped it.
 /// The call's clock is checked at every entry. A subdirectory that cannot be opened or read
-/// for another reason than having vanished is skipped and counted.
+/// for another reason than having vanished is skipped and counted (`counts.unreadable`), and
+/// so is one past the depth bound (`counts.deeper`).
 fn level(
     from: &WalkFrom<'_>,
     directory: &Arc<OwnedFd>,
@@ -48,7 +49,7 @@ fn level(
     relative: &str,
     depth: usize,
     visit: &mut dyn FnMut(&Visit<'_>) -> Flow,
-    unreadable: &mut usize,
+    counts: &mut Walked,
 ) -> Result<bool, Error> {
     let mut entries = files::read_directory(directory, path)?;
     entries.sort_unstable_by(|left, right| left.name.cmp(&right.name));
@@ -81,17 +82,18 @@ fn level(
                 let handle = match files::open_subdirectory(directory, &entry.name, &child) {
                     Ok((handle, _)) => Arc::new(handle),
                     Err(error) => {
-                        *unreadable += usize::from(error.kind() != crate::ErrorKind::Changed);
+                        counts.unreadable += usize::from(error.kind() != crate::ErrorKind::Changed);
                         continue;
                     }
                 };
-                match level(from, &handle, &child, &child_relative, depth + 1, visit, unreadable) {
+                match level(from, &handle, &child, &child_relative, depth + 1, visit, counts) {
                     Ok(true) => {}
                     Ok(false) => return Ok(false),
-                    Err(error) if error.kind() == crate::ErrorKind::Io => *unreadable += 1,
+                    Err(error) if error.kind() == crate::ErrorKind::Io => counts.unreadable += 1,
                     Err(error) => return Err(error),
                 }
             }
+            Flow::Continue if entry.kind == Kind::Directory => counts.deeper += 1,
             Flow::SkipDirectory | Flow::Continue => {}
         }
     }
