@@ -1254,18 +1254,15 @@ async fn read_body(state: &State, parts: &http::request::Parts, body: Incoming) 
         Ok(Err(_)) => return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, "the request body could not be read")),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    match crate::json_check::check(&body) {
-        crate::json_check::Checked::Json => {}
-        crate::json_check::Checked::NotJson => {
-            return Err(jsonrpc_error(
-                StatusCode::BAD_REQUEST,
-                -32700,
-                "parse error: the request body is not valid JSON",
-            ));
-        }
-        crate::json_check::Checked::TooManyValues => {
-            return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, crate::json_check::TOO_MANY_VALUES));
-        }
+    if let Some(refusal) = crate::json_check::screen(&body) {
+        return Err(json_response(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": refusal.id,
+                "error": { "code": refusal.code, "message": refusal.message },
+            }),
+        ));
     }
     if serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&body).is_err() {
         return Err(jsonrpc_error(

@@ -12,7 +12,9 @@
 
 use std::cell::Cell;
 
+use serde::Deserialize as _;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
 /// Most values one message may hold (every number, string, `true`, `false`, `null`, array,
 /// object and object key counts one).
@@ -23,25 +25,410 @@ pub(crate) const TOO_MANY_VALUES: &str =
     "invalid request: the message holds more than 100000 JSON values; send fewer items in one request";
 
 /// What [`check`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Checked {
     /// One JSON value, within the bound.
     Json,
-    /// Not JSON (or more than one value, or a number or string a parse would refuse).
-    NotJson,
+    /// Not JSON (or more than one value, or a number or string a parse would refuse), and
+    /// what the parser said.
+    NotJson(String),
+    /// JSON that nests arrays and objects deeper than a parse takes (`serde_json`'s 128,
+    /// which every parse of the message applies).
+    TooDeep,
     /// JSON, past [`MAX_VALUES`] (it was not read to its end).
     TooManyValues,
 }
 
-/// Checks `bytes` as one message: JSON, and at most [`MAX_VALUES`] values.
-pub(crate) fn check(bytes: &[u8]) -> Checked {
+/// What a client is told of a message nested past `serde_json`'s 128 levels.
+pub(crate) const TOO_DEEP: &str =
+    "invalid request: the message nests arrays and objects more than 128 deep; send flatter arguments";
+
+/// Checks `bytes` as one message: JSON, and at most [`MAX_VALUES`] values. With the verdict,
+/// the message's `id` (a string or an integer at its top), when it was read before anything
+/// went wrong, so that a refusal can answer the request it refuses.
+pub(crate) fn check(bytes: &[u8]) -> (Checked, Option<Value>) {
     let count = Cell::new(0);
+    let id = std::cell::RefCell::new(None);
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let read = Counting(&count).deserialize(&mut deserializer).and_then(|()| deserializer.end());
-    match read {
+    let read = Top { count: &count, id: &id }.deserialize(&mut deserializer).and_then(|()| deserializer.end());
+    let checked = match read {
         Ok(()) => Checked::Json,
         Err(_) if count.get() > MAX_VALUES => Checked::TooManyValues,
-        Err(_) => Checked::NotJson,
+        Err(error) if error.to_string().starts_with("recursion limit exceeded") => Checked::TooDeep,
+        Err(error) => Checked::NotJson(error.to_string()),
+    };
+    (checked, id.into_inner())
+}
+
+/// The message itself: as [`Counting`], and an object's `id` kept when it is a string or an
+/// integer.
+struct Top<'c> {
+    count: &'c Cell<usize>,
+    id: &'c std::cell::RefCell<Option<Value>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Top<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.count.set(self.count.get() + 1);
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<(), A::Error> {
+        Counting(self.count).visit_seq(items)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
+        while let Some(key) = entries.next_key_seed(Key(self.count))? {
+            if key {
+                entries.next_value_seed(Id { count: self.count, id: self.id })?;
+            } else {
+                entries.next_value_seed(Counting(self.count))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An object key, counted: true when it is `id`.
+struct Key<'c>(&'c Cell<usize>);
+
+impl<'de> DeserializeSeed<'de> for Key<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        let count = self.0.get() + 1;
+        self.0.set(count);
+        if count > MAX_VALUES {
+            return Err(D::Error::custom("too many values"));
+        }
+        let key = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(key == "id")
+    }
+}
+
+/// The value of the top's `id`: kept when a string or an integer, counted either way.
+struct Id<'c> {
+    count: &'c Cell<usize>,
+    id: &'c std::cell::RefCell<Option<Value>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Id<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.count.set(self.count.get() + 1);
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Id<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, id: i64) -> Result<(), E> {
+        *self.id.borrow_mut() = Some(Value::from(id));
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, id: u64) -> Result<(), E> {
+        *self.id.borrow_mut() = Some(Value::from(id));
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, id: &str) -> Result<(), E> {
+        *self.id.borrow_mut() = Some(Value::from(id));
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<(), A::Error> {
+        Counting(self.count).visit_seq(items)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, entries: A) -> Result<(), A::Error> {
+        Counting(self.count).visit_map(entries)
+    }
+}
+
+/// Everything a client's message passes before the SDK sees it ([`check`], then
+/// [`refusal`]): the refusal to answer instead, if any, with the message's id when it could be
+/// read (a client waits on that id).
+pub(crate) fn screen(bytes: &[u8]) -> Option<Refusal> {
+    let (checked, id) = check(bytes);
+    let refused = |code: i32, message: String| Some(Refusal { code, message, id: id.clone() });
+    match checked {
+        Checked::Json => refusal(bytes),
+        Checked::NotJson(why) => refused(-32700, format!("parse error: the message is not valid JSON ({why})")),
+        Checked::TooDeep => refused(-32600, TOO_DEEP.to_owned()),
+        Checked::TooManyValues => refused(-32600, TOO_MANY_VALUES.to_owned()),
+    }
+}
+
+/// A message refused before the SDK sees it: the JSON-RPC error to answer, and the id to
+/// answer it with (`None`: `null`, when the message has none the client could match).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) code: i32,
+    pub(crate) message: String,
+    pub(crate) id: Option<Value>,
+}
+
+/// What a message that passed [`check`] must be besides JSON, and what the SDK would answer
+/// without the request's id or without a reason: one JSON-RPC 2.0 message of MCP, an object
+/// with `jsonrpc: "2.0"`, a string `method` and a string or integer `id` (a request), no `id`
+/// (a notification), or an `id` with `result` or `error` (a response); and a `tools/call`
+/// naming its tool, with its arguments an object. `None`: the SDK may have it. Read without
+/// copying what the message carries (a `write_file` content of megabytes).
+pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        jsonrpc: Option<Value>,
+        #[serde(default)]
+        id: Option<Value>,
+        #[serde(default)]
+        method: Option<Value>,
+        #[serde(default)]
+        params: Option<Params>,
+        #[serde(default)]
+        result: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        error: Option<serde::de::IgnoredAny>,
+    }
+    let refused =
+        |code: i32, message: &str, id: Option<Value>| Some(Refusal { code, message: format!("invalid {message}"), id });
+    // By its first byte: a struct would be read from an array too, field by field.
+    match bytes.iter().find(|byte| !byte.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[') => {
+            return refused(
+                -32600,
+                "request: a batch (an array of messages) is not part of MCP; send each message by itself",
+                None,
+            );
+        }
+        _ => return refused(-32600, "request: a message is a JSON object (`jsonrpc`, `id`, `method`, `params`)", None),
+    }
+    let message = match serde_json::from_slice::<Message>(bytes) {
+        Ok(message) => message,
+        Err(error) => return refused(-32600, &format!("request: {error}"), None),
+    };
+    let has_id = message.id.is_some();
+    let id = message.id.filter(|id| id.is_string() || id.is_i64() || id.is_u64());
+    if message.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+        return refused(-32600, "request: `jsonrpc` must be \"2.0\"", id);
+    }
+    let Some(method) = message.method else {
+        if id.is_some() && (message.result.is_some() || message.error.is_some()) {
+            return None;
+        }
+        return refused(
+            -32600,
+            "request: a message has a `method` (a request or a notification), or an `id` with `result` or `error` (a response)",
+            id,
+        );
+    };
+    let Some(method) = method.as_str() else { return refused(-32600, "request: `method` must be a string", id) };
+    if id.is_none() && has_id {
+        return refused(-32600, "request: `id` must be a string or an integer", None);
+    }
+    if method != "tools/call" || id.is_none() {
+        return None;
+    }
+    match message.params {
+        Some(Params {
+            object: true,
+            name: Some(Value::String(_)),
+            arguments: None | Some(Kind::Null | Kind::Object),
+        }) => None,
+        Some(Params { object: true, name: Some(Value::String(_)), .. }) => {
+            refused(-32602, "params: `arguments` must be an object of the tool's arguments", id)
+        }
+        Some(Params { object: true, .. }) => {
+            refused(-32602, "params: `name` must name the tool to call (a string; `tools/list` lists them)", id)
+        }
+        _ => refused(
+            -32602,
+            "params: `tools/call` takes `params` as an object: {\"name\": the tool, \"arguments\": {…}}",
+            id,
+        ),
+    }
+}
+
+/// A `params` as far as [`refusal`] looks: whether it is an object, its `name`, and what kind
+/// of value its `arguments` are (never copied).
+#[derive(Default)]
+struct Params {
+    object: bool,
+    name: Option<Value>,
+    arguments: Option<Kind>,
+}
+
+/// The kind of a JSON value whose content is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Null,
+    Object,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> Visitor<'de> for ParamsVisitor {
+    type Value = Params;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Params, A::Error> {
+        while items.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Params::default())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Params, A::Error> {
+        let mut params = Params { object: true, ..Params::default() };
+        while let Some(key) = entries.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "name" => params.name = Some(entries.next_value()?),
+                "arguments" => params.arguments = Some(entries.next_value::<Kinded>()?.0),
+                _ => {
+                    entries.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// A value read for its [`Kind`] alone.
+struct Kinded(Kind);
+
+impl<'de> serde::Deserialize<'de> for Kinded {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(KindVisitor).map(Kinded)
+    }
+}
+
+struct KindVisitor;
+
+impl<'de> Visitor<'de> for KindVisitor {
+    type Value = Kind;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Kind, E> {
+        Ok(Kind::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Kind, A::Error> {
+        while items.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Kind::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Kind, A::Error> {
+        while entries.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Kind::Object)
     }
 }
 
@@ -109,30 +496,148 @@ impl<'de> Visitor<'de> for Counting<'_> {
 mod tests {
     use super::*;
 
+    fn verdict(bytes: &[u8]) -> Checked {
+        check(bytes).0
+    }
+
     #[test]
     fn json_within_the_bound_passes_and_what_a_parse_refuses_does_not() {
         assert_eq!(
-            check(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[1,2.5,true,null,"x"]}}"#),
+            verdict(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[1,2.5,true,null,"x"]}}"#),
             Checked::Json
         );
-        assert_eq!(check(b"  [] \n"), Checked::Json);
+        assert_eq!(verdict(b"  [] \n"), Checked::Json);
         for not_json in [&b"{"[..], b"[1,]", b"1e999", b"\"\xff\"", b"[] []", b"", b"{\"a\" 1}"] {
-            assert_eq!(check(not_json), Checked::NotJson, "{}", String::from_utf8_lossy(not_json));
+            assert!(matches!(verdict(not_json), Checked::NotJson(_)), "{}", String::from_utf8_lossy(not_json));
         }
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        assert_eq!(check(deep.as_bytes()), Checked::NotJson);
+        assert_eq!(verdict(deep.as_bytes()), Checked::TooDeep);
+        let within = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        assert_eq!(verdict(within.as_bytes()), Checked::Json);
     }
 
     #[test]
     fn past_the_bound_of_values_a_message_is_too_many_wherever_they_are() {
         // The bound counts the outer array and each item.
         let items = |count: usize| format!("[{}]", vec!["[]"; count].join(","));
-        assert_eq!(check(items(MAX_VALUES - 1).as_bytes()), Checked::Json);
-        assert_eq!(check(items(MAX_VALUES).as_bytes()), Checked::TooManyValues);
+        assert_eq!(verdict(items(MAX_VALUES - 1).as_bytes()), Checked::Json);
+        assert_eq!(verdict(items(MAX_VALUES).as_bytes()), Checked::TooManyValues);
         let keys =
             format!("{{{}}}", (0..MAX_VALUES / 2).map(|key| format!("\"{key}\":0")).collect::<Vec<_>>().join(","));
-        assert_eq!(check(keys.as_bytes()), Checked::TooManyValues, "keys count too");
+        assert_eq!(verdict(keys.as_bytes()), Checked::TooManyValues, "keys count too");
         let hidden = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","junk":{}}}"#, items(MAX_VALUES));
-        assert_eq!(check(hidden.as_bytes()), Checked::TooManyValues);
+        assert_eq!(check(hidden.as_bytes()), (Checked::TooManyValues, Some(serde_json::json!(1))));
+    }
+
+    /// Every refusal answers the request it refuses when its id could be read (a string or an
+    /// integer at the top, before what went wrong), says what is wrong and how to mend it, and
+    /// lets through what the SDK takes.
+    #[test]
+    #[expect(clippy::too_many_lines, reason = "one table of cases")]
+    fn a_refusal_names_the_request_and_the_fault() {
+        let refusal = |text: &str| screen(text.as_bytes()).map(|refusal| (refusal.code, refusal.message, refusal.id));
+        let id = |id: serde_json::Value| Some(id);
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{{"x":{}{}}}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(refusal(&deep), Some((-32600, TOO_DEEP.to_owned(), id(serde_json::json!(1)))));
+        let surrogate = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"grep","arguments":{"pattern":"\ud800"}}}"#;
+        assert_eq!(
+            refusal(surrogate),
+            Some((
+                -32700,
+                "parse error: the message is not valid JSON (unexpected end of hex escape at line 1 column 103)"
+                    .to_owned(),
+                id(serde_json::json!("a"))
+            ))
+        );
+        // An id after what went wrong is not read: `null`.
+        assert_eq!(refusal(r#"{"params":[1,],"id":3}"#).map(|refused| refused.2), Some(None));
+
+        let cases = [
+            (
+                r#"[{"jsonrpc":"2.0","id":13,"method":"ping"}]"#,
+                -32600,
+                "invalid request: a batch (an array of messages) is not part of MCP; send each message by itself",
+                None,
+            ),
+            ("7", -32600, "invalid request: a message is a JSON object (`jsonrpc`, `id`, `method`, `params`)", None),
+            (
+                r#"{"jsonrpc":"1.0","id":11,"method":"tools/list"}"#,
+                -32600,
+                "invalid request: `jsonrpc` must be \"2.0\"",
+                Some(11),
+            ),
+            (r#"{"id":12,"method":"tools/list"}"#, -32600, "invalid request: `jsonrpc` must be \"2.0\"", Some(12)),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                -32600,
+                "invalid request: `id` must be a string or an integer",
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+                -32600,
+                "invalid request: `id` must be a string or an integer",
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":2,"method":7}"#, -32600, "invalid request: `method` must be a string", Some(2)),
+            (
+                r#"{"jsonrpc":"2.0","id":2}"#,
+                -32600,
+                "invalid request: a message has a `method` (a request or a notification), or an `id` with `result` or `error` (a response)",
+                Some(2),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_text_file","arguments":[]}}"#,
+                -32602,
+                "invalid params: `arguments` must be an object of the tool's arguments",
+                Some(6),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{}}"#,
+                -32602,
+                "invalid params: `name` must name the tool to call (a string; `tools/list` lists them)",
+                Some(8),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":3}}"#,
+                -32602,
+                "invalid params: `name` must name the tool to call (a string; `tools/list` lists them)",
+                Some(8),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":9,"method":"tools/call"}"#,
+                -32602,
+                "invalid params: `tools/call` takes `params` as an object: {\"name\": the tool, \"arguments\": {…}}",
+                Some(9),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":"x"}"#,
+                -32602,
+                "invalid params: `tools/call` takes `params` as an object: {\"name\": the tool, \"arguments\": {…}}",
+                Some(9),
+            ),
+        ];
+        for (text, code, message, answered) in cases {
+            assert_eq!(
+                refusal(text),
+                Some((code, message.to_owned(), answered.map(serde_json::Value::from))),
+                "{text}"
+            );
+        }
+        for fine in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"grep","arguments":{"pattern":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"list_mounts","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_mounts","_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":-4,"method":"ping"}"#,
+        ] {
+            assert_eq!(refusal(fine), None, "{fine}");
+        }
     }
 }

@@ -32,7 +32,6 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::client_log::{self, CallLog};
-use crate::json_check::Checked;
 use crate::pool::{Pool, Share};
 use crate::tools::{CallError, ToolService};
 
@@ -329,12 +328,14 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// connection before initializing (stdin at end of file) is a normal end, not an error.
 ///
 /// stdin passes through a filter before it reaches the SDK: a line that is not valid JSON (also
-/// a number out of range, a string that is not UTF-8, nesting deeper than 128) gets the
-/// JSON-RPC parse error (`-32700`, `id: null`) that the SDK would drop silently, and the server
-/// keeps serving. stdout is written by one task, line by line, so those answers never
-/// interleave with the SDK's messages. What waits for stdout is bounded: at most 256 requests
-/// are read and not yet answered on stdout, and at most 64 parse errors wait to be written;
-/// past that the server stops reading stdin until the client reads its answers.
+/// a number out of range, a string that is not UTF-8) gets the JSON-RPC parse error (`-32700`)
+/// that the SDK would drop silently, and JSON that is no MCP message the answer the SDK would
+/// give without the request's id or a reason (`json_check::screen`); each carries the request's
+/// id where it could be read, and the server keeps serving. stdout is written by one task, line
+/// by line, so those answers never interleave with the SDK's messages. What waits for stdout
+/// is bounded: at most 256 requests are read and not yet answered on stdout, and at most 64
+/// parse errors wait to be written; past that the server stops reading stdin until the client
+/// reads its answers.
 pub async fn serve_stdio(server: VfsServer) -> std::io::Result<()> {
     let (to_server, from_client) = tokio::io::duplex(64 * 1024);
     let (to_client, from_server) = tokio::io::duplex(64 * 1024);
@@ -534,22 +535,22 @@ fn parse_error(message: &str) -> Vec<u8> {
     error_line(-32700, message)
 }
 
-/// The answer to a message of more JSON values than [`crate::json_check::MAX_VALUES`]: an
-/// invalid request (it is JSON), refused before anything parses it whole.
-fn too_many_values() -> Vec<u8> {
-    error_line(-32600, crate::json_check::TOO_MANY_VALUES)
-}
-
-/// A JSON-RPC error answer with no id, as a line.
-fn error_line(code: i32, message: &str) -> Vec<u8> {
+/// The answer to a message refused before the SDK sees it ([`crate::json_check::screen`]),
+/// as a line: with the request's id when it could be read, else `null`.
+fn error_answer(refusal: &crate::json_check::Refusal) -> Vec<u8> {
     let mut line = serde_json::to_vec(&serde_json::json!({
         "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": code, "message": message },
+        "id": refusal.id,
+        "error": { "code": refusal.code, "message": refusal.message },
     }))
     .unwrap_or_default();
     line.push(b'\n');
     line
+}
+
+/// A JSON-RPC error answer with no id, as a line.
+fn error_line(code: i32, message: &str) -> Vec<u8> {
+    error_answer(&crate::json_check::Refusal { code, message: message.to_owned(), id: None })
 }
 
 /// The answer to a request that reuses the id of one still running (`-32600`, with that id).
@@ -588,47 +589,42 @@ async fn pump_input<R, W>(
                 break;
             }
             Ok(Line::TooLong) => Some(parse_error("parse error: the message is longer than 16 MiB")),
-            Ok(Line::Text) if line.iter().all(u8::is_ascii_whitespace) => None,
-            Ok(Line::Text) => match crate::json_check::check(&line) {
-                Checked::Json => {
-                    if let Ok(envelope) = serde_json::from_slice::<Envelope>(&line)
-                        && envelope.jsonrpc.as_deref() == Some("2.0")
-                    {
-                        match (envelope.method.as_deref(), envelope.id.as_ref().and_then(id_key)) {
-                            (Some("notifications/cancelled"), _) => {
-                                // A cancelled request is not answered: it leaves the count.
-                                let cancelled = envelope.params.and_then(|params| params.request_id);
-                                if let Some(key) = cancelled.as_ref().and_then(id_key) {
-                                    in_flight.finish(&key);
-                                }
-                            }
-                            (Some(_), Some(key)) if !in_flight.start(key.clone()).await => {
-                                // Refused, not carried out: one answer per id.
-                                tracing::warn!("refused a request whose id is still in use");
-                                let refusal = duplicate_id(envelope.id.as_ref());
-                                if parse_errors.send(refusal).await.is_err() {
-                                    break;
-                                }
-                                continue;
-                            }
-                            _ => {}
-                        }
-                    }
-                    line.push(b'\n');
-                    if to_server.write_all(&line).await.is_err() {
-                        break; // The server has stopped.
-                    }
-                    None
-                }
-                Checked::NotJson => Some(parse_error("parse error: the message is not valid JSON")),
-                Checked::TooManyValues => Some(too_many_values()),
-            },
+            Ok(Line::Text) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(Line::Text) => crate::json_check::screen(&line).map(|refusal| error_answer(&refusal)),
         };
         if let Some(answer) = answer {
-            tracing::warn!("answered a message that is not valid JSON with a parse error");
+            tracing::warn!("answered a message that is not valid JSON-RPC with an error");
             if parse_errors.send(answer).await.is_err() {
                 break;
             }
+            continue;
+        }
+        if let Ok(envelope) = serde_json::from_slice::<Envelope>(&line)
+            && envelope.jsonrpc.as_deref() == Some("2.0")
+        {
+            match (envelope.method.as_deref(), envelope.id.as_ref().and_then(id_key)) {
+                (Some("notifications/cancelled"), _) => {
+                    // A cancelled request is not answered: it leaves the count.
+                    let cancelled = envelope.params.and_then(|params| params.request_id);
+                    if let Some(key) = cancelled.as_ref().and_then(id_key) {
+                        in_flight.finish(&key);
+                    }
+                }
+                (Some(_), Some(key)) if !in_flight.start(key.clone()).await => {
+                    // Refused, not carried out: one answer per id.
+                    tracing::warn!("refused a request whose id is still in use");
+                    let refusal = duplicate_id(envelope.id.as_ref());
+                    if parse_errors.send(refusal).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        line.push(b'\n');
+        if to_server.write_all(&line).await.is_err() {
+            break; // The server has stopped.
         }
     }
     // The client has said all it will: the calls it sent are still answered (each within its
@@ -719,18 +715,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn lines_that_are_not_json_get_a_parse_error_and_the_rest_pass() {
-        let input: &[u8] = b"{\"a\":1}\nnot json\n\n[1,2]\n";
+    async fn lines_that_are_not_json_rpc_get_an_error_and_the_rest_pass() {
+        // A notification passes (a request would wait, unanswered here, for the drain's end).
+        let input: &[u8] =
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nnot json\n\n[1,2]\n{\"a\":1}\n";
         let (to_server, mut from_client) = tokio::io::duplex(1024);
         let (errors, mut errors_rx) = tokio::sync::mpsc::channel(8);
         pump_input(input, to_server, errors, std::sync::Arc::new(InFlight::new(8))).await;
         let mut passed = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut from_client, &mut passed).await.unwrap();
-        assert_eq!(passed, "{\"a\":1}\n[1,2]\n");
-        let answer = errors_rx.recv().await.unwrap();
-        let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
-        assert_eq!(answer["error"]["code"], -32700);
-        assert!(answer["id"].is_null());
-        assert!(errors_rx.recv().await.is_none());
+        assert_eq!(passed, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        let mut codes = Vec::new();
+        while let Some(answer) = errors_rx.recv().await {
+            let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+            assert!(answer["id"].is_null());
+            codes.push(answer["error"]["code"].as_i64().unwrap());
+        }
+        assert_eq!(codes, [-32700, -32600, -32600]);
     }
 }

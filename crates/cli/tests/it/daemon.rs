@@ -156,14 +156,22 @@ fn bodies_schemes_and_hosts_get_the_answers_of_the_specifications() {
     let broken = daemon.post("/mcp", Some(TOKEN), &[], "{\"jsonrpc\":");
     assert_eq!(broken.status, 400);
     eqnice!(
-        "{\"error\":{\"code\":-32700,\"message\":\"parse error: the request body is not valid JSON\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        "{\"error\":{\"code\":-32700,\"message\":\"parse error: the message is not valid JSON (EOF while parsing a value at line 1 column 11)\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
         broken.body
     );
     let odd = daemon.post("/mcp", Some(TOKEN), &[], "[1, 2]");
     assert_eq!(odd.status, 400);
     eqnice!(
-        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: the body is not one JSON-RPC 2.0 request, notification or response of MCP\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: a batch (an array of messages) is not part of MCP; send each message by itself\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
         odd.body
+    );
+    // JSON-RPC, but a `tools/call` without its tool: answered with its id, saying so.
+    let nameless =
+        daemon.post("/mcp", Some(TOKEN), &[], "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{}}");
+    assert_eq!(nameless.status, 400);
+    eqnice!(
+        "{\"error\":{\"code\":-32602,\"message\":\"invalid params: `name` must name the tool to call (a string; `tools/list` lists them)\"},\"id\":5,\"jsonrpc\":\"2.0\"}\n",
+        nameless.body
     );
     // What a parse refuses is not JSON either: a number out of range.
     let huge = daemon.post("/mcp", Some(TOKEN), &[], "{\"jsonrpc\":\"2.0\",\"id\":1e999,\"method\":\"ping\"}");
@@ -175,7 +183,7 @@ fn bodies_schemes_and_hosts_get_the_answers_of_the_specifications() {
     let refused = daemon.post("/mcp", Some(TOKEN), &[], &many);
     assert_eq!(refused.status, 400);
     eqnice!(
-        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: the message holds more than 100000 JSON values; send fewer items in one request\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: the message holds more than 100000 JSON values; send fewer items in one request\"},\"id\":1,\"jsonrpc\":\"2.0\"}\n",
         refused.body
     );
 

@@ -259,8 +259,11 @@ fn the_inherited_pipe_stays_blocking() {
 }
 
 /// JSON that a lenient reader would skip (a number out of range, nesting deeper than 128, a
-/// string that is not UTF-8) gets a parse error like any other malformed line, and the server
-/// goes on.
+/// string that is not UTF-8) gets an error like any other malformed line, and so does JSON that
+/// is no MCP request (a batch, no `jsonrpc`, a `tools/call` without its tool or with arguments
+/// that are no object): each answered with the request's id where it could be read, saying
+/// what is wrong, and the server goes on. (The SDK answered these with no id, or "method not
+/// found" and the method's name.)
 #[test]
 fn every_malformed_line_gets_a_parse_error() {
     use std::io::{Read as _, Write as _};
@@ -285,6 +288,16 @@ fn every_malformed_line_gets_a_parse_error() {
     input.extend_from_slice(nested.as_bytes());
     input.push(b'\n');
     input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}\n");
+    // JSON, but not a request the SDK answers with its id and a reason.
+    for line in [
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_text_file","arguments":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#,
+        r#"{"id":8,"method":"tools/list"}"#,
+        r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#,
+    ] {
+        input.extend_from_slice(line.as_bytes());
+        input.push(b'\n');
+    }
     input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&input).unwrap();
@@ -293,12 +306,39 @@ fn every_malformed_line_gets_a_parse_error() {
     child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
     assert!(child.wait().unwrap().success());
     let messages = responses(&stdout);
-    let parse_errors: Vec<_> = messages.iter().filter(|message| message["error"]["code"] == -32700).collect();
-    assert_eq!(parse_errors.len(), 3, "{messages:?}");
-    for error in parse_errors {
-        assert_eq!(error["id"], serde_json::Value::Null);
-        assert_eq!(error["error"]["message"], "parse error: the message is not valid JSON");
-    }
+    // Each answered with its id (read before what went wrong), and what is wrong.
+    let errors: Vec<(serde_json::Value, i64, String)> = messages
+        .iter()
+        .filter(|message| message.get("error").is_some())
+        .map(|message| {
+            let error = &message["error"];
+            (message["id"].clone(), error["code"].as_i64().unwrap(), error["message"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let expected = [
+        (2.into(), -32700, "parse error: the message is not valid JSON (number out of range at line 1 column 59)"),
+        (
+            3.into(),
+            -32600,
+            "invalid request: the message nests arrays and objects more than 128 deep; send flatter arguments",
+        ),
+        (
+            4.into(),
+            -32700,
+            "parse error: the message is not valid JSON (invalid unicode code point at line 1 column 56)",
+        ),
+        (6.into(), -32602, "invalid params: `arguments` must be an object of the tool's arguments"),
+        (7.into(), -32602, "invalid params: `name` must name the tool to call (a string; `tools/list` lists them)"),
+        (8.into(), -32600, "invalid request: `jsonrpc` must be \"2.0\""),
+        (
+            serde_json::Value::Null,
+            -32600,
+            "invalid request: a batch (an array of messages) is not part of MCP; send each message by itself",
+        ),
+    ];
+    let expected: Vec<(serde_json::Value, i64, String)> =
+        expected.into_iter().map(|(id, code, message)| (id, code, message.to_owned())).collect();
+    assert_eq!(errors, expected);
     assert_eq!(by_id(&messages, 5)["result"], serde_json::json!({}));
 }
 
