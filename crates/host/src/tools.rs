@@ -484,6 +484,31 @@ mod tests {
         );
     }
 
+    /// A whole number past 2^53 is said to be one, and what bounds it (it was "must be a
+    /// whole number, not the number 1.8446744073709552e19"); no search asks for no match.
+    #[test]
+    fn counts_out_of_range_are_refused_saying_which_bound() {
+        let (_dir, tools) = service("rw");
+        let cases = [
+            (
+                "read_text_file",
+                json!({ "path": "/src/a.txt", "head": -9_223_372_036_854_775_809.0 }),
+                "`head` must be 0 or more, not -9223372036854776000",
+            ),
+            (
+                "grep",
+                json!({ "pattern": "x", "maxResults": 18_446_744_073_709_551_616.0 }),
+                "`maxResults` is too large: whole numbers here go up to 9007199254740992",
+            ),
+            ("grep", json!({ "pattern": "x", "maxResults": 0 }), "`maxResults` must be 1 or more, not 0"),
+        ];
+        for (name, arguments, message) in cases {
+            let output = tools.call(name, arguments.as_object().cloned()).unwrap();
+            assert!(output.is_error, "{name}");
+            assert_eq!(output.text, format!("invalid arguments for `{name}`: {message}"));
+        }
+    }
+
     #[test]
     #[expect(clippy::disallowed_methods, reason = "fixture: the test writes a file to read")]
     fn errors_and_bad_arguments_are_tool_results_and_unknown_keys_a_note() {

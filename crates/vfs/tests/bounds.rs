@@ -115,7 +115,7 @@ fn a_line_longer_than_the_search_buffer_is_counted_not_searched() {
     assert_eq!((found.matches, found.unreadable, found.truncated), (1, 1, true));
     assert_eq!(
         found.to_text(),
-        "/data/short.txt:1:needle\n[1 entry could not be read (permission or I/O errors); the result may be incomplete]\n"
+        "/data/short.txt:1:needle\n[1 entry could not be read (permission or I/O errors, or a line longer than 8 MiB); the result may be incomplete]\n"
     );
 }
 

@@ -110,6 +110,22 @@ fn check_value(key: &str, value: &mut Value, schema: &Map<String, Value>) -> Res
         Some("object") => value.is_object(),
         _ => true,
     };
+    if !fits
+        && expected == Some("integer")
+        && let Some(float) = value.as_f64().filter(|float| float.fract() == 0.0)
+    {
+        // A whole number past 2^53 (`whole_numbers` made every one within it an integer).
+        if let Some(minimum) = schema.get("minimum").and_then(Value::as_i64)
+            && float < 0.0
+        {
+            return Err(format!("`{key}` must be {minimum} or more, not {float}"));
+        }
+        let (past, bound) = if float > 0.0 { ("large", "up to") } else { ("small", "down to") };
+        return Err(format!(
+            "`{key}` is too {past}: whole numbers here go {bound} {}{EXACT}",
+            if float > 0.0 { "" } else { "-" }
+        ));
+    }
     if !fits {
         return Err(format!(
             "`{key}` must be {}, not {}; write it like {}",

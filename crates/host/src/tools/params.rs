@@ -118,6 +118,7 @@ pub(super) struct GrepArgs {
     /// Lines of context before and after each match (default 0, at most 20).
     pub(super) context: Option<usize>,
     /// Most matches to return (default 200, at most 1,000).
+    #[schemars(range(min = 1))]
     pub(super) max_results: Option<usize>,
 }
 

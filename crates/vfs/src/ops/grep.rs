@@ -396,7 +396,10 @@ impl GrepResult {
             text.composed(&format!("no matches in {} files\n", self.files_searched));
         }
         if self.unreadable > 0 {
-            text.composed(&super::walk::unreadable_note(self.unreadable));
+            text.composed(&super::walk::unreadable_note_for(
+                self.unreadable,
+                "permission or I/O errors, or a line longer than 8 MiB",
+            ));
         }
         if self.deeper > 0 {
             text.composed(&super::walk::deeper_note(self.deeper, ("searched", "search")));

@@ -241,8 +241,13 @@ pub(crate) fn deeper_note(deeper: usize, (done, verb): (&str, &str)) -> String {
 
 /// The note for a result whose walk skipped what it could not read.
 pub(crate) fn unreadable_note(unreadable: usize) -> String {
+    unreadable_note_for(unreadable, "permission or I/O errors")
+}
+
+/// [`unreadable_note`], naming what can keep an entry from being read.
+pub(crate) fn unreadable_note_for(unreadable: usize, causes: &str) -> String {
     format!(
-        "[{unreadable} entr{} could not be read (permission or I/O errors); the result may be incomplete]\n",
+        "[{unreadable} entr{} could not be read ({causes}); the result may be incomplete]\n",
         if unreadable == 1 { "y" } else { "ies" }
     )
 }
