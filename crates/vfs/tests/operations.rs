@@ -592,6 +592,24 @@ fn walks_say_when_the_tree_goes_deeper_than_they_do() {
     assert!(tree.to_text().ends_with(&note(("listed", "list"))), "{}", tree.to_text());
     let shallow = agent.tree("/src/t", Some(3), &[]).unwrap();
     assert_eq!((shallow.deeper, shallow.truncated), (0, false));
+    let asked = agent.tree("/src/t", Some(32), &[]).unwrap();
+    assert_eq!((asked.deeper, asked.truncated), (0, false), "32 levels asked for are the answer");
+    // From above the mounts too: the bound is the same, one level of it spent on the mount.
+    let from_top = agent.tree("/", None, &[]).unwrap();
+    assert_eq!((from_top.deeper, from_top.truncated), (1, true));
+    assert!(from_top.to_text().ends_with(&note(("listed", "list"))), "{}", from_top.to_text());
+    // Cut by the limit as well: both are said.
+    let request = GrepRequest { max_results: Some(3), ..request.clone() };
+    let both = agent.grep(&request).unwrap();
+    assert_eq!((both.matches, both.deeper, both.truncated), (3, 1, true));
+    assert!(
+        both.to_text().ends_with(&format!(
+            "{}[truncated at 3 matches; narrow it with a deeper path, a glob of names or a more specific pattern, or ask for more matches]\n",
+            note(("searched", "search"))
+        )),
+        "{}",
+        both.to_text()
+    );
 
     // From inside, the rest is there.
     let deep = format!("/src/{}", &at["data/".len()..at.len() - "/d".len() * 8]);

@@ -300,6 +300,7 @@ impl<'m> Batch<'m> {
             truncated: self.truncated || unreadable > 0 || deeper > 0,
             unreadable,
             deeper,
+            cut: self.truncated,
         }
     }
 }
@@ -372,6 +373,10 @@ pub struct GrepResult {
     /// search from inside them to see what they hold.
     #[serde(skip_serializing_if = "super::walk::is_zero")]
     pub deeper: usize,
+    /// True when `maxResults` (or the call's listing bound) cut the search (`truncated` says
+    /// so too; not sent).
+    #[serde(skip)]
+    pub cut: bool,
 }
 
 impl GrepResult {
@@ -404,7 +409,7 @@ impl GrepResult {
         if self.deeper > 0 {
             text.composed(&super::walk::deeper_note(self.deeper, ("searched", "search")));
         }
-        if self.truncated && self.unreadable == 0 && self.deeper == 0 {
+        if self.cut {
             text.composed(&format!("[truncated at {} matches; ", self.matches))
                 .hint(Hint::Truncated(Operation::Grep))
                 .composed("]\n");

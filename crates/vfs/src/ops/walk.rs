@@ -222,6 +222,9 @@ pub struct Tree {
     /// list or search from inside them to see what they hold.
     #[serde(skip_serializing_if = "is_zero")]
     pub deeper: usize,
+    /// True when the bound of entries cut the result (`truncated` says so too; not sent).
+    #[serde(skip)]
+    pub cut: bool,
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
@@ -286,7 +289,7 @@ impl Tree {
         if self.deeper > 0 {
             text.composed(&deeper_note(self.deeper, ("listed", "list")));
         }
-        if self.truncated && self.unreadable == 0 && self.deeper == 0 {
+        if self.cut {
             text.composed(&format!("[truncated after {} entries; ", self.count))
                 .hint(Hint::Truncated(Operation::Tree))
                 .composed("]\n");
@@ -311,6 +314,9 @@ pub struct NameSearch {
     /// list or search from inside them to see what they hold.
     #[serde(skip_serializing_if = "is_zero")]
     pub deeper: usize,
+    /// True when the bound of entries cut the result (`truncated` says so too; not sent).
+    #[serde(skip)]
+    pub cut: bool,
 }
 
 impl NameSearch {
@@ -337,7 +343,7 @@ impl NameSearch {
         if self.deeper > 0 {
             text.composed(&deeper_note(self.deeper, ("searched", "search")));
         }
-        if self.truncated && self.unreadable == 0 && self.deeper == 0 {
+        if self.cut {
             text.composed(&format!("[truncated at {} matches; ", self.matches.len()))
                 .hint(Hint::Truncated(Operation::SearchNames))
                 .composed("]\n");
@@ -648,7 +654,9 @@ impl Context<'_> {
     }
 
     pub(crate) fn tree(&self, input: &str, max_depth: Option<usize>, excludes: &[String]) -> Result<Tree, Error> {
-        self.tree_from(input, max_depth, excludes, 0)
+        // Cut by the bound, not by the caller: no depth asked, or one past the bound.
+        let capped = max_depth.is_none_or(|depth| depth > self.registry.limits.depth);
+        self.tree_from(input, max_depth, excludes, 0, capped)
     }
 
     /// [`Context::tree`] of one part of a call that has counted `before` entries elsewhere
@@ -660,6 +668,7 @@ impl Context<'_> {
         max_depth: Option<usize>,
         excludes: &[String],
         before: usize,
+        capped: bool,
     ) -> Result<Tree, Error> {
         let path = Self::parse(input)?;
         let limit = self.registry.limits.entries;
@@ -676,23 +685,26 @@ impl Context<'_> {
             if !names.is_empty() {
                 // Above the mounts (`/`, or a virtual parent of nested roots): one node per
                 // mount, each with its own bounded subtree.
-                let (mut entries, mut count, mut truncated, mut unreadable, mut deeper) = (Vec::new(), 0, false, 0, 0);
+                let (mut entries, mut count, mut truncated, mut unreadable, mut deeper, mut cut) =
+                    (Vec::new(), 0, false, 0, 0, false);
                 for name in names {
                     let child = path.join_trusted(&name);
                     count += 1;
                     let children = if max_depth > 1 {
-                        let subtree = self.tree_from(child.as_str(), Some(max_depth - 1), excludes, before + count)?;
+                        let subtree =
+                            self.tree_from(child.as_str(), Some(max_depth - 1), excludes, before + count, capped)?;
                         count += subtree.count;
                         truncated |= subtree.truncated;
                         unreadable += subtree.unreadable;
                         deeper += subtree.deeper;
+                        cut |= subtree.cut;
                         Some(subtree.entries)
                     } else {
                         None
                     };
                     entries.push(TreeNode { name, kind: EntryKind::Directory, children });
                 }
-                return Ok(Tree { path, entries, count, truncated, unreadable, deeper });
+                return Ok(Tree { path, entries, count, truncated, unreadable, deeper, cut });
             }
         }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
@@ -732,13 +744,14 @@ impl Context<'_> {
         })?;
         // Directories past a depth the caller chose are its answer; past the bound, they are
         // left out, and said so.
-        let deeper = if max_depth == depth_cap { walked.deeper } else { 0 };
-        truncated |= !walked.completed || walked.unreadable > 0 || deeper > 0;
+        let deeper = if capped { walked.deeper } else { 0 };
+        let cut = truncated || !walked.completed;
+        truncated = cut || walked.unreadable > 0 || deeper > 0;
         while !depths.is_empty() {
             close_level(&mut stack, &mut depths);
         }
         let entries = stack.pop().unwrap_or_default();
-        Ok(Tree { path, entries, count, truncated, unreadable: walked.unreadable, deeper })
+        Ok(Tree { path, entries, count, truncated, unreadable: walked.unreadable, deeper, cut })
     }
 
     pub(crate) fn search_files(&self, input: &str, pattern: &str, excludes: &[String]) -> Result<NameSearch, Error> {
@@ -771,19 +784,22 @@ impl Context<'_> {
         if self.registry.route(self.caller, &path).is_err() {
             let roots = self.roots_below(&path);
             if !roots.is_empty() {
-                let (mut matches, mut truncated, mut unreadable, mut deeper) = (Vec::new(), false, 0, 0);
+                let (mut matches, mut truncated, mut unreadable, mut deeper, mut cut) =
+                    (Vec::new(), false, 0, 0, false);
                 for root in roots {
                     let found = self.search_files_from(root.as_str(), pattern, excludes, scanned)?;
                     truncated |= found.truncated;
                     unreadable += found.unreadable;
                     deeper += found.deeper;
+                    cut |= found.cut;
                     matches.extend(found.matches);
                 }
                 if matches.len() > limit {
                     matches.truncate(limit);
                     truncated = true;
+                    cut = true;
                 }
-                return Ok(NameSearch { matches, truncated, unreadable, deeper });
+                return Ok(NameSearch { matches, truncated, unreadable, deeper, cut });
             }
         }
         let excluded = super::pattern::exclude_set(excludes, &self.registry.limits)?;
@@ -808,8 +824,9 @@ impl Context<'_> {
             flow
         })?;
         scanned.matches += matches.len();
-        truncated |= !walked.completed || walked.unreadable > 0 || walked.deeper > 0;
-        Ok(NameSearch { matches, truncated, unreadable: walked.unreadable, deeper: walked.deeper })
+        let cut = truncated || !walked.completed;
+        let truncated = cut || walked.unreadable > 0 || walked.deeper > 0;
+        Ok(NameSearch { matches, truncated, unreadable: walked.unreadable, deeper: walked.deeper, cut })
     }
 
     /// The agent-facing mounts whose roots lie at or below `path` (for searches from `/`).
