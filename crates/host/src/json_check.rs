@@ -238,10 +238,10 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
         method: Option<Value>,
         #[serde(default)]
         params: Option<Params>,
-        #[serde(default)]
-        result: Option<serde::de::IgnoredAny>,
-        #[serde(default)]
-        error: Option<serde::de::IgnoredAny>,
+        #[serde(default, deserialize_with = "present")]
+        result: bool,
+        #[serde(default, deserialize_with = "present")]
+        error: bool,
     }
     let refused =
         |code: i32, message: &str, id: Option<Value>| Some(Refusal { code, message: format!("invalid {message}"), id });
@@ -251,7 +251,7 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
         Some(b'[') => {
             return refused(
                 -32600,
-                "request: a batch (an array of messages) is not part of MCP; send each message by itself",
+                "request: this server takes one message at a time, not a batch (an array of messages); send each by itself",
                 None,
             );
         }
@@ -262,14 +262,15 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
         Err(error) => return refused(-32600, &format!("request: {error}"), None),
     };
     let has_id = message.id.is_some();
-    let id = message.id.filter(|id| id.is_string() || id.is_i64() || id.is_u64());
+    let id = message.id.filter(usable_id);
     if message.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return refused(-32600, "request: `jsonrpc` must be \"2.0\"", id);
     }
+    if message.result || message.error {
+        // A response to the server's request: never answered, whatever it holds.
+        return None;
+    }
     let Some(method) = message.method else {
-        if id.is_some() && (message.result.is_some() || message.error.is_some()) {
-            return None;
-        }
         return refused(
             -32600,
             "request: a message has a `method` (a request or a notification), or an `id` with `result` or `error` (a response)",
@@ -280,27 +281,47 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
     if id.is_none() && has_id {
         return refused(-32600, "request: `id` must be a string or an integer", None);
     }
-    if method != "tools/call" || id.is_none() {
+    // A notification is never answered, even refused.
+    id.as_ref()?;
+    let params = match message.params {
+        Some(Params { object: false, .. }) => {
+            return refused(-32602, "params: `params` must be an object (or left out)", id);
+        }
+        params => params,
+    };
+    if method != "tools/call" {
         return None;
     }
-    match message.params {
-        Some(Params {
-            object: true,
-            name: Some(Value::String(_)),
-            arguments: None | Some(Kind::Null | Kind::Object),
-        }) => None,
-        Some(Params { object: true, name: Some(Value::String(_)), .. }) => {
+    match params {
+        Some(Params { name: Some(Value::String(_)), arguments: None | Some(Kind::Null | Kind::Object), .. }) => None,
+        Some(Params { name: Some(Value::String(_)), .. }) => {
             refused(-32602, "params: `arguments` must be an object of the tool's arguments", id)
         }
-        Some(Params { object: true, .. }) => {
-            refused(-32602, "params: `name` must name the tool to call (a string; `tools/list` lists them)", id)
-        }
-        _ => refused(
+        Some(_) => refused(-32602, "params: `name` must name the tool to call (a string; `tools/list` lists them)", id),
+        None => refused(
             -32602,
             "params: `tools/call` takes `params` as an object: {\"name\": the tool, \"arguments\": {…}}",
             id,
         ),
     }
+}
+
+/// True for an id the SDK takes: a string, an integer, or an integer written as a float (`1.0`)
+/// within 2^53.
+fn usable_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        Value::Number(number) => {
+            number.is_i64()
+                || number.as_f64().is_some_and(|float| float.fract() == 0.0 && float.abs() < 9_007_199_254_740_992.0)
+        }
+        _ => false,
+    }
+}
+
+/// A field that is there, whatever its value (`null` too).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(deserializer).map(|_| true)
 }
 
 /// A `params` as far as [`refusal`] looks: whether it is an object, its `name`, and what kind
@@ -560,7 +581,19 @@ mod tests {
             (
                 r#"[{"jsonrpc":"2.0","id":13,"method":"ping"}]"#,
                 -32600,
-                "invalid request: a batch (an array of messages) is not part of MCP; send each message by itself",
+                "invalid request: this server takes one message at a time, not a batch (an array of messages); send each by itself",
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"big","method":"initialize","params":[]}"#,
+                -32602,
+                "invalid params: `params` must be an object (or left out)",
+                Some(serde_json::json!("big")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#,
+                -32600,
+                "invalid request: `id` must be a string or an integer",
                 None,
             ),
             ("7", -32600, "invalid request: a message is a JSON object (`jsonrpc`, `id`, `method`, `params`)", None),
@@ -568,9 +601,14 @@ mod tests {
                 r#"{"jsonrpc":"1.0","id":11,"method":"tools/list"}"#,
                 -32600,
                 "invalid request: `jsonrpc` must be \"2.0\"",
-                Some(11),
+                Some(serde_json::json!(11)),
             ),
-            (r#"{"id":12,"method":"tools/list"}"#, -32600, "invalid request: `jsonrpc` must be \"2.0\"", Some(12)),
+            (
+                r#"{"id":12,"method":"tools/list"}"#,
+                -32600,
+                "invalid request: `jsonrpc` must be \"2.0\"",
+                Some(serde_json::json!(12)),
+            ),
             (
                 r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
                 -32600,
@@ -583,50 +621,51 @@ mod tests {
                 "invalid request: `id` must be a string or an integer",
                 None,
             ),
-            (r#"{"jsonrpc":"2.0","id":2,"method":7}"#, -32600, "invalid request: `method` must be a string", Some(2)),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":7}"#,
+                -32600,
+                "invalid request: `method` must be a string",
+                Some(serde_json::json!(2)),
+            ),
             (
                 r#"{"jsonrpc":"2.0","id":2}"#,
                 -32600,
                 "invalid request: a message has a `method` (a request or a notification), or an `id` with `result` or `error` (a response)",
-                Some(2),
+                Some(serde_json::json!(2)),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_text_file","arguments":[]}}"#,
                 -32602,
                 "invalid params: `arguments` must be an object of the tool's arguments",
-                Some(6),
+                Some(serde_json::json!(6)),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{}}"#,
                 -32602,
                 "invalid params: `name` must name the tool to call (a string; `tools/list` lists them)",
-                Some(8),
+                Some(serde_json::json!(8)),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":3}}"#,
                 -32602,
                 "invalid params: `name` must name the tool to call (a string; `tools/list` lists them)",
-                Some(8),
+                Some(serde_json::json!(8)),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":9,"method":"tools/call"}"#,
                 -32602,
                 "invalid params: `tools/call` takes `params` as an object: {\"name\": the tool, \"arguments\": {…}}",
-                Some(9),
+                Some(serde_json::json!(9)),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":"x"}"#,
                 -32602,
-                "invalid params: `tools/call` takes `params` as an object: {\"name\": the tool, \"arguments\": {…}}",
-                Some(9),
+                "invalid params: `params` must be an object (or left out)",
+                Some(serde_json::json!(9)),
             ),
         ];
         for (text, code, message, answered) in cases {
-            assert_eq!(
-                refusal(text),
-                Some((code, message.to_owned(), answered.map(serde_json::Value::from))),
-                "{text}"
-            );
+            assert_eq!(refusal(text), Some((code, message.to_owned(), answered)), "{text}");
         }
         for fine in [
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"grep","arguments":{"pattern":"x"}}}"#,
@@ -636,6 +675,11 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":-4,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":[]}"#,
         ] {
             assert_eq!(refusal(fine), None, "{fine}");
         }

@@ -162,7 +162,7 @@ fn bodies_schemes_and_hosts_get_the_answers_of_the_specifications() {
     let odd = daemon.post("/mcp", Some(TOKEN), &[], "[1, 2]");
     assert_eq!(odd.status, 400);
     eqnice!(
-        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: a batch (an array of messages) is not part of MCP; send each message by itself\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+        "{\"error\":{\"code\":-32600,\"message\":\"invalid request: this server takes one message at a time, not a batch (an array of messages); send each by itself\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
         odd.body
     );
     // JSON-RPC, but a `tools/call` without its tool: answered with its id, saying so.

@@ -265,7 +265,7 @@ fn the_inherited_pipe_stays_blocking() {
 /// what is wrong, and the server goes on. (The SDK answered these with no id, or "method not
 /// found" and the method's name.)
 #[test]
-fn every_malformed_line_gets_a_parse_error() {
+fn every_malformed_line_gets_an_answer_with_its_id() {
     use std::io::{Read as _, Write as _};
     let test = TestDir::new();
     let mut child = test
@@ -333,7 +333,7 @@ fn every_malformed_line_gets_a_parse_error() {
         (
             serde_json::Value::Null,
             -32600,
-            "invalid request: a batch (an array of messages) is not part of MCP; send each message by itself",
+            "invalid request: this server takes one message at a time, not a batch (an array of messages); send each by itself",
         ),
     ];
     let expected: Vec<(serde_json::Value, i64, String)> =
