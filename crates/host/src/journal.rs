@@ -99,10 +99,12 @@ const RESERVE_AHEAD: u64 = 64 * 1024;
 /// What an entry takes besides its parts (its id, time, session, call, paths, places), at
 /// most: counted for each change intended, and once for an undo's (one entry).
 const ENTRY_FIELDS: u64 = 1024;
-/// What the record of one file of a tree removed as it is kept takes at most, besides its
-/// path (twice): as an item of the tree's image, or, should the removal stop part way, as an
-/// entry of its own with its image ([`Journal::grows`]).
-const FILE_ROOM: u64 = 768;
+/// What the record of one file of a tree removed as it is kept takes at most, besides its path
+/// (three times: the part's, the entry's paths, and its root's place, no longer than it) and
+/// its crew's name: as an item of the tree's image, or, should the removal stop part way, as
+/// an entry of its own with its image ([`Journal::grows`]). Such an entry measured 428 bytes
+/// besides its path's two spellings.
+const FILE_ROOM: u64 = 512;
 /// How much a removal's record may grow before the room kept for it is looked at again.
 const GROW_STEP: u64 = 16 * 1024;
 /// How many stretches other processes appended (`State::unread`), and how many bytes of
@@ -206,6 +208,9 @@ struct State {
     /// Where the log's end must reach before it is compacted again
     /// (`Journal::compact_if_grown`, [`compact_at`]).
     compact_at: u64,
+    /// What the calls whose entries are being written owe ([`Intended::room`]), from when
+    /// they are settled until their lines are appended ([`Owing`]).
+    writing: u64,
     /// An append failed, perhaps after part of it was written: the next one begins with a
     /// newline, so that a cut line stays a line of its own (skipped by every reader) and
     /// does not take the next one with it.
@@ -216,7 +221,75 @@ struct State {
     finished: std::collections::VecDeque<CallId>,
 }
 
+impl Intended {
+    /// The room kept for its entries: what they take at most, or, for a removal that grows,
+    /// what was last made sure of.
+    fn room(&self) -> u64 {
+        self.owed.max(self.reserved_for)
+    }
+}
+
+/// The room of the entries a `finish` is writing ([`State::writing`]), given back when it is
+/// done, whatever way it ends.
+struct Owing<'j> {
+    journal: &'j Journal,
+    bytes: u64,
+}
+
+impl Drop for Owing<'_> {
+    fn drop(&mut self) {
+        let mut state = self.journal.state();
+        state.writing = state.writing.saturating_sub(self.bytes);
+    }
+}
+
+/// What a `finish` takes out of the state, to write ([`State::finished`]).
+struct Finished {
+    /// The changes whose entries it writes: the call's own, and those of calls nobody began.
+    observed: Vec<Observed>,
+    info: Option<CallInfo>,
+    /// The calls over with no entry: each gets a `settled` line.
+    settle: Vec<CallId>,
+    /// The calls over.
+    over: Vec<CallId>,
+    /// The room their entries were kept ([`State::writing`]).
+    owing: u64,
+}
+
 impl State {
+    /// Takes the changes `call`'s finish writes, and settles the calls that are over: its own,
+    /// and those that ended (the view's). One with no entry gets a line saying so, so that its
+    /// intent is not taken for a crash. What they owe stays owed until their entries are
+    /// appended ([`Owing`]).
+    fn finished(&mut self, call: &CallId) -> Finished {
+        let known: HashSet<CallId> = self.calls.keys().filter(|known| *known != call).cloned().collect();
+        let (mine, others): (Vec<Observed>, Vec<Observed>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|change| !known.contains(&change.call));
+        self.pending = others;
+        for change in &mine {
+            if let Some(intended) = self.intended.get_mut(&change.call) {
+                intended.written = true;
+            }
+        }
+        let over: Vec<CallId> = self
+            .intended
+            .iter()
+            .filter(|(intended, what)| *intended == call || (what.ended && !known.contains(intended)))
+            .map(|(intended, _)| intended.clone())
+            .collect();
+        let owing: u64 = over.iter().filter_map(|over| self.intended.get(over)).map(Intended::room).sum();
+        self.writing += owing;
+        let settle: Vec<CallId> = over.iter().filter_map(|intended| self.end(intended.clone())).collect();
+        let info = self.calls.remove(call);
+        Finished { observed: mine, info, settle, over, owing }
+    }
+
+    /// Every entry this process owes: those of the calls running that told an intent, and
+    /// those being written. Calls running at once append into the same room.
+    fn owed(&self) -> u64 {
+        self.intended.values().map(Intended::room).sum::<u64>() + self.writing
+    }
+
     /// The image of `change` with its copies as [`Journal::intends`] wrote them, when it
     /// wrote some: taken from those kept for its call, the first that matches.
     fn written_copies(&mut self, change: &Change<'_>) -> Option<Image> {
@@ -773,30 +846,8 @@ impl Journal {
     /// with the call's entries, where the file system allows; otherwise (and whenever no
     /// entry is written) each is synced on its own.
     pub fn finish_with(&self, call: &CallId, mut held: vfs::HeldSyncs) {
-        let (observed, infos, settle, over) = {
-            let mut state = self.state();
-            let known: HashSet<CallId> = state.calls.keys().filter(|known| *known != call).cloned().collect();
-            let (mine, others): (Vec<Observed>, Vec<Observed>) =
-                std::mem::take(&mut state.pending).into_iter().partition(|change| !known.contains(&change.call));
-            state.pending = others;
-            for change in &mine {
-                if let Some(intended) = state.intended.get_mut(&change.call) {
-                    intended.written = true;
-                }
-            }
-            // A call that told an intent and is over is settled here: by its own finish (a
-            // begun call), or once it ended (the view's); one with no entry gets a line saying
-            // so, so that its intent is not taken for a crash.
-            let over: Vec<CallId> = state
-                .intended
-                .iter()
-                .filter(|(intended, what)| *intended == call || (what.ended && !known.contains(intended)))
-                .map(|(intended, _)| intended.clone())
-                .collect();
-            let settle: Vec<CallId> = over.iter().filter_map(|intended| state.end(intended.clone())).collect();
-            let info = state.calls.remove(call);
-            (mine, info, settle, over)
-        };
+        let Finished { observed, info: infos, settle, over, owing } = self.state().finished(call);
+        let _owing = Owing { journal: self, bytes: owing };
         if observed.is_empty() && settle.is_empty() {
             return;
         }
@@ -1187,7 +1238,7 @@ impl ChangeObserver for Journal {
             intended.reserved_for = intended.owed;
             // Every entry this process owes, not this call's alone: calls running at once
             // append their intents into the same room.
-            let owed: u64 = state.intended.values().map(|intended| intended.owed).sum();
+            let owed = state.owed();
             (session, asked_by, owed)
         };
         let mut paths = vec![change.path.as_str()];
@@ -1239,18 +1290,19 @@ impl ChangeObserver for Journal {
             let mut state = self.state();
             // Told an intent before (the tree's): there is an entry for the call.
             let Some(intended) = state.intended.get_mut(call) else { return Ok(()) };
-            intended.owed += FILE_ROOM + 2 * json_len(file.as_str());
+            let tenant = self.tenant.as_deref().map_or(0, |tenant| json_len(tenant) + 12);
+            intended.owed += FILE_ROOM + 3 * json_len(file.as_str()) + tenant;
             if intended.owed <= intended.reserved_for {
                 return Ok(());
             }
             intended.reserved_for = intended.owed + GROW_STEP;
-            state.intended.values().map(|intended| intended.owed).sum::<u64>()
+            state.owed()
         };
         let mut log = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if log.is_none() {
             return Err("its log could not be opened when it started (a warning then said why)".to_owned());
         }
-        self.append_gated(&mut log, b"", RESERVE_AHEAD.max(2 * (owed + GROW_STEP)))
+        self.append_gated(&mut log, b"", RESERVE_AHEAD.max(2 * owed))
             .map_err(|error| format!("its log could not be written: {error}"))
     }
 

@@ -493,12 +493,12 @@ mod tests {
             (
                 "read_text_file",
                 json!({ "path": "/src/a.txt", "head": -9_223_372_036_854_775_809.0 }),
-                "`head` must be 0 or more, not -9223372036854776000",
+                "`head` must be 0 or more, not -9.223372036854776e18",
             ),
             (
                 "grep",
                 json!({ "pattern": "x", "maxResults": 18_446_744_073_709_551_616.0 }),
-                "`maxResults` is too large: whole numbers here go up to 9007199254740992",
+                "`maxResults` is too large: give a whole number between -9007199254740992 and 9007199254740992, not 1.8446744073709552e19",
             ),
             ("grep", json!({ "pattern": "x", "maxResults": 0 }), "`maxResults` must be 1 or more, not 0"),
         ];

@@ -301,7 +301,7 @@ impl<'r> Context<'r> {
     /// [`Context::locate`] for writing a file that must be there already (a write guarded by
     /// its version): its parents are judged as a write's are, and where one is missing, so
     /// is the file: the answer is `missing`'s, and no directory is made on the way (a write
-    /// refused makes none). A hidden directory answers as a missing one.
+    /// refused makes none).
     pub(crate) fn locate_present(
         &self,
         path: &VirtualPath,

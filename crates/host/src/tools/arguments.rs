@@ -114,16 +114,17 @@ fn check_value(key: &str, value: &mut Value, schema: &Map<String, Value>) -> Res
         && expected == Some("integer")
         && let Some(float) = value.as_f64().filter(|float| float.fract() == 0.0)
     {
-        // A whole number past 2^53 (`whole_numbers` made every one within it an integer).
+        // A whole number past 2^53 (`whole_numbers` made every one within it an integer),
+        // written short (`-1e300` has 301 digits).
         if let Some(minimum) = schema.get("minimum").and_then(Value::as_i64)
             && float < 0.0
         {
-            return Err(format!("`{key}` must be {minimum} or more, not {float}"));
+            return Err(format!("`{key}` must be {minimum} or more, not {float:e}"));
         }
-        let (past, bound) = if float > 0.0 { ("large", "up to") } else { ("small", "down to") };
+        let (past, side) = if float > 0.0 { ("large", "") } else { ("small", "-") };
         return Err(format!(
-            "`{key}` is too {past}: whole numbers here go {bound} {}{EXACT}",
-            if float > 0.0 { "" } else { "-" }
+            "`{key}` is too {past}: give a whole number between -{EXACT} and {EXACT}, not {side}{:e}",
+            float.abs()
         ));
     }
     if !fits {

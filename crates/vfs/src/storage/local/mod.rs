@@ -344,7 +344,8 @@ impl OpenFile {
     /// Makes sure that at least `ahead / 2` bytes past the file's end are allocated to it: when
     /// the end has come closer than that to `reserved_to` (where this file's last allocation
     /// ended; the caller keeps it, 0 at first), `ahead` bytes are allocated from the end
-    /// (`fallocate` keeping the size: readers see no change), and `reserved_to` moves. Appends
+    /// (`fallocate` keeping the size: readers see no change), or, on a disk without that
+    /// much room (`ENOSPC`), the `ahead / 2` promised, and `reserved_to` moves. Appends
     /// within them then need no room the disk may no longer have. Not judged from the blocks
     /// the file has: xfs counts blocks it allocated past the end on its own, and frees them
     /// when the disk fills. A file system that cannot allocate ahead (`EOPNOTSUPP`) reserves
@@ -354,15 +355,19 @@ impl OpenFile {
         if *reserved_to >= end.saturating_add(ahead / 2) {
             return Ok(());
         }
+        // `ahead`, so that the next changes need not ask; on a disk without that much, the
+        // half that is promised.
+        let mut asked = ahead;
         loop {
-            match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::KEEP_SIZE, end, ahead) {
+            match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::KEEP_SIZE, end, asked) {
                 // Reserved, or a file system that cannot allocate ahead (not asked again until
                 // the file has grown by half of `ahead`).
                 Ok(()) | Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::NODEV | Errno::INVAL | Errno::SPIPE) => {
-                    *reserved_to = end.saturating_add(ahead);
+                    *reserved_to = end.saturating_add(asked);
                     return Ok(());
                 }
                 Err(Errno::INTR) => {}
+                Err(Errno::NOSPC) if asked > ahead / 2 => asked = ahead / 2,
                 Err(errno) => return Err(io::Error::from(errno)),
             }
         }
