@@ -470,6 +470,46 @@ fn bounded_listing_says_how_to_narrow() {
     assert!(tree.truncated);
 }
 
+/// Sorted by size, the largest are picked among eight times the entries a listing returns,
+/// not among the first names alone; past that, the answer says among how many. (A red team
+/// listed 200,001 entries by size and saw 2,000 empty files: the largest was never shown.)
+#[test]
+fn a_listing_by_size_picks_the_largest_among_more_than_it_shows() {
+    let fixture = Fixture::new();
+    for index in 0..30 {
+        fixture.file(&format!("data/some/f{index:02}"), &"x".repeat(index));
+    }
+    for index in 0..50 {
+        fixture.file(&format!("data/many/f{index:02}"), &"x".repeat(index));
+    }
+    let mut limits = Limits::default();
+    limits.entries = 5;
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("data", "/src", "ro"))
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = registry.agent();
+    let names =
+        |listing: &vfs::SizedListing| listing.entries.iter().map(|entry| entry.name.clone()).collect::<Vec<_>>();
+    let some = agent.list_with_sizes("/src/some", vfs::SortBy::Size).unwrap();
+    assert_eq!(names(&some), ["f29", "f28", "f27", "f26", "f25"]);
+    assert_eq!((some.total, some.truncated, some.sorted_among), (30, true, None));
+    let many = agent.list_with_sizes("/src/many", vfs::SortBy::Size).unwrap();
+    assert_eq!(names(&many), ["f39", "f38", "f37", "f36", "f35"]);
+    assert_eq!((many.total, many.truncated, many.sorted_among), (50, true, Some(40)));
+    assert!(
+        many.agent_text().to_string().ends_with(
+            "[sorted by size among the first 40 of 50 entries by name; the largest may be among the others]\n"
+        ),
+        "{}",
+        many.agent_text()
+    );
+    let by_name = agent.list_with_sizes("/src/many", vfs::SortBy::Name).unwrap();
+    assert_eq!(names(&by_name), ["f00", "f01", "f02", "f03", "f04"]);
+    assert_eq!(by_name.sorted_among, None);
+}
+
 #[test]
 fn grep_honours_gitignore_and_skips_binary() {
     let (fixture, registry) = setup();
@@ -611,6 +651,10 @@ fn walks_say_when_the_tree_goes_deeper_than_they_do() {
         both.to_text()
     );
 
+    // An empty directory at the bound holds nothing left out.
+    fixture.mkdir(&format!("data/e{}", "/d".repeat(32)));
+    let found = agent.search_files("/src/e", "*", &[]).unwrap();
+    assert_eq!((found.matches.len(), found.deeper, found.truncated), (32, 0, false));
     // From inside, the rest is there.
     let deep = format!("/src/{}", &at["data/".len()..at.len() - "/d".len() * 8]);
     let found = agent.search_files(&deep, "leaf*", &[]).unwrap();

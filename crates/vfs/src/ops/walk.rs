@@ -142,6 +142,10 @@ pub struct SizedListing {
     pub directories: usize,
     /// The files' sizes added up, in bytes.
     pub bytes: u64,
+    /// Sorted by size in a directory of more entries than are sized for it: how many were
+    /// (the first by name); the largest may be among the others.
+    #[serde(rename = "sortedAmong", skip_serializing_if = "Option::is_none")]
+    pub sorted_among: Option<usize>,
 }
 
 impl SizedListing {
@@ -168,6 +172,12 @@ impl SizedListing {
         ));
         if self.truncated {
             text.append(&truncation_note(self.entries.len(), self.total, Operation::ListSized));
+        }
+        if let Some(among) = self.sorted_among {
+            text.composed(&format!(
+                "[sorted by size among the first {among} of {} entries by name; the largest may be among the others]\n",
+                self.total
+            ));
         }
         text
     }
@@ -590,9 +600,16 @@ impl Context<'_> {
         self.list_bounded(Self::parse(input)?, self.registry.limits.entries)
     }
 
-    /// A listing with each file's size, in the order asked for.
+    /// A listing with each file's size, in the order asked for. Sorted by size, the largest
+    /// are picked among up to eight times the entries a listing returns (each is looked at),
+    /// not among the first by name alone.
     pub(crate) fn list_sized(&self, input: &str, sort: SortBy) -> Result<SizedListing, Error> {
-        let listing = self.list(input)?;
+        let limit = self.registry.limits.entries;
+        let listing = match sort {
+            SortBy::Size => self.list_bounded(Self::parse(input)?, self.listing_bound())?,
+            SortBy::Name => self.list(input)?,
+        };
+        let sized = listing.entries.len();
         let mut entries = Vec::with_capacity(listing.entries.len());
         for entry in listing.entries {
             self.deadline.check()?;
@@ -609,7 +626,9 @@ impl Context<'_> {
         }
         if sort == SortBy::Size {
             entries.sort_by(|left, right| right.size.cmp(&left.size).then_with(|| left.name.cmp(&right.name)));
+            entries.truncate(limit);
         }
+        let truncated = entries.len() < listing.total;
         let files = entries.iter().filter(|entry| entry.kind == EntryKind::File).count();
         let directories = entries.iter().filter(|entry| entry.kind == EntryKind::Directory).count();
         let bytes = entries.iter().filter_map(|entry| entry.size).sum();
@@ -617,10 +636,11 @@ impl Context<'_> {
             path: listing.path,
             entries,
             total: listing.total,
-            truncated: listing.truncated,
+            truncated,
             files,
             directories,
             bytes,
+            sorted_among: (sort == SortBy::Size && sized < listing.total).then_some(sized),
         })
     }
 

@@ -1564,8 +1564,9 @@ impl TreeWalk<'_, '_> {
                 (Flow::Continue, Some(below)) if depth + 1 < self.from.max_depth => {
                     self.level(below, &child, &child_relative, parts, depth + 1)?
                 }
-                (Flow::Continue, Some(_)) => {
-                    self.deeper += 1;
+                (Flow::Continue, Some(below)) => {
+                    // Left out only when there is something in it.
+                    self.deeper += usize::from(!(below.files.is_empty() && below.directories.is_empty()));
                     true
                 }
                 _ => true,

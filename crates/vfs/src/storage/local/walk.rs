@@ -27,6 +27,21 @@ pub(super) fn hidden_entry(table: &dyn MountTable, mount: usize, directory: &Own
     }
 }
 
+/// True unless the directory `name` of `directory` is empty: one past the walk's depth bound
+/// is counted as left out only when there is something in it. One that cannot be opened or
+/// read is counted (what it holds is not known).
+fn holds_anything(directory: &OwnedFd, name: &str, path: &VirtualPath) -> bool {
+    let Ok((handle, _)) = files::open_subdirectory(directory, name, path) else { return true };
+    let Ok(mut reader) = rustix::fs::Dir::read_from(&handle) else { return true };
+    while let Some(entry) = reader.read() {
+        let Ok(entry) = entry else { return true };
+        if !matches!(entry.file_name().to_bytes(), b"." | b"..") {
+            return true;
+        }
+    }
+    false
+}
+
 /// Walks below `directory` (the start of the walk, at depth 0).
 pub(super) fn walk(
     from: &WalkFrom<'_>,
@@ -93,7 +108,9 @@ fn level(
                     Err(error) => return Err(error),
                 }
             }
-            Flow::Continue if entry.kind == Kind::Directory => counts.deeper += 1,
+            Flow::Continue if entry.kind == Kind::Directory => {
+                counts.deeper += usize::from(holds_anything(directory, &entry.name, &child));
+            }
             Flow::SkipDirectory | Flow::Continue => {}
         }
     }
