@@ -50,7 +50,8 @@ pub(crate) fn check(bytes: &[u8]) -> (Checked, Option<Value>) {
     let count = Cell::new(0);
     let id = std::cell::RefCell::new(None);
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let read = Top { count: &count, id: &id }.deserialize(&mut deserializer).and_then(|()| deserializer.end());
+    let top = Counting { count: &count, role: Role::Top(&id) };
+    let read = top.deserialize(&mut deserializer).and_then(|()| deserializer.end());
     let checked = match read {
         Ok(()) => Checked::Json,
         Err(_) if count.get() > MAX_VALUES => Checked::TooManyValues,
@@ -58,144 +59,6 @@ pub(crate) fn check(bytes: &[u8]) -> (Checked, Option<Value>) {
         Err(error) => Checked::NotJson(error.to_string()),
     };
     (checked, id.into_inner())
-}
-
-/// The message itself: as [`Counting`], and an object's `id` kept when it is a string or an
-/// integer.
-struct Top<'c> {
-    count: &'c Cell<usize>,
-    id: &'c std::cell::RefCell<Option<Value>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Top<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        self.count.set(self.count.get() + 1);
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Top<'_> {
-    type Value = ();
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<(), A::Error> {
-        Counting(self.count).visit_seq(items)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
-        while let Some(key) = entries.next_key_seed(Key(self.count))? {
-            if key {
-                entries.next_value_seed(Id { count: self.count, id: self.id })?;
-            } else {
-                entries.next_value_seed(Counting(self.count))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// An object key, counted: true when it is `id`.
-struct Key<'c>(&'c Cell<usize>);
-
-impl<'de> DeserializeSeed<'de> for Key<'_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        let count = self.0.get() + 1;
-        self.0.set(count);
-        if count > MAX_VALUES {
-            return Err(D::Error::custom("too many values"));
-        }
-        let key = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
-        Ok(key == "id")
-    }
-}
-
-/// The value of the top's `id`: kept when a string or an integer, counted either way.
-struct Id<'c> {
-    count: &'c Cell<usize>,
-    id: &'c std::cell::RefCell<Option<Value>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Id<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        self.count.set(self.count.get() + 1);
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Id<'_> {
-    type Value = ();
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, id: i64) -> Result<(), E> {
-        *self.id.borrow_mut() = Some(Value::from(id));
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, id: u64) -> Result<(), E> {
-        *self.id.borrow_mut() = Some(Value::from(id));
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_str<E>(self, id: &str) -> Result<(), E> {
-        *self.id.borrow_mut() = Some(Value::from(id));
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<(), A::Error> {
-        Counting(self.count).visit_seq(items)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, entries: A) -> Result<(), A::Error> {
-        Counting(self.count).visit_map(entries)
-    }
 }
 
 /// Everything a client's message passes before the SDK sees it ([`check`], then
@@ -454,18 +317,64 @@ impl<'de> Visitor<'de> for KindVisitor {
 }
 
 /// Visits one value, counting it and everything in it into the cell; refused past the bound.
-struct Counting<'c>(&'c Cell<usize>);
+/// At the message's top it also keeps its `id`, when a string or an integer.
+#[derive(Clone, Copy)]
+struct Counting<'c> {
+    count: &'c Cell<usize>,
+    role: Role<'c>,
+}
+
+/// Where a [`Counting`] visit is, for the id it keeps.
+#[derive(Clone, Copy)]
+enum Role<'c> {
+    /// The message itself: its `id` member goes into the cell.
+    Top(&'c std::cell::RefCell<Option<Value>>),
+    /// The value of the top's `id`.
+    Id(&'c std::cell::RefCell<Option<Value>>),
+    /// Anything else.
+    Inner,
+}
+
+impl Counting<'_> {
+    fn inner(self) -> Self {
+        Self { role: Role::Inner, ..self }
+    }
+
+    /// Keeps `id` when this visit is the top's `id`.
+    fn keep(self, id: impl FnOnce() -> Value) {
+        if let Role::Id(kept) = self.role {
+            *kept.borrow_mut() = Some(id());
+        }
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Counting<'_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        let count = self.count.get() + 1;
+        self.count.set(count);
+        if count > MAX_VALUES {
+            return Err(D::Error::custom("too many values"));
+        }
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// An object key, counted: true when it is `id`.
+struct Key<'c>(&'c Cell<usize>);
+
+impl<'de> DeserializeSeed<'de> for Key<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
         let count = self.0.get() + 1;
         self.0.set(count);
         if count > MAX_VALUES {
             return Err(D::Error::custom("too many values"));
         }
-        deserializer.deserialize_any(self)
+        let key = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(key == "id")
     }
 }
 
@@ -480,11 +389,13 @@ impl<'de> Visitor<'de> for Counting<'_> {
         Ok(())
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+    fn visit_i64<E>(self, id: i64) -> Result<(), E> {
+        self.keep(|| Value::from(id));
         Ok(())
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+    fn visit_u64<E>(self, id: u64) -> Result<(), E> {
+        self.keep(|| Value::from(id));
         Ok(())
     }
 
@@ -492,7 +403,8 @@ impl<'de> Visitor<'de> for Counting<'_> {
         Ok(())
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+    fn visit_str<E>(self, id: &str) -> Result<(), E> {
+        self.keep(|| Value::from(id));
         Ok(())
     }
 
@@ -501,13 +413,20 @@ impl<'de> Visitor<'de> for Counting<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        while items.next_element_seed(Counting(self.0))?.is_some() {}
+        while items.next_element_seed(self.inner())?.is_some() {}
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
-        while entries.next_key_seed(Counting(self.0))?.is_some() {
-            entries.next_value_seed(Counting(self.0))?;
+        let Role::Top(id) = self.role else {
+            while entries.next_key_seed(self.inner())?.is_some() {
+                entries.next_value_seed(self.inner())?;
+            }
+            return Ok(());
+        };
+        while let Some(is_id) = entries.next_key_seed(Key(self.count))? {
+            let role = if is_id { Role::Id(id) } else { Role::Inner };
+            entries.next_value_seed(Counting { role, ..self })?;
         }
         Ok(())
     }
