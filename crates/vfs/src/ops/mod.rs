@@ -153,43 +153,44 @@ impl<'r> Context<'r> {
             image: Some(image),
             on_the_way: false,
         };
+        if self.recorded(path, "a change was refused", |observer| observer.intends(&change)) {
+            Ok(())
+        } else {
+            Err(Error::not_journaled(path))
+        }
+    }
+
+    /// True when every observer that keeps images of `path` agrees (`ask`) to record it; the
+    /// first that cannot has its reason in the operator's log, after `refused`.
+    fn recorded(
+        &self,
+        path: &VirtualPath,
+        refused: &str,
+        ask: impl Fn(&dyn crate::ChangeObserver) -> Result<(), String>,
+    ) -> bool {
+        let by_agent = self.caller == Caller::Agent;
         for observer in &self.registry.observers {
             if observer.keeps_images(path, by_agent)
-                && let Err(reason) = observer.intends(&change)
+                && let Err(reason) = ask(observer.as_ref())
             {
                 tracing::warn!(
                     target: "vfs::journal",
                     call = self.call.as_str(),
                     path = path.as_str(),
                     reason,
-                    "a change was refused: its record could not be kept"
+                    "{refused}: its record could not be kept"
                 );
-                return Err(Error::not_journaled(path));
+                return false;
             }
         }
-        Ok(())
+        true
     }
 
     /// Tells the observers that keep images that a removal keeping its tree as it goes is
     /// about to keep `file` ([`ChangeObserver::grows`](crate::ChangeObserver::grows)); false
     /// when one cannot record it (the removal stops there).
     pub(crate) fn grows(&self, file: &VirtualPath) -> bool {
-        let by_agent = self.caller == Caller::Agent;
-        for observer in &self.registry.observers {
-            if observer.keeps_images(file, by_agent)
-                && let Err(reason) = observer.grows(&self.call, file)
-            {
-                tracing::warn!(
-                    target: "vfs::journal",
-                    call = self.call.as_str(),
-                    path = file.as_str(),
-                    reason,
-                    "a removal stopped: its record could not be kept"
-                );
-                return false;
-            }
-        }
-        true
+        self.recorded(file, "a removal stopped", |observer| observer.grows(&self.call, file))
     }
 
     /// The keeper of the first observer that offers one.
