@@ -239,7 +239,11 @@ impl<'r> Context<'r> {
 
     /// The source of a move: located for deleting, not a mount root or a special file,
     /// nothing protected at it, and not an ancestor of the destination.
-    fn move_source(&self, source: &VirtualPath, destination: &VirtualPath) -> Result<(Place<Delete>, Stat), Error> {
+    pub(crate) fn move_source(
+        &self,
+        source: &VirtualPath,
+        destination: &VirtualPath,
+    ) -> Result<(Place<Delete>, Stat), Error> {
         let from = self.locate::<Delete>(source, false, false)?;
         if Self::is_root(&from) {
             return Err(Error::invalid_argument(agent_text!["cannot move ", code(source), ": it is a mount root"]));

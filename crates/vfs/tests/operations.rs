@@ -245,6 +245,24 @@ fn a_change_that_needs_its_destination_there_makes_no_directory_on_its_way() {
             agent.move_path("/output/a.txt", "/output/m/n/c.txt", &Precondition::Any, precondition).unwrap_err();
         assert_eq!(mismatch(error), text("/output/m/n/c.txt"), "{precondition:?}");
     }
+    // Nor does a move refused for its source's guard (an undo's): the source is looked at
+    // before the destination's parents are made.
+    fixture.mkdir("out/d");
+    fixture.file("out/d/f.txt", "f\n");
+    let stale = Precondition::Version("0000000000000000".into());
+    let error = agent.move_path("/output/a.txt", "/output/p/q/a.txt", &stale, &Precondition::Absent).unwrap_err();
+    assert_eq!(
+        mismatch(error),
+        "`/output/a.txt` changed since you read it: its version is now `VERSION`; read it again and retry"
+            .replace("VERSION", &agent.info("/output/a.txt").unwrap().version.unwrap())
+    );
+    let stale = Precondition::Tree("0000000000000000".into());
+    let error = agent.move_path("/output/d", "/output/p/q/d", &stale, &Precondition::Absent).unwrap_err();
+    assert_eq!(
+        mismatch(error),
+        "`/output/d` changed since you read it: its version is now `another tree`; read it again and retry"
+    );
+    std::fs::remove_dir_all(fixture.path("out/d")).unwrap();
     let made: Vec<String> = std::fs::read_dir(fixture.path("out"))
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())

@@ -733,6 +733,13 @@ impl Context<'_> {
     ) -> Result<MoveOutcome, Error> {
         let source = Self::parse(source_input)?;
         let destination = Self::parse(destination_input)?;
+        // A guard on the source (an undo's) is looked at once before anything is claimed or
+        // made, so that a move refused for its source makes no parent directory at its
+        // destination; the check under the locks below is the one that decides.
+        if matches!(at_source, Precondition::Version(_) | Precondition::Tree(_)) {
+            let (from, stat) = self.move_source(&source, &destination)?;
+            self.source_holds(&from, stat.kind, at_source, &source)?;
+        }
         // Both ends stay claimed to the rename: no other move or delete can bring a protected
         // name into the source, or change the destination, in between.
         let Claimed { claim: _claim, from, from_stat, to } = self.claim_move(&source, &destination, at_destination)?;
@@ -742,17 +749,7 @@ impl Context<'_> {
         // `HEAD` written there meanwhile would make an `objects` directory moved in a git
         // repository's look-alike.
         self.guard_git_directory(to.mount, &to.rel, Access::Write, &destination)?;
-        match (from_stat.kind, at_source) {
-            // A directory's version is its tree's (`Context::tree_version`): an undo moves a
-            // directory back only while it holds what the move left.
-            (Kind::Directory, Precondition::Tree(expected)) => {
-                if !self.tree_matches(&from, &source, expected) {
-                    return Err(Error::version_mismatch(&source, NOT_A_TREE));
-                }
-            }
-            (Kind::Directory, Precondition::Directory) => {}
-            _ => Self::hold(from_store, &from.node, at_source, &source)?,
-        }
+        self.source_holds(&from, from_stat.kind, at_source, &source)?;
         let existing = to_store.restat(&to.node, &destination)?;
         if existing.is_some_and(|stat| stat.kind == Kind::Directory) {
             return Err(Error::invalid_argument(agent_text![
@@ -817,6 +814,29 @@ impl Context<'_> {
         let version = moved_version(keeps);
         self.changed(ChangeKind::Move, &source, Some(&destination), &before, version.as_deref(), image.as_ref());
         Ok(MoveOutcome { source, destination, copied: true })
+    }
+
+    /// Checks `at_source` of a move's source `from`, a `kind`. A directory's version is its
+    /// tree's (`Context::tree_version`): an undo moves a directory back only while it holds
+    /// what the move left.
+    fn source_holds(
+        &self,
+        from: &Located,
+        kind: Kind,
+        at_source: &Precondition,
+        source: &VirtualPath,
+    ) -> Result<(), Error> {
+        match (kind, at_source) {
+            (Kind::Directory, Precondition::Tree(expected)) => {
+                if self.tree_matches(from, source, expected) {
+                    Ok(())
+                } else {
+                    Err(Error::version_mismatch(source, NOT_A_TREE))
+                }
+            }
+            (Kind::Directory, Precondition::Directory) => Ok(()),
+            _ => Self::hold(self.store(from.mount), &from.node, at_source, source),
+        }
     }
 
     /// True when the file at a move's destination (`existing`) is the source itself, another
