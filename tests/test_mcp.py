@@ -97,6 +97,16 @@ def test_every_tool_happy_path(fixture):
         assert image and image[0].mime_type == "image/png"
         assert base64.b64decode(image[0].data) == PNG
 
+        # Any other file comes as an embedded resource named by its virtual path.
+        (fixture.data / "doc one.pdf").write_bytes(b"%PDF-1.4\x00\x01")
+        result = await client.call("read_media_file", {"path": "/src/doc one.pdf"})
+        assert not result.is_error, text(result)
+        embedded = [block.resource for block in result.content if block.type == "resource"]
+        assert [(str(block.uri), block.mime_type) for block in embedded] == [
+            ("vfs:/src/doc%20one.pdf", "application/pdf")
+        ]
+        assert base64.b64decode(embedded[0].blob) == b"%PDF-1.4\x00\x01"
+
         result = await client.call("write_file", {"path": "/output/notes/a.txt", "content": "hello world\n"})
         assert not result.is_error, text(result)
         version = result.structured_content["version"]

@@ -48,10 +48,48 @@ pub enum CallError {
 /// A media payload of a tool result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Media {
+    /// The virtual path read, named by an embedded resource's URI (`Media::uri`).
+    pub path: vfs::VirtualPath,
     /// Base64 data.
     pub data: String,
     /// The MIME type, like `image/png`.
     pub mime_type: String,
+}
+
+impl Media {
+    /// The URI that names a file neither image nor audio in its embedded resource: `vfs:`
+    /// and the virtual path, each byte outside the unreserved characters and `/`
+    /// percent-encoded (`vfs:/src/a%20b.pdf`). A virtual path, never a `file:` URI a client
+    /// could take for one of its own files.
+    #[must_use]
+    pub fn uri(&self) -> String {
+        let mut uri = String::from("vfs:");
+        for &byte in self.path.as_str().as_bytes() {
+            if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+                uri.push(char::from(byte));
+            } else {
+                uri.push_str(&format!("%{byte:02X}"));
+            }
+        }
+        uri
+    }
+
+    /// The content block that carries it: image or audio content for those types, else an
+    /// embedded resource whose blob is the data.
+    fn content(&self) -> ContentBlock {
+        if self.mime_type.starts_with("image/") {
+            ContentBlock::image(self.data.clone(), self.mime_type.clone())
+        } else if self.mime_type.starts_with("audio/") {
+            ContentBlock::audio(self.data.clone(), self.mime_type.clone())
+        } else {
+            ContentBlock::resource(rmcp::model::ResourceContents::BlobResourceContents {
+                uri: self.uri(),
+                mime_type: Some(self.mime_type.clone()),
+                blob: self.data.clone(),
+                meta: None,
+            })
+        }
+    }
 }
 
 /// What a tool call returns to the agent (already scrubbed).
@@ -61,7 +99,7 @@ pub struct ToolOutput {
     pub text: String,
     /// The structured content (an object), absent for errors.
     pub structured: Option<Value>,
-    /// Image or audio content (`read_media_file`).
+    /// Image, audio or embedded resource content (`read_media_file`).
     pub media: Option<Media>,
     /// True when the tool reports an error (`isError`).
     pub is_error: bool,
@@ -76,13 +114,7 @@ impl ToolOutput {
     pub fn to_call_result(&self) -> CallToolResult {
         let mut content = vec![ContentBlock::text(self.text.clone())];
         content.extend(self.notes.iter().map(|note| ContentBlock::text(note.clone())));
-        if let Some(media) = &self.media {
-            if media.mime_type.starts_with("audio/") {
-                content.push(ContentBlock::audio(media.data.clone(), media.mime_type.clone()));
-            } else {
-                content.push(ContentBlock::image(media.data.clone(), media.mime_type.clone()));
-            }
-        }
+        content.extend(self.media.as_ref().map(Media::content));
         let mut result = if self.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
         result.structured_content.clone_from(&self.structured);
         result
@@ -449,6 +481,35 @@ mod tests {
             Value::Null => panic!("{tool}: a null in a schema"),
             _ => {}
         }
+    }
+
+    /// Image and audio go as such; any other file as an embedded resource named by its
+    /// virtual path, encoded (it went as image content, which no client could show).
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: files put where the mount reads")]
+    fn media_go_as_image_audio_or_an_embedded_resource() {
+        let (dir, tools) = service("ro");
+        std::fs::write(dir.path().join("a b#%é.bin"), [0, 1, 2, 3]).unwrap();
+        std::fs::write(dir.path().join("p.png"), [4]).unwrap();
+        std::fs::write(dir.path().join("s.wav"), [5]).unwrap();
+        let content = |path: &str| {
+            let output = tools.call("read_media_file", json!({ "path": path }).as_object().cloned()).unwrap();
+            let result = serde_json::to_value(output.to_call_result()).unwrap();
+            result["content"][1].clone()
+        };
+        assert_eq!(
+            content("/src/a b#%é.bin"),
+            json!({
+                "type": "resource",
+                "resource": {
+                    "uri": "vfs:/src/a%20b%23%25%C3%A9.bin",
+                    "mimeType": "application/octet-stream",
+                    "blob": "AAECAw==",
+                },
+            })
+        );
+        assert_eq!(content("/src/p.png"), json!({ "type": "image", "data": "BA==", "mimeType": "image/png" }));
+        assert_eq!(content("/src/s.wav"), json!({ "type": "audio", "data": "BQ==", "mimeType": "audio/wav" }));
     }
 
     #[test]

@@ -104,9 +104,9 @@ pub(super) fn run_read_media_file(
     let mut text = vfs::AgentText::new();
     text.composed("`").passed(media.path.as_str());
     text.composed(&format!("` ({}, {} bytes)", media.mime_type, media.size));
-    let structured = MediaOutput { path: media.path, mime_type: media.mime_type.clone(), size: media.size };
+    let structured = MediaOutput { path: media.path.clone(), mime_type: media.mime_type.clone(), size: media.size };
     let mut output = tools.success(&text, serde_json::to_value(structured).unwrap_or(Value::Null));
-    output.media = Some(Media { data: media.data, mime_type: media.mime_type });
+    output.media = Some(Media { path: media.path, data: media.data, mime_type: media.mime_type });
     Ok(output)
 }
 

@@ -20,7 +20,8 @@ pub(super) struct AllowedOutput {
     pub(super) directories: Vec<String>,
 }
 
-/// `read_media_file`'s structured content (the data is in the image or audio content).
+/// `read_media_file`'s structured content (the data is in the image, audio or embedded resource
+/// content).
 #[derive(Debug, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct MediaOutput {

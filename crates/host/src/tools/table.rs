@@ -74,8 +74,8 @@ pub(super) const DEFINITIONS: [Definition; 19] = [
     },
     Definition {
         name: "read_media_file",
-        title: "Read an image or audio file",
-        description: "Read an image or audio file and return it as base64 content with its MIME type, up to the media size limit.",
+        title: "Read an image, audio or other binary file",
+        description: "Read an image or audio file and return it as base64 image or audio content with its MIME type; any other file comes as an embedded resource (a base64 blob, URI `vfs:` and its path). Up to the media size limit.",
         effect: Effect::Read,
         input: input::<PathArgs>,
         output: output::<MediaOutput>,

@@ -712,6 +712,7 @@ pub(crate) fn mime_type(name: &str) -> &'static str {
         "ogg" | "oga" => "audio/ogg",
         "flac" => "audio/flac",
         "m4a" => "audio/mp4",
+        "pdf" => "application/pdf",
         _ => "application/octet-stream",
     }
 }
