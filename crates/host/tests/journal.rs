@@ -2015,6 +2015,42 @@ fn a_copied_image_is_written_before_the_change_and_undone_from() {
     assert_eq!(std::fs::read_to_string(base.path().join("w/shared.txt")).unwrap(), "shared before\n");
 }
 
+/// A tree removal stopped part way (at a file with another hard link) is undone whole by
+/// undoing its call's changes: the files it took and the directories it removed, an empty
+/// one too, each with its mode. (The directories were gone for good: only the files were
+/// recorded, and an undo made their directories again with the umask's mode.)
+#[test]
+fn a_tree_removal_stopped_part_way_is_undone_with_its_directories() {
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let w = base.path().join("w");
+    std::fs::create_dir_all(w.join("t/a")).unwrap();
+    std::fs::create_dir_all(w.join("t/b")).unwrap();
+    std::fs::create_dir_all(w.join("t/c")).unwrap();
+    std::fs::write(w.join("t/a/x.txt"), "x\n").unwrap();
+    std::fs::write(w.join("t/c/y.txt"), "y\n").unwrap();
+    std::fs::hard_link(w.join("t/c/y.txt"), base.path().join("elsewhere.txt")).unwrap();
+    std::fs::set_permissions(w.join("t/a"), std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(w.join("t/b"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    let tools = launch.tools(None);
+    let (error, text) = answer(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
+    assert!(error);
+    assert_eq!(
+        text,
+        "`/w/t` was not deleted whole: `/w/t/c/y.txt` has other hard links, and the journal of changes keeps a deleted tree only when it can keep each of its files; delete that file by itself first (what this delete removed before it can be undone)"
+    );
+    assert!(!w.join("t/a").exists() && !w.join("t/b").exists());
+    let listed = call(&tools, "list_changes", &json!({}));
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    let (error, text) = answer(&tools, "undo_changes", &json!({ "count": 3 }));
+    assert_eq!((error, text.as_str()), (false, "restored /w/t/a\nrestored /w/t/b\nrestored /w/t/a/x.txt\n"));
+    assert_eq!(std::fs::read_to_string(w.join("t/a/x.txt")).unwrap(), "x\n");
+    let mode = |name: &str| std::fs::metadata(w.join(name)).unwrap().permissions().mode() & 0o7777;
+    assert_eq!((mode("t/a"), mode("t/b")), (0o711, 0o750));
+    assert_eq!(std::fs::read_to_string(w.join("t/c/y.txt")).unwrap(), "y\n");
+}
+
 /// The log replaced behind a running process by something it cannot append to (a directory
 /// here; a FIFO or an immutable file alike): the next change is refused, never appended to the
 /// removed file it held, where nobody reads it and the next start sweeps its image. Once the

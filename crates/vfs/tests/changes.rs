@@ -605,6 +605,64 @@ fn a_tree_removal_stops_at_the_first_file_the_observer_has_no_room_for() {
     assert!(!fixture.path("p/t").exists());
 }
 
+/// A removal that stops part way tells the directories it removed as well as the files, each
+/// after what was in it, with its mode: an undo, newest first, makes each directory again
+/// (an empty one too) before what goes in it. A directory is room asked for too.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "fixture: the tree on disk")]
+fn a_tree_removal_that_stops_tells_the_directories_it_removed() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = Fixture::new();
+    fixture.file("p/t/a/x.txt", "x\n");
+    fixture.mkdir("p/t/b");
+    std::fs::set_permissions(fixture.path("p/t/b"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    fixture.file("p/t/c/y.txt", "y\n");
+    fixture.file("p/t/z.txt", "z\n");
+    let (registry, linker) = linked(&fixture);
+    *linker.room_for.lock().unwrap() = Some(4);
+    let error = registry.agent().delete("/p/t", true, &Precondition::Any).unwrap_err();
+    assert_eq!(*linker.grown.lock().unwrap(), ["/p/t/a", "/p/t/a/x.txt", "/p/t/b", "/p/t/c", "/p/t/c/y.txt"]);
+    assert_eq!(
+        error.to_string(),
+        "`/p/t` was not deleted whole: vfs could not record the deletion of `/p/t/c/y.txt` in its journal (where every change is kept so that it can be undone), so it stopped there; anything it deleted before can be undone; tell the operator, whose log says why"
+    );
+    let on_disk = |path: &str| fixture.path(path).exists();
+    assert_eq!(
+        ["p/t/a", "p/t/b", "p/t/c/y.txt", "p/t/z.txt"].map(on_disk),
+        [false, false, true, true],
+        "a and b gone, the rest left"
+    );
+    let told = linker.told.lock().unwrap().clone();
+    let changed: Vec<(ChangeKind, &str, Option<vfs::Image>)> = told
+        .iter()
+        .filter(|(what, ..)| *what == "changed")
+        .map(|(_, kind, path, image)| {
+            let image = image.as_ref().map(|image| match image {
+                vfs::Image::File { mode, .. } => {
+                    vfs::Image::File { content: vfs::Saved::Copied(Vec::new()), mode: *mode }
+                }
+                other => other.clone(),
+            });
+            (*kind, path.as_str(), image)
+        })
+        .collect();
+    let directory = |mode: u32| Some(vfs::Image::Tree { mode, items: Vec::new() });
+    let file_mode = std::fs::metadata(fixture.path("p/t/z.txt")).unwrap().permissions().mode() & 0o7777;
+    let a_mode = std::fs::metadata(fixture.path("p/t/c")).unwrap().permissions().mode() & 0o7777; // made as `a` was
+    assert_eq!(
+        changed,
+        [
+            (
+                ChangeKind::Remove,
+                "/p/t/a/x.txt",
+                Some(vfs::Image::File { content: vfs::Saved::Copied(Vec::new()), mode: file_mode })
+            ),
+            (ChangeKind::Remove, "/p/t/b", directory(0o750)),
+            (ChangeKind::Remove, "/p/t/a", directory(a_mode)),
+        ]
+    );
+}
+
 /// A file with other hard links cannot be moved into the keeper as a whole image: a recursive
 /// delete stops there, saying so, instead of removing the whole tree without an image (the
 /// tree was then "not undoable" and every file in it lost). What it took before is told.

@@ -960,22 +960,23 @@ impl Context<'_> {
             holds_mount: &|identity| registry.holds_mount(identity),
             judge: judge.as_ref().map(|judge| judge as &crate::storage::Judge<'_>),
             keep: keeping.as_ref(),
-            took: matches!(image, Some(Image::Tree { .. }) if keeping.is_none())
-                .then_some(&took as &dyn Fn(&VirtualPath)),
+            took: matches!(image, Some(Image::Tree { .. })).then_some(&took as &dyn Fn(&VirtualPath)),
         };
         let before = removed_before(&stat, precondition.as_ref());
         self.intends(ChangeKind::Remove, &path, None, &before, image.as_ref())
             .inspect_err(|_| self.forget_image(image.as_ref()))?;
         let removed = store.remove(&located, stat.kind, &removal, &path);
+        let taken = taken.into_inner();
         let image = match (keeping, image) {
-            (Some(keeping), _) => Some(self.kept_tree(keeping, super::directory_mode(&stat), removed.is_ok(), &path)),
+            (Some(keeping), _) => {
+                Some(self.kept_tree(keeping, super::directory_mode(&stat), removed.is_ok(), &taken, &path))
+            }
             (None, Some(Image::Tree { items, .. })) if removed.is_err() => {
-                let taken = taken.into_inner();
                 let (gone, left): (Vec<TreeItem>, Vec<TreeItem>) = items
                     .into_iter()
                     .partition(|item| Self::tree_file(&path, item).is_some_and(|file| taken.contains(&file)));
                 self.forget_kept(left.iter().filter_map(|item| item.content.as_ref()));
-                self.tell_taken(gone, &path);
+                self.tell_taken(gone, &taken, &path);
                 Some(Image::NotKept("the removal stopped part way"))
             }
             (None, image) => image,
@@ -1028,13 +1029,15 @@ impl Context<'_> {
     /// The image a removal's keeping took: the tree, when the removal went through and
     /// every file was kept. A removal that went through without a whole image is not kept
     /// (what was kept is removed). One that stopped part way (a file written into a directory
-    /// it had emptied) has removed the files it kept: each is told as a change of its own, a
-    /// file removed with its image, so that what the failed call took can be put back.
+    /// it had emptied) has removed the files it kept and the directories in `taken`: each is
+    /// told as a change of its own (`Context::tell_taken`), so that what the failed call took
+    /// can be put back.
     fn kept_tree(
         &self,
         keeping: crate::storage::TreeKeeping<'_>,
         mode: u32,
         removed: bool,
+        taken: &std::collections::HashSet<VirtualPath>,
         path: &VirtualPath,
     ) -> Image {
         let refused = keeping.refused.get();
@@ -1046,7 +1049,7 @@ impl Context<'_> {
             self.forget_kept(items.iter().filter_map(|item| item.content.as_ref()));
             return Image::NotKept(refused.unwrap_or("the tree could not be read whole"));
         }
-        self.tell_taken(items, path);
+        self.tell_taken(items, taken, path);
         Image::NotKept("the removal stopped part way")
     }
 
@@ -1056,12 +1059,20 @@ impl Context<'_> {
     }
 
     /// Tells each file of `items` (the files a removal of the tree at `top` took before it
-    /// stopped part way) as the removal of that one file, with its image, so that what the
-    /// failed call took can be put back. No lock is held any more.
-    fn tell_taken(&self, items: Vec<TreeItem>, top: &VirtualPath) {
+    /// stopped part way) as the removal of that one file, with its image, then each directory
+    /// of `items` it removed (those in `taken`) as the removal of that empty directory, with
+    /// its mode, so that what the failed call took can be put back. The directories come
+    /// after the files and each after those below it (the items have parents first): an
+    /// undo, newest first, makes each directory again before what goes in it. No lock is
+    /// held any more.
+    fn tell_taken(&self, items: Vec<TreeItem>, taken: &std::collections::HashSet<VirtualPath>, top: &VirtualPath) {
+        let mut directories = Vec::new();
         for item in items {
             let file = Self::tree_file(top, &item);
-            let Some(content) = item.content else { continue };
+            let Some(content) = item.content else {
+                directories.extend(file.filter(|directory| taken.contains(directory)).map(|path| (path, item.mode)));
+                continue;
+            };
             let Some(file) = file else {
                 self.forget_kept(std::iter::once(&content));
                 continue;
@@ -1069,6 +1080,10 @@ impl Context<'_> {
             let before = Before::File { size: content.len(), version: None };
             let image = Image::File { content, mode: item.mode };
             self.changed(ChangeKind::Remove, &file, None, &before, None, Some(&image));
+        }
+        for (directory, mode) in directories.into_iter().rev() {
+            let image = Image::Tree { mode, items: Vec::new() };
+            self.changed(ChangeKind::Remove, &directory, None, &Before::Directory, None, Some(&image));
         }
     }
 

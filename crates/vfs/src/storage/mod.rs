@@ -422,10 +422,10 @@ pub(crate) struct Removal<'a> {
     /// linked into the keeper under its directory's lock just before it is removed, so the
     /// image is exactly what the removal took.
     pub(crate) keep: Option<&'a TreeKeeping<'a>>,
-    /// Told the path of each file (or link) a recursive removal has removed, as it goes, where
-    /// `keep` does not take the files: the image was taken before, and a removal that stops
-    /// part way must say which of its files are gone (their images are then all that is left
-    /// of them).
+    /// Told the path of each file (or link) a recursive removal has removed without `keep`
+    /// taking it, and of each directory below the top once it is removed, as it goes: a
+    /// removal that stops part way must say which of its files and directories are gone
+    /// (their images are then all that is left of them).
     pub(crate) took: Option<&'a dyn Fn(&VirtualPath)>,
 }
 
@@ -441,8 +441,9 @@ pub(crate) struct TreeKeeping<'a> {
     /// linked or is above `cap`), once one is met.
     pub(crate) refused: std::cell::Cell<Option<&'static str>>,
     pub(crate) cap: u64,
-    /// Told of each file before it is kept (`Context::grows`); false (its record cannot be
-    /// kept) stops the removal there.
+    /// Told of each file before it is kept, and of each directory below the top before its
+    /// removal begins (`Context::grows`); false (its record cannot be kept) stops the removal
+    /// there.
     pub(crate) grows: Box<dyn Fn(&VirtualPath) -> bool + 'a>,
 }
 

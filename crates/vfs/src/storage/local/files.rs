@@ -416,6 +416,11 @@ pub(super) fn remove_tree(
         if !path.is_spelled() {
             keep.refused.set(Some(crate::changes::UNSPELLED));
         }
+        // Room for its item, and for a record of its own should the removal stop after it
+        // is gone (`Context::tell_taken`), as for a file.
+        if !(keep.grows)(path) {
+            return Err(Error::not_journaled_in_tree(keep.top, path));
+        }
         let item = crate::changes::TreeItem { relative: keep.relative(path), content: None, mode: stat.mode & 0o7777 };
         keep.items.borrow_mut().push(item);
     }
@@ -451,7 +456,13 @@ pub(super) fn remove_tree(
         // directory again): not the agent's "pass `recursive`".
         crate::ErrorKind::DirectoryNotEmpty => Error::changed_during_call(path),
         _ => error,
-    })
+    })?;
+    if let Some(took) = removal.took
+        && depth > 0
+    {
+        took(path);
+    }
+    Ok(())
 }
 
 /// Keeps the file `name` of `directory` in the keeping's keeper, as an item of its image, by
