@@ -9,7 +9,9 @@
 //! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at `flush`,
 //! `fsync` or `release`, under that precondition. A reader, through the view or the tools,
 //! sees the old content or the new, never part of a write; a file that changed since the open
-//! (a tool, another process, the disk) is not overwritten: the close fails with `ESTALE`.
+//! (a tool, another process, the disk) is not overwritten: the close fails with `ESTALE`
+//! (an open that only appended puts its bytes at the end of the file as it is then:
+//! `Appends`).
 //! A new file is committed empty at `create`, so that it exists for the calls that follow (a
 //! rename of an editor's temporary file), and its content at the close.
 
@@ -52,6 +54,13 @@ const MAX_OPEN_WRITES: usize = 1024;
 
 /// `O_TRUNC` in the flags of an open, as Linux numbers it (`asm-generic/fcntl.h`).
 const O_TRUNC: i32 = 0o1000;
+
+/// `O_APPEND` in the flags of an open, as Linux numbers it (`asm-generic/fcntl.h`).
+const O_APPEND: i32 = 0o2000;
+
+/// How many times a commit of appends begins again on the file as it is then, when other
+/// writers keep changing it in between (`View::commit`), before it fails as changed.
+const APPEND_ATTEMPTS: usize = 16;
 
 /// The agent's tree as a FUSE file system.
 pub(crate) struct View {
@@ -112,6 +121,30 @@ struct Writing {
     /// it staged is dropped, and every later write, flush and close fails the same way, so
     /// that the part written before is never committed as if it were the file.
     failed: Option<Errno>,
+    /// Opened with `O_APPEND` (and without `O_TRUNC`), and nothing but appended since: see
+    /// [`Appends`].
+    appends: Option<Appends>,
+}
+
+/// An open file's appends. Each write goes at the end of what is staged, whatever offset
+/// the kernel gives (it reckons the end from a size it may have cached for up to [`TTL`],
+/// and another open's writes staged beside this one are in that size: written there, the
+/// gap would be committed as zeros). And a commit that finds the file changed since the
+/// content was staged from it puts the appended bytes at the end of the file as it is then,
+/// as `O_APPEND` writes land, instead of failing: shells appending to one log at once each
+/// keep their lines. A truncate through the open ends this (its content is then its own,
+/// committed only over the version it opened, as any open's).
+#[derive(Clone, Copy)]
+struct Appends {
+    /// Where this open's appends begin in what is staged: the length of the content it was
+    /// staged from.
+    from: u64,
+}
+
+impl Writing {
+    fn new(ino: u64, base: Precondition, append: bool) -> Self {
+        Writing { ino, base, staged: None, failed: None, appends: append.then_some(Appends { from: 0 }) }
+    }
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -344,24 +377,57 @@ impl View {
         {
             staged = self.restage(&staged, &now)?;
         }
-        let path = staged.path().as_str().to_owned();
-        let outcome = staged.commit(&writing.base).map_err(|error| self.refused("write", &path, &error))?;
-        writing.base = outcome.version.map_or(Precondition::Any, Precondition::Version);
-        Ok(())
+        for attempt in 1..=APPEND_ATTEMPTS {
+            let path = staged.path().as_str().to_owned();
+            match staged.commit_or_keep(&writing.base) {
+                Ok(outcome) => {
+                    writing.base = outcome.version.map_or(Precondition::Any, Precondition::Version);
+                    return Ok(());
+                }
+                // Changed since it was staged from: the appends go at the end of the file now.
+                Err((error, Some(kept)))
+                    if error.kind() == vfs::ErrorKind::VersionMismatch && attempt < APPEND_ATTEMPTS =>
+                {
+                    let Some(appends) = writing.appends else { return Err(self.refused("write", &path, &error)) };
+                    writing.base = self.base(&path)?;
+                    let mut now = self
+                        .changing()
+                        .stage_in_place(&path, StageFrom::Current)
+                        .map_err(|error| self.refused("write", &path, &error))?;
+                    let from = now.len();
+                    self.copy_staged(&kept, appends.from, &mut now, from)?;
+                    writing.appends = Some(Appends { from });
+                    staged = now;
+                }
+                Err((error, _)) => return Err(self.refused("write", &path, &error)),
+            }
+        }
+        Err(Errno::ESTALE)
     }
 
     /// A stage at `path` holding what `staged` holds.
     fn restage(&self, staged: &StagedWrite, path: &str) -> Result<StagedWrite, Errno> {
         let refused = |error: &vfs::Error| self.refused("write", path, error);
         let mut moved = self.changing().stage_in_place(path, StageFrom::Empty).map_err(|error| refused(&error))?;
-        let mut offset = 0;
-        while offset < staged.len() {
-            let want = usize::try_from((staged.len() - offset).min(1 << 20)).unwrap_or(1 << 20);
-            let chunk = staged.read_at(offset, want).map_err(|error| refused(&error))?;
-            moved.write_at(offset, &chunk).map_err(|error| refused(&error))?;
+        self.copy_staged(staged, 0, &mut moved, 0)?;
+        Ok(moved)
+    }
+
+    /// Copies what `from` stages past `start` into `to` at `at`, a mebibyte at a time.
+    fn copy_staged(&self, from: &StagedWrite, start: u64, to: &mut StagedWrite, at: u64) -> Result<(), Errno> {
+        let path = to.path().as_str().to_owned();
+        let refused = |error: &vfs::Error| self.refused("write", &path, error);
+        let mut offset = start;
+        while offset < from.len() {
+            let want = usize::try_from((from.len() - offset).min(1 << 20)).unwrap_or(1 << 20);
+            let chunk = from.read_at(offset, want).map_err(|error| refused(&error))?;
+            if chunk.is_empty() {
+                return Err(Errno::EIO);
+            }
+            to.write_at(at + (offset - start), &chunk).map_err(|error| refused(&error))?;
             offset += chunk.len() as u64;
         }
-        Ok(moved)
+        Ok(())
     }
 
     /// `done` of a write or a truncate of `writing`; a failure ends the open file's writing
@@ -382,6 +448,9 @@ impl View {
             let path = lock(&self.inodes).path(writing.ino).ok_or(Errno::ENOENT)?;
             let staged =
                 self.changing().stage_in_place(&path, from).map_err(|error| self.refused("write", &path, &error))?;
+            if let Some(appends) = &mut writing.appends {
+                appends.from = staged.len();
+            }
             writing.staged = Some(staged);
         }
         Ok(())
@@ -401,6 +470,7 @@ impl View {
         {
             let mut writing = lock(writing);
             self.stage(&mut writing, StageFrom::Current)?;
+            writing.appends = None;
             let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
             let path = staged.path().as_str().to_owned();
             let cut = staged.set_len(size).map_err(|error| self.refused("truncate", &path, &error));
@@ -659,8 +729,9 @@ impl Filesystem for View {
             }
             self.take_write()?;
             let writing = (|| -> Result<Writing, Errno> {
-                let mut writing = Writing { ino: ino.0, base: self.base(&path)?, staged: None, failed: None };
-                if flags.0 & O_TRUNC != 0 {
+                let append = flags.0 & O_APPEND != 0 && !truncating;
+                let mut writing = Writing::new(ino.0, self.base(&path)?, append);
+                if truncating {
                     self.stage(&mut writing, StageFrom::Empty)?;
                 }
                 Ok(writing)
@@ -730,8 +801,11 @@ impl Filesystem for View {
             let Handle::Write(writing) = &*handle else { return Err(Errno::EBADF) };
             let mut writing = lock(writing);
             self.stage(&mut writing, StageFrom::Current)?;
+            let appending = writing.appends.is_some();
             let staged = writing.staged.as_mut().ok_or(Errno::EIO)?;
             let path = staged.path().as_str().to_owned();
+            // An append goes at the end of what is staged, not where the kernel reckons it.
+            let offset = if appending { staged.len() } else { offset };
             let written = staged.write_at(offset, data).map_err(|error| self.refused("write", &path, &error));
             Self::failing(&mut writing, written)?;
             Ok(data.len() as u32)
@@ -910,7 +984,7 @@ impl Filesystem for View {
         name: &OsStr,
         _mode: u32,
         _umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         acting(req);
@@ -936,12 +1010,8 @@ impl Filesystem for View {
             let (ino, attr) = self.entry(&path)?;
             self.forget_cached(ino);
             let base = outcome.version.map_or(Precondition::Any, Precondition::Version);
-            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing {
-                ino,
-                base,
-                staged: None,
-                failed: None,
-            }))));
+            let append = flags & O_APPEND != 0;
+            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing::new(ino, base, append)))));
             Ok((attr, fh))
         });
         match result {

@@ -358,6 +358,64 @@ fn a_file_changed_since_the_open_is_not_overwritten_at_the_close() {
     assert_eq!(fs::read(view.fixture.physical("w/race.txt")).unwrap(), b"theirs\n");
 }
 
+/// Appends land at the end of the file as it is when they are committed. The kernel reckons
+/// an append's offset from a size it may have cached (a second, or another open's writes
+/// staged beside): written there, the gap was committed as zeros. And two opens appending at
+/// once each keep their bytes (the second to close failed with `ESTALE`, its lines lost).
+#[test]
+fn appends_land_at_the_end_of_the_file_as_it_is_at_their_close() {
+    let Some(view) = mount(standard) else { return };
+    let append = |path: &str| OpenOptions::new().append(true).open(view.at(path)).unwrap();
+    // A size the kernel cached, then the file cut short on the disk.
+    fs::write(view.at("/w/log.txt"), b"a-long-line-of-content-here\n").unwrap();
+    assert_eq!(fs::metadata(view.at("/w/log.txt")).unwrap().len(), 28);
+    fs::write(view.fixture.physical("w/log.txt"), b"S\n").unwrap();
+    let mut file = append("/w/log.txt");
+    file.write_all(b"X\n").unwrap();
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/log.txt")).unwrap(), b"S\nX\n");
+
+    // Two opens of one process, the first closed last.
+    fs::write(view.fixture.physical("w/two.txt"), b"base\n").unwrap();
+    let mut first = append("/w/two.txt");
+    first.write_all(b"AAAA\n").unwrap();
+    let mut second = append("/w/two.txt");
+    second.write_all(b"BBBB\n").unwrap();
+    second.sync_all().unwrap();
+    first.write_all(b"aaaa\n").unwrap();
+    first.sync_all().unwrap();
+    drop((first, second));
+    assert_eq!(fs::read(view.fixture.physical("w/two.txt")).unwrap(), b"base\nBBBB\nAAAA\naaaa\n");
+
+    // Eight appenders at once, each line kept whole.
+    fs::write(view.fixture.physical("w/many.txt"), b"base\n").unwrap();
+    std::thread::scope(|scope| {
+        for index in 0..8 {
+            let view = &view;
+            scope.spawn(move || {
+                let mut file = OpenOptions::new().append(true).open(view.at("/w/many.txt")).unwrap();
+                file.write_all(format!("line {index}\n").as_bytes()).unwrap();
+                file.sync_all().unwrap();
+            });
+        }
+    });
+    let text = fs::read_to_string(view.fixture.physical("w/many.txt")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.remove(0), "base");
+    lines.sort_unstable();
+    assert_eq!(lines, (0..8).map(|index| format!("line {index}")).collect::<Vec<_>>());
+
+    // An open that cut its file is its own content: committed only over what it opened.
+    fs::write(view.fixture.physical("w/cut.txt"), b"one\n").unwrap();
+    let mut file = append("/w/cut.txt");
+    file.set_len(0).unwrap();
+    file.write_all(b"two\n").unwrap();
+    fs::write(view.fixture.physical("w/cut.txt"), b"theirs\n").unwrap();
+    assert_eq!(errno(file.sync_all()), ESTALE);
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/cut.txt")).unwrap(), b"theirs\n");
+}
+
 #[test]
 fn moves_and_deletes_keep_the_rules() {
     let Some(view) = mount(standard) else { return };

@@ -463,13 +463,30 @@ impl StagedWrite {
     /// Puts the staged content in the file at once, when `precondition` holds then (checked
     /// under the directory's lock), and tells the change feed.
     pub fn commit(self, precondition: &Precondition) -> Result<WriteOutcome, Error> {
+        self.commit_or_keep(precondition).map_err(|(error, _)| error)
+    }
+
+    /// [`StagedWrite::commit`], with the stage handed back when the commit was refused before
+    /// anything was put (`precondition` did not hold, say): for a caller that builds the next
+    /// content from what it staged (a view's appends, put at the end of the file as it is
+    /// now). The stage handed back is for reading: its call has ended, so a new stage is
+    /// the one to commit.
+    pub fn commit_or_keep(
+        self,
+        precondition: &Precondition,
+    ) -> Result<WriteOutcome, (Error, Option<Box<StagedWrite>>)> {
         let StagedWrite { registry, caller, call, path, place, staged } = self;
+        let mut staged = Some(staged);
         let context = Context::new(&registry.inner, caller, Deadline::never(), call.clone());
         let result = audited(caller, Operation::Write, path.as_str(), &call, || {
-            context.commit_staged(&path, &place, staged, precondition)
+            context.commit_staged(&path, &place, &mut staged, precondition)
         });
+        drop(context);
         registry.inner.call_ended(&call);
-        result
+        result.map_err(|error| {
+            let kept = staged.map(|staged| Box::new(StagedWrite { registry, caller, call, path, place, staged }));
+            (error, kept)
+        })
     }
 }
 

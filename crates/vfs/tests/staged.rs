@@ -110,6 +110,41 @@ fn a_staged_write_appears_whole_at_its_commit_on_a_local_mount() {
 /// A recursive delete of a tree in which a stage is being built removes the stage's
 /// temporary file with the tree (it cannot tell it from one a crash left behind): the commit
 /// then fails as changed, and creates nothing, not even the directory again.
+/// A commit refused before its put hands the stage back, whole, to be read (the view builds
+/// an append's next content from it).
+#[test]
+fn a_stage_refused_before_its_put_is_handed_back_to_be_read() {
+    let fixture = Fixture::new();
+    fixture.file("w/a.txt", "base\n");
+    let registry =
+        MountRegistry::builder().mount(fixture.spec("w", "/w", "rw")).build(vfs::ambient_authority()).unwrap();
+    let agent = registry.agent();
+    let mut staged = agent.stage("/w/a.txt", StageFrom::Current).unwrap();
+    staged.write_at(5, b"mine\n").unwrap();
+    let stale = Precondition::Version("0000000000000000".to_owned());
+    let (error, kept) = staged.commit_or_keep(&stale).unwrap_err();
+    assert_eq!(error.kind(), vfs::ErrorKind::VersionMismatch);
+    let kept = kept.expect("handed back");
+    assert_eq!(kept.read_at(0, 100).unwrap(), b"base\nmine\n");
+    assert_eq!(read(&agent, "/w/a.txt"), "base\n");
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn an_object_stage_refused_by_its_conditional_put_has_nothing_to_hand_back() {
+    let objects = MountRegistry::builder()
+        .mount("memory://kept:/w:rw".parse::<vfs::MountSpec>().unwrap())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = objects.agent();
+    agent.write("/w/a.txt", "base\n", &Precondition::Absent).unwrap();
+    let staged = agent.stage("/w/a.txt", StageFrom::Current).unwrap();
+    let stale = Precondition::Version("0000000000000000".to_owned());
+    let (error, kept) = staged.commit_or_keep(&stale).unwrap_err();
+    assert_eq!(error.kind(), vfs::ErrorKind::VersionMismatch);
+    assert!(kept.is_none());
+}
+
 #[test]
 fn a_stage_in_a_tree_deleted_meanwhile_commits_nothing() {
     let fixture = Fixture::new();

@@ -565,12 +565,13 @@ impl Context<'_> {
 
     /// Commits a staged write when `precondition` holds, under the directory's lock (the
     /// checks a write makes, again: the git look-alike guard, what is at the place), and tells
-    /// the change feed.
+    /// the change feed. The stage is taken out of `staged` by the put only: refused before it,
+    /// the caller has it still.
     pub(crate) fn commit_staged(
         &self,
         path: &VirtualPath,
         place: &Place<gate::Write>,
-        staged: Staged,
+        staged: &mut Option<Staged>,
         precondition: &Precondition,
     ) -> Result<WriteOutcome, Error> {
         let store = self.store(place.mount);
@@ -589,13 +590,14 @@ impl Context<'_> {
             Some(stat) => Before::File { size: stat.size, version: precondition.version() },
             None => Before::Absent,
         };
-        let bytes = staged.len();
+        let bytes = staged.as_ref().map_or(0, Staged::len);
         let image = self.keeps_images(path).then(|| match existing {
             Some(stat) => self.file_image(store, &place.node, Some(stat.size), path),
             None => Image::Absent,
         });
         self.intends(ChangeKind::Write, path, None, &before, image.as_ref())
             .inspect_err(|_| self.forget_image(image.as_ref()))?;
+        let staged = staged.take().ok_or_else(|| Error::changed_during_call(path))?;
         let version = store.commit(place, staged, &when, path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, path, None, &before, version.as_deref(), image.as_ref());
         Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
