@@ -217,6 +217,10 @@ struct RunLimits {
     /// The address space of each process, in MiB.
     #[arg(id = "run_max_memory", long = "run-max-memory", value_name = "MIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(16..=1 << 24))]
     max_memory: u64,
+    /// The size of each of a command's places in memory, `/tmp`, `/home/agent` and
+    /// `/dev/shm`, in MiB (the rest of the sandbox outside the tree is read-only).
+    #[arg(id = "run_max_scratch", long = "run-max-scratch", value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    max_scratch: u64,
     /// Add a variable to the commands' environment: `NAME=VALUE`, or `NAME` for its value in
     /// vfs's own environment (repeatable). Otherwise they get only `PATH`, `HOME`, `LANG`,
     /// `TERM` and `PWD`.
@@ -230,6 +234,7 @@ impl RunLimits {
             max_timeout: std::time::Duration::from_secs(self.timeout),
             max_processes: self.max_processes,
             max_memory_mib: self.max_memory,
+            max_scratch_mib: self.max_scratch,
             env: self.env.clone(),
         }
     }

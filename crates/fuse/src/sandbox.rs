@@ -22,7 +22,10 @@
 //!   the private directory, read from a descriptor, out of the command line that processes
 //!   inside can read; no other descriptor of vfs's reaches it): bubblewrap gives it new user, mount,
 //!   PID, IPC, UTS and network namespaces (no network, not even the host's loopback), and
-//!   `prlimit` its bounds (processes, address space, no core files). The command is the first
+//!   `prlimit` its bounds (processes, address space, no core files). Outside the tree it
+//!   writes only bounded places in memory (`/tmp`, `HOME`, `/dev/shm`: `max_scratch` each;
+//!   `/` and `/dev` are remounted read-only), and it can make no user namespace of its own.
+//!   The command is the first
 //!   process of its PID namespace's init, so when it ends, or is killed at its time limit or
 //!   on cancellation, every process it started ends with it.
 //! - **As root**, the commands run as a host user of their own (`0x5eed0000` plus a number
@@ -172,6 +175,9 @@ pub struct SandboxOptions {
     pub max_processes: u64,
     /// The address space of each process, in bytes.
     pub max_memory: u64,
+    /// The size of each of the command's places in memory (`/tmp`, `HOME`, `/dev/shm`), in
+    /// bytes: what a command writes there is memory no address-space limit counts.
+    pub max_scratch: u64,
     /// Variables added to the environment (`PATH`, `HOME`, `LANG` and `TERM` are always set).
     pub env: Vec<(String, String)>,
     /// Threads answering the view's kernel requests.
@@ -182,7 +188,14 @@ pub struct SandboxOptions {
 
 impl Default for SandboxOptions {
     fn default() -> Self {
-        SandboxOptions { max_processes: 256, max_memory: 4 << 30, env: Vec::new(), threads: 4, refusals: None }
+        SandboxOptions {
+            max_processes: 256,
+            max_memory: 4 << 30,
+            max_scratch: 1 << 30,
+            env: Vec::new(),
+            threads: 4,
+            refusals: None,
+        }
     }
 }
 
@@ -593,7 +606,10 @@ impl Sandbox {
     fn bwrap_arguments(&self, cwd: &str, passwd: i32, group: i32) -> Vec<OsString> {
         let mut arguments: Vec<OsString> = Vec::new();
         let mut add = |items: &[&str]| arguments.extend(items.iter().map(OsString::from));
-        add(&["--unshare-all", "--die-with-parent", "--new-session", "--hostname", "vfs"]);
+        // A user namespace of its own, in which no other can be made (a nested one would
+        // give the command a root of its own to mount and unshare with).
+        add(&["--unshare-all", "--unshare-user", "--disable-userns"]);
+        add(&["--die-with-parent", "--new-session", "--hostname", "vfs"]);
         let id = AGENT_ID.to_string();
         add(&["--uid", &id, "--gid", &id]);
         add(&["--ro-bind", "/usr", "/usr"]);
@@ -614,7 +630,13 @@ impl Sandbox {
             &group.to_string(),
             "/etc/group",
         ]);
-        add(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--tmpfs", HOME]);
+        // The places a command may write besides the tree are memory, each bounded (a tmpfs
+        // takes half the machine's memory by default, and no address-space limit counts
+        // it); `/dev` is read-only once its `shm` is mounted, and so is `/` once everything
+        // is bound (both are bubblewrap's own tmpfs, unbounded).
+        let scratch = self.options.max_scratch.to_string();
+        add(&["--proc", "/proc", "--dev", "/dev", "--size", &scratch, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]);
+        add(&["--size", &scratch, "--tmpfs", "/tmp", "--dir", "/home", "--size", &scratch, "--tmpfs", HOME]);
         let view = self.directory.join("view");
         // Shallow roots first, so a nested root is bound over its parent's binding.
         let mut roots = self.roots.clone();
@@ -626,7 +648,7 @@ impl Sandbox {
             };
             arguments.extend(["--bind".into(), source.into_os_string(), root.into()]);
         }
-        arguments.extend(["--chdir".into(), cwd.into()]);
+        arguments.extend(["--remount-ro".into(), "/".into(), "--chdir".into(), cwd.into()]);
         arguments
     }
 }

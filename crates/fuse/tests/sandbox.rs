@@ -343,6 +343,29 @@ fn a_fork_bomb_is_held_and_the_environment_is_exactly_the_sandboxs() {
     );
 }
 
+/// Outside the tree a command writes only memory that is bounded: `/tmp`, `HOME` and
+/// `/dev/shm` hold `max_scratch` each, and `/`, `/home` and `/dev` are read-only (each was a
+/// tmpfs of half the machine's memory, which no address-space limit counts). No user
+/// namespace can be made inside (a root of its own to mount with).
+#[test]
+fn a_command_writes_only_the_tree_and_bounded_scratch_places() {
+    let options = SandboxOptions { max_scratch: 1 << 20, ..SandboxOptions::default() };
+    let Some((_fixture, sandbox)) = sandbox(options) else { return };
+    let script = "for place in /tmp /home/agent /dev/shm; do \
+            head -c 2000000 /dev/zero > $place/big 2>/dev/null; echo \"$place $(wc -c < $place/big)\"; \
+        done; \
+        for place in / /home /dev /etc; do touch $place/x 2>/dev/null && echo \"$place written\"; done; \
+        unshare -U true 2>/dev/null || echo no-userns; \
+        echo kept > /w/kept.txt && cat /w/kept.txt; echo null > /dev/null && echo null";
+    let outcome = shell(&sandbox, script, "/");
+    assert_eq!(
+        text(&outcome.stdout.tail),
+        "/tmp 1048576\n/home/agent 1048576\n/dev/shm 1048576\nno-userns\nkept\nnull\n",
+        "{}",
+        text(&outcome.stderr.tail)
+    );
+}
+
 #[test]
 fn output_is_streamed_and_capped_to_its_tail() {
     let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };

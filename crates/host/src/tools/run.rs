@@ -35,13 +35,22 @@ pub struct RunOptions {
     pub max_processes: u64,
     /// Address space of each process, in MiB (`--run-max-memory`).
     pub max_memory_mib: u64,
+    /// Size of each of a command's places in memory (`/tmp`, `HOME`, `/dev/shm`), in MiB
+    /// (`--run-max-scratch`).
+    pub max_scratch_mib: u64,
     /// `--run-env NAME` or `NAME=VALUE`, in order.
     pub env: Vec<String>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { max_timeout: Duration::from_mins(10), max_processes: 256, max_memory_mib: 4096, env: Vec::new() }
+        RunOptions {
+            max_timeout: Duration::from_mins(10),
+            max_processes: 256,
+            max_memory_mib: 4096,
+            max_scratch_mib: 1024,
+            env: Vec::new(),
+        }
     }
 }
 
@@ -108,6 +117,7 @@ impl Runner {
             SandboxOptions {
                 max_processes: options.max_processes,
                 max_memory: options.max_memory_mib.saturating_mul(1 << 20),
+                max_scratch: options.max_scratch_mib.saturating_mul(1 << 20),
                 env,
                 refusals,
                 ..SandboxOptions::default()
