@@ -388,20 +388,41 @@ pub(crate) fn unprovided(crew: &Crew, selected: &[Entry]) -> Vec<HostError> {
         .collect()
 }
 
-/// Adds the exchange log (creating `log_folder` inside it) and builds the frozen registry.
+/// Adds the exchange log (creating `log_folder` inside it) and builds the frozen registry. A
+/// launch refused here removes the directories it made for the log and the journal (a log
+/// or journal named inside an agent's writable mount is refused only once it exists, and
+/// was left there, in the agent's tree).
 pub(crate) fn finish(
+    options: &LaunchOptions,
+    selected: Vec<Entry>,
+    rules: &[vfs::NameRule],
+    crew: Option<Crew>,
+    log_folder: Option<String>,
+    authority: AmbientAuthority,
+) -> Result<Launch, Problems> {
+    let mut made = Vec::new();
+    let launch = finish_making(options, selected, rules, crew, log_folder, authority, &mut made);
+    if launch.is_err() {
+        vfs::host_path::remove_made_directories(&made, authority);
+    }
+    launch
+}
+
+/// [`finish`], noting in `made` each directory it makes.
+fn finish_making(
     options: &LaunchOptions,
     mut selected: Vec<Entry>,
     rules: &[vfs::NameRule],
     crew: Option<Crew>,
     log_folder: Option<String>,
     authority: AmbientAuthority,
+    made: &mut Vec<PathBuf>,
 ) -> Result<Launch, Problems> {
     if let Some(directory) = &options.llm_log {
         let directory = absolute(&options.current_dir, directory);
         match &log_folder {
-            Some(folder) => ensure_directory(&directory.join(folder), "exchange log", authority)?,
-            None => ensure_directory(&directory, "exchange log", authority)?,
+            Some(folder) => made.extend(ensure_directory(&directory.join(folder), "exchange log", authority)?),
+            None => made.extend(ensure_directory(&directory, "exchange log", authority)?),
         }
         selected.push(Entry {
             spec: MountSpec::local(directory.clone(), runner_root(LOG_ROOT), Rights::ReadWrite),
@@ -416,7 +437,7 @@ pub(crate) fn finish(
             crate::journal::check_journal_bound(bound)
                 .map_err(|why| HostError::JournalBound { given: crate::journal::byte_words(bound), why })?;
             let directory = absolute(&options.current_dir, directory);
-            ensure_directory(&directory, "journal", authority)?;
+            made.extend(ensure_directory(&directory, "journal", authority)?);
             selected.push(Entry {
                 spec: MountSpec::local(directory.clone(), runner_root(crate::journal::JOURNAL_ROOT), Rights::ReadWrite),
                 visibility: Visibility::Internal,
@@ -874,12 +895,12 @@ fn ambiguous(root: &MountRoot, group: &[&Entry]) -> HostError {
 }
 
 /// Creates `directory` and its missing parents, with the operator's authority; `purpose`
-/// names it in a refusal (`exchange log`, `journal`).
+/// names it in a refusal (`exchange log`, `journal`). Returns the directories it made.
 pub(crate) fn ensure_directory(
     directory: &Path,
     purpose: &'static str,
     authority: AmbientAuthority,
-) -> Result<(), HostError> {
+) -> Result<Vec<PathBuf>, HostError> {
     host_path::create_directories(directory, authority).map_err(|reason| HostError::LogDir {
         path: path_text(directory),
         purpose,
@@ -1022,6 +1043,26 @@ mod tests {
         let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
         assert_eq!(problems.0.len(), 1);
         assert!(matches!(&problems.0[0], HostError::Registry(vfs::ConfigError::InternalInsideWritable { .. })));
+    }
+
+    /// A journal or a log named inside an agent's writable mount is refused once its
+    /// directory exists: the refused launch removes the directories it made, and leaves one
+    /// that was there, and one anyone filled since, as they are.
+    #[test]
+    fn a_refused_launch_leaves_no_directory_of_its_own_in_the_agents_tree() {
+        let setup = Setup::new();
+        let mut options = setup.options();
+        options.mounts = vec!["one:/w:rw".to_owned()];
+        options.journal = Some(PathBuf::from("one/j/deeper"));
+        options.llm_log = Some(PathBuf::from("one/logs"));
+        let problems = compose(&options, vfs::ambient_authority()).unwrap_err();
+        assert!(matches!(&problems.0[0], HostError::Registry(vfs::ConfigError::InternalInsideWritable { .. })));
+        let left: Vec<_> = std::fs::read_dir(setup.dir.path().join("one")).unwrap().collect();
+        assert_eq!(left.len(), 0, "{left:?}");
+        std::fs::create_dir(setup.dir.path().join("one/logs")).unwrap();
+        compose(&options, vfs::ambient_authority()).unwrap_err();
+        assert!(setup.dir.path().join("one/logs").is_dir(), "there before: left");
+        assert!(!setup.dir.path().join("one/j").exists());
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -217,11 +217,13 @@ fn read_open(fd: &OwnedFd, limit: u64) -> Result<String, HostPathError> {
 }
 
 /// Creates the directory `path` and its missing parents (links followed in the part that
-/// exists), like `mkdir -p`; a directory already there is left as it is.
+/// exists), like `mkdir -p`; a directory already there is left as it is. Returns the
+/// directories it made, parents first (for [`remove_made_directories`], should what they
+/// were made for be refused).
 ///
 /// # Errors
 /// A part of the path that exists is not a directory, no part exists, or the system refuses.
-pub fn create_directories(path: &Path, authority: AmbientAuthority) -> Result<(), HostPathError> {
+pub fn create_directories(path: &Path, authority: AmbientAuthority) -> Result<Vec<PathBuf>, HostPathError> {
     let mut missing = Vec::new();
     let mut ancestor = path;
     loop {
@@ -238,16 +240,27 @@ pub fn create_directories(path: &Path, authority: AmbientAuthority) -> Result<()
             Err(other) => return Err(other),
         }
     }
+    let mut made = Vec::new();
     for directory in missing.into_iter().rev() {
         match rustix::fs::mkdir(directory, Mode::from_raw_mode(0o777)) {
-            Ok(()) => {}
+            Ok(()) => made.push(directory.to_path_buf()),
             // Made meanwhile by someone else: a directory is what was asked for.
             Err(Errno::EXIST) if probe(directory, authority).ok() == Some(HostKind::Directory) => {}
             Err(Errno::EXIST) => return Err(HostPathError::NotADirectory),
             Err(errno) => return Err(os(errno)),
         }
     }
-    Ok(())
+    Ok(made)
+}
+
+/// Removes the directories [`create_directories`] made (`made`, parents first), deepest
+/// first, each only while it is empty: a refused launch leaves nothing of its own behind,
+/// and nothing anyone put there since is touched. Best effort: what cannot be removed stays.
+pub fn remove_made_directories(made: &[PathBuf], authority: AmbientAuthority) {
+    let _ = authority;
+    for directory in made.iter().rev() {
+        let _ = rustix::fs::unlinkat(rustix::fs::CWD, directory, rustix::fs::AtFlags::REMOVEDIR);
+    }
 }
 
 #[cfg(test)]
@@ -307,9 +320,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let authority = ambient_authority();
         let deep = dir.path().join("a/b/c");
-        create_directories(&deep, authority).unwrap();
+        let made = create_directories(&deep, authority).unwrap();
+        assert_eq!(made, [dir.path().join("a"), dir.path().join("a/b"), deep.clone()]);
         assert_eq!(probe(&deep, authority).unwrap(), HostKind::Directory);
-        create_directories(&deep, authority).unwrap();
+        assert_eq!(create_directories(&deep, authority).unwrap(), Vec::<PathBuf>::new());
+        // Removed deepest first, each only while empty.
+        std::fs::write(dir.path().join("a/kept.txt"), "").unwrap();
+        remove_made_directories(&made, authority);
+        assert!(!dir.path().join("a/b").exists());
+        assert!(dir.path().join("a/kept.txt").exists());
         std::fs::write(dir.path().join("file"), "").unwrap();
         let refusal = create_directories(&dir.path().join("file/x"), authority).unwrap_err();
         assert_eq!(refusal.to_string(), "it is not a directory");
