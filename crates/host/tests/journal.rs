@@ -189,6 +189,48 @@ fn a_file_above_the_write_cap_is_journaled_not_undoable() {
     assert_eq!(image_bytes(base.path()), 10, "the small file's image alone");
 }
 
+/// A delete the journal could keep no copy of (a link, a tree holding one) goes through, as
+/// the journal's rules say, and its answer says it cannot be undone, and why (it said only
+/// "deleted directory", and the agent learnt it at the undo). One that can be undone says
+/// nothing more.
+#[test]
+fn a_delete_that_cannot_be_undone_says_so() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    let w = base.path().join("w");
+    std::fs::create_dir_all(w.join("dl")).unwrap();
+    std::fs::write(w.join("dl/q.txt"), "q\n").unwrap();
+    std::os::unix::fs::symlink("q.txt", w.join("dl/l")).unwrap();
+    std::os::unix::fs::symlink("dl/q.txt", w.join("link")).unwrap();
+    std::fs::create_dir_all(w.join("plain")).unwrap();
+    std::fs::write(w.join("plain/p.txt"), "p\n").unwrap();
+    let delete = |path: &str| {
+        let Value::Object(arguments) = json!({ "path": path, "recursive": true }) else { unreachable!() };
+        let output = tools.call("delete_file", Some(arguments)).unwrap();
+        assert!(!output.is_error, "{}", output.text);
+        (output.text, output.structured.unwrap())
+    };
+    assert_eq!(
+        delete("/w/dl"),
+        (
+            "deleted directory `/w/dl`; it cannot be undone: the journal of changes could keep no copy of it (it holds a link or a special file)".to_owned(),
+            json!({ "path": "/w/dl", "kind": "directory", "notUndoable": "it holds a link or a special file" })
+        )
+    );
+    assert_eq!(
+        delete("/w/link").0,
+        "deleted link `/w/link`; it cannot be undone: the journal of changes could keep no copy of it (a link)"
+    );
+    assert_eq!(
+        delete("/w/plain"),
+        ("deleted directory `/w/plain`".to_owned(), json!({ "path": "/w/plain", "kind": "directory" }))
+    );
+    let states: Vec<String> =
+        states_of(base.path()).into_iter().map(|(path, state)| format!("{path} {state}")).collect();
+    assert_eq!(states, ["/w/dl not undoable", "/w/link not undoable", "/w/plain undoable"]);
+}
+
 /// Each entry of the journal at `base`, oldest first: its paths and its state.
 fn states_of(base: &Path) -> Vec<(String, String)> {
     let entries = vfs_host::open_journal(&base.join("journal"), vfs::ambient_authority()).unwrap().entries();

@@ -133,6 +133,10 @@ pub struct DeleteOutcome {
     pub path: VirtualPath,
     /// `file`, `directory` or `link`.
     pub kind: &'static str,
+    /// Why this delete cannot be undone, where changes are journaled and the journal could
+    /// keep no copy of what it took (a link, a tree holding one, a file above the write cap).
+    #[serde(rename = "notUndoable", skip_serializing_if = "Option::is_none")]
+    pub not_undoable: Option<&'static str>,
 }
 
 impl DeleteOutcome {
@@ -145,7 +149,13 @@ impl DeleteOutcome {
     /// [`DeleteOutcome::to_text`] as its pieces.
     #[must_use]
     pub fn agent_text(&self) -> AgentText {
-        agent_text!["deleted ", self.kind, " ", code(&self.path)]
+        let mut text = agent_text!["deleted ", self.kind, " ", code(&self.path)];
+        if let Some(why) = self.not_undoable {
+            text.composed("; it cannot be undone: the journal of changes could keep no copy of it (")
+                .composed(why)
+                .composed(")");
+        }
+        text
     }
 }
 
@@ -990,7 +1000,11 @@ impl Context<'_> {
             Kind::Symlink => "link",
             Kind::File | Kind::Special => "file",
         };
-        Ok(DeleteOutcome { path, kind })
+        let not_undoable = match image {
+            Some(Image::NotKept(why)) => Some(why),
+            _ => None,
+        };
+        Ok(DeleteOutcome { path, kind, not_undoable })
     }
 
     /// The before image of what a removal at `located` takes, read before it (the caller
