@@ -178,9 +178,23 @@ fn a_file_above_the_write_cap_is_journaled_not_undoable() {
     let cap = vfs::Limits::default().write_bytes;
     std::fs::write(base.path().join("w/big.bin"), vec![b'b'; usize::try_from(cap + 1).unwrap()]).unwrap();
     std::fs::write(base.path().join("w/small.bin"), vec![b's'; 10]).unwrap();
-    for path in ["/w/big.bin", "/w/small.bin"] {
-        call(&tools, "write_file", &json!({ "path": path, "content": "now\n", "overwrite": true }));
-    }
+    let texts: Vec<String> = ["/w/big.bin", "/w/small.bin"]
+        .into_iter()
+        .map(|path| call(&tools, "write_file", &json!({ "path": path, "content": "now\n", "overwrite": true })))
+        .collect();
+    // The answer says which cannot be undone, and why.
+    let version =
+        |text: &str| text.split("version ").nth(1).unwrap_or_default().split(')').next().unwrap_or_default().to_owned();
+    assert_eq!(
+        texts,
+        [
+            format!(
+                "replaced `/w/big.bin` (4 bytes, version {}); it cannot be undone: the journal of changes could keep no copy of what it replaced (above the write cap)",
+                version(&texts[0])
+            ),
+            format!("replaced `/w/small.bin` (4 bytes, version {})", version(&texts[1])),
+        ]
+    );
     let states = states_of(base.path());
     assert_eq!(
         states,

@@ -32,6 +32,10 @@ pub struct WriteOutcome {
     /// The new version token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Why this write cannot be undone, where changes are journaled and the journal could
+    /// keep no copy of the file it replaced (one above the write cap, or unreadable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_undoable: Option<&'static str>,
 }
 
 impl WriteOutcome {
@@ -50,7 +54,21 @@ impl WriteOutcome {
             text.composed(&format!(", version {version}"));
         }
         text.composed(")");
+        if let Some(why) = self.not_undoable {
+            text.composed("; it cannot be undone: the journal of changes could keep no copy of what it replaced (")
+                .composed(why)
+                .composed(")");
+        }
         text
+    }
+}
+
+/// Why the change whose before image is `image` cannot be undone: the reason it was not
+/// kept, where an observer asked for it.
+fn not_undoable(image: Option<&Image>) -> Option<&'static str> {
+    match image {
+        Some(Image::NotKept(why)) => Some(why),
+        _ => None,
     }
 }
 
@@ -491,7 +509,8 @@ impl Context<'_> {
         let version =
             store.put(&located, content, &when, mode, &path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, &path, None, &before, version.as_deref(), image.as_ref());
-        Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version })
+        let not_undoable = not_undoable(image.as_ref());
+        Ok(WriteOutcome { path, bytes: content.len() as u64, created: existing.is_none(), version, not_undoable })
     }
 
     /// Refuses to write over what is not a regular file.
@@ -610,7 +629,8 @@ impl Context<'_> {
         let staged = staged.take().ok_or_else(|| Error::changed_during_call(path))?;
         let version = store.commit(place, staged, &when, path).inspect_err(|_| self.forget_image(image.as_ref()))?;
         self.changed(ChangeKind::Write, path, None, &before, version.as_deref(), image.as_ref());
-        Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version })
+        let not_undoable = not_undoable(image.as_ref());
+        Ok(WriteOutcome { path: path.clone(), bytes, created: existing.is_none(), version, not_undoable })
     }
 
     /// Refuses the commit of a stage whose directory is no longer at the path it was staged
@@ -1000,10 +1020,7 @@ impl Context<'_> {
             Kind::Symlink => "link",
             Kind::File | Kind::Special => "file",
         };
-        let not_undoable = match image {
-            Some(Image::NotKept(why)) => Some(why),
-            _ => None,
-        };
+        let not_undoable = not_undoable(image.as_ref());
         Ok(DeleteOutcome { path, kind, not_undoable })
     }
 
