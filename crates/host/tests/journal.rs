@@ -2183,6 +2183,97 @@ impl Drop for SmallDisk {
     }
 }
 
+/// Two tree removals at once on a disk that fills: the room each makes sure of as it grows is
+/// counted with the other's, so neither leaves a file taken without its record. Each is
+/// refused whole (no room for its intent), stops part way, or goes through whole; every
+/// change is undoable (none cut short), and with room again, undoing each session's changes
+/// puts both trees back whole. With 64 KiB left, the records of both whole trees would not
+/// fit (one stops part way, the other finds no room for its intent); with 320 KiB, both
+/// begin and either may go through.
+#[test]
+fn two_tree_removals_at_once_on_a_disk_that_fills_leave_every_file_taken_recorded() {
+    for left in [64 * 1024, 320 * 1024] {
+        two_tree_removals_at_once(left);
+    }
+}
+
+fn two_tree_removals_at_once(left: u64) {
+    const FILES: usize = 400;
+    let base = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(&base.path().join("disk"), "1m") else { return };
+    let root = disk.0.clone();
+    let launch = launch(&root);
+    let name = |index: usize| format!("{index:04}-{}", "n".repeat(120));
+    for tree in ["t1", "t2"] {
+        std::fs::create_dir_all(root.join("w").join(tree)).unwrap();
+        for index in 0..FILES {
+            std::fs::write(root.join("w").join(tree).join(name(index)), "").unwrap();
+        }
+    }
+    let names = |tree: &str| -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(root.join("w").join(tree)) else { return Vec::new() };
+        let mut names: Vec<String> = entries.map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    };
+    let sessions = [launch.tools(None), launch.tools(None)];
+    call(&sessions[0], "write_file", &json!({ "path": "/w/first.txt", "content": "the log is open\n" }));
+    // Full but for a little (about the room one removal's records need), so that both begin
+    // and the room runs out while both run: either may go through whole, stop part way, or
+    // find no room for its intent.
+    let filler = disk.fill();
+    let length = filler.metadata().unwrap().len();
+    filler.set_len(length.saturating_sub(left)).unwrap();
+    drop(filler);
+
+    let answers: Vec<(bool, String)> = std::thread::scope(|scope| {
+        let deletes: Vec<_> = ["t1", "t2"]
+            .iter()
+            .zip(&sessions)
+            .map(|(tree, tools)| {
+                scope.spawn(move || {
+                    answer(tools, "delete_file", &json!({ "path": format!("/w/{tree}"), "recursive": true }))
+                })
+            })
+            .collect();
+        deletes.into_iter().map(|delete| delete.join().unwrap()).collect()
+    });
+    let mut undo_counts = Vec::new();
+    for (tree, (error, text)) in ["t1", "t2"].iter().zip(&answers) {
+        let taken = FILES - names(tree).len();
+        let refused = format!(
+            "`/w/{tree}` was not changed: vfs could not record the change in its journal (where every change is kept so that it can be undone); tell the operator, whose log says why"
+        );
+        if *error && *text == refused {
+            // No room for even its intent: nothing taken.
+            assert_eq!(taken, 0, "{tree}");
+            undo_counts.push(0);
+        } else if *error {
+            let stopped =
+                format!("`/w/{tree}` was not deleted whole: vfs could not record the deletion of `/w/{tree}/");
+            assert!(text.starts_with(&stopped), "{text}");
+            assert!(taken < FILES, "{tree}: {taken} taken");
+            undo_counts.push(taken);
+        } else {
+            assert_eq!(text, &format!("deleted directory `/w/{tree}`"));
+            undo_counts.push(1);
+        }
+    }
+    let states = states_of(&root);
+    assert_eq!(states.len(), 1 + undo_counts.iter().sum::<usize>(), "{answers:?} {states:?}");
+    assert!(states.iter().all(|(_, state)| state == "undoable"), "{states:?}");
+
+    disk.empty();
+    for (tools, count) in sessions.iter().zip(&undo_counts) {
+        if *count > 0 {
+            let (error, text) = answer(tools, "undo_changes", &json!({ "count": count }));
+            assert!(!error, "{text}");
+        }
+    }
+    let all: Vec<String> = (0..FILES).map(name).collect();
+    assert_eq!((names("t1"), names("t2")), (all.clone(), all));
+}
+
 /// A disk that fills between a change and its entry cannot leave the change made without
 /// it: before each change the journal keeps room allocated past its log's end. Positioned so
 /// that the next move's intent fits in the log's last page and its entry does not, then with
