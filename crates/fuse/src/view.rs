@@ -6,8 +6,9 @@
 //! shape of a file system: inode numbers (`inodes.rs`), open handles, attributes.
 //!
 //! Writes: an open for writing records the version of the file it opened (a precondition);
-//! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at `flush`,
-//! `fsync` or `release`, under that precondition. A reader, through the view or the tools,
+//! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at the opening
+//! process's `flush` (not another's: a child that inherited the descriptor), at `fsync` or at
+//! `release`, under that precondition. A reader, through the view or the tools,
 //! sees the old content or the new, never part of a write; a file that changed since the open
 //! (a tool, another process, the disk) is not overwritten: the close fails with `ESTALE`
 //! (an open that only appended puts its bytes at the end of the file as it is then:
@@ -124,6 +125,9 @@ struct Writing {
     /// Opened with `O_APPEND` (and without `O_TRUNC`), and nothing but appended since: see
     /// [`Appends`].
     appends: Option<Appends>,
+    /// The process that opened it (`process_of`): a `close` by another process, one that
+    /// inherited the descriptor, commits nothing (`View::flush`).
+    opener: Option<u32>,
 }
 
 /// An open file's appends. Each write goes at the end of what is staged, whatever offset
@@ -142,9 +146,18 @@ struct Appends {
 }
 
 impl Writing {
-    fn new(ino: u64, base: Precondition, append: bool) -> Self {
-        Writing { ino, base, staged: None, failed: None, appends: append.then_some(Appends { from: 0 }) }
+    fn new(ino: u64, base: Precondition, append: bool, opener: Option<u32>) -> Self {
+        Writing { ino, base, staged: None, failed: None, appends: append.then_some(Appends { from: 0 }), opener }
     }
+}
+
+/// The process (thread group) of the thread `thread` a kernel request came from (the
+/// `Tgid` of `/proc/TID/status`); `None` where it cannot be read (the thread is gone, or
+/// `/proc` hides it).
+#[expect(clippy::disallowed_methods, reason = "tooling: the process table, not an agent's file")]
+fn process_of(thread: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{thread}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("Tgid:")).and_then(|tgid| tgid.trim().parse().ok())
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -730,7 +743,7 @@ impl Filesystem for View {
             self.take_write()?;
             let writing = (|| -> Result<Writing, Errno> {
                 let append = flags.0 & O_APPEND != 0 && !truncating;
-                let mut writing = Writing::new(ino.0, self.base(&path)?, append);
+                let mut writing = Writing::new(ino.0, self.base(&path)?, append, process_of(req.pid()));
                 if truncating {
                     self.stage(&mut writing, StageFrom::Empty)?;
                 }
@@ -823,7 +836,18 @@ impl Filesystem for View {
         }
         let result = match self.handle(fh) {
             Some(handle) => match &*handle {
-                Handle::Write(writing) => self.commit(&mut lock(writing)),
+                Handle::Write(writing) => {
+                    let mut writing = lock(writing);
+                    // A copy of the descriptor closed by another process (a child that
+                    // inherited it, closing it at its `exec` or its exit) publishes nothing
+                    // while the opener writes on: the opener's close commits, or the last one.
+                    let closer = process_of(req.pid());
+                    if writing.opener.is_some() && closer.is_some() && closer != writing.opener {
+                        Ok(())
+                    } else {
+                        self.commit(&mut writing)
+                    }
+                }
                 _ => Ok(()),
             },
             None => Err(Errno::EBADF),
@@ -866,8 +890,22 @@ impl Filesystem for View {
         }
     }
 
-    fn fsync(&self, req: &Request, ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        self.flush(req, ino, fh, LockOwner(0), reply);
+    fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        acting(req);
+        if self.without_open {
+            return reply.error(Errno::ENOSYS);
+        }
+        let result = match self.handle(fh) {
+            Some(handle) => match &*handle {
+                Handle::Write(writing) => self.commit(&mut lock(writing)),
+                _ => Ok(()),
+            },
+            None => Err(Errno::EBADF),
+        };
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -1011,7 +1049,8 @@ impl Filesystem for View {
             self.forget_cached(ino);
             let base = outcome.version.map_or(Precondition::Any, Precondition::Version);
             let append = flags & O_APPEND != 0;
-            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(Writing::new(ino, base, append)))));
+            let writing = Writing::new(ino, base, append, process_of(req.pid()));
+            let fh = self.open_handle(Handle::Write(Box::new(Mutex::new(writing))));
             Ok((attr, fh))
         });
         match result {

@@ -215,6 +215,24 @@ fn a_write_is_committed_whole_when_the_file_is_closed() {
     assert_eq!(fs::read(view.at("/w/bin/all.bin")).unwrap(), bytes);
 }
 
+/// A copy of an open file's descriptor closed by another process (a child that inherited it
+/// and closes it at its `exec`, as every program started while a file is written does)
+/// publishes nothing: readers see the old content until the opener's own close. (It
+/// committed what was written so far, and a reader saw half a file.)
+#[test]
+fn a_child_closing_an_inherited_descriptor_publishes_nothing() {
+    let Some(view) = mount(standard) else { return };
+    fs::write(view.fixture.physical("w/c.txt"), b"old\n").unwrap();
+    let mut file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/c.txt")).unwrap();
+    file.write_all(b"NEW-HALF").unwrap();
+    // Rust opens files close-on-exec: the child's `exec` closes its copy.
+    assert!(std::process::Command::new("/bin/true").status().unwrap().success());
+    assert_eq!(fs::read(view.fixture.physical("w/c.txt")).unwrap(), b"old\n");
+    file.write_all(b" and the rest\n").unwrap();
+    drop(file);
+    assert_eq!(fs::read(view.fixture.physical("w/c.txt")).unwrap(), b"NEW-HALF and the rest\n");
+}
+
 #[test]
 fn a_write_past_the_cap_keeps_nothing_of_that_open_file() {
     let Some(view) = mount(|fixture| {
