@@ -14,7 +14,8 @@
 //! reaches the agent after its change shows in the view. The view's own changes are none of
 //! this: the kernel made them itself, and a request of the view waiting on the kernel would
 //! wait on itself. The view's threads are told apart by a mark each request sets
-//! ([`serving`]).
+//! ([`serving`]). Where the view commits what the kernel did not write (appends put at the end
+//! of the file as it is then), it queues the paths all the same, without waiting ([`retold`]).
 
 use std::cell::Cell;
 use std::ffi::OsStr;
@@ -34,6 +35,19 @@ const PATIENCE: Duration = Duration::from_secs(1);
 thread_local! {
     /// The view whose request this thread is answering (0: none).
     static SERVING: Cell<u64> = const { Cell::new(0) };
+    /// Set while this thread of the view commits content the kernel did not write itself.
+    static RETOLD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `commit`, a change of the view's own that the kernel did not make as it is (appends
+/// put at the end of the file as it is now, not where the kernel wrote them: `View::commit`),
+/// with its paths queued for the kernel to drop as a tool's are; the request does not wait
+/// for it (the kernel may hold the file's lock while it waits for this request).
+pub(crate) fn retold<T>(commit: impl FnOnce() -> T) -> T {
+    RETOLD.with(|retold| retold.set(true));
+    let done = commit();
+    RETOLD.with(|retold| retold.set(false));
+    done
 }
 
 /// Marks this thread as one of the view `view`'s (each request of the view calls it).
@@ -68,7 +82,7 @@ impl std::fmt::Debug for Feed {
 
 impl ChangeObserver for Feed {
     fn changed(&self, change: &Change<'_>) {
-        if serves(self.view) {
+        if serves(self.view) && !RETOLD.with(Cell::get) {
             return;
         }
         let paths = [Some(change.path.as_str().to_owned()), change.to.map(|to| to.as_str().to_owned())];

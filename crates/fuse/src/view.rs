@@ -339,15 +339,20 @@ impl View {
         Ok(self.file_attr(ino, &attributes))
     }
 
+    /// The largest size staged for `ino` by the handles open for writing it (appends of two
+    /// opens each stage the file and their own bytes: the kernel reckons the end from this).
     fn staged_size(&self, ino: u64) -> Option<u64> {
         let handles: Vec<Arc<Handle>> = lock(&self.handles).values().cloned().collect();
-        handles.iter().find_map(|handle| match &**handle {
-            Handle::Write(writing) => {
-                let writing = lock(writing);
-                (writing.ino == ino).then(|| writing.staged.as_ref().map(StagedWrite::len)).flatten()
-            }
-            _ => None,
-        })
+        handles
+            .iter()
+            .filter_map(|handle| match &**handle {
+                Handle::Write(writing) => {
+                    let writing = lock(writing);
+                    (writing.ino == ino).then(|| writing.staged.as_ref().map(StagedWrite::len)).flatten()
+                }
+                _ => None,
+            })
+            .max()
     }
 
     /// Refuses a change at `path` with `EROFS` where the rights there are read-only (so that a
@@ -392,7 +397,14 @@ impl View {
         }
         for attempt in 1..=APPEND_ATTEMPTS {
             let path = staged.path().as_str().to_owned();
-            match staged.commit_or_keep(&writing.base) {
+            // Once restaged, the content is not what the kernel wrote: it is told to drop
+            // what it holds of the file, as for a tool's change.
+            let committed = if attempt == 1 {
+                staged.commit_or_keep(&writing.base)
+            } else {
+                crate::invalidate::retold(|| staged.commit_or_keep(&writing.base))
+            };
+            match committed {
                 Ok(outcome) => {
                     writing.base = outcome.version.map_or(Precondition::Any, Precondition::Version);
                     return Ok(());

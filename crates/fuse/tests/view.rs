@@ -404,6 +404,26 @@ fn appends_land_at_the_end_of_the_file_as_it_is_at_their_close() {
     first.sync_all().unwrap();
     drop((first, second));
     assert_eq!(fs::read(view.fixture.physical("w/two.txt")).unwrap(), b"base\nBBBB\nAAAA\naaaa\n");
+    // Larger, and read through the view at once: the kernel drops what it held of the file
+    // (its size, and pages with the bytes where it wrote them), as for a tool's change.
+    fs::write(view.fixture.physical("w/big.txt"), b"0123456789").unwrap();
+    let (a, b) = (vec![b'a'; 5000], vec![b'b'; 5000]);
+    let mut first = append("/w/big.txt");
+    let mut second = append("/w/big.txt");
+    first.write_all(&a).unwrap();
+    second.write_all(&b).unwrap();
+    drop(second);
+    assert_eq!(fs::metadata(view.at("/w/big.txt")).unwrap().len(), 5010, "the first's bytes are not in yet");
+    drop(first);
+    let whole = [b"0123456789".as_slice(), &b, &a].concat();
+    // Told by the view's invalidating thread, at once; well within the second the kernel
+    // would otherwise keep the size it saw above.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(600);
+    while fs::metadata(view.at("/w/big.txt")).unwrap().len() != 10_010 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(fs::metadata(view.at("/w/big.txt")).unwrap().len(), 10_010);
+    assert!(fs::read(view.at("/w/big.txt")).unwrap() == whole, "read through the view as committed");
 
     // Eight appenders at once, each line kept whole.
     fs::write(view.fixture.physical("w/many.txt"), b"base\n").unwrap();
