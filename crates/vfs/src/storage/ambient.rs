@@ -224,6 +224,21 @@ fn read_open(fd: &OwnedFd, limit: u64) -> Result<String, HostPathError> {
 /// # Errors
 /// A part of the path that exists is not a directory, no part exists, or the system refuses.
 pub fn create_directories(path: &Path, authority: AmbientAuthority) -> Result<Vec<PathBuf>, HostPathError> {
+    // A parent found there may be removed before its child is made (another launch, refused,
+    // removing the directories it made: `remove_made_directories`): looked for again.
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        match create_missing(path, authority, &mut made) {
+            // A parent gone between the look and the `mkdir`.
+            Err(HostPathError::Missing) => {}
+            done => return done.map(|()| made),
+        }
+    }
+    create_missing(path, authority, &mut made).map(|()| made)
+}
+
+/// One pass of [`create_directories`], adding each directory it makes to `made`.
+fn create_missing(path: &Path, authority: AmbientAuthority, made: &mut Vec<PathBuf>) -> Result<(), HostPathError> {
     let mut missing = Vec::new();
     let mut ancestor = path;
     loop {
@@ -240,17 +255,17 @@ pub fn create_directories(path: &Path, authority: AmbientAuthority) -> Result<Ve
             Err(other) => return Err(other),
         }
     }
-    let mut made = Vec::new();
     for directory in missing.into_iter().rev() {
         match rustix::fs::mkdir(directory, Mode::from_raw_mode(0o777)) {
             Ok(()) => made.push(directory.to_path_buf()),
             // Made meanwhile by someone else: a directory is what was asked for.
             Err(Errno::EXIST) if probe(directory, authority).ok() == Some(HostKind::Directory) => {}
             Err(Errno::EXIST) => return Err(HostPathError::NotADirectory),
+            Err(Errno::NOENT) => return Err(HostPathError::Missing),
             Err(errno) => return Err(os(errno)),
         }
     }
-    Ok(made)
+    Ok(())
 }
 
 /// Removes the directories [`create_directories`] made (`made`, parents first), deepest
