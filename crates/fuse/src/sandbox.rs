@@ -293,6 +293,9 @@ pub struct Sandbox {
     /// The top-level system directories: merged-usr links (name, target) or directories.
     system: Vec<(&'static str, Option<String>)>,
     bwrap: PathBuf,
+    /// Whether this bubblewrap can forbid user namespaces inside (`--disable-userns`, 0.8.0
+    /// and later): one that cannot runs the commands without, and the operator is told.
+    disable_userns: bool,
     prlimit: PathBuf,
     /// The host user the commands run as, when vfs runs as root.
     host_user: Option<u32>,
@@ -367,6 +370,13 @@ impl Sandbox {
     pub fn start(registry: &vfs::MountRegistry, options: SandboxOptions) -> Result<Sandbox, SandboxError> {
         let bwrap = find("bwrap").ok_or(SandboxError::Missing { program: "bwrap", package: "bubblewrap" })?;
         let prlimit = find("prlimit").ok_or(SandboxError::Missing { program: "prlimit", package: "util-linux" })?;
+        let disable_userns = offers(&bwrap, "--disable-userns");
+        if !disable_userns {
+            tracing::warn!(
+                "this bubblewrap cannot forbid user namespaces inside the sandbox (`--disable-userns`, \
+                 bubblewrap 0.8.0 and later): commands may make their own; install a newer bubblewrap"
+            );
+        }
         let roots: Vec<String> = registry.agent_mounts().into_iter().map(|mount| mount.root).collect();
         for root in &roots {
             if let Some(reserved) = RESERVED.iter().find(|reserved| overlaps(root, reserved)) {
@@ -398,6 +408,7 @@ impl Sandbox {
             roots,
             system: system_layout(),
             bwrap,
+            disable_userns,
             prlimit,
             host_user,
             options,
@@ -608,7 +619,10 @@ impl Sandbox {
         let mut add = |items: &[&str]| arguments.extend(items.iter().map(OsString::from));
         // A user namespace of its own, in which no other can be made (a nested one would
         // give the command a root of its own to mount and unshare with).
-        add(&["--unshare-all", "--unshare-user", "--disable-userns"]);
+        add(&["--unshare-all"]);
+        if self.disable_userns {
+            add(&["--unshare-user", "--disable-userns"]);
+        }
         add(&["--die-with-parent", "--new-session", "--hostname", "vfs"]);
         let id = AGENT_ID.to_string();
         add(&["--uid", &id, "--gid", &id]);
@@ -663,6 +677,16 @@ impl Drop for Sandbox {
         }
         remove(&self.directory);
     }
+}
+
+/// True when `bwrap --help` names `option`.
+fn offers(bwrap: &Path, option: &str) -> bool {
+    Command::new(bwrap)
+        .arg("--help")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).split_whitespace().any(|word| word == option))
 }
 
 /// Reads bubblewrap's JSON status reports and tells whether the command started.
@@ -1138,6 +1162,22 @@ fn mountpoints(directory: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An option is looked for as a word of `--help`'s text: one this bubblewrap has, one no
+    /// bubblewrap has, and a word that is only part of one.
+    #[test]
+    fn an_option_is_offered_when_help_names_it() {
+        let Some(bwrap) = find("bwrap") else {
+            #[expect(clippy::print_stderr, reason = "fixture: a skipped test says why")]
+            {
+                eprintln!("SKIPPED: no bwrap on this machine");
+            }
+            return;
+        };
+        assert!(offers(&bwrap, "--unshare-all"));
+        assert!(!offers(&bwrap, "--no-such-option"));
+        assert!(!offers(&bwrap, "--unshare"));
+    }
 
     /// A sandbox's directory goes whole when it is removed: the view's mountpoint and each
     /// read-only view's (`ro-N/`), never anything else.
