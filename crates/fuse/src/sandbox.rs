@@ -74,7 +74,6 @@ const RESERVED: &[&str] =
 /// the time zone, Debian's `alternatives` (the targets of `/usr/bin/awk` and the like).
 const ETC: &[&str] = &[
     "/etc/nsswitch.conf",
-    "/etc/hosts",
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -551,11 +550,13 @@ impl Sandbox {
         ))
         .map_err(setup)?;
         let group = data(&format!("root:x:0:\nagent:x:{id}:\nnogroup:x:65534:\n")).map_err(setup)?;
+        // The sandbox's own names (the host's file names the host's machines).
+        let hosts = data("127.0.0.1\tlocalhost vfs\n::1\tlocalhost ip6-localhost ip6-loopback\n").map_err(setup)?;
         // bubblewrap's own arguments name the sandbox's directory (the binds' sources): read
         // from a descriptor (`--args`), they are not in its command line, which every process
         // inside can read (`/proc/1/cmdline`).
         let mut arguments = Vec::new();
-        for argument in self.bwrap_arguments(cwd, passwd.as_raw_fd(), group.as_raw_fd()) {
+        for argument in self.bwrap_arguments(cwd, [passwd.as_raw_fd(), group.as_raw_fd(), hosts.as_raw_fd()]) {
             arguments.extend_from_slice(argument.as_encoded_bytes());
             arguments.push(0);
         }
@@ -592,11 +593,11 @@ impl Sandbox {
         // from whoever started it included, is closed at the exec (bubblewrap passes on all it
         // gets, and one open on a host file would be a way out of the tree).
         close_fds::set_fds_cloexec_threadsafe(3, &[]);
-        for inherited in [status_writer.as_fd(), passwd.as_fd(), group.as_fd(), arguments.as_fd()] {
+        for inherited in [status_writer.as_fd(), passwd.as_fd(), group.as_fd(), hosts.as_fd(), arguments.as_fd()] {
             rustix::io::fcntl_setfd(inherited, rustix::io::FdFlags::empty()).map_err(|errno| setup(errno.into()))?;
         }
         let child = command.spawn();
-        drop((status_writer, passwd, group, arguments));
+        drop((status_writer, passwd, group, hosts, arguments));
         drop(spawning);
         Ok((child.map_err(setup)?, status_reader))
     }
@@ -611,10 +612,11 @@ impl Sandbox {
         self.options.max_processes + threads_of(rustix::process::getuid().as_raw())
     }
 
-    /// bubblewrap's arguments; `passwd` and `group` are the descriptors `/etc/passwd` and
-    /// `/etc/group` are read from (a file bound from the host would show its physical path
-    /// in the sandbox's `mountinfo`).
-    fn bwrap_arguments(&self, cwd: &str, passwd: i32, group: i32) -> Vec<OsString> {
+    /// bubblewrap's arguments; `etc` are the descriptors `/etc/passwd`, `/etc/group` and
+    /// `/etc/hosts` are read from (a file bound from the host would show its physical path
+    /// in the sandbox's `mountinfo`, and the host's `hosts` names its machines).
+    fn bwrap_arguments(&self, cwd: &str, etc: [i32; 3]) -> Vec<OsString> {
+        let [passwd, group, hosts] = etc;
         let mut arguments: Vec<OsString> = Vec::new();
         let mut add = |items: &[&str]| arguments.extend(items.iter().map(OsString::from));
         // A user namespace of its own, in which no other can be made (a nested one would
@@ -643,6 +645,9 @@ impl Sandbox {
             "--ro-bind-data",
             &group.to_string(),
             "/etc/group",
+            "--ro-bind-data",
+            &hosts.to_string(),
+            "/etc/hosts",
         ]);
         // The places a command may write besides the tree are memory, each bounded (a tmpfs
         // takes half the machine's memory by default, and no address-space limit counts

@@ -125,6 +125,9 @@ fn the_roots_are_at_their_virtual_paths_and_nothing_physical_is_there() {
     assert!(!stdout.contains("vfs-sandbox"), "the sandbox's directory leaked: {stdout}");
     assert!(!stdout.contains("llm-logs"), "{stdout}");
     assert_eq!(outcome.stderr.tail, b"");
+    // The sandbox's own names, not the host's file (which names the host's machines).
+    let hosts = shell(&sandbox, "cat /etc/hosts", "/");
+    assert_eq!(text(&hosts.stdout.tail), "127.0.0.1\tlocalhost vfs\n::1\tlocalhost ip6-localhost ip6-loopback\n");
 }
 
 #[test]
