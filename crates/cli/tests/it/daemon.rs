@@ -575,7 +575,8 @@ fn a_tokens_requests_in_flight_are_bounded_and_others_go_on() {
     let test = TestDir::new();
     slow_file(&test);
     test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
-    let args = ["--mount", "data:/src", "--token-file", "tokens", "--max-requests-per-token", "1"];
+    let args =
+        ["--mount", "data:/src", "--token-file", "tokens", "--max-requests-per-token", "1", "--call-timeout", "600"];
     let daemon = std::sync::Arc::new(Daemon::start(&test, &args, None));
     let call = |id: u64, path: &str, offset: u64| {
         let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"}}"#;
@@ -631,7 +632,9 @@ fn a_tokens_calls_past_its_bound_wait_their_turn_and_others_go_on() {
     let test = TestDir::new();
     slower_file(&test);
     test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\n"));
-    let args = ["--mount", "data:/src", "--token-file", "tokens", "--max-calls-per-session", "1"];
+    // The slow read is never cut by the call's time budget, however slow the machine.
+    let args =
+        ["--mount", "data:/src", "--token-file", "tokens", "--max-calls-per-session", "1", "--call-timeout", "600"];
     let daemon = std::sync::Arc::new(Daemon::start(&test, &args, None));
     let before = read_so_far(&daemon);
     let slow = {
