@@ -551,7 +551,8 @@ impl Sandbox {
         .map_err(setup)?;
         let group = data(&format!("root:x:0:\nagent:x:{id}:\nnogroup:x:65534:\n")).map_err(setup)?;
         // The sandbox's own names (the host's file names the host's machines).
-        let hosts = data("127.0.0.1\tlocalhost vfs\n::1\tlocalhost ip6-localhost ip6-loopback\n").map_err(setup)?;
+        let hosts =
+            data("127.0.0.1\tlocalhost\n127.0.1.1\tvfs\n::1\tlocalhost ip6-localhost ip6-loopback\n").map_err(setup)?;
         // bubblewrap's own arguments name the sandbox's directory (the binds' sources): read
         // from a descriptor (`--args`), they are not in its command line, which every process
         // inside can read (`/proc/1/cmdline`).
@@ -621,9 +622,9 @@ impl Sandbox {
         let mut add = |items: &[&str]| arguments.extend(items.iter().map(OsString::from));
         // A user namespace of its own, in which no other can be made (a nested one would
         // give the command a root of its own to mount and unshare with).
-        add(&["--unshare-all"]);
+        add(&["--unshare-all", "--unshare-user"]);
         if self.disable_userns {
-            add(&["--unshare-user", "--disable-userns"]);
+            add(&["--disable-userns"]);
         }
         add(&["--die-with-parent", "--new-session", "--hostname", "vfs"]);
         let id = AGENT_ID.to_string();

@@ -6,9 +6,9 @@
 //! shape of a file system: inode numbers (`inodes.rs`), open handles, attributes.
 //!
 //! Writes: an open for writing records the version of the file it opened (a precondition);
-//! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at the opening
-//! process's `flush` (not another's: a child that inherited the descriptor), at `fsync` or at
-//! `release`, under that precondition. A reader, through the view or the tools,
+//! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at a `flush`
+//! (not another process's while the opener holds the file open: a child that inherited the
+//! descriptor), at `fsync` or at `release`, under that precondition. A reader, through the view or the tools,
 //! sees the old content or the new, never part of a write; a file that changed since the open
 //! (a tool, another process, the disk) is not overwritten: the close fails with `ESTALE`
 //! (an open that only appended puts its bytes at the end of the file as it is then:
@@ -125,9 +125,13 @@ struct Writing {
     /// Opened with `O_APPEND` (and without `O_TRUNC`), and nothing but appended since: see
     /// [`Appends`].
     appends: Option<Appends>,
-    /// The process that opened it (`process_of`): a `close` by another process, one that
-    /// inherited the descriptor, commits nothing (`View::flush`).
+    /// The process that opened it (`process_of`): while it holds the file open, a `close`
+    /// by another process, one that inherited the descriptor, commits nothing
+    /// (`View::flush`).
     opener: Option<u32>,
+    /// The opener has closed it (a copy of the descriptor, at least): the next close, by
+    /// whichever process, commits.
+    opener_closed: bool,
 }
 
 /// An open file's appends. Each write goes at the end of what is staged, whatever offset
@@ -147,7 +151,20 @@ struct Appends {
 
 impl Writing {
     fn new(ino: u64, base: Precondition, append: bool, opener: Option<u32>) -> Self {
-        Writing { ino, base, staged: None, failed: None, appends: append.then_some(Appends { from: 0 }), opener }
+        let appends = append.then_some(Appends { from: 0 });
+        Writing { ino, base, staged: None, failed: None, appends, opener, opener_closed: false }
+    }
+
+    /// Whether the close of a descriptor by `closer` commits: the opener's does, and any
+    /// once the opener has closed it or is gone; another process's (a child that inherited
+    /// the descriptor) does not while the opener holds the file open and writes on. Where
+    /// `/proc` cannot tell, every close commits.
+    fn commits_at_close_by(&mut self, closer: Option<u32>) -> bool {
+        let (Some(opener), Some(closer)) = (self.opener, closer) else { return true };
+        if closer == opener {
+            self.opener_closed = true;
+        }
+        self.opener_closed || closer == opener || process_of(opener) != Some(opener)
     }
 }
 
@@ -380,7 +397,18 @@ impl View {
 
     /// Commits what `writing` staged, if anything; the next write stages again from the
     /// content committed, with its version as the precondition.
+    /// A commit that fails ends the open file's writing ([`Writing::failed`]): its stage is
+    /// gone, and every later write and close fails the same way (a close after a failed
+    /// `fsync` said nothing, and a program that did not look at the `fsync` lost its bytes).
     fn commit(&self, writing: &mut Writing) -> Result<(), Errno> {
+        let committed = self.put(writing);
+        if let Err(errno) = committed {
+            writing.failed = Some(errno);
+        }
+        committed
+    }
+
+    fn put(&self, writing: &mut Writing) -> Result<(), Errno> {
         crate::invalidate::serving(self.id);
         if let Some(errno) = writing.failed {
             return Err(errno);
@@ -852,13 +880,8 @@ impl Filesystem for View {
                     let mut writing = lock(writing);
                     // A copy of the descriptor closed by another process (a child that
                     // inherited it, closing it at its `exec` or its exit) publishes nothing
-                    // while the opener writes on: the opener's close commits, or the last one.
-                    let closer = process_of(req.pid());
-                    if writing.opener.is_some() && closer.is_some() && closer != writing.opener {
-                        Ok(())
-                    } else {
-                        self.commit(&mut writing)
-                    }
+                    // while the opener writes on.
+                    if writing.commits_at_close_by(process_of(req.pid())) { self.commit(&mut writing) } else { Ok(()) }
                 }
                 _ => Ok(()),
             },

@@ -127,7 +127,10 @@ fn the_roots_are_at_their_virtual_paths_and_nothing_physical_is_there() {
     assert_eq!(outcome.stderr.tail, b"");
     // The sandbox's own names, not the host's file (which names the host's machines).
     let hosts = shell(&sandbox, "cat /etc/hosts", "/");
-    assert_eq!(text(&hosts.stdout.tail), "127.0.0.1\tlocalhost vfs\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    assert_eq!(
+        text(&hosts.stdout.tail),
+        "127.0.0.1\tlocalhost\n127.0.1.1\tvfs\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+    );
 }
 
 #[test]

@@ -231,6 +231,20 @@ fn a_child_closing_an_inherited_descriptor_publishes_nothing() {
     file.write_all(b" and the rest\n").unwrap();
     drop(file);
     assert_eq!(fs::read(view.fixture.physical("w/c.txt")).unwrap(), b"NEW-HALF and the rest\n");
+
+    // Once the opener has closed it, the child's close commits, before the child has ended
+    // (the last close's `release` comes after `close` returns: a reader then saw nothing).
+    let file = OpenOptions::new().write(true).truncate(true).open(view.at("/w/c.txt")).unwrap();
+    let mut child = std::process::Command::new("/bin/sh")
+        .args(["-c", "read go; echo from the child"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(file)
+        .spawn()
+        .unwrap();
+    // The opener's copy was closed at the spawn; the child writes after.
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(fs::read(view.fixture.physical("w/c.txt")).unwrap(), b"from the child\n");
 }
 
 #[test]
@@ -372,6 +386,9 @@ fn a_file_changed_since_the_open_is_not_overwritten_at_the_close() {
     // Someone else (a tool, another process, the disk) writes the file meanwhile.
     fs::write(view.fixture.physical("w/race.txt"), b"theirs\n").unwrap();
     assert_eq!(errno(file.sync_all()), ESTALE);
+    // The open's writing has ended: a write after fails the same way (it staged again, and
+    // the close said nothing).
+    assert_eq!(errno(file.write_all(b"more\n")), ESTALE);
     drop(file);
     assert_eq!(fs::read(view.fixture.physical("w/race.txt")).unwrap(), b"theirs\n");
 }
