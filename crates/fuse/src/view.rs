@@ -458,6 +458,28 @@ impl View {
         Err(Errno::ESTALE)
     }
 
+    /// Answers a `flush` or an `fsync` of the open file `fh`: what it staged is committed when
+    /// `now` says so of it (a file opened for reading has nothing to commit).
+    fn commit_open(&self, fh: FileHandle, now: impl FnOnce(&mut Writing) -> bool, reply: ReplyEmpty) {
+        if self.without_open {
+            return reply.error(Errno::ENOSYS);
+        }
+        let result = match self.handle(fh) {
+            Some(handle) => match &*handle {
+                Handle::Write(writing) => {
+                    let mut writing = lock(writing);
+                    if now(&mut writing) { self.commit(&mut writing) } else { Ok(()) }
+                }
+                _ => Ok(()),
+            },
+            None => Err(Errno::EBADF),
+        };
+        match result {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
     /// A stage at `path` holding what `staged` holds.
     fn restage(&self, staged: &StagedWrite, path: &str) -> Result<StagedWrite, Errno> {
         let refused = |error: &vfs::Error| self.refused("write", path, error);
@@ -871,26 +893,9 @@ impl Filesystem for View {
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         acting(req);
-        if self.without_open {
-            return reply.error(Errno::ENOSYS);
-        }
-        let result = match self.handle(fh) {
-            Some(handle) => match &*handle {
-                Handle::Write(writing) => {
-                    let mut writing = lock(writing);
-                    // A copy of the descriptor closed by another process (a child that
-                    // inherited it, closing it at its `exec` or its exit) publishes nothing
-                    // while the opener writes on.
-                    if writing.commits_at_close_by(process_of(req.pid())) { self.commit(&mut writing) } else { Ok(()) }
-                }
-                _ => Ok(()),
-            },
-            None => Err(Errno::EBADF),
-        };
-        match result {
-            Ok(()) => reply.ok(),
-            Err(errno) => reply.error(errno),
-        }
+        // A copy of the descriptor closed by another process (a child that inherited it,
+        // closing it at its `exec` or its exit) publishes nothing while the opener writes on.
+        self.commit_open(fh, |writing| writing.commits_at_close_by(process_of(req.pid())), reply);
     }
 
     fn release(
@@ -927,20 +932,7 @@ impl Filesystem for View {
 
     fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         acting(req);
-        if self.without_open {
-            return reply.error(Errno::ENOSYS);
-        }
-        let result = match self.handle(fh) {
-            Some(handle) => match &*handle {
-                Handle::Write(writing) => self.commit(&mut lock(writing)),
-                _ => Ok(()),
-            },
-            None => Err(Errno::EBADF),
-        };
-        match result {
-            Ok(()) => reply.ok(),
-            Err(errno) => reply.error(errno),
-        }
+        self.commit_open(fh, |_| true, reply);
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
