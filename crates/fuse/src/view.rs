@@ -8,13 +8,12 @@
 //! Writes: an open for writing records the version of the file it opened (a precondition);
 //! its writes go to a staged copy (`vfs::StagedWrite`) that is committed whole at a `flush`
 //! (not another process's while the opener holds the file open: a child that inherited the
-//! descriptor), at `fsync` or at `release`, under that precondition. A reader, through the view or the tools,
-//! sees the old content or the new, never part of a write; a file that changed since the open
-//! (a tool, another process, the disk) is not overwritten: the close fails with `ESTALE`
-//! (an open that only appended puts its bytes at the end of the file as it is then:
-//! `Appends`).
-//! A new file is committed empty at `create`, so that it exists for the calls that follow (a
-//! rename of an editor's temporary file), and its content at the close.
+//! descriptor), at `fsync` or at `release`, under that precondition. A reader, through the
+//! view or the tools, sees the old content or the new, never part of a write; a file that
+//! changed since the open (a tool, another process, the disk) is not overwritten: the close
+//! fails with `ESTALE` (an open that only appended puts its bytes at the end of the file as it
+//! is then: `Appends`). A new file is committed empty at `create`, so that it exists for the
+//! calls that follow (a rename of an editor's temporary file), and its content at the close.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -397,6 +396,7 @@ impl View {
 
     /// Commits what `writing` staged, if anything; the next write stages again from the
     /// content committed, with its version as the precondition.
+    ///
     /// A commit that fails ends the open file's writing ([`Writing::failed`]): its stage is
     /// gone, and every later write and close fails the same way (a close after a failed
     /// `fsync` said nothing, and a program that did not look at the `fsync` lost its bytes).
@@ -408,6 +408,7 @@ impl View {
         committed
     }
 
+    /// [`View::commit`], before a failure is kept.
     fn put(&self, writing: &mut Writing) -> Result<(), Errno> {
         crate::invalidate::serving(self.id);
         if let Some(errno) = writing.failed {
