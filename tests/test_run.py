@@ -133,6 +133,38 @@ def test_the_shell_and_the_tools_share_one_tree_and_one_set_of_rules(fixture, mo
 
 @MODES
 @TRANSPORTS
+def test_appends_from_shells_at_once_all_land_and_the_tools_read_them(fixture, mode, transport):
+    """Shells appending to one log at once each keep their line, and a tool's write beside
+    the view is appended to, not overwritten with zeros (the view appended where the kernel
+    reckoned the end, from a size it may have cached)."""
+    sandbox_or_skip()
+
+    async def main(url):
+        async with client(fixture, mode, url) as connected:
+            ran = await connected.call(
+                "run_command",
+                {
+                    "command": "printf 'base\\n' > log.txt; "
+                    "for i in 1 2 3 4 5 6; do echo \"line $i\" >> log.txt & done; wait; wc -l < log.txt"
+                },
+            )
+            assert text(ran) == "exit status 0\nstdout:\n7\n\nstderr: (empty)", text(ran)
+            log = text(await connected.call("read_text_file", {"path": "/output/log.txt"}))
+            lines = log.splitlines()
+            assert lines[0] == "base" and sorted(lines[1:]) == [f"line {i}" for i in range(1, 7)], log
+            written = await connected.call(
+                "write_file", {"path": "/output/log.txt", "content": "S\n", "overwrite": True}
+            )
+            assert not written.is_error, text(written)
+            appended = await connected.call("run_command", {"command": "echo X >> log.txt"})
+            assert not appended.is_error, text(appended)
+            assert text(await connected.call("read_text_file", {"path": "/output/log.txt"})) == "S\nX\n"
+
+    served(fixture, transport, main)
+
+
+@MODES
+@TRANSPORTS
 def test_a_cancelled_or_timed_out_command_leaves_no_process(fixture, mode, transport):
     sandbox_or_skip()
 
