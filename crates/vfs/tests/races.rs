@@ -2,7 +2,8 @@
 //! line, round 3", class 1; `docs/adr/0006-atomic-tree-guards.md`): a recursive delete while a
 //! directory holding `.env` and `.git` is moved into its tree, and a move of a directory to a
 //! mount without its rules while a hidden file is moved into it, and a move judged at its new
-//! place while a file is written into it. Each round starts both calls
+//! place while a file is written into it, and an undo's guarded move beside a write of its
+//! source. Each round starts both calls
 //! on a barrier, one of them after a small varying delay, and requires the answers that some
 //! order of the two calls gives: both calls succeed where that order lets them, a refusal is
 //! the exact one that order gives, and no protected file is deleted or carried out of its
@@ -459,4 +460,50 @@ fn a_directory_made_in_a_directory_being_moved_never_lands_under_a_rule_of_its_n
         }
     }
     assert!(orders.iter().all(|&count| count > 0), "{orders:?}");
+}
+
+/// An undo's move back, guarded by the version the move left, beside a write of its source:
+/// the write always succeeds; the move goes first and carries exactly the content it was
+/// guarded for (the write then makes the file again), or the write goes first and the move is
+/// refused with the version's mismatch. The guard looked at before anything is claimed
+/// (`move_path`) only spares the directories on the way; the one under the locks decides.
+#[test]
+fn a_guarded_move_beside_a_write_of_its_source_moves_only_what_it_was_guarded_for() {
+    let (mut moves, mut refusals) = (0, 0);
+    for round in 0..ROUNDS {
+        let fixture = Fixture::new();
+        fixture.file("p/a.txt", "guarded\n");
+        let registry =
+            MountRegistry::builder().mount(fixture.spec("p", "/p", "rw")).build(vfs::ambient_authority()).unwrap();
+        let agent = registry.agent();
+        let version = agent.info("/p/a.txt").unwrap().version.unwrap();
+        let (moved, written) = race(
+            delay(round, 400),
+            || {
+                agent.move_path(
+                    "/p/a.txt",
+                    "/p/back/a.txt",
+                    &Precondition::Version(version.clone()),
+                    &Precondition::Absent,
+                )
+            },
+            || agent.write("/p/a.txt", "theirs\n", &Precondition::Any),
+        );
+        assert!(written.is_ok(), "round {round}: {written:?}");
+        let read = |place: &str| std::fs::read_to_string(fixture.path(place)).ok();
+        match moved {
+            Ok(_) => {
+                moves += 1;
+                assert_eq!(read("p/back/a.txt").as_deref(), Some("guarded\n"), "round {round}");
+                assert_eq!(read("p/a.txt").as_deref(), Some("theirs\n"), "round {round}");
+            }
+            Err(error) => {
+                refusals += 1;
+                assert_eq!(error.kind(), vfs::ErrorKind::VersionMismatch, "round {round}: {error}");
+                assert_eq!(read("p/back/a.txt"), None, "round {round}");
+                assert_eq!(read("p/a.txt").as_deref(), Some("theirs\n"), "round {round}");
+            }
+        }
+    }
+    assert_eq!(moves + refusals, ROUNDS);
 }
