@@ -158,16 +158,37 @@ pub(crate) fn unified_diff(path: &VirtualPath, before: &str, after: &str, cap: u
         }
         let hunk = hunk.to_string();
         if (text.len() + hunk.len()) as u64 > cap {
-            let rest = 1 + hunks.count();
-            text.push_str(&format!(
-                "[diff cut at the {cap}-byte cap; {rest} more change{} not shown; read the file to see them]\n",
-                if rest == 1 { "" } else { "s" }
-            ));
+            let header = format!("--- {name}\n+++ {name}\n").len();
+            let rest = hunks.count();
+            if text.len() == header {
+                // The first change alone passes the cap: its first lines, rather than nothing.
+                let room = usize::try_from(cap).unwrap_or(usize::MAX).saturating_sub(header);
+                let shown = hunk[..room.min(hunk.len())].rfind('\n').map_or(0, |end| end + 1);
+                text.push_str(&hunk[..shown]);
+                text.push_str(&format!(
+                    "[diff cut at the {cap}-byte cap inside this change{}; read the file to see the rest]\n",
+                    if rest == 0 {
+                        String::new()
+                    } else {
+                        format!(", and {rest} more change{} not shown", plural(rest))
+                    }
+                ));
+            } else {
+                let rest = rest + 1;
+                text.push_str(&format!(
+                    "[diff cut at the {cap}-byte cap; {rest} more change{} not shown; read the file to see them]\n",
+                    plural(rest)
+                ));
+            }
             break;
         }
         text.push_str(&hunk);
     }
     text
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
 }
 
 impl Context<'_> {
@@ -327,6 +348,25 @@ mod tests {
         assert!(diff.ends_with("more changes not shown; read the file to see them]\n"), "{diff}");
         assert!(diff.len() < 400, "{}", diff.len());
         assert_eq!(unified_diff(&path(), "same\n", "same\n", 200, &Deadline::never()), "");
+    }
+
+    /// A first change larger than the cap shows its first lines, cut at a line's end.
+    #[test]
+    fn a_first_change_past_the_cap_shows_its_first_lines() {
+        let before = "keep\n".to_owned() + &"old\n".repeat(100) + "keep\n";
+        let after = "keep\n".to_owned() + &"new\n".repeat(100) + "keep\n";
+        let diff = unified_diff(&path(), &before, &after, 80, &Deadline::never());
+        assert_eq!(
+            diff,
+            "--- /w/a.txt\n+++ /w/a.txt\n@@ -1,102 +1,102 @@\n keep\n-old\n-old\n-old\n-old\n-old\n\
+             [diff cut at the 80-byte cap inside this change; read the file to see the rest]\n"
+        );
+        let two = before.clone() + &"same\n".repeat(10) + "x\n";
+        let diff = unified_diff(&path(), &two, &(after + &"same\n".repeat(10) + "y\n"), 80, &Deadline::never());
+        assert!(
+            diff.ends_with("-old\n[diff cut at the 80-byte cap inside this change, and 1 more change not shown; read the file to see the rest]\n"),
+            "{diff}"
+        );
     }
 
     #[test]
