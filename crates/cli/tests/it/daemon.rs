@@ -354,14 +354,14 @@ fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answe
     let (mut first, mut second) = (stranger(), stranger());
     assert_eq!(daemon.request("GET", "/other", &[], "").status, 404, "served in the oldest stranger's place");
     assert!(closed(&mut first), "the oldest connection without a token was closed");
-    assert!(open(&mut second), "the other one is still served");
+    assert_eq!(open(&mut second), Ok(()), "the other one is still served");
 
     let (mut one, two) = (holder(), holder());
     assert!(closed(&mut second), "a token holder took the last stranger's place");
     let busy = daemon.request("GET", "/mcp", &[], "");
     assert_eq!(busy.status, 503, "{busy:?}");
     assert_eq!(busy.header("retry-after"), Some("5"));
-    assert!(open(&mut one), "a token holder's connection is never displaced");
+    assert_eq!(open(&mut one), Ok(()), "a token holder's connection is never displaced");
     drop(two);
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut served = daemon.request("GET", "/other", &[], "").status;
@@ -399,8 +399,8 @@ fn past_a_tokens_share_of_connections_its_further_ones_give_way_idle_first() {
     let mut idle = token_holder(&daemon);
     assert_eq!(daemon.request("GET", "/other", &[], "").status, 404, "served in the idle surplus one's place");
     assert!(closed(&mut idle), "the token's idle connection past its share gave way");
-    assert!(open(&mut first), "the one answering a request did not");
-    assert!(open(&mut kept), "the one within the share did not");
+    assert_eq!(open(&mut first), Ok(()), "the one answering a request did not");
+    assert_eq!(open(&mut kept), Ok(()), "the one within the share did not");
     assert_eq!(daemon.terminate(), Some(0));
 }
 
@@ -427,12 +427,16 @@ fn closed_by_the_daemon(stream: &mut TcpStream) -> bool {
     matches!(&read, Ok(0)) || read.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
 }
 
-/// True when `stream` is still open and silent (nothing to read for 300 ms).
-fn still_open(stream: &mut TcpStream) -> bool {
+/// `Ok` when `stream` is still open and silent (nothing to read for 300 ms); otherwise what
+/// the read gave, so that a failure says whether the connection was closed or answered.
+fn still_open(stream: &mut TcpStream) -> Result<(), String> {
     stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    stream
-        .read(&mut [0; 64])
-        .is_err_and(|error| matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+    let mut buffer = [0; 64];
+    match stream.read(&mut buffer) {
+        Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Ok(()),
+        Err(error) => Err(format!("the read failed: {error}")),
+        Ok(count) => Err(format!("the read gave {:?}", String::from_utf8_lossy(&buffer[..count]))),
+    }
 }
 
 /// Reads one HTTP response with a `Content-Length` body from a connection kept open.
