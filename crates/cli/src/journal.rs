@@ -281,7 +281,19 @@ pub(crate) fn undo(
     }
     let agent = composed.registry().agent();
     let mut clean = true;
-    for entry in chosen {
+    // A signal stops the undo between two entries, never in the middle of one (`stopping`).
+    let stop = crate::stopping::flag_on_first_signal("stopping once the entry being undone is undone")?;
+    let total = chosen.len();
+    for (done, entry) in chosen.into_iter().enumerate() {
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let left = total - done;
+            output::line(&format!(
+                "stopped by a signal: {left} more entr{} not undone",
+                if left == 1 { "y" } else { "ies" }
+            ));
+            clean = false;
+            break;
+        }
         if dry_run {
             // What the undo would do: the same skips, said as they would be.
             let would = match entries.skipped(entry).or_else(|| journal.misplaced(entry)) {

@@ -15,6 +15,7 @@ use vfs_host::{LaunchOptions, Problems};
 
 mod journal;
 mod output;
+mod stopping;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -606,7 +607,10 @@ fn call(
     let logger = vfs_host::ExchangeLogger::open(launch.registry()).map_err(Problems::from)?;
     let runner = run.runner(launch.registry()).map_err(|error| Problems(vec![error]))?;
     let service = launch.tools(logger).with_runner(runner);
-    match service.call(tool, Some(arguments)) {
+    // A signal cancels the call where it can safely stop (a delete that has begun finishes)
+    // instead of ending the process in the middle of a change (`stopping`).
+    let cancel = stopping::flag_on_first_signal("stopping once the call has ended or stopped")?;
+    match service.call_with(tool, Some(arguments), vfs::Budget::unlimited().with_cancel_flag(cancel)) {
         Ok(result) => {
             output::tool_output(&result);
             Ok(if result.is_error { ExitCode::from(TOOL_ERROR) } else { ExitCode::SUCCESS })
@@ -783,7 +787,22 @@ fn serve(options: &LaunchOptions, run: &RunArgs, authority: AmbientAuthority) ->
     // One thread for the protocol; tool calls run on the blocking pool (see `vfs_host::server`).
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(vfs_host::serve_stdio(server)).context("the MCP connection failed")?;
+    runtime.block_on(async {
+        // A signal stops the server as the end of stdin does, the calls running cancelled
+        // where they safely can be, and waits for them (`stopping`).
+        let mut signals = stopping::Signals::listen()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            signals.next().await;
+            let _ = stop.send(());
+            signals.then_end_at_the_next("stopping once the calls running have ended or stopped").await;
+        });
+        vfs_host::serve_stdio_until(server, async move {
+            let _ = stopped.await;
+        })
+        .await
+        .context("the MCP connection failed")
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

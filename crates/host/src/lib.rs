@@ -35,7 +35,7 @@ pub use journal::{
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose, settings_journal};
 pub use logger::ExchangeLogger;
 #[cfg(feature = "mcp")]
-pub use server::{VfsServer, serve_stdio};
+pub use server::{VfsServer, serve_stdio, serve_stdio_until};
 pub use tokens::{Principal, Tokens};
 #[cfg(feature = "mcp")]
 pub use tools::run::{RunOptions, Runner, check_run_env};

@@ -337,12 +337,24 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// parse errors wait to be written; past that the server stops reading stdin until the client
 /// reads its answers.
 pub async fn serve_stdio(server: VfsServer) -> std::io::Result<()> {
+    serve_stdio_until(server, std::future::pending()).await
+}
+
+/// [`serve_stdio`], and when `stop` completes (the operator's signal), as if stdin had ended
+/// there, with every request still running cancelled: a call stops where it safely can (one
+/// that has begun to change files finishes), and the server ends once the calls are answered
+/// or cancelled. A tool call keeps its blocking thread to its end: the runtime's end waits for
+/// it, so no change is cut in the middle.
+pub async fn serve_stdio_until(
+    server: VfsServer,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let (to_server, from_client) = tokio::io::duplex(64 * 1024);
     let (to_client, from_server) = tokio::io::duplex(64 * 1024);
     let (parse_errors, parse_errors_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(MAX_PARSE_ERRORS);
     let in_flight = std::sync::Arc::new(InFlight::new(MAX_IN_FLIGHT));
     let (input, output) = stdio();
-    tokio::spawn(pump_input(input, to_server, parse_errors, in_flight.clone()));
+    tokio::spawn(pump_input(input, to_server, parse_errors, in_flight.clone(), stop));
     let output = tokio::spawn(pump_output(from_server, parse_errors_rx, output, in_flight));
     let served = match server.serve((from_client, to_client)).await {
         Ok(server) => server.waiting().await.map(|_| ()).map_err(std::io::Error::other),
@@ -410,6 +422,11 @@ impl InFlight {
         }
         open.insert(id, 1);
         true
+    }
+
+    /// The ids (their JSON text) of the requests read and not yet answered.
+    fn open_ids(&self) -> Vec<String> {
+        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).keys().cloned().collect()
     }
 
     /// The request with this id was answered (or cancelled, so it will not be).
@@ -575,14 +592,23 @@ async fn pump_input<R, W>(
     mut to_server: W,
     parse_errors: tokio::sync::mpsc::Sender<Vec<u8>>,
     in_flight: std::sync::Arc<InFlight>,
+    stop: impl Future<Output = ()>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
+    let mut stop = std::pin::pin!(stop);
     loop {
-        let answer = match read_line(&mut reader, &mut line, MAX_LINE_BYTES).await {
+        let read = tokio::select! {
+            read = read_line(&mut reader, &mut line, MAX_LINE_BYTES) => read,
+            () = &mut stop => {
+                cancel_all(&mut to_server, &in_flight).await;
+                break;
+            }
+        };
+        let answer = match read {
             Ok(Line::End) => break,
             Err(error) => {
                 tracing::warn!(%error, "cannot read stdin");
@@ -631,6 +657,26 @@ async fn pump_input<R, W>(
     // time budget) before the connection closes.
     let _ = tokio::time::timeout(DRAIN, in_flight.drained()).await;
     let _ = to_server.shutdown().await;
+}
+
+/// Cancels every request read and not yet answered, as the client would
+/// (`notifications/cancelled`), so that each call stops where it safely can; they leave the
+/// in-flight count.
+async fn cancel_all<W: AsyncWrite + Unpin>(to_server: &mut W, in_flight: &InFlight) {
+    for key in in_flight.open_ids() {
+        let Ok(id) = serde_json::from_str::<serde_json::Value>(&key) else { continue };
+        let mut cancel = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": { "requestId": id, "reason": "the server is stopping" },
+        }))
+        .unwrap_or_default();
+        cancel.push(b'\n');
+        if to_server.write_all(&cancel).await.is_err() {
+            return;
+        }
+        in_flight.finish(&key);
+    }
 }
 
 /// Writes the SDK's messages and the parse errors to stdout, whole lines only. A response
@@ -721,7 +767,7 @@ mod tests {
             b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nnot json\n\n[1,2]\n{\"a\":1}\n";
         let (to_server, mut from_client) = tokio::io::duplex(1024);
         let (errors, mut errors_rx) = tokio::sync::mpsc::channel(8);
-        pump_input(input, to_server, errors, std::sync::Arc::new(InFlight::new(8))).await;
+        pump_input(input, to_server, errors, std::sync::Arc::new(InFlight::new(8)), std::future::pending()).await;
         let mut passed = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut from_client, &mut passed).await.unwrap();
         assert_eq!(passed, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");

@@ -4,7 +4,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use crate::util::TestDir;
+use crate::util::{TestDir, signal};
 
 /// True where the view can be mounted (root and `/dev/fuse`); elsewhere the test says why it
 /// did not run, and fails if `VFS_REQUIRE_FUSE` asks for it.
@@ -44,11 +44,6 @@ fn start(test: &TestDir) -> (Child, String) {
     let mut line = String::new();
     BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("the start-up line");
     (child, line)
-}
-
-fn signal(child: &Child, name: &str) {
-    let status = Command::new("kill").arg(format!("-{name}")).arg(child.id().to_string()).status().expect("kill");
-    assert!(status.success());
 }
 
 fn mounted(test: &TestDir) -> bool {

@@ -1,7 +1,7 @@
 use std::os::unix::fs::PermissionsExt as _;
 
 use crate::eqnice;
-use crate::util::{Run, TestDir};
+use crate::util::{Run, TestDir, signal};
 
 const LAUNCH: [&str; 5] = ["--mount", "./w:/w:rw", "--journal", "j", "--no-read-before-edit"];
 
@@ -914,4 +914,113 @@ fn a_damaged_journals_paths_are_one_line_each_in_the_listing_and_the_dry_run() {
     assert_eq!(listed.stdout.lines().count(), 2, "{listed:?}");
     let dry = undo(&test, &["--last", "1", "--dry-run"]);
     eqnice!("would undo 9999999999999-forged make_directory /w/x\\nremoved /w/forged\n", dry.stdout);
+}
+
+/// `w/big`: 4 directories of 1,000 empty files, a tree whose journaled delete (or undo) takes
+/// long enough for a signal to arrive in its middle.
+fn big_tree(test: &TestDir) {
+    for directory in 0..4 {
+        let directory = test.dir(&format!("w/big/d{directory}"));
+        for file in 0..1000 {
+            std::fs::write(directory.join(format!("f{file}")), "").unwrap();
+        }
+    }
+}
+
+/// Waits (at most a minute) until `done` holds, looking every 5 ms.
+fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what} did not happen within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// True once the delete of `w/big` has taken its first file (it goes in name order).
+fn delete_begun(test: &TestDir) -> bool {
+    !test.path().join("w/big/d0/f0").exists()
+}
+
+/// A signal in the middle of a journaled tree delete lets the delete finish (its files were
+/// moved into the journal one by one, and only its entry, written at its end, says where they
+/// belong): `vfs call` (SIGTERM) and `vfs serve` over stdio (SIGINT) end once it has, its entry
+/// is whole, and the tree comes back whole. A second signal ends the server at once (exit 130).
+#[test]
+fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_once() {
+    let files = |test: &TestDir| walkdir_count(&test.path().join("w"));
+    let test = TestDir::new();
+    big_tree(&test);
+    let mut args = vec!["call", "delete_file", r#"{"path":"/w/big","recursive":true}"#];
+    args.extend(LAUNCH);
+    let child =
+        test.command(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    until("the delete's start", || delete_begun(&test));
+    signal(&child, "TERM");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    eqnice!("deleted directory `/w/big`\n", String::from_utf8_lossy(&output.stdout));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .ends_with("vfs: stopping once the call has ended or stopped; a second SIGTERM or Ctrl-C stops at once\n"),
+        "{stderr}"
+    );
+    assert_eq!(summary(&test), ["remove undoable /w/big"]);
+    eqnice!("restored /w/big\n", undo(&test, &["--last", "1"]).stdout);
+    assert_eq!(files(&test), 4_000);
+
+    let mut session = serving_a_tree_delete(&test);
+    signal(&session.child, "INT");
+    assert_eq!(session.child.wait().unwrap().code(), Some(0), "ended once the delete had");
+    assert_eq!(summary(&test)[0], "remove undoable /w/big");
+    assert!(!test.path().join("w/big").exists());
+    big_tree(&test);
+
+    let mut session = serving_a_tree_delete(&test);
+    signal(&session.child, "TERM");
+    signal(&session.child, "TERM");
+    assert_eq!(session.child.wait().unwrap().code(), Some(130), "ended at once by the second");
+}
+
+/// A signal during `vfs undo` stops it between two entries: the one being undone is undone
+/// whole, the rest are left and said so.
+#[test]
+fn a_signal_during_an_undo_stops_it_after_the_entry_being_undone() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "before\n");
+    big_tree(&test);
+    call(&test, "write_file", r#"{"path":"/w/a.txt","content":"after\n","overwrite":true}"#);
+    call(&test, "delete_file", r#"{"path":"/w/big","recursive":true}"#);
+    let mut args = vec!["undo", "--last", "2"];
+    args.extend(LAUNCH);
+    let child =
+        test.command(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    until("the tree's restore", || test.path().join("w/big").exists());
+    signal(&child, "TERM");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    eqnice!("restored /w/big\nstopped by a signal: 1 more entry not undone\n", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(walkdir_count(&test.path().join("w/big")), 4_000);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "after\n");
+}
+
+/// A server over stdio that has begun to delete `/w/big` (its answer is not waited for).
+fn serving_a_tree_delete(test: &TestDir) -> Session {
+    use std::io::Write as _;
+    let mut session = Session::start(test);
+    let request = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"/w/big","recursive":true}}}"#;
+    writeln!(session.stdin, "{request}").unwrap();
+    until("the delete's start", || delete_begun(test));
+    session
+}
+
+/// How many files lie below `directory`.
+fn walkdir_count(directory: &std::path::Path) -> usize {
+    std::fs::read_dir(directory)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() { walkdir_count(&entry.path()) } else { 1 }
+        })
+        .sum()
 }

@@ -122,3 +122,9 @@ macro_rules! eqnice {
         }
     }};
 }
+
+/// Sends the signal `name` (`TERM`, `INT`, …) to `child`.
+pub(crate) fn signal(child: &std::process::Child, name: &str) {
+    let status = Command::new("kill").arg(format!("-{name}")).arg(child.id().to_string()).status().expect("kill");
+    assert!(status.success());
+}
