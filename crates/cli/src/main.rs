@@ -334,6 +334,13 @@ struct DaemonArgs {
     /// The largest request body accepted, in bytes; a larger one gets 413 before it is read.
     #[arg(long = "max-request-bytes", value_name = "BYTES", default_value_t = 16 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
     max_request_bytes: u64,
+    /// Most bytes of request bodies held at once, over all tokens (a body is held from its
+    /// arrival until its answer is sent); one token holds at most a quarter of them, and at
+    /// least one body of --max-request-bytes. Past either, a body gets 503 with Retry-After, so
+    /// that many large bodies at once cannot fill the daemon's memory [default: 16 times
+    /// --max-request-bytes].
+    #[arg(long = "max-request-bytes-held", value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=u64::from(u32::MAX)))]
+    max_request_bytes_held: Option<u64>,
 }
 
 /// The launch options every command takes.
@@ -654,6 +661,10 @@ impl DaemonArgs {
         http.body_timeout = seconds(self.body_timeout);
         http.session_idle = seconds(self.session_idle);
         http.max_request_bytes = count(self.max_request_bytes);
+        http.max_bodies_bytes = match self.max_request_bytes_held {
+            Some(max) => count(max),
+            None => http.max_request_bytes.saturating_mul(16),
+        };
         if let Some(max) = self.max_connections {
             http.max_connections = count(max);
             http.max_sessions = count(max);

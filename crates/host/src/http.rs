@@ -17,7 +17,10 @@
 //! The daemon is meant to face clients it does not trust to behave:
 //! - a request's headers must arrive within `header_timeout`, and its body within
 //!   `body_timeout`; a body larger than `max_request_bytes` is refused with `413` before it is
-//!   read whole; a body that is not JSON gets the JSON-RPC parse error (`-32700`), and one
+//!   read whole; the bodies held at once (from their arrival until their answers are sent) are
+//!   at most `max_bodies_bytes` in all and a quarter of that for one token, past which a body
+//!   gets `503` with `Retry-After` ([`Bodies`]), so that a token sending many large bodies at
+//!   once cannot fill the daemon's memory; a body that is not JSON gets the JSON-RPC parse error (`-32700`), and one
 //!   of more than 100,000 values an invalid request (`-32600`), before anything parses it
 //!   whole (`crate::json_check`);
 //! - at most `max_connections` connections are served at once, at most `max_sessions` sessions
@@ -112,6 +115,10 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// The largest request body accepted.
     pub max_request_bytes: usize,
+    /// Most bytes of request bodies held at once, over every token (a body is held from its
+    /// arrival until its answer is sent); one token holds at most a quarter of them, and at
+    /// least one body of `max_request_bytes`.
+    pub max_bodies_bytes: usize,
 }
 
 impl HttpOptions {
@@ -136,6 +143,7 @@ impl HttpOptions {
             max_calls_per_session: None,
             session_idle: Duration::from_mins(30),
             max_request_bytes: 16 * 1024 * 1024,
+            max_bodies_bytes: 16 * 16 * 1024 * 1024,
         }
     }
 }
@@ -386,6 +394,7 @@ struct State {
     origins: Vec<String>,
     body_timeout: Duration,
     max_request_bytes: usize,
+    bodies: Arc<Bodies>,
 }
 
 /// Serves `endpoints` until SIGTERM or SIGINT, then shuts down gracefully. The signals are
@@ -458,6 +467,7 @@ impl State {
             origins,
             body_timeout: options.body_timeout,
             max_request_bytes: options.max_request_bytes,
+            bodies: Bodies::new(options.max_bodies_bytes, options.max_request_bytes),
         })
     }
 }
@@ -823,13 +833,14 @@ async fn answer(state: &State, connection: &Connection, request: Request<Incomin
     };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal);
-    let body = if parts.method == Method::POST {
-        match read_body(state, &parts, body).await {
-            Ok(body) => body,
+    let (body, held) = if parts.method == Method::POST {
+        let mut held = Bodies::hold(&state.bodies, principal);
+        match read_body(state, &parts, body, &mut held).await {
+            Ok(body) => (body, Some(held)),
             Err(response) => return response,
         }
     } else {
-        Bytes::new()
+        (Bytes::new(), None)
     };
     let opening = match session_of(state, &mut parts, &body, principal) {
         Ok(opening) => opening,
@@ -869,10 +880,10 @@ async fn answer(state: &State, connection: &Connection, request: Request<Incomin
     let response = if let Some(opened) = stream { CommonIds::over(response, opened) } else { response };
     // The id, and the token's place among its requests, are free again once the answer has
     // been sent (or the client has gone).
-    if guard.is_none() && slot.is_none() && owner.is_none() {
+    if guard.is_none() && slot.is_none() && owner.is_none() && held.is_none() {
         return response;
     }
-    response.map(|body| Guarded { body, _held: (guard, slot, owner) }.boxed())
+    response.map(|body| Guarded { body, _held: (guard, slot, owner, held) }.boxed())
 }
 
 /// The session a request names, if any.
@@ -923,6 +934,98 @@ impl Drop for OwnerTurn {
             && Arc::strong_count(entry.get()) == 1
         {
             entry.remove();
+        }
+    }
+}
+
+/// The request bodies held at once (from their arrival until their answers are sent), in
+/// bytes: at most `room` in all, and `per_token` for one token. Without it the bodies in memory
+/// were bounded only by the requests in flight: one token sending 300 bodies of 15 MB at once
+/// held 2.9 GB, and another crew's one-line reads took up to 12.7 s meanwhile (red team,
+/// 2026-12-07, debug build). A body past either bound is answered `503` with `Retry-After`.
+struct Bodies {
+    room: Arc<tokio::sync::Semaphore>,
+    per_token: usize,
+    held: Mutex<HashMap<Principal, usize>>,
+}
+
+/// Why a body could not be held: the words of its `503`.
+#[derive(Debug)]
+struct Unheld(&'static str);
+
+impl std::fmt::Display for Unheld {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Unheld {}
+
+/// One request's body bytes among the [`Bodies`], given back when dropped.
+struct HeldBytes {
+    bodies: Arc<Bodies>,
+    principal: Principal,
+    bytes: usize,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Bodies {
+    /// `max` bytes in all (at least one body of `largest`), a quarter of them for one token
+    /// (at least one body of `largest`).
+    fn new(max: usize, largest: usize) -> Arc<Self> {
+        // The semaphore counts in `u32`s at a time; four GiB is far past any body.
+        let room = max.max(largest).min(u32::MAX as usize);
+        Arc::new(Self {
+            room: Arc::new(tokio::sync::Semaphore::new(room)),
+            per_token: (room / 4).max(largest).min(room),
+            held: Mutex::default(),
+        })
+    }
+
+    /// Nothing held yet for a request of `principal`.
+    fn hold(bodies: &Arc<Self>, principal: Principal) -> HeldBytes {
+        HeldBytes { bodies: bodies.clone(), principal, bytes: 0, permit: None }
+    }
+}
+
+impl HeldBytes {
+    /// Holds `more` bytes besides those held; refused, holding nothing more, past the token's
+    /// share or the whole.
+    fn grow(&mut self, more: usize) -> Result<(), &'static str> {
+        const TOKEN: &str = "the server holds as many request bytes as it takes for this token";
+        const ALL: &str = "the server holds as many request bytes as it takes";
+        if more == 0 {
+            return Ok(());
+        }
+        let bodies = &self.bodies;
+        let mut held = bodies.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = held.get(&self.principal).copied().unwrap_or(0);
+        if mine.saturating_add(more) > bodies.per_token {
+            return Err(TOKEN);
+        }
+        let count = u32::try_from(more).map_err(|_| TOKEN)?;
+        let permit = bodies.room.clone().try_acquire_many_owned(count).map_err(|_| ALL)?;
+        held.insert(self.principal, mine + more);
+        self.bytes += more;
+        match &mut self.permit {
+            Some(permits) => permits.merge(permit),
+            None => self.permit = Some(permit),
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        let mut held = self.bodies.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.principal) {
+            *count = count.saturating_sub(self.bytes);
+            if *count == 0 {
+                held.remove(&self.principal);
+            }
         }
     }
 }
@@ -1013,10 +1116,10 @@ impl Drop for RunningGuard {
 }
 
 /// A response body that holds its request's places (its id in its session, its place among
-/// its token's requests) until it is sent whole or dropped.
+/// its token's requests, its body's bytes) until it is sent whole or dropped.
 struct Guarded {
     body: Body,
-    _held: (Option<RunningGuard>, Option<RequestSlot>, Option<OwnerTurn>),
+    _held: (Option<RunningGuard>, Option<RequestSlot>, Option<OwnerTurn>, Option<HeldBytes>),
 }
 
 impl hyper::body::Body for Guarded {
@@ -1225,7 +1328,12 @@ const SSE_RETRY: Duration = Duration::from_secs(3);
 /// The body, read within its size and time bounds, and checked to be JSON: the answers for a
 /// body too large, too slow or not JSON are the server's own, before anything is parsed
 /// further.
-async fn read_body(state: &State, parts: &http::request::Parts, body: Incoming) -> Result<Bytes, Response<Body>> {
+async fn read_body(
+    state: &State,
+    parts: &http::request::Parts,
+    body: Incoming,
+    held: &mut HeldBytes,
+) -> Result<Bytes, Response<Body>> {
     let too_large = || {
         jsonrpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -1241,8 +1349,29 @@ async fn read_body(state: &State, parts: &http::request::Parts, body: Incoming) 
     if declared.is_some_and(|length| length > state.max_request_bytes as u64) {
         return Err(too_large());
     }
+    // Room for the body among those held: all of it at once when its length is declared,
+    // else frame by frame as it arrives.
+    if let Some(length) = declared
+        && let Err(why) = held.grow(usize::try_from(length).unwrap_or(usize::MAX))
+    {
+        return Err(unavailable(why));
+    }
     let limited = Limited::new(body, state.max_request_bytes);
-    let body = match tokio::time::timeout(state.body_timeout, limited.collect()).await {
+    let collect = async {
+        // Within the bound (checked above) and held already.
+        let mut collected = Vec::with_capacity(declared.map_or(0, |length| usize::try_from(length).unwrap_or(0)));
+        let mut limited = std::pin::pin!(limited);
+        while let Some(frame) = limited.frame().await {
+            let Ok(data) = frame?.into_data() else { continue };
+            if declared.is_none() {
+                held.grow(data.len())
+                    .map_err(|why| Box::new(Unheld(why)) as Box<dyn std::error::Error + Send + Sync>)?;
+            }
+            collected.extend_from_slice(&data);
+        }
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Bytes::from(collected))
+    };
+    let body = match tokio::time::timeout(state.body_timeout, collect).await {
         Err(_) => {
             return Err(jsonrpc_error(
                 StatusCode::REQUEST_TIMEOUT,
@@ -1251,8 +1380,11 @@ async fn read_body(state: &State, parts: &http::request::Parts, body: Incoming) 
             ));
         }
         Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(error)) if let Some(why) = error.downcast_ref::<Unheld>().map(|unheld| unheld.0) => {
+            return Err(unavailable(why));
+        }
         Ok(Err(_)) => return Err(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, "the request body could not be read")),
-        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Ok(collected)) => collected,
     };
     if let Some(refusal) = crate::json_check::screen(&body) {
         return Err(json_response(

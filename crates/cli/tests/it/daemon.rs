@@ -333,6 +333,90 @@ fn past_a_cap_the_answer_is_503_and_the_daemon_goes_on() {
     assert_eq!(daemon.terminate(), Some(0));
 }
 
+/// The request bodies held at once are bounded in bytes, over all tokens and for each: a body
+/// past its token's share or past the whole gets `503` with `Retry-After` before it is read,
+/// another token's body within the room is served meanwhile, and a body's bytes are given back
+/// once its answer is sent.
+#[test]
+fn request_bodies_held_at_once_are_bounded_for_each_token_and_in_all() {
+    let test = TestDir::new();
+    test.file("tokens", &format!("{TOKEN}\nsecond-token-0123456789\nthird-token-0123456789\n"));
+    // Room for two bodies of 4,000 bytes in all, one for each token (a quarter of the room,
+    // at least one largest body).
+    let daemon = Daemon::start(
+        &test,
+        &["--token-file", "tokens", "--max-request-bytes", "4096", "--max-request-bytes-held", "8192"],
+        None,
+    );
+    // A body of 4,000 bytes that has arrived in part: its bytes are held meanwhile.
+    let holding = |token: &str| {
+        let mut stream = TcpStream::connect(daemon.address).unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 4000\r\n\r\n{{",
+            daemon.address
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream
+    };
+    let ping = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"{}\"}}", "x".repeat(3000));
+    let refusal = |what: &str| {
+        format!(
+            "{{\"error\":{{\"code\":-32000,\"message\":\"unavailable: the server holds as many request bytes as it takes{what}; try again shortly\"}},\"id\":null,\"jsonrpc\":\"2.0\"}}\n"
+        )
+    };
+    let mut first = holding(TOKEN);
+    // The first token's second body: past its share.
+    let until_held = Instant::now() + Duration::from_secs(10);
+    let mut refused = daemon.post("/mcp", Some(TOKEN), &[], &ping);
+    while refused.status != 503 && Instant::now() < until_held {
+        std::thread::sleep(Duration::from_millis(20));
+        refused = daemon.post("/mcp", Some(TOKEN), &[], &ping);
+    }
+    assert_eq!(refused.status, 503, "{refused:?}");
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    eqnice!(refusal(" for this token"), refused.body);
+    // A body without a declared length is counted as it arrives: refused at its first chunk.
+    let mut chunked = TcpStream::connect(daemon.address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n100\r\n{}\r\n",
+        daemon.address,
+        " ".repeat(256)
+    );
+    chunked.write_all(head.as_bytes()).unwrap();
+    chunked.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = Vec::new();
+    let _ = chunked.read_to_end(&mut answer);
+    let answer = Response::parse(&String::from_utf8_lossy(&answer));
+    assert_eq!(answer.status, 503, "{answer:?}");
+    eqnice!(refusal(" for this token"), answer.body);
+    // Another token's body fits in the room left, and is answered.
+    assert_eq!(daemon.post("/mcp", Some("second-token-0123456789"), &[], &ping).status, 400, "read whole and answered");
+    let _second = holding("second-token-0123456789");
+    // The room is full: a third token's body is refused too.
+    let until_full = Instant::now() + Duration::from_secs(10);
+    let mut full = daemon.post("/mcp", Some("third-token-0123456789"), &[], &ping);
+    while full.status != 503 && Instant::now() < until_full {
+        std::thread::sleep(Duration::from_millis(20));
+        full = daemon.post("/mcp", Some("third-token-0123456789"), &[], &ping);
+    }
+    eqnice!(refusal(""), full.body);
+    // The first body ends (answered): its bytes are given back.
+    first.write_all(&[b' '; 3999]).unwrap();
+    first.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = [0; 12];
+    first.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 400", "a body that is not a request of MCP is answered");
+    drop(first);
+    let until_free = Instant::now() + Duration::from_secs(10);
+    let mut served = daemon.post("/mcp", Some(TOKEN), &[], &ping).status;
+    while served == 503 && Instant::now() < until_free {
+        std::thread::sleep(Duration::from_millis(20));
+        served = daemon.post("/mcp", Some(TOKEN), &[], &ping).status;
+    }
+    assert_eq!(served, 400, "held no more");
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
 /// Past `--max-connections`, a new connection takes the place of the oldest one that has shown
 /// no valid token (which is closed), so that connections anyone can open for nothing cannot
 /// keep token holders out; only when every connection served is a token holder's does a new
