@@ -258,6 +258,8 @@ pub(crate) fn undo(
     options.operator_deletes = true;
     // A dry run changes nothing, the journal's images included.
     options.journal_unswept = dry_run;
+    // A journal named by mistake is refused, not made empty.
+    options.journal_existing = true;
     let composed = vfs_host::compose(&options, authority)?;
     // The journal may come from the flag or from the settings file's `journal`.
     let Some(journal) = composed.journal() else {

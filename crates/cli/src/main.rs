@@ -422,6 +422,7 @@ impl LaunchArgs {
             defer_name_rules: false,
             journal_origin: None,
             journal_unswept: false,
+            journal_existing: false,
             allow_write: self.allow_write,
             call_timeout: Some(std::time::Duration::from_secs(self.call_timeout)),
             no_read_before_edit: self.no_read_before_edit,

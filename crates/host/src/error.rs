@@ -284,6 +284,17 @@ pub enum HostError {
     /// The sandbox of `run_command` and `vfs run` cannot start on this machine.
     #[error("commands cannot be run: {0}")]
     Sandbox(#[from] vfs_fuse::SandboxError),
+    /// The journal cannot be used: its log cannot be opened, or (for `vfs undo`) its directory
+    /// does not exist.
+    #[error("cannot use `{path}` as the journal: {reason}")]
+    Journal {
+        /// The journal's directory, made absolute.
+        path: String,
+        /// Why.
+        reason: String,
+        /// What to do.
+        hint: &'static str,
+    },
     /// A journal bound too small to hold the journal's log.
     #[error("--journal-max-bytes {given} is below {why}")]
     JournalBound {
@@ -334,6 +345,7 @@ impl HostError {
                 "a token file holds one token per line: `TOKEN` grants /mcp, `CREW TOKEN` grants /mcp/CREW; make tokens with `openssl rand -hex 32`".to_owned(),
             ),
             HostError::NeedsListen { .. } => Some("add --listen HOST:PORT, like --listen 127.0.0.1:8080".to_owned()),
+            HostError::Journal { hint, .. } => Some((*hint).to_owned()),
             HostError::JournalBound { .. } => Some(format!(
                 "give --journal-max-bytes {} or more, like --journal-max-bytes 1G (the default)",
                 crate::journal::byte_words(crate::journal::MIN_MAX_BYTES)

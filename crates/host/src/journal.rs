@@ -347,6 +347,8 @@ pub struct Journal {
     /// The launch's agent-facing roots and where their files lie
     /// (`MountRegistry::mount_places`): recorded with each entry, and compared by its undo.
     places: OnceLock<Vec<(String, String)>>,
+    /// Why the log could not be opened to be written, when it could not.
+    unwritable_log: OnceLock<String>,
     /// Set by the operator's `vfs undo --any-place`: the places are not compared.
     any_place: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
@@ -526,6 +528,7 @@ impl Journal {
             gate: OnceLock::new(),
             log_bound: OnceLock::new(),
             places: OnceLock::new(),
+            unwritable_log: OnceLock::new(),
             any_place: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::default(),
             writing: Mutex::new(()),
@@ -551,6 +554,13 @@ impl Journal {
     /// (`Journal::sweep`).
     pub fn attach(&self, registry: &MountRegistry) -> bool {
         self.attach_with(registry, true)
+    }
+
+    /// Why the log could not be opened to be written when the journal was attached, if it
+    /// could not: a process that changes things is then refused at its launch.
+    #[must_use]
+    pub fn unwritable_log(&self) -> Option<&str> {
+        self.unwritable_log.get().map(String::as_str)
     }
 
     /// [`Journal::attach`] without the sweep: for a process that changes nothing (a dry run).
@@ -623,7 +633,8 @@ impl Journal {
         let log = match capability.open_append(LOG_FILE) {
             Ok(file) => Some(file),
             Err(error) => {
-                tracing::warn!(target: "vfs::journal", %error, "intents will not be written");
+                tracing::debug!(target: "vfs::journal", %error, "intents will not be written");
+                let _ = self.unwritable_log.set(without_path(&error));
                 None
             }
         };
@@ -1174,8 +1185,33 @@ pub fn open_journal(
     let registry = MountRegistry::builder().internal(spec).build(authority).map_err(crate::HostError::from)?;
     let journal = Journal::new(DEFAULT_MAX_BYTES);
     journal.attach_with(&registry, false);
+    // A log that is there and cannot be read (a directory, a special file) would list as an
+    // empty journal.
+    if let Some(access) = journal.access()
+        && let Err(error) = access.open_read(LOG_FILE)
+        && error.kind() != vfs::ErrorKind::NotFound
+    {
+        return Err(crate::HostError::Journal {
+            path: directory.display().to_string(),
+            reason: format!("its log `journal.jsonl` cannot be read: {}", without_path(&error)),
+            hint: "the log must be a regular file, or absent: move away what is there",
+        });
+    }
     let _ = journal.reading.set(registry);
     Ok(journal)
+}
+
+/// An error of the journal's own files, for the operator, without the virtual path it names
+/// (the operator names the journal by its directory).
+fn without_path(error: &vfs::Error) -> String {
+    let text = error.to_string();
+    if let Some(rest) = text.strip_prefix(&format!("`{LOG_FILE}`: ")) {
+        return rest.to_owned();
+    }
+    match text.strip_prefix(&format!("`{LOG_FILE}` ")) {
+        Some(rest) => format!("it {rest}"),
+        None => text,
+    }
 }
 
 impl ChangeObserver for Journal {

@@ -75,6 +75,9 @@ pub struct LaunchOptions {
     /// Not an option: the journal is opened without its sweep of the images no line names
     /// (`vfs undo --dry-run`, which changes nothing).
     pub journal_unswept: bool,
+    /// Not an option: the journal's directory must exist already (`vfs undo`: a journal
+    /// named by mistake is refused, not made empty and found to hold nothing to undo).
+    pub journal_existing: bool,
     /// `--allow-write`: the default `/workspace` mount is `rw` instead of `ro`.
     pub allow_write: bool,
     /// `--call-timeout SECONDS`: the longest one tool call may run (default 30 s).
@@ -437,6 +440,16 @@ fn finish_making(
             crate::journal::check_journal_bound(bound)
                 .map_err(|why| HostError::JournalBound { given: crate::journal::byte_words(bound), why })?;
             let directory = absolute(&options.current_dir, directory);
+            if options.journal_existing
+                && matches!(vfs::host_path::probe(&directory, authority), Err(vfs::host_path::HostPathError::Missing))
+            {
+                return Err(HostError::Journal {
+                    path: directory.display().to_string(),
+                    reason: "the directory does not exist".to_owned(),
+                    hint: "name the directory the changes were journaled in, as they were made with --journal DIR",
+                }
+                .into());
+            }
             made.extend(ensure_directory(&directory, "journal", authority)?);
             selected.push(Entry {
                 spec: MountSpec::local(directory.clone(), runner_root(crate::journal::JOURNAL_ROOT), Rights::ReadWrite),
@@ -473,11 +486,7 @@ fn finish_making(
     }
     let registry = builder.build(authority).map_err(HostError::from)?;
     if let Some(journal) = &journal {
-        if options.journal_unswept {
-            journal.attach_unswept(&registry);
-        } else {
-            journal.attach(&registry);
-        }
+        attach_journal(journal, &registry, options)?;
     }
     Ok(Launch {
         registry,
@@ -487,6 +496,26 @@ fn finish_making(
         read_before_edit: !options.no_read_before_edit,
         journal,
     })
+}
+
+/// Attaches the journal to the registry it observes. A process that changes things is refused
+/// when the journal's log cannot be opened to be written: no change could be recorded, and
+/// every one would be refused.
+fn attach_journal(journal: &crate::Journal, registry: &MountRegistry, options: &LaunchOptions) -> Result<(), Problems> {
+    if options.journal_unswept {
+        journal.attach_unswept(registry);
+        return Ok(());
+    }
+    journal.attach(registry);
+    match (journal.unwritable_log(), &options.journal) {
+        (Some(reason), Some(directory)) => Err(HostError::Journal {
+            path: absolute(&options.current_dir, directory).display().to_string(),
+            reason: format!("its log `journal.jsonl` cannot be opened to be written: {reason}"),
+            hint: "the log must be a regular file, or absent: move away what is there, or give --journal another directory",
+        }
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn runner_root(root: &str) -> MountRoot {

@@ -323,6 +323,43 @@ fn a_journal_inside_a_writable_mount_is_refused_and_undo_needs_one() {
     );
 }
 
+/// A journal whose log cannot be opened (a directory in its place) is refused at the launch of
+/// a process that changes things and by the listing, rather than refusing every change or
+/// listing an empty journal; `vfs undo` refuses a journal directory that does not exist
+/// rather than making it and finding nothing to undo.
+#[test]
+fn a_journal_whose_log_cannot_be_opened_or_that_does_not_exist_is_refused_in_one_line() {
+    let test = TestDir::new();
+    test.dir("w");
+    test.dir("j/journal.jsonl");
+    let why = "cannot use `[TMP]/j` as the journal: its log `journal.jsonl` cannot be opened to be written: the host \
+               reported: is a directory";
+    let hint = "hint: the log must be a regular file, or absent: move away what is there, or give --journal another \
+                directory";
+    let launch = ["--mount", "./w:/w:rw", "--journal", "j"];
+    let run = test.run(&[&["check"][..], &launch].concat());
+    assert_eq!(run.code, 2, "{run:?}");
+    eqnice!(format!("{why}\n"), test.redact(&run.stdout));
+    let run = test.run(&[&["call", "list_directory", r#"{"path": "/w"}"#][..], &launch].concat());
+    assert_eq!(run.code, 2, "{run:?}");
+    eqnice!(format!("error: {why}\n\n{hint}\n"), test.redact(&run.stderr));
+    let run = test.run(&["journal", "list", "--journal", "j"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    eqnice!(
+        "error: cannot use `j` as the journal: its log `journal.jsonl` cannot be read: it is a directory, not a \
+         file\n\nhint: the log must be a regular file, or absent: move away what is there\n",
+        run.stderr
+    );
+    let run = test.run(&["undo", "--last", "1", "--mount", "./w:/w:rw", "--journal", "missing"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    eqnice!(
+        "error: cannot use `[TMP]/missing` as the journal: the directory does not exist\n\nhint: name the directory \
+         the changes were journaled in, as they were made with --journal DIR\n",
+        test.redact(&run.stderr)
+    );
+    assert!(!test.path().join("missing").exists(), "not made");
+}
+
 /// One MCP session over stdio, its calls one after the other.
 struct Session {
     child: std::process::Child,
