@@ -1645,6 +1645,19 @@ impl Line {
 
 /// An entry's line once the size bound dropped it: what `vfs journal list` shows of it, and
 /// the entry it undoes, without its parts and images.
+/// The longest id an entry of the log may have (this journal's are 24 characters): a longer
+/// one is no entry this journal wrote.
+const MAX_ID: usize = 64;
+
+/// True when a line of the log (not an intent) is an entry: an id of at most [`MAX_ID`]
+/// bytes and the call it belongs to, as every entry (and every dropped entry's line) has.
+/// Anything else (a damaged or hand-made log's `{"id":"x"}`) names nothing, is not listed
+/// and is left out by a compaction.
+fn names_an_entry(value: &Value) -> bool {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).filter(|text| !text.is_empty());
+    text("id").is_some_and(|id| id.len() <= MAX_ID) && text("call").is_some()
+}
+
 fn dropped_line(value: &Value) -> String {
     let mut line = json!({ "dropped": true });
     for key in ["id", "time", "session", "call", "asked_by", "operation", "paths", "undoes", "tenant"] {
@@ -1697,7 +1710,7 @@ impl Scan {
             // A line that is JSON but no entry (a damaged log's `{}`, `1`, or anything without
             // an id) names nothing and takes no room: a compaction leaves it out, as it leaves
             // out a line that is not JSON.
-            let Some(id) = text("id").filter(|id| !id.is_empty()) else { return What::Other };
+            let Some(id) = text("id").filter(|_| names_an_entry(value)) else { return What::Other };
             let call = text("call").unwrap_or_default();
             self.entered.insert(call.clone());
             // A compacted log keeps a dropped entry as a line that says so.
@@ -2358,6 +2371,9 @@ fn lines_of(
     // How much of the buffer is known to hold no newline (a line longer than a chunk is
     // searched once, not again with each chunk added).
     let mut searched = 0;
+    // Past [`MAX_LINE`], a line is not kept in memory: it is skipped to its newline and
+    // handed on empty (it names nothing), from where it began.
+    let mut skipping: Option<u64> = None;
     loop {
         let offset = at + buffer.len() as u64;
         let want = usize::try_from(upto.saturating_sub(offset)).unwrap_or(usize::MAX).min(CHUNK);
@@ -2367,22 +2383,38 @@ fn lines_of(
         let mut start = 0;
         while let Some(found) = buffer[searched..].iter().position(|&byte| byte == b'\n') {
             let end = searched + found;
-            each(at + start as u64, &buffer[start..end]);
+            match skipping.take() {
+                Some(began) => each(began, &[]),
+                None => each(at + start as u64, &buffer[start..end]),
+            }
             start = end + 1;
             searched = start;
         }
         if done {
             let end = at + start as u64;
-            if partial && start < buffer.len() {
-                each(end, &buffer[start..]);
+            if partial && (start < buffer.len() || skipping.is_some()) {
+                match skipping {
+                    Some(began) => each(began, &[]),
+                    None => each(end, &buffer[start..]),
+                }
             }
-            return Ok((end, at + buffer.len() as u64));
+            return Ok((skipping.unwrap_or(end), at + buffer.len() as u64));
         }
         buffer.drain(..start);
         at += start as u64;
+        if buffer.len() > MAX_LINE {
+            skipping.get_or_insert(at);
+            at += buffer.len() as u64;
+            buffer.clear();
+        }
         searched = buffer.len();
     }
 }
+
+/// The longest line of the log read: twice the most the log itself keeps ([`log_bound`] is at
+/// most half the write cap, 8 MiB by default). A longer one is no line this journal wrote (a
+/// hand-made or damaged log's), and names nothing.
+const MAX_LINE: usize = 32 * 1024 * 1024;
 
 fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
     let mut content = Vec::new();
@@ -2520,8 +2552,14 @@ impl Loaded {
             return;
         }
         let incomplete = value.get("intent").is_some();
-        // A line that is JSON but no entry (a damaged log's `{}`, `1`, `[]`) is no change.
-        if value.get(if incomplete { "intent" } else { "id" }).and_then(Value::as_str).is_none_or(str::is_empty) {
+        // A line that is JSON but no entry (a damaged log's `{}`, `1`, `[]`, `{"id":"x"}`) is
+        // no change.
+        let named = if incomplete {
+            value.get("intent").and_then(Value::as_str).is_some_and(|id| !id.is_empty() && id.len() <= MAX_ID)
+        } else {
+            names_an_entry(&value)
+        };
+        if !named {
             return;
         }
         let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -3484,6 +3522,45 @@ mod tests {
         text.len() as u64
     }
 
+    /// A line longer than [`MAX_LINE`] (no line this journal writes) is skipped without being
+    /// held in memory and names nothing, whole or cut short at the log's end; so does a line
+    /// that is JSON with an id but no call (`{"id":"x"}`), or with an id longer than
+    /// [`MAX_ID`]. The lines around them are read as usual, and a compaction leaves them out.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: a hand-made journal's log")]
+    fn an_over_long_line_or_a_line_that_is_no_entry_names_nothing() {
+        let directory = tempfile::tempdir().unwrap();
+        let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
+        let entry =
+            |id: &str| json!({ "id": id, "call": format!("c{id}"), "paths": [format!("/w/{id}")], "parts": [] });
+        let first = own_line(&journal, &entry("1"));
+        let over_long = format!("{{\"id\":\"{}\",\"call\":\"c\"}}\n", "A".repeat(MAX_LINE + CHUNK));
+        let mut log = std::fs::read(directory.path().join("journal.jsonl")).unwrap();
+        log.extend_from_slice(over_long.as_bytes());
+        log.extend_from_slice(b"{\"id\":\"zzzzzz-bogus\"}\n");
+        log.extend_from_slice(format!("{{\"id\":\"{}\",\"call\":\"c\"}}\n", "L".repeat(MAX_ID + 1)).as_bytes());
+        log.extend_from_slice(format!("{}\n", entry("2")).as_bytes());
+        std::fs::write(directory.path().join("journal.jsonl"), &log).unwrap();
+        let ids = |journal: &Journal| -> Vec<String> {
+            journal.entries().all().iter().map(|entry| entry.id.clone()).collect()
+        };
+        assert_eq!(ids(&journal), ["1", "2"]);
+        // Cut short at the end (no newline): skipped as well, and the whole lines end before it.
+        log.extend_from_slice(over_long.trim_end().as_bytes());
+        std::fs::write(directory.path().join("journal.jsonl"), &log).unwrap();
+        let read = journal.access().unwrap().open_read(LOG_FILE).unwrap();
+        let mut seen = Vec::new();
+        let (end, _) = lines_of(&read, 0, u64::MAX, true, |at, line| seen.push((at, line.len()))).unwrap();
+        assert_eq!(end, (log.len() - over_long.len() + 1) as u64, "the whole lines end where the cut one begins");
+        assert_eq!(seen.len(), 6);
+        assert_eq!(seen[1], (first, 0), "the over-long line, handed on empty from where it begins");
+        assert_eq!(seen[5], (end, 0), "the cut line, handed on empty from where it begins");
+        // A compaction keeps the two entries alone.
+        let scan = Scan::read(&read).unwrap();
+        let fates: Vec<bool> = scan.lines.iter().map(|line| matches!(line.what, What::Entry { .. })).collect();
+        assert_eq!(fates, [true, false, false, false, true]);
+    }
+
     /// Within a batch, each read of the entries takes only what was appended since the last
     /// (another process's entry, a `dropped` line, an undo), and a last line without its
     /// newline is taken once, when it is whole. A log replaced (a compaction), or one found
@@ -3949,11 +4026,14 @@ mod tests {
         let access = &journal.access().unwrap();
         let (mut end, mut id) = (0, 0);
         while end < COMPACT_FROM {
-            end += own_line(&journal, &json!({ "id": format!("{id:08}"), "parts": [], "pad": "p".repeat(60) }));
+            end += own_line(
+                &journal,
+                &json!({ "id": format!("{id:08}"), "call": format!("c{id}"), "parts": [], "pad": "p".repeat(55) }),
+            );
             id += 1;
         }
         journal.state().counted = true;
-        let theirs = append_as_another(directory.path(), &json!({ "id": "x", "parts": [] }));
+        let theirs = append_as_another(directory.path(), &json!({ "id": "x", "call": "cx", "parts": [] }));
         journal.compact_if_grown(access);
         assert_eq!(journal.state().log_end, Some(end));
         // Tried again once the log has grown by half, not at the next append.

@@ -2036,17 +2036,23 @@ fn a_change_the_journal_cannot_record_is_refused_and_nothing_is_lost() {
     assert_eq!(answer(&tools, "delete_file", &delete), refused("/w/tree"));
     assert_eq!(std::fs::read_to_string(base.path().join("w/p.txt")).unwrap(), "precious\n");
     assert_eq!(std::fs::read_to_string(base.path().join("w/tree/r.txt")).unwrap(), "kept\n");
-    // A create needs no image, but its intent: with the log unwritable, refused too.
+    // A create needs no image, but its intent: with the log unwritable nothing could be
+    // recorded, and the launch is refused (before 2026-12-07 it went on, refusing every change).
     drop(tools);
     drop(launch);
     std::fs::remove_file(base.path().join("journal/images")).unwrap();
     std::fs::remove_file(base.path().join("journal/journal.jsonl")).unwrap();
     std::fs::create_dir(base.path().join("journal/journal.jsonl")).unwrap();
-    let launch = self::launch(base.path());
-    let tools = launch.tools(None);
-    assert_eq!(answer(&tools, "write_file", &json!({ "path": "/w/n.txt", "content": "n\n" })), refused("/w/n.txt"));
-    assert!(!base.path().join("w/n.txt").exists());
-    assert_eq!(answer(&tools, "write_file", &write), refused("/w/p.txt"));
+    let Err(problems) = vfs_host::compose(&options(base.path(), &[]), vfs::ambient_authority()) else {
+        panic!("a launch whose journal cannot record is refused")
+    };
+    assert_eq!(
+        problems.to_string(),
+        format!(
+            "cannot use `{}` as the journal: its log `journal.jsonl` cannot be opened to be written: the host reported: is a directory",
+            base.path().join("journal").display()
+        )
+    );
     assert_eq!(std::fs::read_to_string(base.path().join("w/p.txt")).unwrap(), "precious\n");
 }
 
