@@ -673,7 +673,16 @@ fn settings_entries(options: &LaunchOptions, path: &Path, authority: AmbientAuth
     let text = host_path::read_text_file(&file, read_limit(), authority)
         .map_err(|reason| HostError::SettingsRead { path: shown.clone(), reason })?;
     // A byte order mark (editors on Windows write one) is no JSON, and no part of the settings.
-    let settings: SettingsFile = serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    // Anything but an object (`[1]`, `"x"`) is said so, not as the first field serde met.
+    if !text.trim_start().starts_with('{') {
+        return Err(HostError::SettingsParse {
+            path: shown,
+            reason: "the settings file must hold one JSON object, like {\"mounts\": [\"./src:/src:ro\"]}".to_owned(),
+        }
+        .into());
+    }
+    let settings: SettingsFile = serde_json::from_str(text)
         .map_err(|error| HostError::SettingsParse { path: shown.clone(), reason: error.to_string() })?;
     let base = file.parent().map_or_else(|| options.current_dir.clone(), Path::to_path_buf);
     let mut problems = Vec::new();
@@ -719,7 +728,18 @@ fn settings_entries(options: &LaunchOptions, path: &Path, authority: AmbientAuth
             None
         }
     });
-    let journal = settings.journal.map(|directory| absolute(&base, Path::new(&directory)));
+    // An empty path would name the settings file's own directory: refused, as `--journal ''` is.
+    if settings.journal.as_deref() == Some("") {
+        problems.push(HostError::SettingsParse {
+            path: shown.clone(),
+            reason: "journal: the path is empty; name the journal's directory, like \"journal\": \"./journal\""
+                .to_owned(),
+        });
+    }
+    let journal = settings
+        .journal
+        .filter(|directory| !directory.is_empty())
+        .map(|directory| absolute(&base, Path::new(&directory)));
     if problems.is_empty() {
         Ok(Settings { entries, hide: settings.hide, journal, journal_max_bytes })
     } else {

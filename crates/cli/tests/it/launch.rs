@@ -362,6 +362,26 @@ fn a_bad_settings_file_is_one_line() {
     );
     let run = test.run(&["check", "--settings", "missing.json"]);
     eqnice!("cannot read settings file `missing.json`: no such file\n", run.stdout);
+    // Anything but an object is said so (before, `[1]` was "expected a sequence").
+    for not_an_object in ["[1]", "[[[[", "\"x\"", ""] {
+        test.file("vfs.json", not_an_object);
+        let run = test.run(&["check", "--settings", "vfs.json"]);
+        eqnice!(
+            "invalid settings file `vfs.json`: the settings file must hold one JSON object, like {\"mounts\": \
+             [\"./src:/src:ro\"]}\n",
+            run.stdout
+        );
+        assert_eq!(run.code, 2);
+    }
+    // An empty journal path would name the settings file's own directory.
+    test.file("cfg/vfs.json", r#"{"journal": ""}"#);
+    let run = test.run(&["check", "--settings", "cfg/vfs.json"]);
+    eqnice!(
+        "invalid settings file `cfg/vfs.json`: journal: the path is empty; name the journal's directory, like \
+         \"journal\": \"./journal\"\n",
+        run.stdout
+    );
+    assert!(!test.path().join("cfg/journal.jsonl").exists());
 }
 
 #[test]
