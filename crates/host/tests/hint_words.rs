@@ -108,12 +108,20 @@ fn arguments_are_named_as_the_tools_spell_them() {
         "65 `excludePatterns` given, at most 64; combine them with braces, like `{target,dist}`"
     );
     assert_eq!(
+        refused(&tools, "directory_tree", json!({ "path": "/src", "excludePatterns": vec!["*a".repeat(500); 64] })),
+        "the `excludePatterns` together are too large to compile; use fewer or simpler ones"
+    );
+    assert_eq!(
+        refused(&tools, "search_files", json!({ "path": "/src", "pattern": "[z-a]" })),
+        "`pattern`: `[z-a]` is not a valid glob (invalid range; 'z' > 'a'); try `*.rs` or `**/*.md`"
+    );
+    assert_eq!(
         refused(&tools, "search_files", json!({ "path": "/src", "pattern": "" })),
         "`pattern` is empty; use a glob such as `*.rs` or `**/test_*.py`"
     );
     assert_eq!(
         refused(&tools, "grep", json!({ "pattern": "a", "include": "[" })),
-        "`include` pattern `[` is not a valid glob; try `*.rs` or `**/*.md`"
+        "`include`: `[` is not a valid glob (unclosed character class; missing ']'); try `*.rs` or `**/*.md`"
     );
     assert_eq!(
         refused(&tools, "grep", json!({ "pattern": "a".repeat(9000) })),

@@ -52,12 +52,12 @@ pub(crate) fn glob(argument: Argument, pattern: &str, limits: &Limits) -> Result
         guarded(|| GlobBuilder::new(pattern).literal_separator(by_path).build().map(|glob| glob.compile_matcher()));
     match compiled {
         Some(Ok(matcher)) => Ok(matcher),
-        Some(Err(_)) => Err(Error::invalid_argument(agent_text![
+        Some(Err(error)) => Err(Error::invalid_argument(agent_text![
             "`",
             argument,
-            "` pattern `",
+            "`: `",
             passed(pattern),
-            "` is not a valid glob; try `*.rs` or `**/*.md`"
+            format!("` is not a valid glob ({}); try `*.rs` or `**/*.md`", error.kind())
         ])),
         None => Err(too_complex(argument)),
     }
@@ -84,15 +84,23 @@ pub(crate) fn exclude_set(patterns: &[String], limits: &Limits) -> Result<GlobSe
         check_length(Argument::Excludes, pattern, limits.glob_bytes)?;
         let pattern = pattern.trim_end_matches('/');
         for candidate in [pattern.to_owned(), format!("**/{pattern}"), format!("**/{pattern}/**")] {
-            let glob = Glob::new(&candidate).map_err(|_| {
-                Error::invalid_argument(agent_text!["exclude pattern `", passed(pattern), "` is not a valid glob"])
+            let glob = Glob::new(&candidate).map_err(|error| {
+                Error::invalid_argument(agent_text![
+                    "exclude pattern `",
+                    passed(pattern),
+                    format!("` is not a valid glob ({})", error.kind())
+                ])
             })?;
             builder.add(glob);
         }
     }
     match guarded(|| builder.build()) {
         Some(Ok(set)) => Ok(set),
-        Some(Err(_)) => Err(Error::invalid_argument("exclude patterns are not valid globs")),
+        // Each was a valid glob above: together they pass the matcher's size limit.
+        Some(Err(_)) => Err(Error::too_large(
+            None,
+            agent_text!["the `", Argument::Excludes, "` together are too large to compile; use fewer or simpler ones"],
+        )),
         None => Err(too_complex(Argument::Excludes)),
     }
 }
