@@ -1651,9 +1651,14 @@ fn the_move_of_a_link_is_not_undoable_and_its_undo_moves_nothing() {
     call(&theirs, "delete_file", &json!({ "path": "/w/moved" }));
     call(&theirs, "write_file", &json!({ "path": "/w/moved/notes.txt", "content": "their tree\n" }));
     let undone = answer(&mine, "undo_changes", &json!({}));
-    assert_eq!(undone, (true, format!("skipped {}: not undoable\n", entry.id)));
+    let never =
+        "(they never can be: to undo older changes, give `count` 2 or more, or a `changeId` from `list_changes`)";
+    assert_eq!(undone, (true, format!("skipped {}: not undoable\n{never}\n", entry.id)));
     assert_eq!(std::fs::read_to_string(base.path().join("w/moved/notes.txt")).unwrap(), "their tree\n");
     assert!(!base.path().join("w/link").exists());
+    // Named, or counted past, it is skipped as before and no hint is added.
+    let undone = answer(&mine, "undo_changes", &json!({ "changeId": entry.id }));
+    assert_eq!(undone, (true, format!("skipped {}: not undoable\n", entry.id)));
 }
 
 #[test]

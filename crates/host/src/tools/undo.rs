@@ -164,6 +164,17 @@ pub(super) fn run_undo_changes(
     if lines.is_empty() {
         lines.push("nothing to undo".to_owned());
     }
+    // Newest changes that can never be undone would be met again at each call with a count:
+    // said how to reach the older ones.
+    let stuck = |entry: &&crate::Entry| {
+        matches!(entries.state(entry), crate::EntryState::NotUndoable | crate::EntryState::Dropped)
+    };
+    if args.change_id.is_none() && !chosen.is_empty() && chosen.iter().all(stuck) {
+        lines.push(format!(
+            "(they never can be: to undo older changes, give `count` {} or more, or a `changeId` from `list_changes`)",
+            chosen.len() + 1
+        ));
+    }
     let text = format!("{}\n", lines.join("\n"));
     if !clean {
         // An error result is its text alone: structured content is the success's (its
