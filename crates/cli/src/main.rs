@@ -799,7 +799,7 @@ fn serve(options: &LaunchOptions, run: &RunArgs, authority: AmbientAuthority) ->
     // One thread for the protocol; tool calls run on the blocking pool (see `vfs_host::server`).
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         // A signal stops the server as the end of stdin does, the calls running cancelled
         // where they safely can be, and waits for them (`stopping`).
         let mut signals = stopping::Signals::listen()?;
@@ -814,7 +814,11 @@ fn serve(options: &LaunchOptions, run: &RunArgs, authority: AmbientAuthority) ->
         })
         .await
         .context("the MCP connection failed")
-    })?;
+    });
+    // The tool calls have ended (`serve_stdio_until` waits for them); stdin's read may not
+    // have (a terminal or a socket): not waited for.
+    runtime.shutdown_background();
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

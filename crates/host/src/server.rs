@@ -354,6 +354,7 @@ pub async fn serve_stdio_until(
     let (parse_errors, parse_errors_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(MAX_PARSE_ERRORS);
     let in_flight = std::sync::Arc::new(InFlight::new(MAX_IN_FLIGHT));
     let (input, output) = stdio();
+    let pool = server.pool.clone();
     tokio::spawn(pump_input(input, to_server, parse_errors, in_flight.clone(), stop));
     let output = tokio::spawn(pump_output(from_server, parse_errors_rx, output, in_flight));
     let served = match server.serve((from_client, to_client)).await {
@@ -366,6 +367,13 @@ pub async fn serve_stdio_until(
     };
     // The server's end of the output pipe is closed now; let the writer drain it.
     let written = output.await.map_err(std::io::Error::other)?;
+    // A call cancelled (or whose answer had nowhere to go) may still be changing files on its
+    // blocking thread: the server ends once none is. The caller may then end the runtime
+    // without waiting for its other blocking threads (stdin's read, on a terminal or a socket,
+    // never ends by itself).
+    while pool.busy() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     served.and(written)
 }
 
@@ -600,11 +608,13 @@ async fn pump_input<R, W>(
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
     let mut stop = std::pin::pin!(stop);
+    let mut stopped = false;
     loop {
         let read = tokio::select! {
             read = read_line(&mut reader, &mut line, MAX_LINE_BYTES) => read,
             () = &mut stop => {
                 cancel_all(&mut to_server, &in_flight).await;
+                stopped = true;
                 break;
             }
         };
@@ -654,8 +664,14 @@ async fn pump_input<R, W>(
         }
     }
     // The client has said all it will: the calls it sent are still answered (each within its
-    // time budget) before the connection closes.
-    let _ = tokio::time::timeout(DRAIN, in_flight.drained()).await;
+    // time budget) before the connection closes; a stop meanwhile cancels them (a client that
+    // closes stdin, then sends SIGTERM, as the protocol's shutdown goes).
+    if !stopped {
+        tokio::select! {
+            _ = tokio::time::timeout(DRAIN, in_flight.drained()) => {}
+            () = &mut stop => cancel_all(&mut to_server, &in_flight).await,
+        }
+    }
     let _ = to_server.shutdown().await;
 }
 

@@ -9,7 +9,7 @@ use crate::util::TestDir;
 
 /// True where the sandbox can run (root with `/dev/fuse` and `bwrap`); elsewhere the test
 /// says why it did not run, and fails if `VFS_REQUIRE_SANDBOX` asks for it.
-fn can_run() -> bool {
+pub(crate) fn can_run() -> bool {
     let root = Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout == b"0\n");
     let bwrap =
         Command::new("sh").args(["-c", "command -v bwrap"]).output().is_ok_and(|output| output.status.success());

@@ -473,3 +473,86 @@ fn no_progress_follows_a_cancellation() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// A server over stdio on sockets (as Node's `child_process` gives a child its stdio), its
+/// input end, its output read line by line, and the time it started.
+struct SocketServer {
+    child: std::process::Child,
+    input: std::os::unix::net::UnixStream,
+    output: std::io::BufReader<std::os::unix::net::UnixStream>,
+}
+
+impl SocketServer {
+    fn start(test: &TestDir, args: &[&str]) -> Self {
+        use std::io::{BufRead as _, Write as _};
+        let (mut input, theirs_in) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ours_out, theirs_out) = std::os::unix::net::UnixStream::pair().unwrap();
+        let child = test
+            .command(&[&["serve"][..], args].concat())
+            .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs_in)))
+            .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut output = std::io::BufReader::new(ours_out);
+        writeln!(input, "{INITIALIZE}\n{INITIALIZED}").unwrap();
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        assert!(line.contains("\"id\":1"), "{line}");
+        Self { child, input, output }
+    }
+
+    /// The exit status, waiting at most 20 seconds (then the child is killed and `None`).
+    fn exit_within_20_s(&mut self) -> Option<i32> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        None
+    }
+}
+
+/// A signal ends a server whose stdin is a socket (or a terminal) left open and idle: the
+/// read of stdin, which never ends by itself there, is not waited for. (When the first signal
+/// came to wait for the calls, the runtime's end waited for that read, and the server never
+/// ended.)
+#[test]
+fn a_signal_ends_a_server_whose_stdin_is_a_socket_left_open() {
+    let test = TestDir::new();
+    test.dir("w");
+    let mut server = SocketServer::start(&test, &["--mount", "./w:/w:rw"]);
+    crate::util::signal(&server.child, "TERM");
+    assert_eq!(server.exit_within_20_s(), Some(0));
+    drop((server.input, server.output));
+}
+
+/// A signal after the client closed stdin (the protocol's own order of shutdown: close stdin,
+/// then SIGTERM) cancels the calls still running, rather than waiting for them to end.
+#[test]
+fn a_signal_after_stdin_closed_cancels_the_calls_still_running() {
+    use std::io::Write as _;
+    if !crate::run::can_run() {
+        return;
+    }
+    let test = TestDir::new();
+    test.dir("w");
+    let mut server = SocketServer::start(&test, &["--mount", "./w:/w:rw", "--allow-run"]);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo started > /w/started; sleep 120","timeoutSeconds":300}}}"#;
+    writeln!(server.input, "{call}").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while !test.path().join("w/started").exists() {
+        assert!(std::time::Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.input.shutdown(std::net::Shutdown::Write).unwrap();
+    crate::util::signal(&server.child, "TERM");
+    assert_eq!(server.exit_within_20_s(), Some(0), "ended without waiting for the two minutes' command");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut server.output, &mut rest).unwrap();
+    assert_eq!(rest, "", "a cancelled call is not answered");
+}

@@ -163,7 +163,11 @@ pub(crate) fn unified_diff(path: &VirtualPath, before: &str, after: &str, cap: u
             if text.len() == header {
                 // The first change alone passes the cap: its first lines, rather than nothing.
                 let room = usize::try_from(cap).unwrap_or(usize::MAX).saturating_sub(header);
-                let shown = hunk[..room.min(hunk.len())].rfind('\n').map_or(0, |end| end + 1);
+                // Cut at a newline's byte, so never inside a character.
+                let shown = hunk.as_bytes()[..room.min(hunk.len())]
+                    .iter()
+                    .rposition(|&byte| byte == b'\n')
+                    .map_or(0, |end| end + 1);
                 text.push_str(&hunk[..shown]);
                 text.push_str(&format!(
                     "[diff cut at the {cap}-byte cap inside this change{}; read the file to see the rest]\n",
@@ -360,6 +364,14 @@ mod tests {
             diff,
             "--- /w/a.txt\n+++ /w/a.txt\n@@ -1,102 +1,102 @@\n keep\n-old\n-old\n-old\n-old\n-old\n\
              [diff cut at the 80-byte cap inside this change; read the file to see the rest]\n"
+        );
+        // A cut that falls inside a character of more than one byte backs off to a line's end.
+        let wide = "keep\n".to_owned() + &"é".repeat(40) + "\n";
+        let diff = unified_diff(&path(), &wide, &wide.replace("keep", "KEEP"), 60, &Deadline::never());
+        assert_eq!(
+            diff,
+            "--- /w/a.txt\n+++ /w/a.txt\n@@ -1,2 +1,2 @@\n-keep\n+KEEP\n\
+             [diff cut at the 60-byte cap inside this change; read the file to see the rest]\n"
         );
         let two = before.clone() + &"same\n".repeat(10) + "x\n";
         let diff = unified_diff(&path(), &two, &(after + &"same\n".repeat(10) + "y\n"), 80, &Deadline::never());
