@@ -220,7 +220,9 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> Option<i64> {
 /// The entries `selection` names, newest first.
 fn selected<'e>(entries: &'e Entries, selection: &Selection) -> Result<Vec<&'e Entry>, Refusal> {
     if let Some(count) = selection.last {
-        return Ok(entries.undoable_newest(None).into_iter().take(count).collect());
+        // An incomplete entry is a change another process is making now, or one a crash cut:
+        // no change to undo, so not one of the last N (`--change ID` still names it).
+        return Ok(entries.undoable_newest(None).into_iter().filter(|entry| !entry.incomplete).take(count).collect());
     }
     if let Some(id) = &selection.change {
         return entries.find(id).map(|entry| vec![entry]).ok_or_else(|| Refusal {

@@ -953,6 +953,34 @@ fn a_damaged_journals_paths_are_one_line_each_in_the_listing_and_the_dry_run() {
     eqnice!("would undo 9999999999999-forged make_directory /w/x\\nremoved /w/forged\n", dry.stdout);
 }
 
+/// An incomplete entry (a change another process is making now, or one a crash cut) is no
+/// change to undo: `--last N` passes over it to the newest changes that are whole, and
+/// `--change` still names it (and skips it, saying why).
+#[test]
+fn the_last_changes_to_undo_pass_over_an_incomplete_one() {
+    let test = TestDir::new();
+    test.file("w/a.txt", "before\n");
+    call(&test, "write_file", r#"{"path":"/w/a.txt","content":"after\n","overwrite":true}"#);
+    let running = serde_json::json!({
+        "intent": "9999999999999-running", "call": "c-running", "operation": "write", "paths": ["/w/b.txt"],
+        "images": [], "session": "s-other", "time": "2026-12-07T00:00:00Z",
+    });
+    let log = test.path().join("j/journal.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(&(running.to_string() + "\n"));
+    std::fs::write(&log, text).unwrap();
+    assert_eq!(summary(&test), ["write not undoable /w/b.txt", "write undoable /w/a.txt"]);
+    eqnice!("restored /w/a.txt\n", undo(&test, &["--last", "1"]).stdout);
+    assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "before\n");
+    let named = undo(&test, &["--change", "9999999999999-running"]);
+    assert_eq!(named.code, 1);
+    eqnice!(
+        "skipped 9999999999999-running: not undoable (incomplete: vfs stopped during this change, or could not write \
+         its entry; the change may or may not have been made)\n",
+        named.stdout
+    );
+}
+
 /// `w/big`: 4 directories of 1,000 empty files, a tree whose journaled delete (or undo) takes
 /// long enough for a signal to arrive in its middle.
 fn big_tree(test: &TestDir) {
