@@ -3516,6 +3516,11 @@ mod tests {
         text.len() as u64
     }
 
+    /// An entry of one path and its call, with nothing to undo (no parts).
+    fn plain_entry(id: &str) -> Value {
+        json!({ "id": id, "call": format!("c{id}"), "paths": [format!("/w/{id}")], "parts": [] })
+    }
+
     fn own_line(journal: &Journal, line: &Value) -> u64 {
         let text = format!("{line}\n");
         journal.append(&journal.access().unwrap(), &text, vfs::HeldSyncs::default()).unwrap();
@@ -3531,8 +3536,7 @@ mod tests {
     fn an_over_long_line_or_a_line_that_is_no_entry_names_nothing() {
         let directory = tempfile::tempdir().unwrap();
         let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
-        let entry =
-            |id: &str| json!({ "id": id, "call": format!("c{id}"), "paths": [format!("/w/{id}")], "parts": [] });
+        let entry = plain_entry;
         let first = own_line(&journal, &entry("1"));
         let over_long = format!("{{\"id\":\"{}\",\"call\":\"c\"}}\n", "A".repeat(MAX_LINE + CHUNK));
         let mut log = std::fs::read(directory.path().join("journal.jsonl")).unwrap();
@@ -3572,8 +3576,7 @@ mod tests {
         use std::io::Write as _;
         let directory = tempfile::tempdir().unwrap();
         let journal = open_journal(directory.path(), vfs::ambient_authority()).unwrap();
-        let entry =
-            |id: &str| json!({ "id": id, "call": format!("c{id}"), "paths": [format!("/w/{id}")], "parts": [] });
+        let entry = plain_entry;
         let listed = |entries: &Entries| -> Vec<(String, EntryState)> {
             entries.all().iter().map(|entry| (entry.id.clone(), entries.state(entry))).collect()
         };

@@ -264,16 +264,7 @@ fn a_slow_or_large_request_is_cut_off_while_others_are_served() {
     assert!(waited < Duration::from_secs(15), "the slow connection was held for {waited:?}");
 
     // A body that stops halfway: 408.
-    let mut stream = TcpStream::connect(daemon.address).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
-        daemon.address
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    let answer = Response::parse(&String::from_utf8_lossy(&answer));
+    let answer = answer_to_the_end(&mut body_begun(&daemon, TOKEN, 100));
     assert_eq!(answer.status, 408, "{answer:?}");
     eqnice!(
         "{\"error\":{\"code\":-32600,\"message\":\"the request body did not arrive in time; send it whole, at once\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
@@ -349,15 +340,7 @@ fn request_bodies_held_at_once_are_bounded_for_each_token_and_in_all() {
         None,
     );
     // A body of 4,000 bytes that has arrived in part: its bytes are held meanwhile.
-    let holding = |token: &str| {
-        let mut stream = TcpStream::connect(daemon.address).unwrap();
-        let head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 4000\r\n\r\n{{",
-            daemon.address
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        stream
-    };
+    let holding = |token: &str| body_begun(&daemon, token, 4000);
     let ping = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"{}\"}}", "x".repeat(3000));
     let refusal = |what: &str| {
         format!(
@@ -383,10 +366,7 @@ fn request_bodies_held_at_once_are_bounded_for_each_token_and_in_all() {
         " ".repeat(256)
     );
     chunked.write_all(head.as_bytes()).unwrap();
-    chunked.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut answer = Vec::new();
-    let _ = chunked.read_to_end(&mut answer);
-    let answer = Response::parse(&String::from_utf8_lossy(&answer));
+    let answer = answer_to_the_end(&mut chunked);
     assert_eq!(answer.status, 503, "{answer:?}");
     eqnice!(refusal(" for this token"), answer.body);
     // Another token's body fits in the room left, and is answered.
@@ -469,15 +449,7 @@ fn past_a_tokens_share_of_connections_its_further_ones_give_way_idle_first() {
     let (closed, open) = (closed_by_the_daemon, still_open);
     // The token's first connection (kept), then one in the middle of a request (its headers
     // and token sent, its body not), then an idle one after an answered request.
-    let answering = || {
-        let mut stream = TcpStream::connect(daemon.address).unwrap();
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
-            daemon.address
-        );
-        stream.write_all(request.as_bytes()).unwrap();
-        stream
-    };
+    let answering = || body_begun(&daemon, TOKEN, 100);
     let mut kept = token_holder(&daemon);
     let mut first = answering();
     let mut idle = token_holder(&daemon);
@@ -486,6 +458,26 @@ fn past_a_tokens_share_of_connections_its_further_ones_give_way_idle_first() {
     assert_eq!(open(&mut first), Ok(()), "the one answering a request did not");
     assert_eq!(open(&mut kept), Ok(()), "the one within the share did not");
     assert_eq!(daemon.terminate(), Some(0));
+}
+
+/// The one answer the daemon sends on `stream` before it closes it (waiting at most 20 s).
+fn answer_to_the_end(stream: &mut TcpStream) -> Response {
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    Response::parse(&String::from_utf8_lossy(&answer))
+}
+
+/// A connection that has sent a request's head, with `token` and a body of `length` bytes,
+/// and the body's first byte: the daemon is reading the body (and holds its bytes).
+fn body_begun(daemon: &Daemon, token: &str, length: usize) -> TcpStream {
+    let mut stream = TcpStream::connect(daemon.address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n{{",
+        daemon.address
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
 }
 
 /// A token holder's connection, kept open after one answered request (a body that is not
