@@ -213,9 +213,12 @@ def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps
     listed = vfs("journal", "list", "--journal", "journal")
     assert (listed.returncode, listed.stdout.split()[-4:]) == (0, ["/output/tree", "not", "undoable", "(incomplete)"])
     intent = lines[0]["intent"]
-    dry = vfs("undo", "--journal", "journal", *launch[:2], "--last", "1", "--dry-run")
+    dry = vfs("undo", "--journal", "journal", *launch[:2], "--change", intent, "--dry-run")
     skipped = f"would be skipped {intent}: not undoable (incomplete: vfs stopped during this change, or could not write its entry; the change may or may not have been made)\n"
     assert (dry.returncode, dry.stdout) == (1, skipped)
+    # No change to undo: `--last` passes over it.
+    last = vfs("undo", "--journal", "journal", *launch[:2], "--last", "1", "--dry-run")
+    assert (last.returncode, last.stdout) == (0, "nothing to undo\n")
     assert len(list(images.iterdir())) == len(taken) + 1, "a reader and a dry run remove nothing"
 
     restarted = start(root, *launch, warnings=True)
