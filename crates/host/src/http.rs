@@ -1532,6 +1532,44 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 mod tests {
     use super::*;
 
+    /// Bodies arriving at once are held within their token's share and within the room: of
+    /// eight at once, each a quarter of the room, one per token is held when two tokens send
+    /// them (a share is one body), and four in all when eight do; every other is refused, none
+    /// is held past a bound, and all is given back with the requests.
+    #[test]
+    fn bodies_arriving_at_once_are_held_within_the_share_and_the_room() {
+        let at_once = |bodies: &Arc<Bodies>, tokens: usize| -> Vec<(usize, Result<(), &'static str>)> {
+            std::thread::scope(|scope| {
+                let runs: Vec<_> = (0..8)
+                    .map(|index| {
+                        scope.spawn(move || {
+                            let mut held = Bodies::hold(bodies, Principal(index % tokens));
+                            let grown = held.grow(1000);
+                            (index % tokens, grown, held)
+                        })
+                    })
+                    .collect();
+                let results: Vec<_> = runs.into_iter().map(|run| run.join().unwrap()).collect();
+                results.into_iter().map(|(token, grown, _held)| (token, grown)).collect()
+            })
+        };
+        for _ in 0..50 {
+            // Room for four bodies of 1,000 bytes; a token's share is one of them.
+            let bodies = Bodies::new(4000, 1000);
+            let two = at_once(&bodies, 2);
+            for token in [0, 1] {
+                let mine: Vec<_> = two.iter().filter(|(owner, _)| *owner == token).map(|(_, grown)| *grown).collect();
+                assert_eq!(mine.iter().filter(|grown| grown.is_ok()).count(), 1, "{mine:?}");
+                assert!(mine.iter().filter_map(|grown| grown.err()).all(|why| why.ends_with("for this token")));
+            }
+            let eight = at_once(&bodies, 8);
+            assert_eq!(eight.iter().filter(|(_, grown)| grown.is_ok()).count(), 4, "{eight:?}");
+            assert!(eight.iter().filter_map(|(_, grown)| grown.err()).all(|why| why.ends_with("as it takes")));
+            assert!(bodies.held.lock().unwrap().is_empty());
+            assert_eq!(bodies.room.available_permits(), 4000);
+        }
+    }
+
     /// An owner's calls past its bound wait their turn, in order, and are never refused;
     /// another owner's do not wait; an owner with nothing running or waiting is forgotten.
     #[tokio::test]
