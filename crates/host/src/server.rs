@@ -342,9 +342,10 @@ pub async fn serve_stdio(server: VfsServer) -> std::io::Result<()> {
 
 /// [`serve_stdio`], and when `stop` completes (the operator's signal), as if stdin had ended
 /// there, with every request still running cancelled: a call stops where it safely can (one
-/// that has begun to change files finishes), and the server ends once the calls are answered
-/// or cancelled. A tool call keeps its blocking thread to its end: the runtime's end waits for
-/// it, so no change is cut in the middle.
+/// that has begun to change files finishes). Returns once no tool call is running (each keeps
+/// its blocking thread to its end, answered or not), so that no change is cut in the middle;
+/// the caller may then end the runtime without waiting for its other blocking threads (stdin's
+/// read, on a terminal or a socket, never ends by itself).
 pub async fn serve_stdio_until(
     server: VfsServer,
     stop: impl Future<Output = ()> + Send + 'static,
@@ -368,9 +369,7 @@ pub async fn serve_stdio_until(
     // The server's end of the output pipe is closed now; let the writer drain it.
     let written = output.await.map_err(std::io::Error::other)?;
     // A call cancelled (or whose answer had nowhere to go) may still be changing files on its
-    // blocking thread: the server ends once none is. The caller may then end the runtime
-    // without waiting for its other blocking threads (stdin's read, on a terminal or a socket,
-    // never ends by itself).
+    // blocking thread: the server ends once none is.
     while pool.busy() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
