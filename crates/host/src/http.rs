@@ -639,6 +639,12 @@ impl Drop for Slot {
 /// How many connections past the cap are answered `503` at once; the others are closed.
 const BUSY_AT_ONCE: usize = 64;
 
+/// The most a connection buffers of what it reads: a request's head must fit (past it,
+/// `431`), and a body is read on in pieces of at most this. hyper's own default, about 400
+/// KB, let connections with no token, each sending a head that never ends, hold 360 MB
+/// among 3,000 of them until the head's time limit.
+const READ_BUFFER: usize = 32 * 1024;
+
 /// How long a connection past the cap may take to send its request's head before it is
 /// closed unanswered.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -657,7 +663,7 @@ async fn accept_until(
         Arc::new(Connections::new(options.max_connections, options.max_connections_per_token, &options.tokens));
     let busy_slots = Arc::new(tokio::sync::Semaphore::new(BUSY_AT_ONCE));
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout);
+    builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout).max_buf_size(READ_BUFFER);
     tokio::pin!(stop);
     let mut failures = 0_u32;
     loop {
@@ -844,7 +850,7 @@ async fn answer(state: &State, connection: &Connection, request: Request<Incomin
     };
     let opening = match session_of(state, &mut parts, &body, principal) {
         Ok(opening) => opening,
-        Err(why) => return unavailable(why),
+        Err(refusal) => return *refusal,
     };
     let stream = (parts.method == Method::GET).then(|| resume_after(&mut parts.headers));
     // A request of a session whose id is that of one still running would take over its
@@ -862,7 +868,10 @@ async fn answer(state: &State, connection: &Connection, request: Request<Incomin
     // token's); nothing else does (a ping, a cancellation, an answer to the server).
     let owner = match (&parts.method, request) {
         (&Method::POST, Some((_, true))) => {
-            Some(Owners::enter(&state.owners, (principal, session_named(&parts))).await)
+            // A session is an owner of its own only while it is one: under 2026-07-28 a
+            // header naming none (a new id on each request) would make each call an owner.
+            let session = session_named(&parts).filter(|id| state.sessions.owner(id) == Some(principal));
+            Some(Owners::enter(&state.owners, (principal, session)).await)
         }
         _ => None,
     };
@@ -1030,6 +1039,25 @@ impl Drop for HeldBytes {
     }
 }
 
+/// True when a request names at most one session, with an id the server could have given:
+/// one line of visible ASCII (the protocol's rule), at most [`SESSION_ID_MAX`] bytes. The SDK
+/// reads a header it cannot read as text as no header, so an `initialize` with one would
+/// open a session that [`session_of`] counted as named: outside the caps, and with no owner.
+fn session_header_valid(headers: &http::HeaderMap) -> bool {
+    let mut values = headers.get_all(SESSION_HEADER).iter();
+    match (values.next(), values.next()) {
+        (None, _) => true,
+        (Some(value), None) => {
+            let bytes = value.as_bytes();
+            !bytes.is_empty() && bytes.len() <= SESSION_ID_MAX && bytes.iter().all(|byte| (0x21..=0x7e).contains(byte))
+        }
+        (Some(_), Some(_)) => false,
+    }
+}
+
+/// The longest session id a request may name (the SDK's are UUIDs, 36 bytes).
+const SESSION_ID_MAX: usize = 256;
+
 /// The session a request opens (the slot it takes under the caps) or names: one named with
 /// another token than the one that opened it (of the same endpoint: each endpoint has
 /// sessions of its own) is answered as a session that does not exist, so that a leaked id
@@ -1039,10 +1067,13 @@ fn session_of(
     parts: &mut http::request::Parts,
     body: &Bytes,
     principal: Principal,
-) -> Result<Option<SessionSlot>, &'static str> {
+) -> Result<Option<SessionSlot>, Box<Response<Body>>> {
+    if !session_header_valid(&parts.headers) {
+        return Err(Box::new(jsonrpc_error(StatusCode::BAD_REQUEST, -32600, BAD_SESSION_HEADER)));
+    }
     if parts.method == Method::POST && !parts.headers.contains_key(SESSION_HEADER) && is_initialize(body) {
         // A new session of the handshake protocol: within the caps, or not at all.
-        let slot = state.sessions.reserve(principal)?;
+        let slot = state.sessions.reserve(principal).map_err(|why| Box::new(unavailable(why)))?;
         parts.extensions.insert(slot.clone());
         return Ok(Some(slot));
     }
@@ -1432,6 +1463,7 @@ fn ended(response: Response<Body>) -> Response<Body> {
 const NOT_FOUND: &str = "not found: the MCP endpoints are /mcp and /mcp/<crew>";
 const NO_OAUTH: &str = "not found: this server does not offer OAuth; it takes static bearer tokens, sent as `Authorization: Bearer <token>` (ask the operator for one)";
 const FORBIDDEN_ORIGIN: &str = "forbidden: this origin is not allowed (the operator allows more with --allowed-origin)";
+const BAD_SESSION_HEADER: &str = "invalid request: `Mcp-Session-Id` must be one header of visible ASCII characters (at most 256), the id the server gave at `initialize`";
 const UNAUTHORIZED: &str = "unauthorized: this server takes static bearer tokens; send `Authorization: Bearer <token>` with a token for this endpoint (ask the operator for one)";
 
 /// The CORS headers for an allowed origin.

@@ -13,6 +13,18 @@ use crate::util::TestDir;
 /// A `tools/call` of the 2026-07-28 protocol: no session, the version and the client in
 /// `_meta` and in the headers.
 fn modern_call(daemon: &Daemon, token: &str, id: u64, tool: &str, arguments: &serde_json::Value) -> (String, bool) {
+    modern_call_with(daemon, token, id, tool, arguments, &[])
+}
+
+/// [`modern_call`] with `extra` headers.
+fn modern_call_with(
+    daemon: &Daemon,
+    token: &str,
+    id: u64,
+    tool: &str,
+    arguments: &serde_json::Value,
+    extra: &[(&str, &str)],
+) -> (String, bool) {
     let request = serde_json::json!({
         "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {
@@ -24,7 +36,8 @@ fn modern_call(daemon: &Daemon, token: &str, id: u64, tool: &str, arguments: &se
             },
         },
     });
-    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", tool)];
+    let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", tool)];
+    headers.extend_from_slice(extra);
     let response = daemon.post("/mcp", Some(token), &headers, &request.to_string());
     assert_eq!(response.status, 200, "{response:?}");
     let message = messages(&response)
@@ -764,7 +777,16 @@ fn a_tokens_calls_past_its_bound_wait_their_turn_and_others_go_on() {
     );
     assert!(!other.1, "{}", other.0);
     let others = Instant::now();
-    let quick = modern_call(&daemon, TOKEN, 4, "get_file_info", &serde_json::json!({"path": "/src/slow.txt"}));
+    // A session id no session has is no owner of its own: without a session, the token is
+    // the owner whatever the header says (a new id on each call once made each its own).
+    let quick = modern_call_with(
+        &daemon,
+        TOKEN,
+        4,
+        "get_file_info",
+        &serde_json::json!({"path": "/src/slow.txt"}),
+        &[("mcp-session-id", "made-up-session-4")],
+    );
     // Judged by what the daemon had read when it answered, not by the clients' clocks (the
     // slow read's thread may see its answer after this one sees the next).
     let read_when_quick = read_so_far(&daemon);

@@ -333,10 +333,53 @@ fn a_session_answers_only_the_token_that_opened_it() {
         |id: &str| daemon.request("DELETE", "/mcp", &[("Authorization", &other_bearer), ("mcp-session-id", id)], "");
     let (unknown, foreign) = (end("not-a-session"), end(&session));
     assert_eq!((foreign.status, foreign.body.as_str()), (unknown.status, unknown.body.as_str()), "{foreign:?}");
+    // A session header the SDK cannot read as text it takes for none, and an `initialize`
+    // with one opened a session that no cap counted and no token owned: refused, as are
+    // two headers and an id longer than any the server gives.
+    let refused = serde_json::json!({
+        "jsonrpc": "2.0", "id": null,
+        "error": {
+            "code": -32600,
+            "message": "invalid request: `Mcp-Session-Id` must be one header of visible ASCII characters (at most 256), the id the server gave at `initialize`",
+        },
+    });
+    let long = "s".repeat(257);
+    let odd: [&[(&str, &str)]; 4] = [
+        &[("mcp-session-id", "\u{e9}")],
+        &[("mcp-session-id", "a b")],
+        &[("mcp-session-id", long.as_str())],
+        &[("mcp-session-id", session.as_str()), ("mcp-session-id", session.as_str())],
+    ];
+    for headers in odd {
+        let answer = daemon.post("/mcp", Some(OTHER), headers, INITIALIZE);
+        let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+        assert_eq!((answer.status, body), (400, refused.clone()), "{headers:?}");
+    }
     // And the session lives on for its own token.
     let answer = daemon.post("/mcp", Some(TOKEN), &headers, read);
     assert_eq!(answer.status, 200, "{answer:?}");
     assert!(answer.body.contains(r#""text":"hello\n""#), "{}", answer.body);
+    assert_eq!(daemon.terminate(), Some(0));
+}
+
+#[test]
+fn a_request_head_longer_than_the_read_buffer_is_refused_before_any_token_check() {
+    // Each connection buffers at most 32 KiB of a request's head: a client with no token can
+    // no longer make every connection hold hyper's default of about 400 KB.
+    let test = TestDir::new();
+    test.file("notes.txt", "hello\n");
+    let daemon = Daemon::start(&test, &[], Some(TOKEN));
+    // A head that never ends: refused once it passes the buffer, not at its time limit.
+    let mut stream = TcpStream::connect(daemon.address).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nX-Padding: {}", daemon.address, "p".repeat(40 * 1024));
+    stream.write_all(head.as_bytes()).expect("send");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert_eq!(answer.lines().next(), Some("HTTP/1.1 431 Request Header Fields Too Large"), "{answer}");
+    let fits = "p".repeat(16 * 1024);
+    let answer = daemon.post("/mcp", Some(TOKEN), &[("x-padding", fits.as_str())], INITIALIZE);
+    assert_eq!(answer.status, 200, "{answer:?}");
     assert_eq!(daemon.terminate(), Some(0));
 }
 
