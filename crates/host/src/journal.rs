@@ -15,7 +15,9 @@
 //! `images/`, one file per kept file content. The operations keep a file they replace or
 //! remove there by hard link (the journal offers its `images/` as the registry's
 //! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
-//! (another file system, object storage, a file with other links) is copied.
+//! (another file system, object storage, a file with other links) is copied. An entry whose
+//! parts and images pass 16 KiB (a tree's removal names every file of the tree) keeps them in
+//! `images/ID.entry`, one of its images, and its line stays short ([`set_aside`]).
 //!
 //! A crash between an image and its change: before each change the journal appends an
 //! *intent* line (the call, the operation, the paths, the images), unsynced (a killed process
@@ -653,7 +655,8 @@ impl Journal {
     fn tidy(&self, access: &PrivilegedAccessor, bound: u64) {
         end_cut_line(access);
         let Ok(log) = access.open_read(LOG_FILE) else { return };
-        let Ok(scan) = Scan::read(&log) else { return };
+        let Ok(mut scan) = Scan::read(&log) else { return };
+        scan.read_aside(access);
         let kept = scan.kept();
         self.sweep(access, &kept);
         self.sweep_stored(&kept);
@@ -951,9 +954,11 @@ impl Journal {
                 return;
             }
         };
-        let prepared = Scan::read(&log)
-            .map_err(|error| format!("{LOG_FILE}: {}", error_text(&error)))
-            .and_then(|scan| Ok(prepare(access, &log, &scan, *bound)?.map(|compaction| (compaction, scan.end))));
+        let prepared =
+            Scan::read(&log).map_err(|error| format!("{LOG_FILE}: {}", error_text(&error))).and_then(|mut scan| {
+                scan.read_aside(access);
+                Ok(prepare(access, &log, &scan, *bound)?.map(|compaction| (compaction, scan.end)))
+            });
         let mut held = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut reopened = false;
         let compacted = match prepared {
@@ -1545,6 +1550,9 @@ struct Scan {
     /// Each entry's tenant (`""`: no hosted crew), by id: an undo's entry counts as its
     /// change's tenant's.
     tenants: HashMap<String, String>,
+    /// The images named in the files of parts of the entries not dropped ([`set_aside`]),
+    /// once read ([`Scan::read_aside`]).
+    aside: HashSet<String>,
     /// Where its whole lines end.
     end: u64,
 }
@@ -1643,8 +1651,6 @@ impl Line {
     }
 }
 
-/// An entry's line once the size bound dropped it: what `vfs journal list` shows of it, and
-/// the entry it undoes, without its parts and images.
 /// The longest id an entry of the log may have (this journal's are 24 characters): a longer
 /// one is no entry this journal wrote.
 const MAX_ID: usize = 64;
@@ -1658,6 +1664,8 @@ fn names_an_entry(value: &Value) -> bool {
     text("id").is_some_and(|id| id.len() <= MAX_ID) && text("call").is_some()
 }
 
+/// An entry's line once the size bound dropped it: what `vfs journal list` shows of it, and
+/// the entry it undoes, without its parts and images.
 fn dropped_line(value: &Value) -> String {
     let mut line = json!({ "dropped": true });
     for key in ["id", "time", "session", "call", "asked_by", "operation", "paths", "undoes", "tenant"] {
@@ -1683,6 +1691,20 @@ impl Scan {
             scan.lines.push(Line { len: line.len(), what });
         })?;
         Ok(scan)
+    }
+
+    /// Reads the files of parts of the entries not dropped ([`set_aside`]): the images they
+    /// name are their entries', kept by a sweep, and name what their calls' intents name.
+    fn read_aside(&mut self, access: &PrivilegedAccessor) {
+        for line in &self.lines {
+            if let What::Entry { id, images, .. } = &line.what
+                && !self.dropped.contains(id)
+            {
+                for name in images.iter().filter(|name| name.ends_with(ASIDE_SUFFIX)) {
+                    self.aside.extend(Journal::images_aside(access, name));
+                }
+            }
+        }
     }
 
     fn note(&mut self, value: &Value) -> What {
@@ -1753,6 +1775,7 @@ impl Scan {
             }
         }
         named.retain(|name| !gone.contains(name));
+        named.extend(self.aside.iter().cloned());
         let incomplete = self.incomplete().into_iter().map(str::to_owned).collect();
         Kept { named, incomplete }
     }
@@ -1774,6 +1797,21 @@ impl Scan {
                 _ => None,
             })
             .flatten()
+            .chain(self.aside.iter().map(String::as_str))
+            .collect();
+        // A dropped entry whose parts lay beside its line took the images they named with
+        // its file of parts: its call's intents name only images gone.
+        let dropped_aside: HashSet<&str> = self
+            .lines
+            .iter()
+            .filter_map(|line| match &line.what {
+                What::Entry { id, call, images, .. }
+                    if self.dropped.contains(id) && images.iter().any(|name| name.ends_with(ASIDE_SUFFIX)) =>
+                {
+                    Some(call.as_str())
+                }
+                _ => None,
+            })
             .collect();
         self.lines
             .iter()
@@ -1783,6 +1821,7 @@ impl Scan {
                 What::Intent { call, .. } if incomplete.contains(call.as_str()) => Fate::Whole,
                 What::Intent { call, images }
                     if !self.settled.contains(call)
+                        && !dropped_aside.contains(call.as_str())
                         && images.iter().any(|name| !named_by_entries.contains(name.as_str())) =>
                 {
                     Fate::Whole
@@ -2175,6 +2214,15 @@ fn entry_line(
         paths.clone_from(&info.paths);
     }
     let operation = if info.undoes.is_some() { "undo" } else { main.kind.as_str() };
+    let at = places_of(&parts, places);
+    let not_undoable = parts.iter().any(part_not_undoable);
+    let (parts, images, side) = match set_aside(access, &id, parts, images) {
+        Aside::Inline(parts, images) => (parts, images, None),
+        Aside::Written { name, bytes: written } => {
+            bytes += written;
+            (Vec::new(), vec![name.clone()], Some(name))
+        }
+    };
     let mut line = json!({
         "id": id,
         "time": time_text(main.time),
@@ -2187,13 +2235,71 @@ fn entry_line(
         "images": images,
         "image_bytes": bytes,
     });
+    if let Some(side) = side {
+        line[ASIDE_KEY] = json!(side);
+        line["not_undoable"] = json!(not_undoable);
+    }
     if let Some(asked_by) = &info.asked_by {
         line["asked_by"] = json!(asked_by);
     }
-    if let Some(at) = places_of(&parts, places) {
+    if let Some(at) = at {
         line["places"] = at;
     }
     Ok((line, bytes))
+}
+
+/// An entry's parts and images longer than this (in JSON) are written beside its line, into
+/// `images/` ([`set_aside`]): a tree's removal names each file of the tree, and its line,
+/// kept in the log, would pass the log's bound (at most 8 MiB) from about 40,000 files on,
+/// and be dropped as soon as it was made.
+const ASIDE_FROM: usize = 16 * 1024;
+/// The key of an entry's line that names the file of `images/` holding its parts and images.
+const ASIDE_KEY: &str = "parts_in";
+/// How the names of such files end (`{entry id}.entry`): no image a keeper or a copy makes
+/// ends so.
+const ASIDE_SUFFIX: &str = ".entry";
+/// The longest file of parts read back (about 1.5 million files of a tree): a longer one is
+/// no file this journal wrote.
+const ASIDE_MAX: usize = 256 * 1024 * 1024;
+
+/// Where an entry's parts and images went.
+enum Aside {
+    /// Into its line, as they are.
+    Inline(Vec<Value>, Vec<String>),
+    /// Into `images/{name}` (`bytes` long), which its line names as its one image.
+    Written { name: String, bytes: u64 },
+}
+
+/// Writes the parts and images of the entry `id` into `images/` when they are longer than
+/// [`ASIDE_FROM`]: the log then keeps a line of the same few hundred bytes however many files
+/// the change took, and the file of parts is an image of the entry, counted against the
+/// journal's bound and dropped with it. Where the file cannot be written (a disk that filled
+/// since the change), they stay in the line, for which the log kept room before the change.
+fn set_aside(access: &PrivilegedAccessor, id: &str, parts: Vec<Value>, images: Vec<String>) -> Aside {
+    let content = json!({ "entry": id, "parts": parts, "images": images }).to_string();
+    if content.len() <= ASIDE_FROM {
+        return Aside::Inline(parts, images);
+    }
+    let name = format!("{id}{ASIDE_SUFFIX}");
+    match access.write(&format!("{IMAGES}/{name}"), content.as_bytes(), &Precondition::Absent) {
+        Ok(_) => Aside::Written { name, bytes: content.len() as u64 },
+        Err(error) => {
+            tracing::warn!(
+                target: "vfs::journal",
+                error = %error_text(&error),
+                "an entry's parts could not be written beside its line: its line holds them"
+            );
+            Aside::Inline(parts, images)
+        }
+    }
+}
+
+/// True for a part that cannot be undone: its image was not kept, or its change left no
+/// version to guard the undo by.
+fn part_not_undoable(part: &Value) -> bool {
+    part.get("image").is_some_and(|image| image.get("not_kept").is_some())
+        || (part.get("kind").and_then(Value::as_str).is_some_and(needs_version)
+            && part.get("version").is_none_or(Value::is_null))
 }
 
 /// Where the roots of the paths of `parts` lie (`{root: place}`), for the entry's undo to
@@ -2416,6 +2522,22 @@ fn lines_of(
 /// hand-made or damaged log's), and names nothing.
 const MAX_LINE: usize = 32 * 1024 * 1024;
 
+/// The content of the file `path` of the journal when it is at most `most` bytes long.
+fn read_bounded(access: &PrivilegedAccessor, path: &str, most: usize) -> Option<Vec<u8>> {
+    let mut content = Vec::new();
+    loop {
+        let chunk = access.read_at(path, content.len() as u64, CHUNK).ok()?;
+        let done = chunk.len() < CHUNK;
+        content.extend_from_slice(&chunk);
+        if content.len() > most {
+            return None;
+        }
+        if done {
+            return Some(content);
+        }
+    }
+}
+
 fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
     let mut content = Vec::new();
     loop {
@@ -2591,11 +2713,9 @@ impl Loaded {
                 })
                 .unwrap_or_default(),
             line: (at, line.len()),
-            not_undoable: parts.into_iter().flatten().any(|part| {
-                part.get("image").is_some_and(|image| image.get("not_kept").is_some())
-                    || (part.get("kind").and_then(Value::as_str).is_some_and(needs_version)
-                        && part.get("version").is_none_or(Value::is_null))
-            }),
+            // An entry whose parts lie beside its line says whether one cannot be undone.
+            not_undoable: value.get("not_undoable") == Some(&Value::Bool(true))
+                || parts.into_iter().flatten().any(part_not_undoable),
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
             tenant: value.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned(),
@@ -2963,11 +3083,10 @@ impl Journal {
     fn has_images(&self, entry: &Entry) -> bool {
         let Some(access) = self.access() else { return false };
         let access = &access;
-        entry
-            .images
-            .iter()
-            .filter(|name| !name.starts_with('/'))
-            .all(|name| image_place(name).is_some_and(|place| access.read_at(&place, 0, 0).is_ok()))
+        let there = |name: &String| image_place(name).is_some_and(|place| access.read_at(&place, 0, 0).is_ok());
+        entry.images.iter().filter(|name| !name.starts_with('/')).all(|name| {
+            there(name) && Self::images_aside(access, name).iter().filter(|name| !name.starts_with('/')).all(there)
+        })
     }
 
     /// The parts of `entry`, read from its line in the log.
@@ -2989,25 +3108,61 @@ impl Journal {
             line.extend_from_slice(&chunk);
         }
         let value = serde_json::from_slice::<Value>(&line).ok()?;
-        (value.get("id").and_then(Value::as_str) == Some(entry.id.as_str()))
-            .then(|| value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default())
+        if value.get("id").and_then(Value::as_str) != Some(entry.id.as_str()) {
+            return None;
+        }
+        if value.get(ASIDE_KEY).is_some() {
+            return Self::aside(access, &value).map(|(parts, _)| parts);
+        }
+        Some(value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default())
+    }
+
+    /// The parts and images of an entry whose line keeps them beside it ([`set_aside`]):
+    /// `None` when that file is gone (its entry was dropped) or is not the one the line
+    /// names (damaged, or of another entry).
+    fn aside(access: &PrivilegedAccessor, line: &Value) -> Option<(Vec<Value>, Vec<String>)> {
+        let name = line.get(ASIDE_KEY).and_then(Value::as_str)?;
+        let id = line.get("id").and_then(Value::as_str)?;
+        let content = read_bounded(access, &image_place(name)?, ASIDE_MAX)?;
+        let aside = serde_json::from_slice::<Value>(&content).ok()?;
+        if aside.get("entry").and_then(Value::as_str) != Some(id) {
+            return None;
+        }
+        let parts = aside.get("parts").and_then(Value::as_array).cloned()?;
+        let images = aside
+            .get("images")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())?;
+        Some((parts, images))
+    }
+
+    /// The images the file of parts `name` names (none for any other image).
+    fn images_aside(access: &PrivilegedAccessor, name: &str) -> Vec<String> {
+        let Some(id) = name.strip_suffix(ASIDE_SUFFIX) else { return Vec::new() };
+        let line = json!({ "id": id, ASIDE_KEY: name });
+        Self::aside(access, &line).map(|(_, images)| images).unwrap_or_default()
     }
 
     /// The parts of the entry's line, looked for through the log: a compaction since the
     /// entry was read moved its line (or left only what a dropped entry keeps, no parts).
     fn parts_found(&self, entry: &Entry) -> Option<Vec<Value>> {
         let mut found = None;
-        each_line(&self.access()?, |_, line| {
+        let access = self.access()?;
+        each_line(&access, |_, line| {
             if found.is_none()
                 && let Ok(value) = serde_json::from_slice::<Value>(line)
                 && value.get("id").and_then(Value::as_str) == Some(entry.id.as_str())
                 && value.get("intent").is_none()
             {
-                found = value.get("parts").and_then(Value::as_array).cloned();
+                found = Some(value);
             }
         })
         .ok()?;
-        found
+        let found = found?;
+        if found.get(ASIDE_KEY).is_some() {
+            return Self::aside(&access, &found).map(|(parts, _)| parts);
+        }
+        found.get("parts").and_then(Value::as_array).cloned()
     }
 
     /// The content of the image `name`: a file of `images/`, or (a path) an object's image
@@ -3019,8 +3174,14 @@ impl Journal {
         read_whole(&self.access()?, &image_place(name)?).ok()
     }
 
-    /// Removes the image `name` (see [`Journal::image_bytes`]).
+    /// Removes the image `name` (see [`Journal::image_bytes`]); for an entry's file of parts
+    /// ([`set_aside`]), the images it names first.
     fn forget_image(&self, access: &PrivilegedAccessor, name: &str) {
+        for named in Self::images_aside(access, name) {
+            if !named.ends_with(ASIDE_SUFFIX) {
+                self.forget_image(access, &named);
+            }
+        }
         if name.starts_with('/') {
             if let Some(keeper) = self.keeper.get() {
                 keeper.forget_stored(name);
