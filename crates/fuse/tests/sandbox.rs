@@ -372,6 +372,49 @@ fn a_command_writes_only_the_tree_and_bounded_scratch_places() {
     );
 }
 
+/// A command that writes without end to a reader that takes its time (a slow reader of `vfs
+/// run`'s stdout): it waits for the reader, so vfs holds a bounded queue of its output
+/// (before 2026-12-07 all of it: 7.5 GB in 20 s), and its time limit ends it on time, though
+/// the loop that hands its output on waits (before, its background process wrote 7 s past a
+/// limit of 3 s).
+#[test]
+fn a_flood_of_output_to_a_slow_reader_waits_for_it_and_the_time_limit_still_ends_it() {
+    const BOUND: u64 = 48 * 64 * 1024;
+    let Some((fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };
+    let request = RunRequest {
+        argv: vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            "(sleep 3; echo alive > /w/marker) & head -c 500000000 /dev/zero".to_owned(),
+        ],
+        cwd: "/w".to_owned(),
+        timeout: Duration::from_secs(1),
+        keep: 1 << 20,
+        call: None,
+    };
+    let mut handed = 0u64;
+    let outcome = sandbox
+        .run(&request, &|| false, &mut |_, bytes| {
+            // A reader that stalls 5 s at first, then takes 64 KiB every 100 ms (once past
+            // the bound, at once: a test that fails ends).
+            let first = handed == 0;
+            handed += bytes.len() as u64;
+            if first {
+                std::thread::sleep(Duration::from_secs(5));
+            } else if handed <= BOUND {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+        .unwrap();
+    assert_eq!(outcome.ending, Ending::TimedOut);
+    assert_eq!(outcome.stdout.total, handed);
+    // What the command could write before its limit: the queue's sixteen pieces of at most
+    // 64 KiB, the two its readers hold, and the pipe's, with room to spare.
+    assert!(handed <= BOUND, "{handed} bytes of output held or handed on");
+    // The background process would have written at 3 s, while the reader stalled.
+    assert!(!fixture.physical().join("w/marker").exists(), "the command's process wrote after its time limit");
+}
+
 #[test]
 fn output_is_streamed_and_capped_to_its_tail() {
     let Some((_fixture, sandbox)) = sandbox(SandboxOptions::default()) else { return };

@@ -785,6 +785,35 @@ fn past_its_bound_of_files_open_for_writing_an_open_for_writing_is_emfile() {
     assert_eq!(fs::read(path(1024)).unwrap(), b"y");
 }
 
+#[test]
+fn past_its_bound_of_directory_entries_held_open_an_open_of_a_directory_is_emfile() {
+    let Some(view) = mount(standard) else { return };
+    // 3,000 names of 250 bytes: each open of the directory holds 870,083 bytes of entries
+    // (its names and `.` and `..`, 3 + 750,000 bytes, and 40 bytes of each of the 3,002), so
+    // 64 MiB holds 77 opens at once.
+    let directory = view.fixture.physical("w/wide");
+    fs::create_dir_all(&directory).unwrap();
+    for index in 0..3000 {
+        fs::write(directory.join(format!("{index:04}{}", "n".repeat(246))), b"").unwrap();
+    }
+    let mut held = Vec::new();
+    let refused = loop {
+        match fs::File::open(view.at("/w/wide")) {
+            Ok(file) => held.push(file),
+            Err(error) => break error,
+        }
+        assert!(held.len() <= 200, "200 opens of the directory held, and no bound met");
+    };
+    assert_eq!((held.len(), refused.raw_os_error()), (77, Some(libc_emfile())));
+    // A file is still opened; a directory closed gives its room back.
+    assert_eq!(fs::read(view.at("/src/a.txt")).unwrap(), b"hello\n");
+    drop(held.pop());
+    assert_eq!(fs::read_dir(view.at("/w/wide")).unwrap().count(), 3000);
+    drop(held);
+    let opened: Vec<fs::File> = (0..77).map(|_| fs::File::open(view.at("/w/wide")).unwrap()).collect();
+    assert_eq!(opened.len(), 77);
+}
+
 /// `EMFILE`, too many open files.
 fn libc_emfile() -> i32 {
     rustix::io::Errno::MFILE.raw_os_error()
