@@ -17,7 +17,7 @@
 //! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
 //! (another file system, object storage, a file with other links) is copied. An entry whose
 //! parts and images pass 16 KiB (a tree's removal names every file of the tree) keeps them in
-//! `images/ID.entry`, one of its images, and its line stays short ([`set_aside`]).
+//! `images/CALL.ID.N.entry`, images of its own, and its line stays short ([`set_aside`]).
 //!
 //! A crash between an image and its change: before each change the journal appends an
 //! *intent* line (the call, the operation, the paths, the images), unsynced (a killed process
@@ -656,10 +656,17 @@ impl Journal {
         end_cut_line(access);
         let Ok(log) = access.open_read(LOG_FILE) else { return };
         let Ok(mut scan) = Scan::read(&log) else { return };
-        scan.read_aside(access);
-        let kept = scan.kept();
-        self.sweep(access, &kept);
-        self.sweep_stored(&kept);
+        if scan.read_aside(access, true) {
+            let kept = scan.kept();
+            self.sweep(access, &kept);
+            self.sweep_stored(&kept);
+        } else {
+            tracing::warn!(
+                target: "vfs::journal",
+                "images/ not swept: a file of an entry's parts (`*.entry`) could not be read, and \
+                 what it names would have been taken for images no line names"
+            );
+        }
         // The gate too: a process whose presence lock failed still appends (under the gate).
         let gate = self.gate.get().filter(|gate| gate.lock_exclusive().is_ok());
         // What a process killed while it wrote a copied image, or compacted, left: alone, and
@@ -697,7 +704,7 @@ impl Journal {
             if !kept.named.contains(&entry.name) && kept.of_incomplete(&entry.name) {
                 stopped += 1;
             } else if !kept.keeps(&entry.name) {
-                self.forget_image(access, &entry.name);
+                self.forget_one(access, &entry.name);
                 removed += 1;
             }
         }
@@ -956,7 +963,7 @@ impl Journal {
         };
         let prepared =
             Scan::read(&log).map_err(|error| format!("{LOG_FILE}: {}", error_text(&error))).and_then(|mut scan| {
-                scan.read_aside(access);
+                scan.read_aside(access, false);
                 Ok(prepare(access, &log, &scan, *bound)?.map(|compaction| (compaction, scan.end)))
             });
         let mut held = self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -1694,17 +1701,28 @@ impl Scan {
     }
 
     /// Reads the files of parts of the entries not dropped ([`set_aside`]): the images they
-    /// name are their entries', kept by a sweep, and name what their calls' intents name.
-    fn read_aside(&mut self, access: &PrivilegedAccessor) {
+    /// name are their entries', kept by a sweep, and name what their calls' intents name
+    /// (`all` false: only those of calls whose intents are in the log, which is all a
+    /// compaction needs). False when one of them could not be read (damaged, or past
+    /// [`ASIDE_MAX`]): a sweep would then remove images an entry needs.
+    fn read_aside(&mut self, access: &PrivilegedAccessor, all: bool) -> bool {
+        let mut whole = true;
         for line in &self.lines {
-            if let What::Entry { id, images, .. } = &line.what
+            if let What::Entry { id, images, call, .. } = &line.what
                 && !self.dropped.contains(id)
+                && (all || self.intended.contains(call))
             {
                 for name in images.iter().filter(|name| name.ends_with(ASIDE_SUFFIX)) {
-                    self.aside.extend(Journal::images_aside(access, name));
+                    match aside_images(access, name) {
+                        Ok(named) => self.aside.extend(named),
+                        // Gone: its entry cannot be undone, and names nothing.
+                        Err(AsideError::Missing) => {}
+                        Err(AsideError::Damaged) => whole = false,
+                    }
                 }
             }
         }
+        whole
     }
 
     fn note(&mut self, value: &Value) -> What {
@@ -2216,11 +2234,11 @@ fn entry_line(
     let operation = if info.undoes.is_some() { "undo" } else { main.kind.as_str() };
     let at = places_of(&parts, places);
     let not_undoable = parts.iter().any(part_not_undoable);
-    let (parts, images, side) = match set_aside(access, &id, parts, images) {
+    let (parts, images, side) = match set_aside(access, main.call.as_str(), &id, parts, images) {
         Aside::Inline(parts, images) => (parts, images, None),
-        Aside::Written { name, bytes: written } => {
+        Aside::Written { names, bytes: written } => {
             bytes += written;
-            (Vec::new(), vec![name.clone()], Some(name))
+            (Vec::new(), names.clone(), Some(names))
         }
     };
     let mut line = json!({
@@ -2253,45 +2271,188 @@ fn entry_line(
 /// kept in the log, would pass the log's bound (at most 8 MiB) from about 40,000 files on,
 /// and be dropped as soon as it was made.
 const ASIDE_FROM: usize = 16 * 1024;
-/// The key of an entry's line that names the file of `images/` holding its parts and images.
+/// The most one file of parts holds (about 30,000 files of a tree): it is written whole, so
+/// well within the write cap (16 MiB by default); a longer record takes several.
+const ASIDE_PIECE: usize = 4 * 1024 * 1024;
+/// The longest file of parts read back: a longer one is no file this journal wrote.
+const ASIDE_MAX: usize = 2 * ASIDE_PIECE;
+/// The key of an entry's line that names the files of `images/` holding its parts and
+/// images, in order.
 const ASIDE_KEY: &str = "parts_in";
-/// How the names of such files end (`{entry id}.entry`): no image a keeper or a copy makes
-/// ends so.
+/// How the names of such files end (`{call}.{entry id}.{piece}.entry`): no image a keeper or
+/// a copy makes ends so. They begin with the call, as the keeper's do, so that a start alone
+/// keeps those of a call that was stopped before its entry was written, as it keeps its
+/// images.
 const ASIDE_SUFFIX: &str = ".entry";
-/// The longest file of parts read back (about 1.5 million files of a tree): a longer one is
-/// no file this journal wrote.
-const ASIDE_MAX: usize = 256 * 1024 * 1024;
 
 /// Where an entry's parts and images went.
 enum Aside {
     /// Into its line, as they are.
     Inline(Vec<Value>, Vec<String>),
-    /// Into `images/{name}` (`bytes` long), which its line names as its one image.
-    Written { name: String, bytes: u64 },
+    /// Into the files `names` of `images/` (`bytes` long in all), which its line names as its
+    /// images.
+    Written { names: Vec<String>, bytes: u64 },
 }
 
-/// Writes the parts and images of the entry `id` into `images/` when they are longer than
-/// [`ASIDE_FROM`]: the log then keeps a line of the same few hundred bytes however many files
-/// the change took, and the file of parts is an image of the entry, counted against the
-/// journal's bound and dropped with it. Where the file cannot be written (a disk that filled
-/// since the change), they stay in the line, for which the log kept room before the change.
-fn set_aside(access: &PrivilegedAccessor, id: &str, parts: Vec<Value>, images: Vec<String>) -> Aside {
-    let content = json!({ "entry": id, "parts": parts, "images": images }).to_string();
-    if content.len() <= ASIDE_FROM {
+/// Writes the parts and images of the entry `id` of `call` into `images/` when they are
+/// longer than [`ASIDE_FROM`], in files of at most [`ASIDE_PIECE`]: the log then keeps a line
+/// of the same few hundred bytes however many files the change took, and each file of parts
+/// is an image of the entry, counted against the journal's bound and dropped with it. Where
+/// one cannot be written (the disk is full, or the write cap is below a piece), none is kept
+/// and they stay in the line, for which the log kept room before the change (a line past the
+/// log's bound is then dropped alone).
+fn set_aside(access: &PrivilegedAccessor, call: &str, id: &str, parts: Vec<Value>, images: Vec<String>) -> Aside {
+    set_aside_in(access, call, id, parts, images, ASIDE_PIECE)
+}
+
+/// [`set_aside`] in files of at most `piece` bytes (one part or image longer than that, alone).
+fn set_aside_in(
+    access: &PrivilegedAccessor,
+    call: &str,
+    id: &str,
+    parts: Vec<Value>,
+    images: Vec<String>,
+    piece: usize,
+) -> Aside {
+    // A tree's part names every file of the tree: its items go apart (`[part, item]`), so
+    // that no piece holds more than one item's worth past its bound.
+    let mut items: Vec<String> = Vec::new();
+    let texts: Vec<String> = parts
+        .iter()
+        .enumerate()
+        .map(|(index, part)| match part.pointer("/image/tree").and_then(Value::as_array) {
+            Some(tree) => {
+                items.extend(tree.iter().map(|item| json!([index, item]).to_string()));
+                let mut head = part.clone();
+                head["image"]["tree"] = json!([]);
+                head.to_string()
+            }
+            None => part.to_string(),
+        })
+        .collect();
+    let named: Vec<String> = images.iter().map(|name| json!(name).to_string()).collect();
+    let total: usize = texts.iter().chain(&items).chain(&named).map(|text| text.len() + 1).sum();
+    if total <= ASIDE_FROM {
         return Aside::Inline(parts, images);
     }
-    let name = format!("{id}{ASIDE_SUFFIX}");
-    match access.write(&format!("{IMAGES}/{name}"), content.as_bytes(), &Precondition::Absent) {
-        Ok(_) => Aside::Written { name, bytes: content.len() as u64 },
-        Err(error) => {
+    // Each piece: its parts, its items and its images, as JSON texts, and their length.
+    let mut pieces: Vec<([Vec<&str>; 3], usize)> = vec![(Default::default(), 0)];
+    for (kind, texts) in [&texts, &items, &named].into_iter().enumerate() {
+        for text in texts {
+            let last = pieces.len() - 1;
+            if pieces[last].1 > 0 && pieces[last].1 + text.len() + 1 > piece {
+                pieces.push((Default::default(), 0));
+            }
+            let (lists, length) = pieces.last_mut().unwrap_or_else(|| unreachable!("one piece at least"));
+            lists[kind].push(text);
+            *length += text.len() + 1;
+        }
+    }
+    let mut names = Vec::new();
+    let mut bytes = 0u64;
+    for (index, ([piece_parts, piece_items, piece_images], _)) in pieces.iter().enumerate() {
+        let name = format!("{call}.{id}.{index}{ASIDE_SUFFIX}");
+        let content = format!(
+            "{{\"entry\":{},\"piece\":{index},\"parts\":[{}],\"items\":[{}],\"images\":[{}]}}",
+            json!(id),
+            piece_parts.join(","),
+            piece_items.join(","),
+            piece_images.join(",")
+        );
+        if let Err(error) = access.write(&format!("{IMAGES}/{name}"), content.as_bytes(), &Precondition::Absent) {
             tracing::warn!(
                 target: "vfs::journal",
                 error = %error_text(&error),
                 "an entry's parts could not be written beside its line: its line holds them"
             );
-            Aside::Inline(parts, images)
+            for name in &names {
+                let _ = access.delete(&format!("{IMAGES}/{name}"), false);
+            }
+            return Aside::Inline(parts, images);
+        }
+        bytes += content.len() as u64;
+        names.push(name);
+    }
+    Aside::Written { names, bytes }
+}
+
+/// Why a file of parts could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AsideError {
+    /// It is not there (its entry was dropped, or it was removed by hand).
+    Missing,
+    /// It is there but is not one this journal wrote for the entry its name gives.
+    Damaged,
+}
+
+/// The id of the entry the file of parts `name` belongs to (`{call}.{id}.{piece}.entry`).
+fn aside_entry(name: &str) -> Option<&str> {
+    let (front, _piece) = name.strip_suffix(ASIDE_SUFFIX)?.rsplit_once('.')?;
+    front.split_once('.').map(|(_call, id)| id)
+}
+
+/// The content of the file of parts `name`, read whole within [`ASIDE_MAX`].
+fn aside_content(access: &PrivilegedAccessor, name: &str) -> Result<Vec<u8>, AsideError> {
+    let place = image_place(name).ok_or(AsideError::Damaged)?;
+    let mut content = Vec::new();
+    loop {
+        let chunk = access.read_at(&place, content.len() as u64, CHUNK).map_err(|error| match error.kind() {
+            ErrorKind::NotFound => AsideError::Missing,
+            _ => AsideError::Damaged,
+        })?;
+        let done = chunk.len() < CHUNK;
+        content.extend_from_slice(&chunk);
+        if content.len() > ASIDE_MAX {
+            return Err(AsideError::Damaged);
+        }
+        if done {
+            return Ok(content);
         }
     }
+}
+
+/// The images a file of parts names (none for an image of any other kind). Only its images
+/// are taken from it: its parts are passed over, not kept.
+fn aside_images(access: &PrivilegedAccessor, name: &str) -> Result<Vec<String>, AsideError> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        entry: String,
+        images: Vec<String>,
+    }
+    let Some(id) = aside_entry(name) else { return Ok(Vec::new()) };
+    let content = aside_content(access, name)?;
+    let named: Named = serde_json::from_slice(&content).map_err(|_| AsideError::Damaged)?;
+    if named.entry != id {
+        return Err(AsideError::Damaged);
+    }
+    Ok(named.images)
+}
+
+/// The parts of an entry whose `line` keeps them beside it ([`set_aside`]), in order: `None`
+/// when a file of them is gone (the entry was dropped) or is not one written for this entry.
+fn aside_parts(access: &PrivilegedAccessor, line: &Value) -> Option<Vec<Value>> {
+    #[derive(serde::Deserialize)]
+    struct Piece {
+        entry: String,
+        parts: Vec<Value>,
+        items: Vec<(usize, Value)>,
+    }
+    let id = line.get("id").and_then(Value::as_str)?;
+    let (mut parts, mut items) = (Vec::new(), Vec::new());
+    for name in line.get(ASIDE_KEY).and_then(Value::as_array)? {
+        let name = name.as_str()?;
+        let content = aside_content(access, name).ok()?;
+        let piece: Piece = serde_json::from_slice(&content).ok()?;
+        if piece.entry != id || aside_entry(name) != Some(id) {
+            return None;
+        }
+        parts.extend(piece.parts);
+        items.extend(piece.items);
+    }
+    for (index, item) in items {
+        parts.get_mut(index)?.pointer_mut("/image/tree")?.as_array_mut()?.push(item);
+    }
+    Some(parts)
 }
 
 /// True for a part that cannot be undone: its image was not kept, or its change left no
@@ -2521,22 +2682,6 @@ fn lines_of(
 /// most half the write cap, 8 MiB by default). A longer one is no line this journal wrote (a
 /// hand-made or damaged log's), and names nothing.
 const MAX_LINE: usize = 32 * 1024 * 1024;
-
-/// The content of the file `path` of the journal when it is at most `most` bytes long.
-fn read_bounded(access: &PrivilegedAccessor, path: &str, most: usize) -> Option<Vec<u8>> {
-    let mut content = Vec::new();
-    loop {
-        let chunk = access.read_at(path, content.len() as u64, CHUNK).ok()?;
-        let done = chunk.len() < CHUNK;
-        content.extend_from_slice(&chunk);
-        if content.len() > most {
-            return None;
-        }
-        if done {
-            return Some(content);
-        }
-    }
-}
 
 fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
     let mut content = Vec::new();
@@ -3085,7 +3230,12 @@ impl Journal {
         let access = &access;
         let there = |name: &String| image_place(name).is_some_and(|place| access.read_at(&place, 0, 0).is_ok());
         entry.images.iter().filter(|name| !name.starts_with('/')).all(|name| {
-            there(name) && Self::images_aside(access, name).iter().filter(|name| !name.starts_with('/')).all(there)
+            // A damaged file of parts is not taken for one gone: the undo says it cannot read it.
+            there(name)
+                && aside_images(access, name).map_or_else(
+                    |error| error == AsideError::Damaged,
+                    |named| named.iter().filter(|name| !name.starts_with('/')).all(there),
+                )
         })
     }
 
@@ -3112,35 +3262,9 @@ impl Journal {
             return None;
         }
         if value.get(ASIDE_KEY).is_some() {
-            return Self::aside(access, &value).map(|(parts, _)| parts);
+            return aside_parts(access, &value);
         }
         Some(value.get("parts").and_then(Value::as_array).cloned().unwrap_or_default())
-    }
-
-    /// The parts and images of an entry whose line keeps them beside it ([`set_aside`]):
-    /// `None` when that file is gone (its entry was dropped) or is not the one the line
-    /// names (damaged, or of another entry).
-    fn aside(access: &PrivilegedAccessor, line: &Value) -> Option<(Vec<Value>, Vec<String>)> {
-        let name = line.get(ASIDE_KEY).and_then(Value::as_str)?;
-        let id = line.get("id").and_then(Value::as_str)?;
-        let content = read_bounded(access, &image_place(name)?, ASIDE_MAX)?;
-        let aside = serde_json::from_slice::<Value>(&content).ok()?;
-        if aside.get("entry").and_then(Value::as_str) != Some(id) {
-            return None;
-        }
-        let parts = aside.get("parts").and_then(Value::as_array).cloned()?;
-        let images = aside
-            .get("images")
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())?;
-        Some((parts, images))
-    }
-
-    /// The images the file of parts `name` names (none for any other image).
-    fn images_aside(access: &PrivilegedAccessor, name: &str) -> Vec<String> {
-        let Some(id) = name.strip_suffix(ASIDE_SUFFIX) else { return Vec::new() };
-        let line = json!({ "id": id, ASIDE_KEY: name });
-        Self::aside(access, &line).map(|(_, images)| images).unwrap_or_default()
     }
 
     /// The parts of the entry's line, looked for through the log: a compaction since the
@@ -3160,7 +3284,7 @@ impl Journal {
         .ok()?;
         let found = found?;
         if found.get(ASIDE_KEY).is_some() {
-            return Self::aside(&access, &found).map(|(parts, _)| parts);
+            return aside_parts(&access, &found);
         }
         found.get("parts").and_then(Value::as_array).cloned()
     }
@@ -3174,14 +3298,20 @@ impl Journal {
         read_whole(&self.access()?, &image_place(name)?).ok()
     }
 
-    /// Removes the image `name` (see [`Journal::image_bytes`]); for an entry's file of parts
-    /// ([`set_aside`]), the images it names first.
+    /// Removes the image `name` (see [`Journal::image_bytes`]) of an entry dropped; for a
+    /// file of its parts ([`set_aside`]), the images that file names first.
     fn forget_image(&self, access: &PrivilegedAccessor, name: &str) {
-        for named in Self::images_aside(access, name) {
+        for named in aside_images(access, name).unwrap_or_default() {
             if !named.ends_with(ASIDE_SUFFIX) {
-                self.forget_image(access, &named);
+                self.forget_one(access, &named);
             }
         }
+        self.forget_one(access, name);
+    }
+
+    /// Removes the image `name` alone: a start alone removes each file no line names on its
+    /// own account (a file of parts no line names may name images an intent still names).
+    fn forget_one(&self, access: &PrivilegedAccessor, name: &str) {
         if name.starts_with('/') {
             if let Some(keeper) = self.keeper.get() {
                 keeper.forget_stored(name);
@@ -3530,6 +3660,57 @@ mod tests {
                 assert!(written as u64 <= room, "{written} bytes written, {room} reckoned");
             }
         }
+    }
+
+    /// An entry's parts and images set aside go into as many files as their bound needs, in
+    /// order, each named for the call and the entry; they read back as they were, and a file
+    /// that is not the entry's reads as damaged, one that is gone as missing.
+    #[test]
+    fn parts_set_aside_read_back_whole_from_their_pieces() {
+        let directory = tempfile::tempdir().unwrap();
+        let (_registry, journal) = attached_beside(directory.path(), "memory://aside:/w:rw", true);
+        let access = journal.access().unwrap();
+        // Files, and a tree of 300 items (which go apart from their part).
+        let tree: Vec<Value> = (0..300)
+            .map(|index| json!({ "path": format!("sub/{index}"), "file": format!("c1.2.{index:x}") }))
+            .collect();
+        let mut parts: Vec<Value> = (0..200)
+            .map(|index| json!({ "kind": "remove", "path": format!("/w/t/{index}"), "image": { "file": format!("c1.1.{index:x}") } }))
+            .collect();
+        parts.insert(100, json!({ "kind": "remove", "path": "/w/tree", "image": { "tree": tree, "mode": 493 } }));
+        let images: Vec<String> = (0..400).map(|index| format!("c1.1.{index:x}")).collect();
+        let Aside::Written { names, bytes } =
+            set_aside_in(&access, "c1", "e1", parts.clone(), images.clone(), 8 * 1024)
+        else {
+            panic!("not set aside")
+        };
+        let expected: Vec<String> = (0..names.len()).map(|index| format!("c1.e1.{index}.entry")).collect();
+        assert!(names.len() >= 4, "{names:?}");
+        assert_eq!(names, expected);
+        let sizes: Vec<usize> = names.iter().map(|name| aside_content(&access, name).unwrap().len()).collect();
+        assert!(sizes.iter().all(|size| *size <= 8 * 1024 + 100), "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<usize>() as u64, bytes);
+        let line = json!({ "id": "e1", "parts_in": names });
+        assert_eq!(aside_parts(&access, &line).as_ref(), Some(&parts));
+        let named: Vec<String> = names.iter().flat_map(|name| aside_images(&access, name).unwrap()).collect();
+        assert_eq!(named, images);
+        // Another entry's name for the same file, and a file gone.
+        assert_eq!(aside_parts(&access, &json!({ "id": "e2", "parts_in": names })), None);
+        access
+            .write(
+                &format!("{IMAGES}/c1.e2.0.entry"),
+                &aside_content(&access, &names[0]).unwrap(),
+                &Precondition::Absent,
+            )
+            .unwrap();
+        assert_eq!(aside_images(&access, "c1.e2.0.entry"), Err(AsideError::Damaged));
+        assert_eq!(aside_images(&access, "c1.e3.0.entry"), Err(AsideError::Missing));
+        assert_eq!(aside_images(&access, "c1.1.0"), Ok(Vec::new()));
+        // Short enough, they stay in the line.
+        assert!(matches!(
+            set_aside_in(&access, "c1", "e4", parts[..2].to_vec(), images[..2].to_vec(), 8 * 1024),
+            Aside::Inline(..)
+        ));
     }
 
     /// The lines of a log as a compaction reads them.

@@ -370,10 +370,10 @@ fn a_tree_removal_of_many_files_keeps_its_parts_beside_its_line_and_is_undone_wh
         .into_iter()
         .find(|line| line["operation"] == "remove" && line["id"].is_string())
         .unwrap();
-    let aside = format!("{}.entry", removal["id"].as_str().unwrap());
+    let aside = format!("{}.{}.0.entry", removal["call"].as_str().unwrap(), removal["id"].as_str().unwrap());
     assert_eq!(
         (&removal["parts"], &removal["images"], &removal["parts_in"]),
-        (&json!([]), &json!([aside]), &json!(aside))
+        (&json!([]), &json!([aside]), &json!([aside]))
     );
     assert!(removal.to_string().len() < 1024, "{removal}");
     // The next start is alone on the journal: it removes the images no line names.
@@ -416,6 +416,48 @@ fn a_tree_removal_of_many_files_keeps_its_parts_beside_its_line_and_is_undone_wh
     for (file, content) in &files {
         assert_eq!(&std::fs::read_to_string(file).unwrap(), content);
     }
+}
+
+/// A process stopped after it wrote a tree removal's file of parts and before its line: the
+/// call is incomplete, and a start alone keeps that file and the images it names, as it keeps
+/// every image of a call stopped during its change (the file, unnamed, once took them all with
+/// it). A file of parts that cannot be read (damaged by hand) makes a start alone sweep
+/// nothing, and the undo of its entry fails without restoring anything.
+#[test]
+fn a_tree_removals_file_of_parts_is_kept_when_its_line_is_missing_and_a_damaged_one_sweeps_nothing() {
+    let base = tempfile::tempdir().unwrap();
+    many_files(base.path());
+    {
+        let launch = launch(base.path());
+        call(&launch.tools(None), "delete_file", &json!({ "path": "/w/t", "recursive": true }));
+    }
+    let log = base.path().join("journal/journal.jsonl");
+    let whole = std::fs::read_to_string(&log).unwrap();
+    let without_entry: String = whole
+        .lines()
+        .filter(|line| !line.contains("\"parts_in\""))
+        .fold(String::new(), |kept, line| kept + line + "\n");
+    std::fs::write(&log, &without_entry).unwrap();
+    drop(launch(base.path()));
+    assert_eq!(image_names(base.path()).len(), 600 + 1, "the stopped call's images and file of parts");
+    assert_eq!(states_of(base.path()), [("/w/t".to_owned(), "not undoable (incomplete)".to_owned())]);
+    // The entry back, its file of parts damaged.
+    std::fs::write(&log, &whole).unwrap();
+    let aside = image_names(base.path()).into_iter().find(|name| name.contains(".0.entry")).unwrap();
+    let damaged = std::fs::read_to_string(base.path().join("journal/images").join(&aside)).unwrap().replacen(
+        "\"entry\":\"",
+        "\"entry\":\"x",
+        1,
+    );
+    std::fs::write(base.path().join("journal/images").join(&aside), damaged).unwrap();
+    let launch = launch(base.path());
+    assert_eq!(image_names(base.path()).len(), 600 + 1, "nothing swept");
+    let journal = launch.journal().unwrap();
+    let entries = journal.entries();
+    let (lines, clean) = journal.undo(&launch.registry().agent(), &entries.all()[0], "operator", None);
+    let failed = format!("failed {}: its line in the journal could not be read", entries.all()[0].id);
+    assert_eq!((lines, clean), (vec![failed], false));
+    assert!(!base.path().join("w/t").exists());
 }
 
 /// A tree removal whose parts lie beside its line, dropped by the bound, takes with it the
