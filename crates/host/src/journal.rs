@@ -17,7 +17,7 @@
 //! [`vfs::Keeper`]), so an image costs a link, not a copy; a file that cannot be linked
 //! (another file system, object storage, a file with other links) is copied. An entry whose
 //! parts and images pass 16 KiB (a tree's removal names every file of the tree) keeps them in
-//! `images/CALL.ID.N.entry`, images of its own, and its line stays short ([`set_aside`]).
+//! `images/CALL.ID.N.entry`, images of its own, and its line stays short ([`set_aside_in`]).
 //!
 //! A crash between an image and its change: before each change the journal appends an
 //! *intent* line (the call, the operation, the paths, the images), unsynced (a killed process
@@ -346,6 +346,9 @@ pub struct Journal {
     gate: OnceLock<AppendFile>,
     /// The bound a compaction brings the log within (`log_bound`).
     log_bound: OnceLock<u64>,
+    /// The most one file of an entry's parts holds (`aside_piece`), from the registry's
+    /// write cap, set when it is attached.
+    aside_piece: OnceLock<usize>,
     /// The launch's agent-facing roots and where their files lie
     /// (`MountRegistry::mount_places`): recorded with each entry, and compared by its undo.
     places: OnceLock<Vec<(String, String)>>,
@@ -529,6 +532,7 @@ impl Journal {
             presence: Mutex::new(None),
             gate: OnceLock::new(),
             log_bound: OnceLock::new(),
+            aside_piece: OnceLock::new(),
             places: OnceLock::new(),
             unwritable_log: OnceLock::new(),
             any_place: std::sync::atomic::AtomicBool::new(false),
@@ -580,6 +584,7 @@ impl Journal {
         };
         let _ = self.places.set(registry.mount_places());
         let bound = *self.log_bound.get_or_init(|| log_bound(self.max_bytes, registry.limits().write_bytes));
+        let _ = self.aside_piece.set(aside_piece(registry.limits().write_bytes));
         // Without a keeper (object storage), images are copied; without the log held open,
         // intents are not written (the entries still are).
         match capability.keeper(IMAGES) {
@@ -902,7 +907,8 @@ impl Journal {
             if group.is_empty() {
                 continue;
             }
-            match entry_line(access, &group, &info, self.places.get().map_or(&[], Vec::as_slice)) {
+            let piece = self.aside_piece.get().copied().unwrap_or(ASIDE_PIECE);
+            match entry_line(access, &group, &info, self.places.get().map_or(&[], Vec::as_slice), piece) {
                 Ok((mut line, bytes)) => {
                     if let Some(tenant) = &self.tenant {
                         line["tenant"] = json!(tenant);
@@ -1557,7 +1563,7 @@ struct Scan {
     /// Each entry's tenant (`""`: no hosted crew), by id: an undo's entry counts as its
     /// change's tenant's.
     tenants: HashMap<String, String>,
-    /// The images named in the files of parts of the entries not dropped ([`set_aside`]),
+    /// The images named in the files of parts of the entries not dropped ([`set_aside_in`]),
     /// once read ([`Scan::read_aside`]).
     aside: HashSet<String>,
     /// Where its whole lines end.
@@ -1700,7 +1706,7 @@ impl Scan {
         Ok(scan)
     }
 
-    /// Reads the files of parts of the entries not dropped ([`set_aside`]): the images they
+    /// Reads the files of parts of the entries not dropped ([`set_aside_in`]): the images they
     /// name are their entries', kept by a sweep, and name what their calls' intents name
     /// (`all` false: only those of calls whose intents are in the log, which is all a
     /// compaction needs). False when one of them could not be read (damaged, or past
@@ -2180,6 +2186,7 @@ fn entry_line(
     group: &[Observed],
     info: &CallInfo,
     places: &[(String, String)],
+    piece: usize,
 ) -> Result<(Value, u64), String> {
     let main = group.iter().rev().find(|change| !change.on_the_way).unwrap_or(&group[group.len() - 1]);
     let id = id_at(main.time, main.sequence);
@@ -2234,7 +2241,7 @@ fn entry_line(
     let operation = if info.undoes.is_some() { "undo" } else { main.kind.as_str() };
     let at = places_of(&parts, places);
     let not_undoable = parts.iter().any(part_not_undoable);
-    let (parts, images, side) = match set_aside(access, main.call.as_str(), &id, parts, images) {
+    let (parts, images, side) = match set_aside_in(access, main.call.as_str(), &id, parts, images, piece) {
         Aside::Inline(parts, images) => (parts, images, None),
         Aside::Written { names, bytes: written } => {
             bytes += written;
@@ -2267,13 +2274,19 @@ fn entry_line(
 }
 
 /// An entry's parts and images longer than this (in JSON) are written beside its line, into
-/// `images/` ([`set_aside`]): a tree's removal names each file of the tree, and its line,
+/// `images/` ([`set_aside_in`]): a tree's removal names each file of the tree, and its line,
 /// kept in the log, would pass the log's bound (at most 8 MiB) from about 40,000 files on,
 /// and be dropped as soon as it was made.
 const ASIDE_FROM: usize = 16 * 1024;
 /// The most one file of parts holds (about 30,000 files of a tree): it is written whole, so
 /// well within the write cap (16 MiB by default); a longer record takes several.
 const ASIDE_PIECE: usize = 4 * 1024 * 1024;
+
+/// The most one file of parts holds under the write cap `write_cap`: [`ASIDE_PIECE`], or half
+/// the cap where that is less (a piece holds at least one part, which may pass it).
+fn aside_piece(write_cap: u64) -> usize {
+    usize::try_from(write_cap / 2).map_or(ASIDE_PIECE, |half| half.clamp(1024, ASIDE_PIECE))
+}
 /// The longest file of parts read back: a longer one is no file this journal wrote.
 const ASIDE_MAX: usize = 2 * ASIDE_PIECE;
 /// The key of an entry's line that names the files of `images/` holding its parts and
@@ -2295,17 +2308,12 @@ enum Aside {
 }
 
 /// Writes the parts and images of the entry `id` of `call` into `images/` when they are
-/// longer than [`ASIDE_FROM`], in files of at most [`ASIDE_PIECE`]: the log then keeps a line
-/// of the same few hundred bytes however many files the change took, and each file of parts
-/// is an image of the entry, counted against the journal's bound and dropped with it. Where
-/// one cannot be written (the disk is full, or the write cap is below a piece), none is kept
-/// and they stay in the line, for which the log kept room before the change (a line past the
-/// log's bound is then dropped alone).
-fn set_aside(access: &PrivilegedAccessor, call: &str, id: &str, parts: Vec<Value>, images: Vec<String>) -> Aside {
-    set_aside_in(access, call, id, parts, images, ASIDE_PIECE)
-}
-
-/// [`set_aside`] in files of at most `piece` bytes (one part or image longer than that, alone).
+/// longer than [`ASIDE_FROM`], in files of at most `piece` bytes (`aside_piece`; a part or an
+/// item longer than that alone): the log then keeps a line of the same few hundred bytes
+/// however many files the change took, and each file of parts is an image of the entry,
+/// counted against the journal's bound and dropped with it. Where one cannot be written (the
+/// disk is full), none is kept and they stay in the line, for which the log kept room before
+/// the change (a line past the log's bound is then dropped alone).
 fn set_aside_in(
     access: &PrivilegedAccessor,
     call: &str,
@@ -2419,7 +2427,12 @@ fn aside_images(access: &PrivilegedAccessor, name: &str) -> Result<Vec<String>, 
         entry: String,
         images: Vec<String>,
     }
-    let Some(id) = aside_entry(name) else { return Ok(Vec::new()) };
+    if !name.ends_with(ASIDE_SUFFIX) {
+        return Ok(Vec::new());
+    }
+    // A name this journal does not give its files of parts (an older one's, a hand-made
+    // one): what it names cannot be told, so nothing is swept for it.
+    let id = aside_entry(name).ok_or(AsideError::Damaged)?;
     let content = aside_content(access, name)?;
     let named: Named = serde_json::from_slice(&content).map_err(|_| AsideError::Damaged)?;
     if named.entry != id {
@@ -2428,7 +2441,7 @@ fn aside_images(access: &PrivilegedAccessor, name: &str) -> Result<Vec<String>, 
     Ok(named.images)
 }
 
-/// The parts of an entry whose `line` keeps them beside it ([`set_aside`]), in order: `None`
+/// The parts of an entry whose `line` keeps them beside it ([`set_aside_in`]), in order: `None`
 /// when a file of them is gone (the entry was dropped) or is not one written for this entry.
 fn aside_parts(access: &PrivilegedAccessor, line: &Value) -> Option<Vec<Value>> {
     #[derive(serde::Deserialize)]
@@ -3164,7 +3177,7 @@ impl Journal {
             return (lines, false);
         }
         let Some(parts) = self.parts_of(entry) else {
-            lines.push(format!("failed {}: its line in the journal could not be read", entry.id));
+            lines.push(format!("failed {}: its record in the journal could not be read", entry.id));
             return (lines, false);
         };
         // A call of its own for each undo: whether a call was cut short is judged by its id,
@@ -3299,7 +3312,7 @@ impl Journal {
     }
 
     /// Removes the image `name` (see [`Journal::image_bytes`]) of an entry dropped; for a
-    /// file of its parts ([`set_aside`]), the images that file names first.
+    /// file of its parts ([`set_aside_in`]), the images that file names first.
     fn forget_image(&self, access: &PrivilegedAccessor, name: &str) {
         for named in aside_images(access, name).unwrap_or_default() {
             if !named.ends_with(ASIDE_SUFFIX) {
@@ -3706,6 +3719,9 @@ mod tests {
         assert_eq!(aside_images(&access, "c1.e2.0.entry"), Err(AsideError::Damaged));
         assert_eq!(aside_images(&access, "c1.e3.0.entry"), Err(AsideError::Missing));
         assert_eq!(aside_images(&access, "c1.1.0"), Ok(Vec::new()));
+        // A name this journal does not give (an older build's `ID.entry`) tells nothing.
+        assert_eq!(aside_images(&access, "e1.entry"), Err(AsideError::Damaged));
+        assert_eq!((aside_piece(16 << 20), aside_piece(1 << 20), aside_piece(0)), (4 << 20, 512 << 10, 1024));
         // Short enough, they stay in the line.
         assert!(matches!(
             set_aside_in(&access, "c1", "e4", parts[..2].to_vec(), images[..2].to_vec(), 8 * 1024),

@@ -455,7 +455,7 @@ fn a_tree_removals_file_of_parts_is_kept_when_its_line_is_missing_and_a_damaged_
     let journal = launch.journal().unwrap();
     let entries = journal.entries();
     let (lines, clean) = journal.undo(&launch.registry().agent(), &entries.all()[0], "operator", None);
-    let failed = format!("failed {}: its line in the journal could not be read", entries.all()[0].id);
+    let failed = format!("failed {}: its record in the journal could not be read", entries.all()[0].id);
     assert_eq!((lines, clean), (vec![failed], false));
     assert!(!base.path().join("w/t").exists());
 }
