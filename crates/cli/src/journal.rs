@@ -300,7 +300,14 @@ pub(crate) fn undo(
         }
         if dry_run {
             // What the undo would do: the same skips, said as they would be.
+            let taken = journal.taken_count(entry);
             let would = match entries.skipped(entry).or_else(|| journal.misplaced(entry)) {
+                Some(_) if taken > 0 => format!(
+                    "would put back {} {}: {taken} file{} it took before vfs stopped during it",
+                    entry.id,
+                    entry.paths.join(" "),
+                    if taken == 1 { "" } else { "s" }
+                ),
                 Some(skipped) => {
                     clean = false;
                     format!("would be {skipped}")

@@ -903,6 +903,12 @@ impl Journal {
             keeper.sync_with(&mut held);
         }
         let mut lines = String::new();
+        let removals: HashSet<CallId> = groups
+            .iter()
+            .flat_map(|(group, _)| group.iter())
+            .filter(|change| change.kind == ChangeKind::Remove)
+            .map(|change| change.call.clone())
+            .collect();
         for (group, info) in groups {
             if group.is_empty() {
                 continue;
@@ -932,6 +938,12 @@ impl Journal {
             tracing::warn!(target: "vfs::journal", %error, "journal entries not written");
             self.unfinish(&over);
             return;
+        }
+        // A removal's record of the files it took is not needed once its entry is written.
+        if let Some(keeper) = self.keeper.get() {
+            for call in removals {
+                keeper.forget_taking(&call);
+            }
         }
         self.bound(access, added);
         // This process's other calls write on while the log is compacted (only putting the
@@ -2696,6 +2708,25 @@ fn lines_of(
 /// hand-made or damaged log's), and names nothing.
 const MAX_LINE: usize = 32 * 1024 * 1024;
 
+/// The longest record of the files a removal took that an undo reads (about 800,000 files).
+const TAKING_MAX: usize = 64 * 1024 * 1024;
+
+/// The content of the journal's file `path`, when it is at most `most` bytes long.
+fn read_up_to(access: &PrivilegedAccessor, path: &str, most: usize) -> Option<Vec<u8>> {
+    let mut content = Vec::new();
+    loop {
+        let chunk = access.read_at(path, content.len() as u64, CHUNK).ok()?;
+        let done = chunk.len() < CHUNK;
+        content.extend_from_slice(&chunk);
+        if content.len() > most {
+            return None;
+        }
+        if done {
+            return Some(content);
+        }
+    }
+}
+
 fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
     let mut content = Vec::new();
     loop {
@@ -3057,7 +3088,7 @@ impl Entries {
     pub fn skipped(&self, entry: &Entry) -> Option<String> {
         match self.state(entry) {
             EntryState::Undoable => None,
-            state if entry.incomplete => Some(format!(
+            state @ EntryState::NotUndoable if entry.incomplete => Some(format!(
                 "skipped {}: {} (incomplete: vfs stopped during this change, or could not write its entry; the change may or may not have been made)",
                 entry.id,
                 state.as_str()
@@ -3163,6 +3194,12 @@ impl Journal {
             return (lines, false);
         };
         if let Some(skipped) = entries.skipped(entry) {
+            // A tree's removal that vfs stopped during: what its record says it took is put
+            // back, file by file, where nothing is now.
+            let taken = self.taken(entry, &entries);
+            if !taken.is_empty() {
+                return self.put_back_taken(agent, entry, &taken, session, asked_by);
+            }
             lines.push(skipped);
             return (lines, false);
         }
@@ -3195,6 +3232,108 @@ impl Journal {
             let mut clean = true;
             for part in parts.iter().rev() {
                 clean &= self.undo_part(&agent, part, &mut lines);
+            }
+            clean
+        });
+        if let Err(error) = synced {
+            tracing::warn!(target: "vfs::journal", %error, "cannot sync what an undo restored");
+            lines.push(format!("failed {}: what was restored could not be synced to the disk ({error})", entry.id));
+            clean = false;
+        }
+        self.finish(&call);
+        (lines, clean)
+    }
+
+    /// How many files an undo of `entry` would put back that a tree's removal vfs stopped
+    /// during had taken (none for any other entry): what `vfs undo --dry-run` says of it.
+    #[must_use]
+    pub fn taken_count(&self, entry: &Entry) -> usize {
+        let Some(access) = self.access() else { return 0 };
+        let there = |image: &str| image_place(image).is_some_and(|place| access.read_at(&place, 0, 0).is_ok());
+        self.taken(entry, &self.entries()).iter().filter(|(_, image)| there(image)).count()
+    }
+
+    /// The files `entry` took, when it is a tree's removal vfs stopped during, not undone.
+    fn taken(&self, entry: &Entry, entries: &Entries) -> Vec<(String, String)> {
+        if entry.incomplete && entry.operation == "remove" && entries.state(entry) == EntryState::NotUndoable {
+            self.taken_files(&entry.call)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The files a tree's removal by `call` noted it was taking (`Keeper::note_taking`: one
+    /// record a process, one line a directory), with the names of their images, in the order
+    /// it took them (each directory's before those of the directories in it).
+    fn taken_files(&self, call: &str) -> Vec<(String, String)> {
+        let Some(access) = self.access() else { return Vec::new() };
+        let Ok(listing) = access.entries(IMAGES) else { return Vec::new() };
+        let plain = |name: &str| !name.is_empty() && name != "." && name != ".." && !name.contains('/');
+        let mut records: Vec<&str> = listing
+            .entries
+            .iter()
+            .map(|entry| entry.name.as_str())
+            .filter(|name| name.ends_with(vfs::TAKING_SUFFIX) && name.split_once('.').is_some_and(|(of, _)| of == call))
+            .collect();
+        records.sort_unstable();
+        let mut taken = Vec::new();
+        for record in records {
+            let Some(content) = image_place(record).and_then(|place| read_up_to(&access, &place, TAKING_MAX)) else {
+                continue;
+            };
+            for line in content.split(|byte| *byte == b'\n') {
+                // A last line a killed process cut short is not JSON: passed over.
+                let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+                let Some(directory) = value.get("dir").and_then(Value::as_str) else { continue };
+                for file in value.get("files").and_then(Value::as_array).into_iter().flatten() {
+                    if let (Some(name), Some(image)) =
+                        (file.get(0).and_then(Value::as_str), file.get(1).and_then(Value::as_str))
+                        && plain(name)
+                    {
+                        taken.push((format!("{directory}/{name}"), image.to_owned()));
+                    }
+                }
+            }
+        }
+        taken
+    }
+
+    /// Puts back the files a stopped tree removal took (`taken`: their paths and images), each
+    /// where nothing is now, with the mode its image kept; a file whose image is not there
+    /// was not taken. Journaled as the undo of `entry`, so it is listed as undone and can be
+    /// redone. Directories come back as new ones are made (their modes were not recorded).
+    fn put_back_taken(
+        &self,
+        agent: &AgentAccessor,
+        entry: &Entry,
+        taken: &[(String, String)],
+        session: &str,
+        asked_by: Option<&CallId>,
+    ) -> (Vec<String>, bool) {
+        let mut lines = Vec::new();
+        let call = CallId::new();
+        self.begin(&call, session, Some(entry));
+        if let Some(info) = self.state().calls.get_mut(&call) {
+            info.asked_by = asked_by.map(|asker| asker.as_str().to_owned());
+        }
+        let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
+        let keeper = self.keeper.get();
+        let (mut clean, synced) = agent.with_syncs_deferred(|| {
+            let mut clean = true;
+            for (path, image) in taken {
+                let Some(content) = image_place(image).and_then(|_| self.image_bytes(image)) else { continue };
+                let mode = keeper.and_then(|keeper| keeper.mode_of(image)).unwrap_or(0o644);
+                match agent.restore(path, &content, mode, &Precondition::Absent) {
+                    Ok(_) => lines.push(format!("restored {path}")),
+                    Err(error) if error.kind() == ErrorKind::AlreadyExists => {
+                        lines.push(format!("conflict {path}: changed since (left as it is)"));
+                        clean = false;
+                    }
+                    Err(error) => {
+                        lines.push(format!("failed {path}: {}", error_text(&error)));
+                        clean = false;
+                    }
+                }
             }
             clean
         });

@@ -1163,9 +1163,18 @@ fn the_images_a_stopped_process_left_unnamed_are_removed_by_the_next_process_alo
         .into_iter()
         .filter(|name| name.starts_with(&format!("{}.", delete["call"].as_str().unwrap())))
         .collect();
-    assert_eq!(taken.len(), 2, "the tree's two files");
+    let record: Vec<&String> = taken.iter().filter(|name| name.ends_with(".taking")).collect();
+    assert_eq!((taken.len(), record.len()), (3, 1), "the tree's two files and the record of them: {taken:?}");
+    // Which image is which file: a line a directory, written before its files were taken.
+    let record = std::fs::read_to_string(base.path().join("journal/images").join(record[0])).unwrap();
+    let noted: Vec<(String, usize)> = record
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|line| (line["dir"].as_str().unwrap().to_owned(), line["files"].as_array().unwrap().len()))
+        .collect();
+    assert_eq!(noted, [("/w/tree".to_owned(), 1), ("/w/tree/deep".to_owned(), 1)]);
     std::fs::write(base.path().join("journal/images").join(ORPHAN), "no line names it\n").unwrap();
-    assert_eq!(image_names(base.path()).len(), 4);
+    assert_eq!(image_names(base.path()).len(), 5);
 
     let launch = launch(base.path());
     let mut left = vec![named[0].to_owned()];
@@ -1180,6 +1189,22 @@ fn the_images_a_stopped_process_left_unnamed_are_removed_by_the_next_process_alo
     assert_eq!(std::fs::read(base.path().join("w/a.txt")).unwrap(), b"before\n");
     let delete = entries.all().iter().find(|entry| entry.operation == "remove").unwrap();
     assert_eq!(entries.state_text(delete), "not undoable (incomplete)");
+    // The undo of the incomplete entry puts back what the record names, file by file, where
+    // nothing is now, with their modes (a file made since at a path is that path's conflict).
+    std::fs::create_dir_all(base.path().join("w/tree")).unwrap();
+    std::fs::write(base.path().join("w/tree/one.txt"), "made since\n").unwrap();
+    let (lines, clean) = launch.journal().unwrap().undo(&launch.registry().agent(), delete, "operator", None);
+    let expected = ["conflict /w/tree/one.txt: changed since (left as it is)", "restored /w/tree/deep/two.txt"];
+    assert_eq!((lines.iter().map(String::as_str).collect::<Vec<_>>(), clean), (expected.to_vec(), false));
+    assert_eq!(std::fs::read(base.path().join("w/tree/one.txt")).unwrap(), b"made since\n");
+    assert_eq!(std::fs::read(base.path().join("w/tree/deep/two.txt")).unwrap(), b"two\n");
+    let mode = std::fs::metadata(base.path().join("w/tree/deep/two.txt")).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o755);
+    let entries = launch.journal().unwrap().entries();
+    let delete = entries.all().iter().find(|entry| entry.operation == "remove").unwrap();
+    assert_eq!(entries.state_text(delete), "undone (incomplete)");
+    let (lines, _) = launch.journal().unwrap().undo(&launch.registry().agent(), delete, "operator", None);
+    assert_eq!(lines, [format!("skipped {}: undone", delete.id)]);
 }
 
 /// A launch let go of lets go of its journal: its files and its presence lock close with it,
@@ -1232,6 +1257,8 @@ fn a_process_that_stops_in_a_delete() {
     std::fs::create_dir_all(base.join("w/tree/deep")).unwrap();
     std::fs::write(base.join("w/tree/one.txt"), "one\n").unwrap();
     std::fs::write(base.join("w/tree/deep/two.txt"), "two\n").unwrap();
+    std::fs::set_permissions(base.join("w/tree/deep/two.txt"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
     std::fs::write(base.join("w/a.txt"), "before\n").unwrap();
     let launch = launch(&base);
     call(&launch.tools(None), "write_file", &json!({ "path": "/w/a.txt", "content": "after\n", "overwrite": true }));

@@ -461,6 +461,46 @@ impl Keeper {
         }
     }
 
+    /// The permission bits of the image `name` this keeper holds (a file a removal took keeps
+    /// its own), when it is one.
+    #[must_use]
+    pub fn mode_of(&self, name: &str) -> Option<u32> {
+        if name.contains('/') || name.starts_with('.') {
+            return None;
+        }
+        self.directory.mode(name)
+    }
+
+    /// The name of the record in which this process notes the files a removal by `call` takes
+    /// ([`Keeper::note_taking`]): `{call}.{process}.taking`, beside the images, so that it
+    /// goes where they go (kept while the call is incomplete).
+    #[must_use]
+    pub fn taking_name(&self, call: &CallId) -> String {
+        format!("{call}.{:x}{TAKING_SUFFIX}", self.process)
+    }
+
+    /// Notes, before a recursive removal by `call` takes the files `files` of `directory`
+    /// (each with the image name it will have), which image is which file: one JSON line
+    /// (`{"dir": …, "files": [[name, image], …]}`) appended to [`Keeper::taking_name`], not
+    /// synced. The change is told with its image only once the whole tree is removed; a
+    /// process killed before leaves images that this record alone names. A record that
+    /// cannot be written (the disk full) is left out: the removal goes on, its files recorded
+    /// as before in its entry, and a crash then leaves them unnamed.
+    pub(crate) fn note_taking(&self, call: &CallId, directory: &VirtualPath, files: &[(String, String)]) {
+        let files: Vec<String> =
+            files.iter().map(|(name, image)| format!("[{},{}]", json_string(name), json_string(image))).collect();
+        let line = format!("{{\"dir\":{},\"files\":[{}]}}\n", json_string(directory.as_str()), files.join(","));
+        if let Err(errno) = self.directory.append(&self.taking_name(call), line.as_bytes()) {
+            tracing::debug!(target: "vfs::journal", call = call.as_str(), %errno, "a removal's record of the files it takes was not written");
+        }
+    }
+
+    /// Removes the record of the files `call` took ([`Keeper::note_taking`]), once its change
+    /// is recorded whole.
+    pub fn forget_taking(&self, call: &CallId) {
+        self.directory.forget(&self.taking_name(call));
+    }
+
     /// Removes the image `name` (one kept for a change that was then not made, or that the
     /// observer no longer needs).
     pub fn forget(&self, name: &str) {
@@ -480,6 +520,25 @@ impl Keeper {
             held.push(directory);
         }
     }
+}
+
+/// How the names of the records of the files a removal takes end ([`Keeper::note_taking`]).
+pub const TAKING_SUFFIX: &str = ".taking";
+
+/// `text` as a JSON string: quotes, backslashes and control characters escaped.
+fn json_string(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for character in text.chars() {
+        match character {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            control if u32::from(control) < 0x20 => quoted.push_str(&format!("\\u{:04x}", u32::from(control))),
+            other => quoted.push(other),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// One entry of a removed tree.
@@ -602,5 +661,15 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), ids.len());
         assert_eq!(ids[0].as_str().len(), "0000000000000-0000000000000".len());
+    }
+
+    /// A name in a removal's record of the files it takes reads back as it was, whatever it
+    /// holds: quotes, backslashes, control characters, any Unicode.
+    #[test]
+    fn names_in_the_record_of_a_removal_read_back_as_they_were() {
+        for name in ["plain.txt", "quo\"te\\back", "tab\tnew\nline\u{1}\u{1f}", "é ü 日本 🙂", ""] {
+            let read: String = serde_json::from_str(&json_string(name)).unwrap();
+            assert_eq!(read, name);
+        }
     }
 }

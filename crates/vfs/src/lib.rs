@@ -46,8 +46,8 @@ pub use access::{
 };
 pub use budget::{Budget, Progress, ProgressSink};
 pub use changes::{
-    Before, CallId, Change, ChangeKind, ChangeObserver, Image, Keeper, Saved, StoredImages, TREE_IMAGE_BYTES, TreeItem,
-    process_tag,
+    Before, CallId, Change, ChangeKind, ChangeObserver, Image, Keeper, Saved, StoredImages, TAKING_SUFFIX,
+    TREE_IMAGE_BYTES, TreeItem, process_tag,
 };
 pub use error::{Error, ErrorKind, Unmet};
 pub use hint::{Argument, Hint, Neutral, Operation, Wording};

@@ -482,7 +482,24 @@ fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 3, "one link per kept file, nothing else: {names:?}");
+    // And the removal's record of which image is which file (a line a directory, before its
+    // files are taken), which its observer removes once the change is recorded.
+    assert_eq!(names.len(), 4, "one link per kept file, and the record: {names:?}");
+    let record = names.iter().find(|name| name.ends_with(vfs::TAKING_SUFFIX)).unwrap();
+    let noted = std::fs::read_to_string(kept(record)).unwrap();
+    let name_of = |item: &vfs::TreeItem| match &item.content {
+        Some(Saved::Kept { name, .. }) => name.clone(),
+        other => panic!("{other:?}"),
+    };
+    let (y, x) = (&items[1], &items[2]);
+    assert_eq!(
+        noted,
+        format!(
+            "{{\"dir\":\"/p/t\",\"files\":[[\"x.txt\",\"{}\"]]}}\n{{\"dir\":\"/p/t/s\",\"files\":[[\"y.txt\",\"{}\"]]}}\n",
+            name_of(x),
+            name_of(y)
+        )
+    );
     linker.keeper.get().unwrap().forget(name);
     assert!(!kept(name).exists());
 }

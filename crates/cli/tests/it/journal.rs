@@ -1047,6 +1047,40 @@ fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_
     assert_eq!(session.child.wait().unwrap().code(), Some(130), "ended at once by the second");
 }
 
+/// `SIGKILL` in the middle of a journaled tree delete leaves an incomplete entry and the files
+/// it took in `images/`, with its record of which image each one was: `vfs undo --change ID`
+/// puts them back, and the tree is whole again. (Before, nothing named them.)
+#[test]
+fn a_tree_delete_killed_part_way_is_put_back_by_the_undo_of_its_incomplete_entry() {
+    let test = TestDir::new();
+    big_tree(&test);
+    let mut args = vec!["call", "delete_file", r#"{"path":"/w/big","recursive":true}"#];
+    args.extend(LAUNCH);
+    let mut child =
+        test.command(&args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    until("the delete's start", || delete_begun(&test));
+    signal(&child, "KILL");
+    child.wait().unwrap();
+    let left = walkdir_count(&test.path().join("w/big"));
+    assert!(left < 4_000 && left > 0, "{left} files left: the kill came before the delete ended");
+    let entries = list(&test);
+    assert_eq!(summary(&test), ["remove not undoable /w/big"]);
+    assert_eq!(entries[0]["incomplete"], true);
+    let id = entries[0]["id"].as_str().unwrap();
+    let dry = undo(&test, &["--change", id, "--dry-run"]);
+    eqnice!(
+        format!("would put back {id} /w/big: {} files it took before vfs stopped during it\n", 4_000 - left),
+        dry.stdout
+    );
+    let run = undo(&test, &["--change", id]);
+    assert_eq!(
+        (run.code, run.stdout.lines().filter(|line| line.starts_with("restored /w/big/")).count()),
+        (0, 4_000 - left)
+    );
+    assert_eq!(walkdir_count(&test.path().join("w/big")), 4_000);
+    assert_eq!(summary(&test), ["undo undoable /w/big", "remove undone /w/big"]);
+}
+
 /// A signal during `vfs undo` stops it between two entries: the one being undone is undone
 /// whole, the rest are left and said so.
 #[test]

@@ -3,6 +3,7 @@
 //! call names one entry beneath a directory handle already held, with `O_NOFOLLOW`.
 #![expect(clippy::disallowed_types, reason = "the storage module is the one place allowed to touch the disk")]
 
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fs::File;
 use std::os::fd::OwnedFd;
@@ -430,6 +431,23 @@ pub(super) fn remove_tree(
     let _lock = lock_directory(&child, path)?;
     let mut entries = read_directory(&child, path)?;
     entries.sort_by(|a, b| a.name.cmp(&b.name));
+    // The image names of the files this directory's removal may take, drawn and recorded
+    // before the first is taken: a process killed part way leaves images whose record says
+    // which file each one was.
+    let mut drawn: HashMap<String, String> = HashMap::new();
+    if let Some(keep) = keep
+        && keep.refused.get().is_none()
+    {
+        let files: Vec<(String, String)> = entries
+            .iter()
+            .filter(|entry| entry.kind == Kind::File)
+            .map(|entry| (entry.name.clone(), keep.keeper.fresh_name(keep.call)))
+            .collect();
+        if !files.is_empty() {
+            keep.keeper.note_taking(keep.call, path, &files);
+        }
+        drawn.extend(files);
+    }
     for entry in entries {
         let entry_path = path.join_trusted(&entry.name);
         if entry.kind == Kind::Directory {
@@ -438,7 +456,7 @@ pub(super) fn remove_tree(
             check(&child, &entry.name, &entry_path)?;
             // Kept by moving it into the keeper, the file is removed already.
             let kept = match keep {
-                Some(keep) => keep_file(keep, &child, &entry.name, entry.kind, &entry_path)?,
+                Some(keep) => keep_file(keep, &child, &entry.name, entry.kind, &entry_path, drawn.remove(&entry.name))?,
                 None => false,
             };
             if !kept {
@@ -480,6 +498,7 @@ fn keep_file(
     name: &str,
     kind: Kind,
     path: &VirtualPath,
+    drawn: Option<String>,
 ) -> Result<bool, Error> {
     if keep.refused.get().is_some() {
         return Ok(false);
@@ -495,7 +514,8 @@ fn keep_file(
     if !(keep.grows)(path) {
         return Err(Error::not_journaled_in_tree(keep.top, path));
     }
-    let kept = keep.keeper.fresh_name(keep.call);
+    // The name recorded for it (`TreeKeeping::taking`).
+    let kept = drawn.unwrap_or_else(|| keep.keeper.fresh_name(keep.call));
     let taken = keep.keeper.directory.take_at(directory, name, &kept).map_err(|errno| {
         tracing::warn!(
             target: "vfs::journal",

@@ -160,6 +160,30 @@ impl KeepDirectory {
     }
 
     /// Removes the image `name` (an image kept for a change that was then not made).
+    /// Appends `line` to the file `name` of this directory, made if it is not there: not
+    /// synced (a killed process loses no write it made).
+    pub(crate) fn append(&self, name: &str, line: &[u8]) -> Result<(), rustix::io::Errno> {
+        use rustix::fs::{Mode, OFlags};
+        let file = rustix::fs::openat(
+            &*self.directory,
+            name,
+            OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let mut written = 0;
+        while written < line.len() {
+            written += rustix::io::write(&file, &line[written..])?;
+        }
+        Ok(())
+    }
+
+    /// The permission bits of the file `name` of this directory (a file taken keeps its
+    /// own), when it is a regular file.
+    pub(crate) fn mode(&self, name: &str) -> Option<u32> {
+        let stat = rustix::fs::statat(&*self.directory, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        (FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile).then_some(stat.st_mode & 0o7777)
+    }
+
     pub(crate) fn forget(&self, name: &str) {
         let _ = rustix::fs::unlinkat(&*self.directory, name, AtFlags::empty());
     }
