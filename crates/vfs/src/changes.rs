@@ -472,7 +472,7 @@ impl Keeper {
     }
 
     /// The name of the record in which this process notes the files a removal by `call` takes
-    /// ([`Keeper::note_taking`]): `{call}.{process}.taking`, beside the images, so that it
+    /// (`Keeper::note_taking`): `{call}.{process}.taking`, beside the images, so that it
     /// goes where they go (kept while the call is incomplete).
     #[must_use]
     pub fn taking_name(&self, call: &CallId) -> String {
@@ -495,7 +495,7 @@ impl Keeper {
         }
     }
 
-    /// Removes the record of the files `call` took ([`Keeper::note_taking`]), once its change
+    /// Removes the record of the files `call` took (`Keeper::note_taking`), once its change
     /// is recorded whole.
     pub fn forget_taking(&self, call: &CallId) {
         self.directory.forget(&self.taking_name(call));
@@ -522,7 +522,7 @@ impl Keeper {
     }
 }
 
-/// How the names of the records of the files a removal takes end ([`Keeper::note_taking`]).
+/// How the names of the records of the files a removal takes end (`Keeper::note_taking`).
 pub const TAKING_SUFFIX: &str = ".taking";
 
 /// `text` as a JSON string: quotes, backslashes and control characters escaped.
