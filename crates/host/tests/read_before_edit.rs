@@ -32,6 +32,9 @@ enum Step {
     Delete(usize),
     /// Another program writes the file.
     Behind(usize, u8),
+    /// Another program removes the file (what the session saw of it is gone: nothing unseen
+    /// is lost by writing there, and the session's overwrite creates the file).
+    Gone(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -43,7 +46,8 @@ fn step() -> impl Strategy<Value = Step> {
         3 => (file.clone(), any::<u8>()).prop_map(|(index, value)| Step::Overwrite(index, value)),
         1 => file.clone().prop_map(Step::Move),
         1 => file.clone().prop_map(Step::Delete),
-        2 => (file, any::<u8>()).prop_map(|(index, value)| Step::Behind(index, value)),
+        2 => (file.clone(), any::<u8>()).prop_map(|(index, value)| Step::Behind(index, value)),
+        1 => file.prop_map(Step::Gone),
     ]
 }
 
@@ -155,6 +159,10 @@ impl Model {
                 self.content.insert(index, format!("e{value}\n"));
                 None
             }
+            Step::Gone(index) => {
+                self.content.remove(&index);
+                None
+            }
         }
     }
 }
@@ -196,6 +204,10 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
             Step::Delete(index) => Some(call("delete_file", json!({ "path": path(index) }))),
             Step::Behind(index, value) => {
                 std::fs::write(root.join(FILES[index]), format!("e{value}\n")).unwrap();
+                None
+            }
+            Step::Gone(index) => {
+                let _ = std::fs::remove_file(root.join(FILES[index]));
                 None
             }
         };
@@ -241,6 +253,39 @@ fn read_edit_edit_change_refused_read_edit() {
         model.apply(&Edit(0)),
         Some(Expected::Refused("read `/w/a.txt` first (it changed since you read it)".to_owned()))
     );
+}
+
+/// A session's overwrite of a file it wrote, sent at the same time as its own move of that
+/// file away: both succeed, whichever goes first (before, the write was often refused as
+/// "changed since you read it", of a file the session had only moved), and no content is
+/// lost. The same for a move onto a file the session saw that another of its calls moves
+/// away at the same time.
+#[test]
+fn an_overwrite_beside_the_sessions_own_move_of_that_file_succeeds_whichever_goes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let spec = MountSpec::new(root.to_str().unwrap(), MountRoot::new("/w").unwrap(), Rights::ReadWrite);
+    let tools = ToolService::new(MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap(), None);
+    let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
+    for round in 0..200 {
+        let (file, moved) = (format!("/w/f{round}.txt"), format!("/w/g{round}.txt"));
+        let written = call("write_file", json!({ "path": file, "content": "old\n" }));
+        assert!(!written.is_error, "{}", written.text);
+        let (write, shift) = std::thread::scope(|scope| {
+            let write =
+                scope.spawn(|| call("write_file", json!({ "path": file, "content": "new\n", "overwrite": true })));
+            let shift = scope.spawn(|| call("move_file", json!({ "source": file, "destination": moved })));
+            (write.join().unwrap(), shift.join().unwrap())
+        });
+        assert!(!write.is_error && !shift.is_error, "round {round}: {} / {}", write.text, shift.text);
+        let read = |path: &str| std::fs::read_to_string(root.join(path.trim_start_matches("/w/"))).ok();
+        // The move went first and the write made the file again, or the write went first
+        // and its content moved.
+        let after = (read(&file), read(&moved));
+        let either = [(Some("new\n".to_owned()), Some("old\n".to_owned())), (None, Some("new\n".to_owned()))];
+        assert!(either.contains(&after), "round {round}: {after:?}");
+    }
 }
 
 /// A service on `/w` (rw) holding `a.txt` ("theirs") and the directory `d`, with the

@@ -130,7 +130,16 @@ pub(super) fn run_write_file(
         precondition = seen.precondition(&path);
         guarded = Some(path);
     }
-    let written = agent.write(&args.path, &args.content, &precondition);
+    let mut written = agent.write(&args.path, &args.content, &precondition);
+    // The file the session saw is gone (a move or a delete, perhaps its own call at the same
+    // time): nothing unseen would be lost, so the write creates the file, as it would have
+    // had it come after; one made there meanwhile is still refused.
+    if gone_since_seen(&written, &precondition, guarded.as_ref()) {
+        let again = agent.write(&args.path, &args.content, &vfs::Precondition::Absent);
+        if !still_there(&again, guarded.as_ref()) {
+            written = again;
+        }
+    }
     match (&written, &guarded) {
         (Ok(outcome), _) => tools.saw(&outcome.path, outcome.version.as_deref()),
         (Err(error), Some(path)) => {
@@ -141,6 +150,31 @@ pub(super) fn run_write_file(
         (Err(_), None) => {}
     }
     Ok(tools.finish(written, vfs::WriteOutcome::agent_text))
+}
+
+/// True when a change guarded by the version the session saw at `guarded` (`precondition`)
+/// was refused as changed since: then it is tried once more where nothing must be, which
+/// goes through only if the file is gone (moved or deleted meanwhile, perhaps by the
+/// session's own call at the same time), and otherwise is refused as changed, as before.
+/// (Told "read it first", the agent read a file that was no longer there.)
+fn gone_since_seen<T>(
+    result: &Result<T, vfs::Error>,
+    precondition: &vfs::Precondition,
+    guarded: Option<&vfs::VirtualPath>,
+) -> bool {
+    let (Err(error), vfs::Precondition::Version(_), Some(path)) = (result, precondition, guarded) else {
+        return false;
+    };
+    session::Unread::of(error, path) == Some(session::Unread::Changed)
+}
+
+/// True when the second try of [`gone_since_seen`] found a file at `guarded` after all: the
+/// first refusal (changed since the session saw it) is the answer.
+fn still_there<T>(result: &Result<T, vfs::Error>, guarded: Option<&vfs::VirtualPath>) -> bool {
+    match (result, guarded) {
+        (Err(error), Some(path)) => session::Unread::of(error, path) == Some(session::Unread::Never),
+        _ => false,
+    }
 }
 
 pub(super) fn run_edit_file(
@@ -266,7 +300,14 @@ pub(super) fn run_move_file(
         at_destination = seen.precondition(&destination);
         guarded = Some(destination);
     }
-    let moved = agent.move_path(&args.source, &args.destination, &at_source, &at_destination);
+    let mut moved = agent.move_path(&args.source, &args.destination, &at_source, &at_destination);
+    // As for a write: the file the session saw at the destination is gone since.
+    if gone_since_seen(&moved, &at_destination, guarded.as_ref()) {
+        let again = agent.move_path(&args.source, &args.destination, &at_source, &vfs::Precondition::Absent);
+        if !still_there(&again, guarded.as_ref()) {
+            moved = again;
+        }
+    }
     match (&moved, &guarded) {
         (Ok(outcome), _) => {
             if let Some(seen) = &tools.seen {
