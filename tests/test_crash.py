@@ -173,11 +173,12 @@ def test_huge_and_malformed_input_gets_an_answer_and_the_server_keeps_serving(tm
     process.wait()
 
 
-def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps_only_orphans(tmp_path):
+def test_sigkill_mid_delete_keeps_what_the_delete_took_and_its_undo_puts_it_back(tmp_path):
     """A recursive delete killed part way: every file is still in the tree or in the journal's
-    `images/` (its intent names none of them). The entry is incomplete, undo (and its dry run)
-    skips it, and the next server, alone on the journal, keeps those files and says so, and
-    removes an image that no line names."""
+    `images/` (its intent names none of them), beside the delete's record of which image is which
+    file. The entry is incomplete, `--last` passes over it, the next server, alone on the journal,
+    keeps those files and says so, and removes an image that no line names; `vfs undo --change`
+    of the entry puts back every file the delete took."""
     root = tmp_path / "root"
     files = 20_000
     for index in range(files):
@@ -191,7 +192,7 @@ def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps
     call(process, 1, "delete_file", {"path": "/output/tree", "recursive": True})
     images = root / "journal" / "images"
     deadline = time.monotonic() + 60
-    while not (images.is_dir() and next(os.scandir(images), None)):
+    while not (images.is_dir() and any(not entry.name.endswith(".taking") for entry in os.scandir(images))):
         assert time.monotonic() < deadline, "the delete never began"
         time.sleep(0.001)
     process.send_signal(signal.SIGKILL)
@@ -200,31 +201,42 @@ def test_sigkill_mid_delete_keeps_what_the_delete_took_and_the_next_start_sweeps
     lines = [json.loads(line) for line in (root / "journal" / "journal.jsonl").read_text().splitlines()]
     if any("id" in line for line in lines):
         pytest.skip("the delete ended before the kill reached it (a slow runner): nothing killed to check")
-    taken = sorted(path.name for path in images.iterdir())
+    names = sorted(path.name for path in images.iterdir())
+    records = [name for name in names if name.endswith(".taking")]
+    taken = [name for name in names if not name.endswith(".taking")]
     left = sum(1 for path in (root / "out").rglob("*.txt"))
+    assert len(records) == 1, names
     assert 0 < len(taken) <= files, "killed after the delete began"
     assert left + len(taken) == files, "every file is in the tree or in images/"
+    noted = {image for line in (images / records[0]).read_text().splitlines() for _, image in json.loads(line)["files"]}
+    assert set(taken) <= noted, "the record names every image the delete took"
     assert [(line["operation"], line["images"], "intent" in line) for line in lines] == [("remove", [], True)]
     (images / "1796417589431-000000ff.1.0").write_text("no line names it\n")
 
     def vfs(*arguments):
-        return subprocess.run([str(BINARY), *arguments], cwd=root, capture_output=True, text=True, timeout=60)
+        return subprocess.run([str(BINARY), *arguments], cwd=root, capture_output=True, text=True, timeout=600)
 
     listed = vfs("journal", "list", "--journal", "journal")
     assert (listed.returncode, listed.stdout.split()[-4:]) == (0, ["/output/tree", "not", "undoable", "(incomplete)"])
     intent = lines[0]["intent"]
     dry = vfs("undo", "--journal", "journal", *launch[:2], "--change", intent, "--dry-run")
-    skipped = f"would be skipped {intent}: not undoable (incomplete: vfs stopped during this change, or could not write its entry; the change may or may not have been made)\n"
-    assert (dry.returncode, dry.stdout) == (1, skipped)
+    would = f"would put back {intent} /output/tree: {len(taken)} files it took before vfs stopped during it\n"
+    assert (dry.returncode, dry.stdout) == (0, would)
     # No change to undo: `--last` passes over it.
     last = vfs("undo", "--journal", "journal", *launch[:2], "--last", "1", "--dry-run")
     assert (last.returncode, last.stdout) == (0, "nothing to undo\n")
-    assert len(list(images.iterdir())) == len(taken) + 1, "a reader and a dry run remove nothing"
+    assert len(list(images.iterdir())) == len(names) + 1, "a reader and a dry run remove nothing"
 
     restarted = start(root, *launch, warnings=True)
     initialize(restarted)
-    assert sorted(path.name for path in images.iterdir()) == taken, "the orphan goes, what the delete took stays"
+    assert sorted(path.name for path in images.iterdir()) == names, "the orphan goes, what the delete took stays"
     restarted.stdin.close()
     restarted.wait(timeout=10)
-    warning = f"images/ keeps {len(taken)} files of changes vfs stopped during"
+    warning = f"images/ keeps {len(names)} files of changes vfs stopped during"
     assert warning in restarted.stderr.read().decode()
+
+    undone = vfs("undo", "--journal", "journal", *launch[:2], "--change", intent)
+    restored = [line for line in undone.stdout.splitlines() if line.startswith("restored /output/tree/")]
+    assert (undone.returncode, len(restored)) == (0, len(taken)), undone.stdout[-500:]
+    assert sum(1 for path in (root / "out").rglob("*.txt")) == files
+    assert (root / "out" / "tree" / "d0" / "f0.txt").read_text() == "0\n"
