@@ -3217,24 +3217,37 @@ impl Journal {
             lines.push(format!("failed {}: its record in the journal could not be read", entry.id));
             return (lines, false);
         };
-        // A call of its own for each undo: whether a call was cut short is judged by its id,
-        // so two undos under one id would let the first's entry hide a crash in the second.
-        // The request that asked for it is named beside (`asked_by`).
+        self.undo_as(agent, entry, session, asked_by, lines, |agent, lines| {
+            let mut clean = true;
+            for part in parts.iter().rev() {
+                clean &= self.undo_part(agent, part, lines);
+            }
+            clean
+        })
+    }
+
+    /// Runs `restore` as the undo of `entry`, after `lines` said so far, and says whether all
+    /// went through. A call of its own for each undo: whether a call was cut short is judged
+    /// by its id, so two undos under one id would let the first's entry hide a crash in the
+    /// second; the request that asked for it is named beside (`asked_by`). What it restores is
+    /// made durable at once, one `syncfs` of each file system (not two `fsync`s a file),
+    /// before its entry is written.
+    fn undo_as(
+        &self,
+        agent: &AgentAccessor,
+        entry: &Entry,
+        session: &str,
+        asked_by: Option<&CallId>,
+        mut lines: Vec<String>,
+        restore: impl FnOnce(&AgentAccessor, &mut Vec<String>) -> bool,
+    ) -> (Vec<String>, bool) {
         let call = CallId::new();
         self.begin(&call, session, Some(entry));
         if let Some(info) = self.state().calls.get_mut(&call) {
             info.asked_by = asked_by.map(|asker| asker.as_str().to_owned());
         }
         let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
-        // What the undo restores is made durable at once, one `syncfs` of each file system
-        // (not two `fsync`s a file), before its entry is written.
-        let (mut clean, synced) = agent.with_syncs_deferred(|| {
-            let mut clean = true;
-            for part in parts.iter().rev() {
-                clean &= self.undo_part(&agent, part, &mut lines);
-            }
-            clean
-        });
+        let (mut clean, synced) = agent.with_syncs_deferred(|| restore(&agent, &mut lines));
         if let Err(error) = synced {
             tracing::warn!(target: "vfs::journal", %error, "cannot sync what an undo restored");
             lines.push(format!("failed {}: what was restored could not be synced to the disk ({error})", entry.id));
@@ -3310,15 +3323,8 @@ impl Journal {
         session: &str,
         asked_by: Option<&CallId>,
     ) -> (Vec<String>, bool) {
-        let mut lines = Vec::new();
-        let call = CallId::new();
-        self.begin(&call, session, Some(entry));
-        if let Some(info) = self.state().calls.get_mut(&call) {
-            info.asked_by = asked_by.map(|asker| asker.as_str().to_owned());
-        }
-        let agent = agent.with_budget(Budget::unlimited().with_call(call.clone()));
         let keeper = self.keeper.get();
-        let (mut clean, synced) = agent.with_syncs_deferred(|| {
+        self.undo_as(agent, entry, session, asked_by, Vec::new(), |agent, lines| {
             let mut clean = true;
             for (path, image) in taken {
                 let Some(content) = image_place(image).and_then(|_| self.image_bytes(image)) else { continue };
@@ -3336,14 +3342,7 @@ impl Journal {
                 }
             }
             clean
-        });
-        if let Err(error) = synced {
-            tracing::warn!(target: "vfs::journal", %error, "cannot sync what an undo restored");
-            lines.push(format!("failed {}: what was restored could not be synced to the disk ({error})", entry.id));
-            clean = false;
-        }
-        self.finish(&call);
-        (lines, clean)
+        })
     }
 
     /// Undoes entries whatever place their roots are mounted from now (the operator's `vfs
