@@ -2414,20 +2414,10 @@ fn aside_entry(name: &str) -> Option<&str> {
 /// The content of the file of parts `name`, read whole within [`ASIDE_MAX`].
 fn aside_content(access: &PrivilegedAccessor, name: &str) -> Result<Vec<u8>, AsideError> {
     let place = image_place(name).ok_or(AsideError::Damaged)?;
-    let mut content = Vec::new();
-    loop {
-        let chunk = access.read_at(&place, content.len() as u64, CHUNK).map_err(|error| match error.kind() {
-            ErrorKind::NotFound => AsideError::Missing,
-            _ => AsideError::Damaged,
-        })?;
-        let done = chunk.len() < CHUNK;
-        content.extend_from_slice(&chunk);
-        if content.len() > ASIDE_MAX {
-            return Err(AsideError::Damaged);
-        }
-        if done {
-            return Ok(content);
-        }
+    match read_up_to(access, &place, ASIDE_MAX) {
+        Ok(Some(content)) => Ok(content),
+        Err(error) if error.kind() == ErrorKind::NotFound => Err(AsideError::Missing),
+        Ok(None) | Err(_) => Err(AsideError::Damaged),
     }
 }
 
@@ -2711,32 +2701,25 @@ const MAX_LINE: usize = 32 * 1024 * 1024;
 /// The longest record of the files a removal took that an undo reads (about 800,000 files).
 const TAKING_MAX: usize = 64 * 1024 * 1024;
 
-/// The content of the journal's file `path`, when it is at most `most` bytes long.
-fn read_up_to(access: &PrivilegedAccessor, path: &str, most: usize) -> Option<Vec<u8>> {
-    let mut content = Vec::new();
-    loop {
-        let chunk = access.read_at(path, content.len() as u64, CHUNK).ok()?;
-        let done = chunk.len() < CHUNK;
-        content.extend_from_slice(&chunk);
-        if content.len() > most {
-            return None;
-        }
-        if done {
-            return Some(content);
-        }
-    }
-}
-
-fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
+/// The content of the journal's file `path`, read whole: `None` when it is longer than
+/// `most` bytes (what is past that is not read).
+fn read_up_to(access: &PrivilegedAccessor, path: &str, most: usize) -> Result<Option<Vec<u8>>, vfs::Error> {
     let mut content = Vec::new();
     loop {
         let chunk = access.read_at(path, content.len() as u64, CHUNK)?;
         let done = chunk.len() < CHUNK;
         content.extend_from_slice(&chunk);
+        if content.len() > most {
+            return Ok(None);
+        }
         if done {
-            return Ok(content);
+            return Ok(Some(content));
         }
     }
+}
+
+fn read_whole(access: &PrivilegedAccessor, path: &str) -> Result<Vec<u8>, vfs::Error> {
+    read_up_to(access, path, usize::MAX).map(Option::unwrap_or_default)
 }
 
 /// One entry, as read back.
@@ -3291,7 +3274,9 @@ impl Journal {
         records.sort_unstable();
         let mut taken = Vec::new();
         for record in records {
-            let Some(content) = image_place(record).and_then(|place| read_up_to(&access, &place, TAKING_MAX)) else {
+            let Some(content) =
+                image_place(record).and_then(|place| read_up_to(&access, &place, TAKING_MAX).ok().flatten())
+            else {
                 continue;
             };
             for line in content.split(|byte| *byte == b'\n') {
