@@ -480,7 +480,12 @@ impl Sandbox {
         drop(sender);
         let child = Arc::new(Mutex::new(child));
         // The time limit holds even while `output` waits (on a reader that does not read).
-        let watchdog = Watchdog::start(&child, request.timeout);
+        let watchdog = Watchdog::start(&child, request.timeout).map_err(|error| {
+            let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = child.kill();
+            let _ = child.wait();
+            RunError::Setup(format!("the time limit could not be watched: {error}"))
+        })?;
         let mut stdout = Tail::new(request.keep);
         let mut stderr = Tail::new(request.keep);
         let mut open_streams = readers.iter().filter(|reader| reader.is_some()).count();
@@ -508,17 +513,12 @@ impl Sandbox {
                     if watchdog.fired() {
                         ending.get_or_insert(Ending::TimedOut);
                     }
-                } else if ending.is_none() {
-                    if cancelled() {
-                        ending = Some(Ending::Cancelled);
-                    } else if started.elapsed() >= request.timeout {
-                        ending = Some(Ending::TimedOut);
-                    }
-                    if ending.is_some() {
-                        // bubblewrap's init dies with it (`--die-with-parent`), and with the
-                        // init every process of its PID namespace.
-                        let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
-                    }
+                } else if ending.is_none() && cancelled() {
+                    // The time limit is the watchdog's. bubblewrap's init dies with it
+                    // (`--die-with-parent`), and with the init every process of its PID
+                    // namespace.
+                    ending = Some(Ending::Cancelled);
+                    let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
                 }
             }
             if let Some(status) = exit {
@@ -791,34 +791,33 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(child: &Arc<Mutex<Child>>, limit: Duration) -> Self {
+    /// # Errors
+    /// Its thread could not be started: nothing would end the command at its limit.
+    fn start(child: &Arc<Mutex<Child>>, limit: Duration) -> io::Result<Self> {
         let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let thread = {
             let (stop, fired, child) = (stop.clone(), fired.clone(), child.clone());
-            std::thread::Builder::new()
-                .name("vfs-run-limit".to_owned())
-                .spawn(move || {
-                    let (stopped, wake) = &*stop;
-                    let stopped = stopped.lock().unwrap_or_else(PoisonError::into_inner);
-                    let (stopped, _) = wake
-                        .wait_timeout_while(stopped, limit, |stopped| !*stopped)
-                        .unwrap_or_else(PoisonError::into_inner);
-                    if !*stopped {
-                        // A child already waited for is not signalled (`Child::kill`), so no
-                        // other process that took its number is.
-                        fired.store(true, Ordering::Relaxed);
-                        let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
-                    }
-                })
-                .ok()
+            std::thread::Builder::new().name("vfs-run-limit".to_owned()).spawn(move || {
+                let (stopped, wake) = &*stop;
+                let stopped = stopped.lock().unwrap_or_else(PoisonError::into_inner);
+                let (stopped, _) = wake
+                    .wait_timeout_while(stopped, limit, |stopped| !*stopped)
+                    .unwrap_or_else(PoisonError::into_inner);
+                if !*stopped {
+                    // A child already waited for is not signalled (`Child::kill`), so no
+                    // other process that took its number is.
+                    fired.store(true, Ordering::SeqCst);
+                    let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
+                }
+            })?
         };
-        Watchdog { stop, fired, thread }
+        Ok(Watchdog { stop, fired, thread: Some(thread) })
     }
 
     /// True when the time limit passed and the command was killed for it.
     fn fired(&self) -> bool {
-        self.fired.load(Ordering::Relaxed)
+        self.fired.load(Ordering::SeqCst)
     }
 }
 
