@@ -3259,37 +3259,29 @@ impl Journal {
     }
 
     /// The files a tree's removal by `call` noted it was taking (`Keeper::note_taking`: one
-    /// record a process, one line a directory), with the names of their images, in the order
-    /// it took them (each directory's before those of the directories in it).
+    /// line a directory of `images/CALL.taking`, read by its name, since a listing of
+    /// `images/` stops at 100,000 names), with the names of their images, in the order it took
+    /// them (each directory's before those of the directories in it).
     fn taken_files(&self, call: &str) -> Vec<(String, String)> {
         let Some(access) = self.access() else { return Vec::new() };
-        let Ok(listing) = access.entries(IMAGES) else { return Vec::new() };
         let plain = |name: &str| !name.is_empty() && name != "." && name != ".." && !name.contains('/');
-        let mut records: Vec<&str> = listing
-            .entries
-            .iter()
-            .map(|entry| entry.name.as_str())
-            .filter(|name| name.ends_with(vfs::TAKING_SUFFIX) && name.split_once('.').is_some_and(|(of, _)| of == call))
-            .collect();
-        records.sort_unstable();
+        let record = format!("{call}{}", vfs::TAKING_SUFFIX);
+        let Some(content) =
+            image_place(&record).and_then(|place| read_up_to(&access, &place, TAKING_MAX).ok().flatten())
+        else {
+            return Vec::new();
+        };
         let mut taken = Vec::new();
-        for record in records {
-            let Some(content) =
-                image_place(record).and_then(|place| read_up_to(&access, &place, TAKING_MAX).ok().flatten())
-            else {
-                continue;
-            };
-            for line in content.split(|byte| *byte == b'\n') {
-                // A last line a killed process cut short is not JSON: passed over.
-                let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
-                let Some(directory) = value.get("dir").and_then(Value::as_str) else { continue };
-                for file in value.get("files").and_then(Value::as_array).into_iter().flatten() {
-                    if let (Some(name), Some(image)) =
-                        (file.get(0).and_then(Value::as_str), file.get(1).and_then(Value::as_str))
-                        && plain(name)
-                    {
-                        taken.push((format!("{directory}/{name}"), image.to_owned()));
-                    }
+        for line in content.split(|byte| *byte == b'\n') {
+            // A last line a killed process cut short is not JSON: passed over.
+            let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+            let Some(directory) = value.get("dir").and_then(Value::as_str) else { continue };
+            for file in value.get("files").and_then(Value::as_array).into_iter().flatten() {
+                if let (Some(name), Some(image)) =
+                    (file.get(0).and_then(Value::as_str), file.get(1).and_then(Value::as_str))
+                    && plain(name)
+                {
+                    taken.push((format!("{directory}/{name}"), image.to_owned()));
                 }
             }
         }

@@ -471,12 +471,12 @@ impl Keeper {
         self.directory.mode(name)
     }
 
-    /// The name of the record in which this process notes the files a removal by `call` takes
-    /// (`Keeper::note_taking`): `{call}.{process}.taking`, beside the images, so that it
-    /// goes where they go (kept while the call is incomplete).
+    /// The name of the record in which a removal by `call` notes the files it takes
+    /// (`Keeper::note_taking`): `{call}.taking`, beside the images, so that it goes where they
+    /// go (kept while the call is incomplete), and found by name (a call is one process's).
     #[must_use]
-    pub fn taking_name(&self, call: &CallId) -> String {
-        format!("{call}.{:x}{TAKING_SUFFIX}", self.process)
+    pub fn taking_name(call: &CallId) -> String {
+        format!("{call}{TAKING_SUFFIX}")
     }
 
     /// Notes, before a recursive removal by `call` takes the files `files` of `directory`
@@ -490,7 +490,7 @@ impl Keeper {
         let files: Vec<String> =
             files.iter().map(|(name, image)| format!("[{},{}]", json_string(name), json_string(image))).collect();
         let line = format!("{{\"dir\":{},\"files\":[{}]}}\n", json_string(directory.as_str()), files.join(","));
-        if let Err(errno) = self.directory.append(&self.taking_name(call), line.as_bytes()) {
+        if let Err(errno) = self.directory.append(&Self::taking_name(call), line.as_bytes()) {
             tracing::debug!(target: "vfs::journal", call = call.as_str(), %errno, "a removal's record of the files it takes was not written");
         }
     }
@@ -498,7 +498,7 @@ impl Keeper {
     /// Removes the record of the files `call` took (`Keeper::note_taking`), once its change
     /// is recorded whole.
     pub fn forget_taking(&self, call: &CallId) {
-        self.directory.forget(&self.taking_name(call));
+        self.directory.forget(&Self::taking_name(call));
     }
 
     /// Removes the image `name` (one kept for a change that was then not made, or that the
