@@ -352,23 +352,17 @@ fn request_bodies_held_at_once_are_bounded_for_each_token_and_in_all() {
         &["--token-file", "tokens", "--max-request-bytes", "4096", "--max-request-bytes-held", "8192"],
         None,
     );
-    // A body of 4,000 bytes that has arrived in part: its bytes are held meanwhile.
-    let holding = |token: &str| body_begun(&daemon, token, 4000);
-    let ping = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"{}\"}}", "x".repeat(3000));
+    // A body of 4,000 bytes that has arrived in part: its bytes are held meanwhile. The
+    // pings are small enough that two of them fit in a token's share (one whose answer was
+    // read may still be held a moment), and too large to fit beside a begun body.
+    let ping = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"{}\"}}", "x".repeat(500));
     let refusal = |what: &str| {
         format!(
             "{{\"error\":{{\"code\":-32000,\"message\":\"unavailable: the server holds as many request bytes as it takes{what}; try again shortly\"}},\"id\":null,\"jsonrpc\":\"2.0\"}}\n"
         )
     };
-    let mut first = holding(TOKEN);
     // The first token's second body: past its share.
-    let until_held = Instant::now() + Duration::from_secs(10);
-    let mut refused = daemon.post("/mcp", Some(TOKEN), &[], &ping);
-    while refused.status != 503 && Instant::now() < until_held {
-        std::thread::sleep(Duration::from_millis(20));
-        refused = daemon.post("/mcp", Some(TOKEN), &[], &ping);
-    }
-    assert_eq!(refused.status, 503, "{refused:?}");
+    let (mut first, refused) = held_body(&daemon, TOKEN, 4000, || daemon.post("/mcp", Some(TOKEN), &[], &ping));
     assert_eq!(refused.header("retry-after"), Some("5"));
     eqnice!(refusal(" for this token"), refused.body);
     // A body without a declared length is counted as it arrives: refused at its first chunk.
@@ -384,14 +378,10 @@ fn request_bodies_held_at_once_are_bounded_for_each_token_and_in_all() {
     eqnice!(refusal(" for this token"), answer.body);
     // Another token's body fits in the room left, and is answered.
     assert_eq!(daemon.post("/mcp", Some("second-token-0123456789"), &[], &ping).status, 400, "read whole and answered");
-    let _second = holding("second-token-0123456789");
     // The room is full: a third token's body is refused too.
-    let until_full = Instant::now() + Duration::from_secs(10);
-    let mut full = daemon.post("/mcp", Some("third-token-0123456789"), &[], &ping);
-    while full.status != 503 && Instant::now() < until_full {
-        std::thread::sleep(Duration::from_millis(20));
-        full = daemon.post("/mcp", Some("third-token-0123456789"), &[], &ping);
-    }
+    let (_second, full) = held_body(&daemon, "second-token-0123456789", 4000, || {
+        daemon.post("/mcp", Some("third-token-0123456789"), &[], &ping)
+    });
     eqnice!(refusal(""), full.body);
     // The first body ends (answered): its bytes are given back.
     first.write_all(&[b' '; 3999]).unwrap();
@@ -491,6 +481,36 @@ fn body_begun(daemon: &Daemon, token: &str, length: usize) -> TcpStream {
     );
     stream.write_all(head.as_bytes()).unwrap();
     stream
+}
+
+/// A body of `length` bytes begun for `token` ([`body_begun`]) and known to be held: `probe`
+/// is sent until it is refused with `503` (its answer is returned). A probe whose bytes are
+/// counted before the begun body's head is read can leave no room for that body, which is
+/// then refused at once: it is begun again.
+fn held_body(daemon: &Daemon, token: &str, length: usize, probe: impl Fn() -> Response) -> (TcpStream, Response) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut begun = body_begun(daemon, token, length);
+        while Instant::now() < deadline {
+            let answer = probe();
+            if answered(&mut begun) {
+                break;
+            }
+            if answer.status == 503 {
+                return (begun, answer);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(Instant::now() < deadline, "no probe was refused while a body of {length} bytes was begun");
+    }
+}
+
+/// True when the daemon has answered on `stream`, or closed it.
+fn answered(stream: &mut TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let peeked = stream.peek(&mut [0; 1]);
+    stream.set_nonblocking(false).unwrap();
+    !matches!(&peeked, Err(error) if error.kind() == std::io::ErrorKind::WouldBlock)
 }
 
 /// A token holder's connection, kept open after one answered request (a body that is not

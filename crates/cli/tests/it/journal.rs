@@ -374,6 +374,17 @@ impl Session {
     }
 
     fn start_with(test: &TestDir, more: &[&str]) -> Self {
+        Self::spawn(test, more, std::process::Stdio::null())
+    }
+
+    /// [`Session::start`], with the server's stderr to read.
+    fn heard(test: &TestDir) -> (Self, std::io::BufReader<std::process::ChildStderr>) {
+        let mut session = Self::spawn(test, &[], std::process::Stdio::piped());
+        let stderr = std::io::BufReader::new(session.child.stderr.take().unwrap());
+        (session, stderr)
+    }
+
+    fn spawn(test: &TestDir, more: &[&str], stderr: std::process::Stdio) -> Self {
         use std::io::Write as _;
         let mut args = vec!["serve"];
         args.extend(LAUNCH);
@@ -382,7 +393,7 @@ impl Session {
             .command(&args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn vfs serve");
         let stdin = child.stdin.take().unwrap();
@@ -984,7 +995,12 @@ fn the_last_changes_to_undo_pass_over_an_incomplete_one() {
 /// `w/big`: 4 directories of 1,000 empty files, a tree whose journaled delete (or undo) takes
 /// long enough for a signal to arrive in its middle.
 fn big_tree(test: &TestDir) {
-    for directory in 0..4 {
+    tree_of(test, 4);
+}
+
+/// `w/big/d0` … : `directories` directories of 1,000 empty files each.
+fn tree_of(test: &TestDir, directories: usize) {
+    for directory in 0..directories {
         let directory = test.dir(&format!("w/big/d{directory}"));
         for file in 0..1000 {
             std::fs::write(directory.join(format!("f{file}")), "").unwrap();
@@ -1012,6 +1028,7 @@ fn delete_begun(test: &TestDir) -> bool {
 /// is whole, and the tree comes back whole. A second signal ends the server at once (exit 130).
 #[test]
 fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_once() {
+    use std::io::{BufRead as _, Write as _};
     let files = |test: &TestDir| walkdir_count(&test.path().join("w"));
     let test = TestDir::new();
     big_tree(&test);
@@ -1039,12 +1056,28 @@ fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_
     assert_eq!(session.child.wait().unwrap().code(), Some(0), "ended once the delete had");
     assert_eq!(summary(&test)[0], "remove undoable /w/big");
     assert!(!test.path().join("w/big").exists());
-    big_tree(&test);
 
-    let mut session = serving_a_tree_delete(&test);
+    // Two signals sent back to back may arrive as one (a process has one pending signal of
+    // each kind): the second is sent once the first has been told, while the delete (of a
+    // larger tree, here) goes on.
+    tree_of(&test, 16);
+    let (mut session, mut stderr) = Session::heard(&test);
+    writeln!(session.stdin, "{DELETE_BIG}").unwrap();
+    until("the delete's start", || delete_begun(&test));
+    let mut told = String::new();
+    stderr.read_line(&mut told).unwrap();
+    assert!(told.contains(": serving /w (rw) over MCP on stdin/stdout;"), "the start-up line: {told}");
     signal(&session.child, "TERM");
+    told.clear();
+    stderr.read_line(&mut told).unwrap();
+    eqnice!(
+        "vfs: stopping once the calls running have ended or stopped; a second SIGTERM or Ctrl-C stops at once\n",
+        told
+    );
+    assert!(test.path().join("w/big").exists(), "the delete of 16,000 files went on meanwhile");
     signal(&session.child, "TERM");
     assert_eq!(session.child.wait().unwrap().code(), Some(130), "ended at once by the second");
+    assert!(walkdir_count(&test.path().join("w/big")) > 0, "ended before the delete had");
 }
 
 /// `SIGKILL` in the middle of a journaled tree delete leaves an incomplete entry and the files
@@ -1103,12 +1136,14 @@ fn a_signal_during_an_undo_stops_it_after_the_entry_being_undone() {
     assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "after\n");
 }
 
+/// The request of a recursive delete of `/w/big`.
+const DELETE_BIG: &str = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"/w/big","recursive":true}}}"#;
+
 /// A server over stdio that has begun to delete `/w/big` (its answer is not waited for).
 fn serving_a_tree_delete(test: &TestDir) -> Session {
     use std::io::Write as _;
     let mut session = Session::start(test);
-    let request = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"/w/big","recursive":true}}}"#;
-    writeln!(session.stdin, "{request}").unwrap();
+    writeln!(session.stdin, "{DELETE_BIG}").unwrap();
     until("the delete's start", || delete_begun(test));
     session
 }
