@@ -3246,23 +3246,24 @@ impl Journal {
     pub fn taken_count(&self, entry: &Entry) -> usize {
         let Some(access) = self.access() else { return 0 };
         let there = |image: &str| image_place(image).is_some_and(|place| access.read_at(&place, 0, 0).is_ok());
-        self.taken(entry, &self.entries()).iter().filter(|(_, image)| there(image)).count()
+        let taken = self.taken(entry, &self.entries());
+        taken.iter().flat_map(|directory| &directory.files).filter(|(_, image)| there(image)).count()
     }
 
-    /// The files `entry` took, when it is a tree's removal vfs stopped during, not undone.
-    fn taken(&self, entry: &Entry, entries: &Entries) -> Vec<(String, String)> {
+    /// What `entry` took, when it is a tree's removal vfs stopped during, not undone.
+    fn taken(&self, entry: &Entry, entries: &Entries) -> Vec<Taken> {
         if entry.incomplete && entry.operation == "remove" && entries.state(entry) == EntryState::NotUndoable {
-            self.taken_files(&entry.call)
+            self.taken_record(&entry.call)
         } else {
             Vec::new()
         }
     }
 
-    /// The files a tree's removal by `call` noted it was taking (`Keeper::note_taking`: one
+    /// The directories a tree's removal by `call` noted as it went (`Keeper::note_taking`: one
     /// line a directory of `images/CALL.taking`, read by its name, since a listing of
-    /// `images/` stops at 100,000 names), with the names of their images, in the order it took
-    /// them (each directory's before those of the directories in it).
-    fn taken_files(&self, call: &str) -> Vec<(String, String)> {
+    /// `images/` stops at 100,000 names), each with its mode and the files it was taking with
+    /// the names of their images, in the order it went (each directory before those in it).
+    fn taken_record(&self, call: &str) -> Vec<Taken> {
         let Some(access) = self.access() else { return Vec::new() };
         let plain = |name: &str| !name.is_empty() && name != "." && name != ".." && !name.contains('/');
         let record = format!("{call}{}", vfs::TAKING_SUFFIX);
@@ -3276,46 +3277,69 @@ impl Journal {
             // A last line a killed process cut short is not JSON: passed over.
             let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
             let Some(directory) = value.get("dir").and_then(Value::as_str) else { continue };
+            let mut files = Vec::new();
             for file in value.get("files").and_then(Value::as_array).into_iter().flatten() {
                 if let (Some(name), Some(image)) =
                     (file.get(0).and_then(Value::as_str), file.get(1).and_then(Value::as_str))
                     && plain(name)
                 {
-                    taken.push((format!("{directory}/{name}"), image.to_owned()));
+                    files.push((format!("{directory}/{name}"), image.to_owned()));
                 }
             }
+            taken.push(Taken { directory: directory.to_owned(), mode: mode_of(&value), files });
         }
         taken
     }
 
-    /// Puts back the files a stopped tree removal took (`taken`: their paths and images), each
-    /// where nothing is now, with the mode its image kept; a file whose image is not there
-    /// was not taken. Journaled as the undo of `entry`, so it is listed as undone and can be
-    /// redone. Directories come back as new ones are made (their modes were not recorded).
+    /// Puts back what a stopped tree removal took (`taken`): each directory, with its mode,
+    /// where none is now (one there is left as it is), then each file where nothing is now,
+    /// with the mode its image kept; a file whose image is not there was not taken. The
+    /// directories made get the rest of their modes last, deepest first. Journaled as the undo
+    /// of `entry`, so it is listed as undone and can be redone. (A record from before modes
+    /// were noted makes its directories as new ones are made.)
     fn put_back_taken(
         &self,
         agent: &AgentAccessor,
         entry: &Entry,
-        taken: &[(String, String)],
+        taken: &[Taken],
         session: &str,
         asked_by: Option<&CallId>,
     ) -> (Vec<String>, bool) {
         let keeper = self.keeper.get();
         self.undo_as(agent, entry, session, asked_by, Vec::new(), |agent, lines| {
             let mut clean = true;
-            for (path, image) in taken {
-                let Some(content) = image_place(image).and_then(|_| self.image_bytes(image)) else { continue };
-                let mode = keeper.and_then(|keeper| keeper.mode_of(image)).unwrap_or(0o644);
-                match agent.restore(path, &content, mode, &Precondition::Absent) {
-                    Ok(_) => lines.push(format!("restored {path}")),
-                    Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-                        lines.push(format!("conflict {path}: changed since (left as it is)"));
-                        clean = false;
+            let mut made = Vec::new();
+            for directory in taken {
+                if let Some(mode) = directory.mode {
+                    match agent.restore_directory(&directory.directory, mode) {
+                        Ok(restored) => made.push(restored),
+                        Err(error) => {
+                            lines.push(format!("failed {}: {}", directory.directory, error_text(&error)));
+                            clean = false;
+                            continue;
+                        }
                     }
-                    Err(error) => {
-                        lines.push(format!("failed {path}: {}", error_text(&error)));
-                        clean = false;
+                }
+                for (path, image) in &directory.files {
+                    let Some(content) = image_place(image).and_then(|_| self.image_bytes(image)) else { continue };
+                    let mode = keeper.and_then(|keeper| keeper.mode_of(image)).unwrap_or(0o644);
+                    match agent.restore(path, &content, mode, &Precondition::Absent) {
+                        Ok(_) => lines.push(format!("restored {path}")),
+                        Err(error) if error.kind() == ErrorKind::AlreadyExists => {
+                            lines.push(format!("conflict {path}: changed since (left as it is)"));
+                            clean = false;
+                        }
+                        Err(error) => {
+                            lines.push(format!("failed {path}: {}", error_text(&error)));
+                            clean = false;
+                        }
                     }
+                }
+            }
+            for restored in made.iter().rev() {
+                if let Err(error) = agent.finish_directory(restored) {
+                    lines.push(format!("failed {}: {}", restored.path, error_text(&error)));
+                    clean = false;
                 }
             }
             clean
@@ -3657,8 +3681,6 @@ fn put_directory(
     }
 }
 
-/// The mode a tree image keeps of a directory (the tree's own, or one of its items), when it
-/// keeps one.
 /// An entry line just made, as the size bound counts it: its id, its images' bytes and names.
 fn added_entry(line: &Value, bytes: u64) -> (String, u64, Vec<String>, String) {
     let images = line["images"]
@@ -3706,6 +3728,18 @@ fn needs_version(kind: &str) -> bool {
     matches!(kind, "write" | "edit" | "move")
 }
 
+/// One directory a stopped tree removal noted as it went (`Keeper::note_taking`).
+struct Taken {
+    /// Its virtual path.
+    directory: String,
+    /// Its permission bits, when the record notes them (older records do not).
+    mode: Option<u32>,
+    /// The virtual path of each file it was taking, with the name of its image.
+    files: Vec<(String, String)>,
+}
+
+/// The mode a tree image keeps of a directory (the tree's own, or one of its items), or a
+/// record of a stopped removal of one of its directories, when it keeps one.
 fn mode_of(image: &Value) -> Option<u32> {
     image.get("mode").and_then(Value::as_u64).and_then(|mode| u32::try_from(mode).ok())
 }

@@ -480,16 +480,21 @@ impl Keeper {
     }
 
     /// Notes, before a recursive removal by `call` takes the files `files` of `directory`
-    /// (each with the image name it will have), which image is which file: one JSON line
-    /// (`{"dir": …, "files": [[name, image], …]}`) appended to [`Keeper::taking_name`], not
-    /// synced. The change is told with its image only once the whole tree is removed; a
-    /// process killed before leaves images that this record alone names. A record that
-    /// cannot be written (the disk full) is left out: the removal goes on, its files recorded
-    /// as before in its entry, and a crash then leaves them unnamed.
-    pub(crate) fn note_taking(&self, call: &CallId, directory: &VirtualPath, files: &[(String, String)]) {
+    /// (each with the image name it will have), which image is which file, and the directory's
+    /// permission bits `mode`: one JSON line (`{"dir": …, "mode": …, "files": [[name, image],
+    /// …]}`) appended to [`Keeper::taking_name`], not synced. The change is told with its
+    /// image only once the whole tree is removed; a process killed before leaves images that
+    /// this record alone names, and directories removed that it alone describes. A record
+    /// that cannot be written (the disk full) is left out: the removal goes on, its files
+    /// recorded as before in its entry, and a crash then leaves them unnamed.
+    pub(crate) fn note_taking(&self, call: &CallId, directory: &VirtualPath, mode: u32, files: &[(String, String)]) {
         let files: Vec<String> =
             files.iter().map(|(name, image)| format!("[{},{}]", json_string(name), json_string(image))).collect();
-        let line = format!("{{\"dir\":{},\"files\":[{}]}}\n", json_string(directory.as_str()), files.join(","));
+        let line = format!(
+            "{{\"dir\":{},\"mode\":{mode},\"files\":[{}]}}\n",
+            json_string(directory.as_str()),
+            files.join(",")
+        );
         if let Err(errno) = self.directory.append(&Self::taking_name(call), line.as_bytes()) {
             tracing::debug!(target: "vfs::journal", call = call.as_str(), %errno, "a removal's record of the files it takes was not written");
         }

@@ -492,10 +492,12 @@ fn a_keeper_gets_the_replaced_inodes_themselves_and_an_intent_before_each_change
         other => panic!("{other:?}"),
     };
     let (y, x) = (&items[1], &items[2]);
+    // Each directory with its permission bits, as made here.
+    let mode = 0o777 & !fixture_umask();
     assert_eq!(
         noted,
         format!(
-            "{{\"dir\":\"/p/t\",\"files\":[[\"x.txt\",\"{}\"]]}}\n{{\"dir\":\"/p/t/s\",\"files\":[[\"y.txt\",\"{}\"]]}}\n",
+            "{{\"dir\":\"/p/t\",\"mode\":{mode},\"files\":[[\"x.txt\",\"{}\"]]}}\n{{\"dir\":\"/p/t/s\",\"mode\":{mode},\"files\":[[\"y.txt\",\"{}\"]]}}\n",
             name_of(x),
             name_of(y)
         )

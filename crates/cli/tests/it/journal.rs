@@ -1081,17 +1081,24 @@ fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_
 }
 
 /// `SIGKILL` in the middle of a journaled tree delete leaves an incomplete entry and the files
-/// it took in `images/`, with its record of which image each one was: `vfs undo --change ID`
-/// puts them back, and the tree is whole again. (Before, nothing named them.)
+/// it took in `images/`, with its record of which image each one was and of each directory's
+/// mode: `vfs undo --change ID` puts them back, and the tree is whole again, directories with
+/// their modes. (Before, nothing named them.)
 #[test]
 fn a_tree_delete_killed_part_way_is_put_back_by_the_undo_of_its_incomplete_entry() {
     let test = TestDir::new();
     big_tree(&test);
+    let modes = [("w/big", 0o750), ("w/big/d0", 0o700), ("w/big/d1", 0o1777), ("w/big/d2", 0o711)];
+    let mode_of = |path: &str| std::fs::metadata(test.path().join(path)).unwrap().permissions().mode() & 0o7777;
+    for (path, mode) in modes {
+        std::fs::set_permissions(test.path().join(path), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
     let mut args = vec!["call", "delete_file", r#"{"path":"/w/big","recursive":true}"#];
     args.extend(LAUNCH);
     let mut child =
         test.command(&args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    until("the delete's start", || delete_begun(&test));
+    // Once a directory is gone whole, so that the undo must make one again.
+    until("the first directory's removal", || !test.path().join("w/big/d0").exists());
     signal(&child, "KILL");
     child.wait().unwrap();
     let left = walkdir_count(&test.path().join("w/big"));
@@ -1111,6 +1118,7 @@ fn a_tree_delete_killed_part_way_is_put_back_by_the_undo_of_its_incomplete_entry
         (0, 4_000 - left)
     );
     assert_eq!(walkdir_count(&test.path().join("w/big")), 4_000);
+    assert_eq!(modes.map(|(path, _)| (path, mode_of(path))), modes);
     assert_eq!(summary(&test), ["undo undoable /w/big", "remove undone /w/big"]);
 }
 

@@ -432,8 +432,8 @@ pub(super) fn remove_tree(
     let mut entries = read_directory(&child, path)?;
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     // The image names of the files this directory's removal may take, drawn and recorded
-    // before the first is taken: a process killed part way leaves images whose record says
-    // which file each one was.
+    // with its mode before the first is taken: a process killed part way leaves images whose
+    // record says which file each one was, and in which directory, with which mode.
     let mut drawn: HashMap<String, String> = HashMap::new();
     if let Some(keep) = keep
         && keep.refused.get().is_none()
@@ -443,9 +443,7 @@ pub(super) fn remove_tree(
             .filter(|entry| entry.kind == Kind::File)
             .map(|entry| (entry.name.clone(), keep.keeper.fresh_name(keep.call)))
             .collect();
-        if !files.is_empty() {
-            keep.keeper.note_taking(keep.call, path, &files);
-        }
+        keep.keeper.note_taking(keep.call, path, stat.mode & 0o7777, &files);
         drawn.extend(files);
     }
     for entry in entries {
