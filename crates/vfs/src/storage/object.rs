@@ -402,7 +402,6 @@ impl ObjectRoot {
         (!key.as_ref().is_empty()).then(|| key.join(""))
     }
 
-    /// Bytes `range` of the object.
     /// Bytes `range` of the object, only if it is still the version `etag` names (when given).
     fn get_range(&self, key: Key, range: std::ops::Range<u64>, etag: Option<String>) -> Result<Vec<u8>, StoreError> {
         let store = self.store.clone();
@@ -478,6 +477,10 @@ impl ObjectRoot {
         let mode = match when {
             PutWhen::Absent => PutMode::Create,
             PutWhen::Any => PutMode::Overwrite,
+            // A version no object has, since a store's are entity tags of visible ASCII: one
+            // that cannot be sent in a header either (an agent's `expectedVersion` holding a
+            // line break made the client panic) loses without a request.
+            PutWhen::Version(token) if !entity_tag(token) => return Err(StoreError::Precondition),
             PutWhen::Version(token) => {
                 PutMode::Update(UpdateVersion { e_tag: Some(format!("\"{token}\"")), version: None })
             }
@@ -807,6 +810,12 @@ fn out_of_time(what: &str) -> object_store::Error {
     object_store::Error::Generic { store: "vfs", source: format!("{what} did not end within its time").into() }
 }
 
+/// True for what can be an object's entity tag between its quotes (RFC 9110: visible ASCII
+/// but the quote), of a length a header takes.
+fn entity_tag(token: &str) -> bool {
+    !token.is_empty() && token.len() <= 1024 && token.bytes().all(|byte| byte.is_ascii_graphic() && byte != b'"')
+}
+
 fn store_error(path: &VirtualPath, error: StoreError) -> Error {
     match error {
         StoreError::Stopped(error) => error,
@@ -1085,12 +1094,20 @@ impl crate::storage::Store for ObjectRoot {
     ) -> Result<Walked, Error> {
         let (below, cut) =
             self.list_all(&node.rel, from.listing_bound).map_err(|error| store_error(from.path, error))?;
+        // The tree is built, walked and dropped a level a frame: a key deeper than any walk
+        // goes (made beside vfs) is cut to the directories the walk can tell are there, and
+        // one more below them, so that the deepest it enters counts as holding something.
+        let deepest = crate::storage::local::MAX_DEPTH + 2;
         let mut tree = Level::default();
         for parts in &below.markers {
-            tree.insert_directory(parts);
+            tree.insert_directory(&parts[..parts.len().min(deepest)]);
         }
         for (parts, info) in below.files {
-            tree.insert(&parts, info);
+            if parts.len() > deepest {
+                tree.insert_directory(&parts[..deepest]);
+            } else {
+                tree.insert(&parts, info);
+            }
         }
         let mut walker = TreeWalk { from, visit, base: &node.rel, deeper: 0 };
         let completed = walker.level(&tree, from.path, "", &mut Vec::new(), 0)?;
