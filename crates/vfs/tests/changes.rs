@@ -95,15 +95,16 @@ fn every_committed_change_is_told_once_with_its_before_and_its_version_under_its
         .unwrap();
     let agent = registry.agent();
 
-    // A write that makes two directories on the way: each is a change, then the file.
+    // A write that makes two directories on the way: each is a change, made and told under
+    // its directory's lock as the file is, then the file.
     let written = agent.write("/p/a/b/new.txt", "one\n", &Precondition::Absent).unwrap();
     let first = written.version.clone().unwrap();
     let changes = recorder.take();
     assert_eq!(
         without_calls(&changes),
         vec![
-            seen(ChangeKind::MakeDirectory, "/p/a", Before::Absent, None, Some(false)),
-            seen(ChangeKind::MakeDirectory, "/p/a/b", Before::Absent, None, Some(false)),
+            seen(ChangeKind::MakeDirectory, "/p/a", Before::Absent, None, Some(true)),
+            seen(ChangeKind::MakeDirectory, "/p/a/b", Before::Absent, None, Some(true)),
             seen(ChangeKind::Write, "/p/a/b/new.txt", Before::Absent, Some(&first), Some(true)),
         ]
     );

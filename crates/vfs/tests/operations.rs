@@ -398,6 +398,29 @@ fn edits_need_a_unique_match_and_return_a_diff() {
     );
 }
 
+/// A tree deeper than any path names (made beside vfs, or by moving one tree under another:
+/// a move checks no depth) is walked no deeper than 256 levels below where a walk starts. A
+/// recursive delete, whose walks must see every name (the default rules, the images), is
+/// refused in one line and nothing goes. (Walked a level a frame to its end, 3,000 levels took
+/// the thread's whole stack, and the process.)
+#[test]
+fn a_tree_deeper_than_any_path_is_walked_no_deeper_than_a_path_goes() {
+    let fixture = Fixture::new();
+    let chain = vec!["a"; 300].join("/");
+    fixture.file(&format!("w/deep/{chain}/f.txt"), "x\n");
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("w", "/w", "rw"))
+        .name_rules(vfs::NameRule::defaults())
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = registry.agent();
+    assert_eq!(
+        agent.delete("/w/deep", true, &Precondition::Any).unwrap_err().to_string(),
+        "`/w/deep`: it holds directories more than 256 levels below it, deeper than vfs goes"
+    );
+    assert!(fixture.path(&format!("w/deep/{chain}/f.txt")).is_file());
+}
+
 #[test]
 fn directories_moves_and_deletes() {
     let (fixture, registry) = setup();

@@ -362,6 +362,11 @@ impl NameSearch {
     }
 }
 
+/// The deepest a walk goes below where it starts (a path names at most as many levels below
+/// its mount): a tree can be deeper, moved under another one or made beside vfs, and a walk
+/// of it goes one level a frame, so past this it would take the thread's whole stack.
+pub(crate) const WALK_DEPTH: usize = crate::storage::local::MAX_DEPTH;
+
 impl Context<'_> {
     /// Walks the tree below the directory at `path` (located with read rights) through its
     /// store: depth-first, each directory's entries in name order; `max_depth` 1 visits only
@@ -405,9 +410,11 @@ impl Context<'_> {
         })
     }
 
-    /// The store's own walk of the directory at `located`, as deep as `max_depth`, within this
-    /// call's deadline and listing bound; it knows the mount table, so nested roots are not
-    /// walked twice.
+    /// The store's own walk of the directory at `located`, as deep as `max_depth` and never
+    /// deeper than [`WALK_DEPTH`], within this call's deadline and listing bound; it knows the
+    /// mount table, so nested roots are not walked twice. A walk of the whole tree
+    /// (`usize::MAX`) that finds directories deeper than that is refused: what it did not see
+    /// may be protected, unread or part of an image.
     pub(crate) fn store_walk(
         &self,
         located: &Located,
@@ -419,11 +426,22 @@ impl Context<'_> {
             table: &self.table(),
             mount: located.mount,
             path,
-            max_depth,
+            max_depth: max_depth.min(WALK_DEPTH),
             listing_bound: self.listing_bound(),
             deadline: &self.deadline,
         };
-        self.store(located.mount).walk(&from, &located.node, visit)
+        let walked = self.store(located.mount).walk(&from, &located.node, visit)?;
+        if max_depth == usize::MAX && walked.deeper > 0 {
+            return Err(Error::too_large(
+                Some(path),
+                agent_text![
+                    "it holds directories more than ",
+                    WALK_DEPTH.to_string(),
+                    " levels below it, deeper than vfs goes"
+                ],
+            ));
+        }
+        Ok(walked)
     }
 
     /// The first protection inside the directory at `from` that would not hold once it is

@@ -216,6 +216,10 @@ impl Walker<'_> {
         };
         let mut wanted = self.rel.clone();
         wanted.push(name.clone());
+        // Judged and made under its directory's lock, which a write beside it takes too: the
+        // gate's look at the names beside it (no `objects` made beside a `HEAD` being written,
+        // the git look-alike guard) and the making are one step.
+        let _lock = super::files::lock_directory(&self.current, self.path)?;
         gate(self.mount, &wanted)?;
         match rustix::fs::mkdirat(&*self.current, name.as_str(), Mode::from_raw_mode(0o777)) {
             Ok(()) => {
