@@ -122,7 +122,9 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
     }
     let message = match serde_json::from_slice::<Message>(bytes) {
         Ok(message) => message,
-        Err(error) => return refused(-32600, &format!("request: {error}"), None),
+        // Answered with the request's id when it has one, and only one (a `method` given
+        // twice leaves it readable).
+        Err(error) => return refused(-32600, &format!("request: {error}"), lone_id(bytes)),
     };
     let has_id = message.id.is_some();
     let id = message.id.filter(usable_id);
@@ -150,6 +152,13 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
         Some(Params { object: false, .. }) => {
             return refused(-32602, "params: `params` must be an object (or left out)", id);
         }
+        // The SDK answers these without the request's id, which no client can match.
+        Some(Params { twice: Some(key), .. }) => {
+            return refused(-32602, &format!("params: `{key}` is given more than once"), id);
+        }
+        Some(Params { meta: Some(Kind::Other), .. }) => {
+            return refused(-32602, "params: `_meta` must be an object (or left out)", id);
+        }
         params => params,
     };
     if method != "tools/call" {
@@ -167,6 +176,17 @@ pub(crate) fn refusal(bytes: &[u8]) -> Option<Refusal> {
             id,
         ),
     }
+}
+
+/// The id of a message that is not one of MCP (a `method` given twice), when it has exactly
+/// one that the SDK takes.
+fn lone_id(bytes: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct OnlyId {
+        #[serde(default)]
+        id: Option<Value>,
+    }
+    serde_json::from_slice::<OnlyId>(bytes).ok()?.id.filter(usable_id)
 }
 
 /// True for an id the SDK takes: a string, an integer, or an integer written as a float (`1.0`)
@@ -194,6 +214,10 @@ struct Params {
     object: bool,
     name: Option<Value>,
     arguments: Option<Kind>,
+    /// What kind of value `_meta` is, when given.
+    meta: Option<Kind>,
+    /// A key the SDK reads that is given more than once.
+    twice: Option<&'static str>,
 }
 
 /// The kind of a JSON value whose content is skipped.
@@ -252,8 +276,24 @@ impl<'de> Visitor<'de> for ParamsVisitor {
         let mut params = Params { object: true, ..Params::default() };
         while let Some(key) = entries.next_key::<std::borrow::Cow<'de, str>>()? {
             match &*key {
-                "name" => params.name = Some(entries.next_value()?),
-                "arguments" => params.arguments = Some(entries.next_value::<Kinded>()?.0),
+                "name" => {
+                    let name = Some(entries.next_value()?);
+                    if std::mem::replace(&mut params.name, name).is_some() {
+                        params.twice.get_or_insert("name");
+                    }
+                }
+                "arguments" => {
+                    let kind = Some(entries.next_value::<Kinded>()?.0);
+                    if std::mem::replace(&mut params.arguments, kind).is_some() {
+                        params.twice.get_or_insert("arguments");
+                    }
+                }
+                "_meta" => {
+                    let kind = Some(entries.next_value::<Kinded>()?.0);
+                    if std::mem::replace(&mut params.meta, kind).is_some() {
+                        params.twice.get_or_insert("_meta");
+                    }
+                }
                 _ => {
                     entries.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -582,6 +622,44 @@ mod tests {
                 "invalid params: `params` must be an object (or left out)",
                 Some(serde_json::json!(9)),
             ),
+            // The SDK answered these without the id (a `_meta` not an object), or as an
+            // unknown method `tools/call` (a key twice).
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_mounts","arguments":{},"_meta":5}}"#,
+                -32602,
+                "invalid params: `_meta` must be an object (or left out)",
+                Some(serde_json::json!(2)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":"x"}}"#,
+                -32602,
+                "invalid params: `_meta` must be an object (or left out)",
+                Some(serde_json::json!(7)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_text_file","name":"list_mounts"}}"#,
+                -32602,
+                "invalid params: `name` is given more than once",
+                Some(serde_json::json!(4)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":{},"arguments":{}}}"#,
+                -32602,
+                "invalid params: `arguments` is given more than once",
+                Some(serde_json::json!(10)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"ping","method":"tools/list"}"#,
+                -32600,
+                "invalid request: duplicate field `method` at line 1 column 48",
+                Some(serde_json::json!(3)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}"#,
+                -32600,
+                "invalid request: duplicate field `id` at line 1 column 28",
+                None,
+            ),
         ];
         for (text, code, message, answered) in cases {
             assert_eq!(refusal(text), Some((code, message.to_owned(), answered)), "{text}");
@@ -596,6 +674,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":-4,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1.0,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":2,"method":"ping","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":null}}"#,
             r#"{"jsonrpc":"2.0","id":5,"result":null}"#,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":[]}"#,
