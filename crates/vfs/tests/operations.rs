@@ -421,6 +421,49 @@ fn a_tree_deeper_than_any_path_is_walked_no_deeper_than_a_path_goes() {
     assert!(fixture.path(&format!("w/deep/{chain}/f.txt")).is_file());
 }
 
+/// A move to another file system copies the file: within the write cap (a sparse file of a
+/// gigabyte was written out whole, past the call's time) and within the call's time; refused,
+/// it leaves the source as it was and nothing at the destination.
+#[test]
+#[expect(clippy::disallowed_types, reason = "fixture: a sparse file made on disk")]
+fn a_move_to_another_file_system_copies_within_the_write_cap_and_the_calls_time() {
+    use std::os::unix::fs::MetadataExt as _;
+    let fixture = Fixture::new();
+    let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
+    fixture.file("w/small.txt", "small\n");
+    std::fs::File::create(fixture.path("w/sparse.bin")).unwrap().set_len(1 << 30).unwrap();
+    assert_ne!(std::fs::metadata(shm.path()).unwrap().dev(), std::fs::metadata(fixture.path("w")).unwrap().dev());
+    let mut limits = Limits::default();
+    limits.write_bytes = 16 << 20;
+    let registry = MountRegistry::builder()
+        .mount(fixture.spec("w", "/w", "rw"))
+        .mount(format!("{}:/s:rw", shm.path().display()).parse().unwrap())
+        .limits(limits)
+        .build(vfs::ambient_authority())
+        .unwrap();
+    let agent = registry.agent();
+    assert_eq!(
+        agent
+            .move_path("/w/sparse.bin", "/s/sparse.bin", &Precondition::Any, &Precondition::Absent)
+            .unwrap_err()
+            .to_string(),
+        "`/w/sparse.bin`: a move to another file system copies it, and it has 1073741824 bytes, more than the 16777216-byte write cap"
+    );
+    assert_eq!(std::fs::metadata(fixture.path("w/sparse.bin")).unwrap().len(), 1 << 30);
+    assert!(!shm.path().join("sparse.bin").exists());
+    // Out of time before the copy: nothing moved.
+    let hurried = agent.with_budget(vfs::Budget::unlimited().with_time(std::time::Duration::from_nanos(1)));
+    let late = hurried.move_path("/w/small.txt", "/s/small.txt", &Precondition::Any, &Precondition::Absent);
+    assert_eq!(late.unwrap_err().kind(), ErrorKind::TimedOut);
+    assert_eq!(std::fs::read(fixture.path("w/small.txt")).unwrap(), b"small\n");
+    assert_eq!(std::fs::read_dir(shm.path()).unwrap().count(), 0, "no copy left behind");
+    assert_eq!(
+        agent.move_path("/w/small.txt", "/s/small.txt", &Precondition::Any, &Precondition::Absent).unwrap().to_text(),
+        "moved `/w/small.txt` to `/s/small.txt`"
+    );
+    assert_eq!(std::fs::read(shm.path().join("small.txt")).unwrap(), b"small\n");
+}
+
 #[test]
 fn directories_moves_and_deletes() {
     let (fixture, registry) = setup();

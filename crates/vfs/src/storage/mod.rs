@@ -1083,8 +1083,9 @@ impl Backend {
 }
 
 /// Copies the file at `from` (in `source`) to `to` (in `target`), as a move between stores or
-/// file systems does: streamed between two local places, else read whole (refused above
-/// `cap`) and put. Returns the bytes copied.
+/// file systems does: streamed between two local places (within the call's time), else read
+/// whole and put; refused above `cap` either way (a sparse file of gigabytes would be written
+/// out whole).
 #[expect(clippy::too_many_arguments, reason = "two places, each with its store and path, and the put's terms")]
 pub(crate) fn copy_file(
     source: &Backend,
@@ -1096,15 +1097,22 @@ pub(crate) fn copy_file(
     when: &PutWhen,
     cap: u64,
 ) -> Result<(), Error> {
-    #[cfg(not(feature = "s3"))]
-    let _ = cap;
     match (source, from, target, &to.node) {
         (Backend::Local(_), Node::Local(from), Backend::Local(target), Node::Local(to)) => {
             let (mut file, stat) = local::open_local(from, source_path)?;
+            if stat.size > cap {
+                return Err(Error::too_large(
+                    Some(source_path),
+                    crate::text::agent_text![format!(
+                        "a move to another file system copies it, and it has {} bytes, more than the {cap}-byte write cap",
+                        stat.size
+                    )],
+                ));
+            }
             let replace = !matches!(when, PutWhen::Absent);
             // A move keeps the file's owner, as the rename it stands for would.
             let owner = file.owner();
-            target.put_from(to, &mut file, replace, NewMode::Masked(stat.mode), owner, target_path).map(|_| ())
+            target.put_from(to, &mut file, replace, NewMode::Masked(stat.mode), owner, cap, target_path).map(|_| ())
         }
         #[cfg(feature = "s3")]
         _ => {

@@ -633,6 +633,7 @@ impl LocalRoot {
     }
 
     /// Copies an open file's content to `node` atomically (a move across file systems).
+    #[expect(clippy::too_many_arguments, reason = "the place, the content, and the terms of the copy a move makes")]
     pub(crate) fn put_from(
         &self,
         node: &Node,
@@ -640,9 +641,10 @@ impl LocalRoot {
         replace: bool,
         mode: NewMode,
         owner: Option<(u32, u32)>,
+        cap: u64,
         path: &VirtualPath,
     ) -> Result<u64, Error> {
-        let mut staged = Staged::begin(node, Start::Empty, mode, u64::MAX, self.durability(), path)?;
+        let mut staged = Staged::begin(node, Start::Empty, mode, cap, self.durability(), path)?;
         if let Some((user, group)) = owner {
             staged.owned_by(user, group);
         }

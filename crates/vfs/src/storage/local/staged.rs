@@ -195,10 +195,25 @@ impl Staged {
 
     /// Appends what `source` yields, within the cap (a copy between stores).
     pub(crate) fn write_from(&mut self, source: &mut dyn io::Read, path: &VirtualPath) -> Result<(), Error> {
+        /// How much is copied between two looks at the call's clock.
+        const PIECE: u64 = 1 << 20;
         let room = self.cap.saturating_sub(self.len);
+        let mut limited = io::Read::take(source, room.saturating_add(1));
         let mut writer = &self.file;
-        let copied = io::copy(&mut io::Read::take(source, room.saturating_add(1)), &mut writer)
-            .map_err(|error| Error::io(path, error))?;
+        let deadline = crate::budget::current();
+        let mut copied = 0u64;
+        loop {
+            // A large copy (a move across file systems) ends with the call, as a walk does.
+            if let Some(deadline) = &deadline {
+                deadline.check()?;
+            }
+            let piece = io::copy(&mut io::Read::take(&mut limited, PIECE), &mut writer)
+                .map_err(|error| Error::io(path, error))?;
+            copied += piece;
+            if piece < PIECE {
+                break;
+            }
+        }
         if copied > room {
             return Err(self.too_large(self.len.saturating_add(copied), path));
         }
