@@ -448,13 +448,27 @@ fn past_the_connection_cap_a_connection_without_a_token_gives_way_then_the_answe
 #[test]
 fn past_a_tokens_share_of_connections_its_further_ones_give_way_idle_first() {
     let test = TestDir::new();
-    let daemon = Daemon::start(&test, &["--max-connections", "3", "--max-connections-per-token", "1"], Some(TOKEN));
+    let daemon = Daemon::start(
+        &test,
+        &[
+            "--max-connections",
+            "3",
+            "--max-connections-per-token",
+            "1",
+            "--max-request-bytes",
+            "4096",
+            "--max-request-bytes-held",
+            "8192",
+        ],
+        Some(TOKEN),
+    );
     let (closed, open) = (closed_by_the_daemon, still_open);
     // The token's first connection (kept), then one in the middle of a request (its headers
-    // and token sent, its body not), then an idle one after an answered request.
-    let answering = || body_begun(&daemon, TOKEN, 100);
+    // and token sent, its body not), known to be answering by the bytes of its body held,
+    // then an idle one after an answered request.
     let mut kept = token_holder(&daemon);
-    let mut first = answering();
+    let ping = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"{}\"}}", "x".repeat(500));
+    let (mut first, _) = held_body(&daemon, TOKEN, 4000, || daemon.post("/mcp", Some(TOKEN), &[], &ping));
     let mut idle = token_holder(&daemon);
     assert_eq!(daemon.request("GET", "/other", &[], "").status, 404, "served in the idle surplus one's place");
     assert!(closed(&mut idle), "the token's idle connection past its share gave way");
