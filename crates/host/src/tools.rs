@@ -652,6 +652,27 @@ mod tests {
         assert_eq!(tools.call("read_text", None), Err(CallError::UnknownTool("read_text".to_owned())));
     }
 
+    /// Counts past their caps are taken as the caps, and said so in a note each.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: the test writes a file to search")]
+    fn counts_past_their_caps_are_the_caps_and_said_so() {
+        let (dir, tools) = service("rw");
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let call = |name: &str, arguments: Value| tools.call(name, arguments.as_object().cloned()).unwrap();
+        let output = call(
+            "grep",
+            json!({ "pattern": "one", "path": "/src", "context": 18_446_744_073_709_551_615_u64, "maxResults": 5000 }),
+        );
+        assert_eq!((output.is_error, output.text.as_str()), (false, "/src/a.txt:1:one\n/src/a.txt-2-two\n"));
+        assert_eq!(
+            output.notes,
+            [
+                "[`maxResults` 5000 is above the cap: at most 1000 matches are returned]",
+                "[`context` 18446744073709551615 is above the cap: at most 20 lines are shown around each match]"
+            ]
+        );
+    }
+
     #[test]
     #[expect(clippy::disallowed_methods, reason = "fixture: the test builds the listed directory")]
     fn the_reference_servers_names_work() {

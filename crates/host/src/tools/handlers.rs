@@ -256,6 +256,7 @@ pub(super) fn run_grep(tools: &ToolService, agent: &AgentAccessor, arguments: &V
     let args: GrepArgs = parse(arguments)?;
     let cap = tools.registry.limits().matches;
     let capped = args.max_results.filter(|&asked| asked > cap);
+    let wide = args.context.filter(|&asked| asked > vfs::GrepRequest::MAX_CONTEXT);
     let request = vfs::GrepRequest {
         pattern: args.pattern,
         path: args.path,
@@ -268,6 +269,12 @@ pub(super) fn run_grep(tools: &ToolService, agent: &AgentAccessor, arguments: &V
     let mut output = tools.finish(agent.grep(&request), vfs::GrepResult::agent_text);
     if let Some(asked) = capped {
         output.notes.push(format!("[`maxResults` {asked} is above the cap: at most {cap} matches are returned]"));
+    }
+    if let Some(asked) = wide {
+        let most = vfs::GrepRequest::MAX_CONTEXT;
+        output
+            .notes
+            .push(format!("[`context` {asked} is above the cap: at most {most} lines are shown around each match]"));
     }
     Ok(output)
 }

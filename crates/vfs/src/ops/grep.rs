@@ -330,10 +330,15 @@ pub struct GrepRequest {
     /// Treat `pattern` as literal text.
     #[serde(default)]
     pub literal: bool,
-    /// Lines of context before and after each match.
+    /// Lines of context before and after each match (at most [`GrepRequest::MAX_CONTEXT`]).
     pub context: Option<usize>,
     /// Most matches returned (default 200).
     pub max_results: Option<usize>,
+}
+
+impl GrepRequest {
+    /// The most lines of context shown before and after a match; more is taken as this many.
+    pub const MAX_CONTEXT: usize = 20;
 }
 
 /// One line of output.
@@ -496,7 +501,7 @@ impl Context<'_> {
             Some(glob) => Some((glob.contains('/'), super::pattern::glob(Argument::Include, glob, limits)?)),
             None => None,
         };
-        let context = request.context.unwrap_or(0).min(20);
+        let context = request.context.unwrap_or(0).min(GrepRequest::MAX_CONTEXT);
         let limit = request.max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, limits.matches);
         let start = Self::parse(request.path.as_deref().unwrap_or("/"))?;
 
