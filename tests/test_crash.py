@@ -163,8 +163,9 @@ def test_huge_and_malformed_input_gets_an_answer_and_the_server_keeps_serving(tm
 
     call(process, 4, "write_file", {"path": "/output/big.txt", "content": "x" * (16 * 1024 * 1024 + 1)})
     # A message over the protocol's 16 MiB line bound is refused as a whole (the write cap is
-    # the same 16 MiB, so this is where an oversized write ends).
-    assert receive(process)["error"] == {"code": -32700, "message": "parse error: the message is longer than 16 MiB"}
+    # the same 16 MiB, so this is where an oversized write ends), with the id at its head.
+    answer = receive(process)
+    assert (answer["id"], answer["error"]) == (4, {"code": -32700, "message": "parse error: the message is longer than 16 MiB"})
     assert not (root / "out" / "big.txt").exists()
 
     call(process, 5, "list_mounts", {})

@@ -510,11 +510,16 @@ fn stdio() -> (Input, Output) {
 enum Line {
     /// A complete line (without its newline), or the last bytes before end of file.
     Text,
-    /// The line was longer than the bound and was skipped.
+    /// The line was longer than the bound and was skipped; the buffer keeps its first bytes
+    /// (at most [`HEAD_KEPT`]), where a request's id is read.
     TooLong,
     /// End of file.
     End,
 }
+
+/// How much of a line past the bound is kept to read its id from: a request's id comes early
+/// (`{"jsonrpc":"2.0","id":…`), its arguments after.
+const HEAD_KEPT: usize = 4096;
 
 /// Reads one `\n`-terminated line into `buffer`, never holding more than `limit` bytes.
 async fn read_line<R: AsyncBufRead + Unpin>(
@@ -542,7 +547,10 @@ async fn read_line<R: AsyncBufRead + Unpin>(
         if !too_long {
             if buffer.len() + chunk.len() > limit {
                 too_long = true;
-                buffer.clear();
+                let room = HEAD_KEPT.min(limit).saturating_sub(buffer.len());
+                buffer.truncate(HEAD_KEPT.min(limit));
+                buffer.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                buffer.shrink_to(HEAD_KEPT);
             } else {
                 buffer.extend_from_slice(chunk);
             }
@@ -553,10 +561,6 @@ async fn read_line<R: AsyncBufRead + Unpin>(
             return Ok(if too_long { Line::TooLong } else { Line::Text });
         }
     }
-}
-
-fn parse_error(message: &str) -> Vec<u8> {
-    error_line(-32700, message)
 }
 
 /// The answer to a message refused before the SDK sees it ([`crate::json_check::screen`]),
@@ -570,11 +574,6 @@ fn error_answer(refusal: &crate::json_check::Refusal) -> Vec<u8> {
     .unwrap_or_default();
     line.push(b'\n');
     line
-}
-
-/// A JSON-RPC error answer with no id, as a line.
-fn error_line(code: i32, message: &str) -> Vec<u8> {
-    error_answer(&crate::json_check::Refusal { code, message: message.to_owned(), id: None })
 }
 
 /// The answer to a request that reuses the id of one still running (`-32600`, with that id).
@@ -623,7 +622,12 @@ async fn pump_input<R, W>(
                 tracing::warn!(%error, "cannot read stdin");
                 break;
             }
-            Ok(Line::TooLong) => Some(parse_error("parse error: the message is longer than 16 MiB")),
+            // Answered with its id when one could be read from its head.
+            Ok(Line::TooLong) => Some(error_answer(&crate::json_check::Refusal {
+                code: -32700,
+                message: "parse error: the message is longer than 16 MiB".to_owned(),
+                id: crate::json_check::check(&line).1,
+            })),
             Ok(Line::Text) if line.iter().all(u8::is_ascii_whitespace) => continue,
             Ok(Line::Text) => crate::json_check::screen(&line).map(|refusal| error_answer(&refusal)),
         };
@@ -773,6 +777,36 @@ mod tests {
             }
         }
         assert_eq!(seen, ["short", "<too long>", "next", "last"]);
+    }
+
+    /// A line past the bound is answered with the id its head carries (it was `null`, which
+    /// left the request unanswered); one whose id comes after its first bytes gets `null`.
+    #[tokio::test]
+    async fn a_line_past_the_bound_is_answered_with_the_id_at_its_head() {
+        let content = "x".repeat(MAX_LINE_BYTES);
+        let early = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":4242,\"method\":\"tools/call\",\"params\":{{\"name\":\"write_file\",\"arguments\":{{\"content\":\"{content}\"}}}}}}\n"
+        );
+        let late = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"x\":\"{content}\",\"id\":7}}\n");
+        let input = format!("{early}{late}");
+        let (to_server, mut from_client) = tokio::io::duplex(1024);
+        let (errors, mut errors_rx) = tokio::sync::mpsc::channel(8);
+        let in_flight = std::sync::Arc::new(InFlight::new(8));
+        pump_input(input.as_bytes(), to_server, errors, in_flight, std::future::pending()).await;
+        let mut passed = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut from_client, &mut passed).await.unwrap();
+        assert_eq!(passed, "");
+        let mut answers = Vec::new();
+        while let Some(answer) = errors_rx.recv().await {
+            answers.push(String::from_utf8(answer).unwrap());
+        }
+        assert_eq!(
+            answers,
+            [
+                "{\"error\":{\"code\":-32700,\"message\":\"parse error: the message is longer than 16 MiB\"},\"id\":4242,\"jsonrpc\":\"2.0\"}\n",
+                "{\"error\":{\"code\":-32700,\"message\":\"parse error: the message is longer than 16 MiB\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n",
+            ]
+        );
     }
 
     #[tokio::test]
