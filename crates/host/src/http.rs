@@ -176,6 +176,8 @@ pub(crate) struct EndpointState {
     template: ToolService,
     /// Each principal's tools and share of the long calls.
     principals: Mutex<HashMap<Principal, (ToolService, Share)>>,
+    /// What each token's sessions remember together ([`crate::tools::SeenBudget`]).
+    seen: Mutex<HashMap<Principal, Arc<crate::tools::SeenBudget>>>,
     pool: Arc<Pool>,
     /// The endpoint's share of the long calls.
     share: Share,
@@ -190,7 +192,7 @@ impl std::fmt::Debug for EndpointState {
 impl EndpointState {
     fn new(factory: SessionFactory, pool: Arc<Pool>, share: Share) -> std::io::Result<Self> {
         let template = factory()?;
-        Ok(Self { factory, template, principals: Mutex::default(), pool, share })
+        Ok(Self { factory, template, principals: Mutex::default(), seen: Mutex::default(), pool, share })
     }
 
     /// The endpoint's share of the long calls.
@@ -203,9 +205,19 @@ impl EndpointState {
         &self.template
     }
 
-    /// A new session's tools.
-    pub(crate) fn session(&self) -> std::io::Result<ToolService> {
-        (self.factory)()
+    /// A new session's tools, for `principal` when known: what its sessions remember is
+    /// bounded together.
+    pub(crate) fn session(&self, principal: Option<Principal>) -> std::io::Result<ToolService> {
+        let tools = (self.factory)()?;
+        let Some(principal) = principal else { return Ok(tools) };
+        let budget = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(principal)
+            .or_insert_with(|| crate::tools::SeenBudget::new(crate::tools::MAX_SEEN_BYTES_PER_TOKEN))
+            .clone();
+        Ok(tools.seen_within(budget))
     }
 
     /// The principal's tools, made with its first request.
@@ -356,6 +368,13 @@ const NO_SESSION: &str = "-";
 #[derive(Debug, Clone)]
 pub(crate) struct SessionSlot {
     held: Arc<SlotInner>,
+}
+
+impl SessionSlot {
+    /// The token whose session this is.
+    pub(crate) fn principal(&self) -> Principal {
+        self.held.principal
+    }
 }
 
 #[derive(Debug)]
@@ -1563,6 +1582,33 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The handshake sessions of one token share one bound on what they remember (a token may
+    /// open hundreds); another token's have their own.
+    #[test]
+    fn the_sessions_of_one_token_share_one_bound_on_what_they_remember() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap().to_owned();
+        let factory: SessionFactory = Arc::new(move || {
+            let spec = vfs::MountSpec::new(&path, vfs::MountRoot::new("/w").unwrap(), "rw".parse().unwrap());
+            let registry = vfs::MountRegistry::builder().mount(spec).build(vfs::ambient_authority()).unwrap();
+            Ok(ToolService::new(registry, None))
+        });
+        let pool = Arc::new(Pool::new(8));
+        let state = EndpointState::new(factory, pool.clone(), pool.whole()).unwrap();
+        let sessions = [
+            state.session(Some(Principal(0))).unwrap(),
+            state.session(Some(Principal(0))).unwrap(),
+            state.session(Some(Principal(1))).unwrap(),
+        ];
+        let counts = |state: &EndpointState| {
+            let budgets = state.seen.lock().unwrap();
+            (Arc::strong_count(&budgets[&Principal(0)]), Arc::strong_count(&budgets[&Principal(1)]))
+        };
+        assert_eq!(counts(&state), (3, 2), "the map's, and one for each session");
+        drop(sessions);
+        assert_eq!(counts(&state), (1, 1));
+    }
 
     /// Bodies arriving at once are held within their token's share and within the room: of
     /// eight at once, each a quarter of the room, one per token is held when two tokens send

@@ -158,11 +158,12 @@ impl ServerHandler for VfsServer {
     ) -> Result<InitializeResult, ErrorData> {
         // The handshake protocol: this server is one session's, with a state of its own.
         if let Some(http) = &self.http {
-            let tools = http.endpoint.session().map_err(|error| {
-                tracing::error!(%error, "cannot set up a session's state");
-                ErrorData::internal_error("the server cannot open a session now; try again", None)
-            })?;
             let slot = request_extension::<crate::http::SessionSlot>(&context).cloned();
+            let tools =
+                http.endpoint.session(slot.as_ref().map(crate::http::SessionSlot::principal)).map_err(|error| {
+                    tracing::error!(%error, "cannot set up a session's state");
+                    ErrorData::internal_error("the server cannot open a session now; try again", None)
+                })?;
             let _ = http.session.set(Session { tools, share: self.pool.owner_share(), _slot: slot });
         }
         context.peer.set_peer_info(request.clone());

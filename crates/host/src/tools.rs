@@ -27,6 +27,8 @@ mod params;
 pub(crate) mod run;
 mod schemas;
 mod session;
+
+pub(crate) use session::{MAX_SEEN_BYTES_PER_TOKEN, SeenBudget};
 mod table;
 mod undo;
 
@@ -177,6 +179,16 @@ impl ToolService {
     #[must_use]
     pub fn read_before_edit(mut self, on: bool) -> Self {
         self.seen = on.then(Arc::default);
+        self
+    }
+
+    /// Bounds what this session remembers with the other sessions of its token by `budget`
+    /// (the daemon's sessions of the handshake protocol), when the read-before-edit rule is on.
+    #[must_use]
+    pub(crate) fn seen_within(mut self, budget: Arc<SeenBudget>) -> Self {
+        if self.seen.is_some() {
+            self.seen = Some(Arc::new(session::Seen::within(budget)));
+        }
         self
     }
 

@@ -11,7 +11,8 @@
 //! that precondition ([`vfs::Error::unmet`]) is what the session words as "read it first".
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use vfs::VirtualPath;
 
@@ -23,6 +24,30 @@ pub(super) const MAX_SEEN: usize = 20_000;
 
 /// The most bytes of paths and versions one session remembers (paths may be 4 KiB long).
 pub(super) const MAX_SEEN_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most bytes of paths and versions the sessions of one token remember together: a token
+/// may open hundreds of sessions (`--max-sessions-per-token`), and 250 of them, each filled to
+/// [`MAX_SEEN_BYTES`], held a gigabyte.
+pub(crate) const MAX_SEEN_BYTES_PER_TOKEN: usize = 64 * 1024 * 1024;
+
+/// What the sessions of one token remember together, in bytes ([`Seen::within`]): a session
+/// that would take it past its bound forgets the quarter of its own files it saw longest ago
+/// first (one that remembers nothing yet still keeps the file it sees).
+#[derive(Debug)]
+pub(crate) struct SeenBudget {
+    bytes: AtomicUsize,
+    cap: usize,
+}
+
+impl SeenBudget {
+    pub(crate) fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Self { bytes: AtomicUsize::new(0), cap })
+    }
+
+    fn full_for(&self, adding: usize) -> bool {
+        self.bytes.load(Ordering::Relaxed).saturating_add(adding) > self.cap
+    }
+}
 
 /// The versions this session read or wrote, by canonical virtual path.
 #[derive(Debug, Default)]
@@ -37,6 +62,14 @@ struct Versions {
     seen: u64,
     /// The bytes of the paths and versions held.
     bytes: usize,
+    /// What this session's token's sessions hold together, when it shares a bound with them.
+    budget: Option<Arc<SeenBudget>>,
+}
+
+impl Drop for Versions {
+    fn drop(&mut self) {
+        self.resize(0);
+    }
 }
 
 impl Versions {
@@ -44,11 +77,28 @@ impl Versions {
         self.seen += 1;
         self.remove(&path);
         let adding = path.len() + version.len();
-        while !self.by_path.is_empty() && (self.by_path.len() >= MAX_SEEN || self.bytes + adding > MAX_SEEN_BYTES) {
+        let over = |versions: &Self| {
+            versions.by_path.len() >= MAX_SEEN
+                || versions.bytes + adding > MAX_SEEN_BYTES
+                || versions.budget.as_ref().is_some_and(|budget| budget.full_for(adding))
+        };
+        while !self.by_path.is_empty() && over(self) {
             self.forget_oldest_quarter();
         }
-        self.bytes += adding;
+        self.resize(self.bytes + adding);
         self.by_path.insert(path, (self.seen, version));
+    }
+
+    /// Sets the bytes held to `bytes`, and the token's count with them.
+    fn resize(&mut self, bytes: usize) {
+        if let Some(budget) = &self.budget {
+            if bytes > self.bytes {
+                budget.bytes.fetch_add(bytes - self.bytes, Ordering::Relaxed);
+            } else {
+                budget.bytes.fetch_sub(self.bytes - bytes, Ordering::Relaxed);
+            }
+        }
+        self.bytes = bytes;
     }
 
     /// Forgets the quarter (at least one) of the files seen longest ago.
@@ -61,7 +111,7 @@ impl Versions {
 
     fn remove(&mut self, path: &str) -> Option<String> {
         let (_, version) = self.by_path.remove(path)?;
-        self.bytes -= path.len() + version.len();
+        self.resize(self.bytes - (path.len() + version.len()));
         Some(version)
     }
 
@@ -74,7 +124,7 @@ impl Versions {
             }
             kept
         });
-        self.bytes = bytes;
+        self.resize(bytes);
     }
 
     fn get(&self, path: &str) -> Option<&String> {
@@ -108,6 +158,13 @@ impl Unread {
 }
 
 impl Seen {
+    /// A session's memory bounded with its token's other sessions' by `budget` too.
+    pub(super) fn within(budget: Arc<SeenBudget>) -> Self {
+        let mut versions = Versions::default();
+        versions.budget = Some(budget);
+        Self { versions: Mutex::new(versions) }
+    }
+
     fn versions(&self) -> std::sync::MutexGuard<'_, Versions> {
         self.versions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -182,6 +239,33 @@ pub(super) fn refusal_inside(directory: &VirtualPath, file: &VirtualPath, why: U
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sessions of one token share a bound: one that would pass it forgets its own oldest
+    /// files, never another's; a session that ends gives back what it held.
+    #[test]
+    fn the_sessions_of_one_token_share_a_bound_and_give_back_what_they_held() {
+        let budget = SeenBudget::new(1000);
+        let (one, two) = (Seen::within(budget.clone()), Seen::within(budget.clone()));
+        // 13 bytes each: `/w/a/000.txt` and `v`.
+        let path = |session: &str, index: usize| VirtualPath::new(&format!("/w/{session}/{index:03}.txt")).unwrap();
+        for index in 0..60 {
+            one.saw(&path("a", index), Some("v"));
+        }
+        for index in 0..30 {
+            two.saw(&path("b", index), Some("v"));
+        }
+        let held = |seen: &Seen| seen.versions().bytes;
+        assert_eq!(budget.bytes.load(Ordering::Relaxed), held(&one) + held(&two));
+        assert!(budget.bytes.load(Ordering::Relaxed) <= 1000, "{}", budget.bytes.load(Ordering::Relaxed));
+        assert_eq!(one.versions().by_path.len(), 60, "the first session kept all it saw");
+        assert_eq!(two.version(&path("b", 29)).as_deref(), Some("v"), "the second kept its newest");
+        assert_eq!(two.version(&path("b", 0)), None, "and forgot its oldest");
+        two.forget(&path("b", 29));
+        drop(two);
+        assert_eq!(budget.bytes.load(Ordering::Relaxed), 60 * 13);
+        drop(one);
+        assert_eq!(budget.bytes.load(Ordering::Relaxed), 0);
+    }
 
     /// A session's memory is bounded: past [`MAX_SEEN`] files, the quarter seen longest ago is
     /// forgotten (a file seen again counts as seen then), and the rest stays.
