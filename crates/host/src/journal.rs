@@ -365,6 +365,9 @@ pub struct Journal {
     /// The entries this process is undoing now: a second undo of one of them, asked for at
     /// the same time, is skipped (`Journal::undo`).
     undoing: Mutex<HashSet<String>>,
+    /// The sessions choosing and undoing their own changes now ([`Journal::undo_turn`]),
+    /// and the signal that one let go of its turn.
+    turns: (Mutex<HashSet<String>>, std::sync::Condvar),
     /// The entries whose images are kept, as this process counted them (`State::counted`
     /// says whether the count stands); used only by `Journal::bound`, under `writing`.
     live: Mutex<Live>,
@@ -540,6 +543,7 @@ impl Journal {
             writing: Mutex::new(()),
             compacting: Mutex::new(()),
             undoing: Mutex::default(),
+            turns: (Mutex::default(), std::sync::Condvar::new()),
             live: Mutex::new(Live::default()),
             batching: Mutex::default(),
         }
@@ -3140,6 +3144,29 @@ impl Journal {
         Batch { journal: self }
     }
 
+    /// Waits for `session`'s turn to choose its changes to undo and undo them: one at a time
+    /// for each session in this process. Two `undo_changes` of one session asked for at once
+    /// would both choose its newest change (the second then skipped as being undone); in
+    /// turn, the second chooses from what the first left, so two asking for one change each
+    /// undo two. `None` when `give_up` says so first (asked every 50 ms while waiting: the
+    /// call's time ran out, or it was cancelled).
+    #[must_use = "the turn lasts while it is held"]
+    pub fn undo_turn(&self, session: &str, give_up: impl Fn() -> bool) -> Option<UndoTurn<'_>> {
+        let (turns, freed) = &self.turns;
+        let mut taken = turns.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while taken.contains(session) {
+            if give_up() {
+                return None;
+            }
+            taken = freed
+                .wait_timeout(taken, Duration::from_millis(50))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        taken.insert(session.to_owned());
+        Some(UndoTurn { journal: self, session: session.to_owned() })
+    }
+
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
     /// `session`, asked for by the call `asked_by` (an agent's `undo_changes`); one line per
     /// path, and whether every part was undone. The lines escape control characters (a path
@@ -3703,6 +3730,21 @@ fn image_place(name: &str) -> Option<String> {
 const FINISHED_KEPT: usize = 4096;
 
 /// An entry's mark in `Journal::undoing`, taken off when the undo ends.
+/// A session's turn to undo ([`Journal::undo_turn`]), let go of when dropped.
+#[derive(Debug)]
+pub struct UndoTurn<'j> {
+    journal: &'j Journal,
+    session: String,
+}
+
+impl Drop for UndoTurn<'_> {
+    fn drop(&mut self) {
+        let (turns, freed) = &self.journal.turns;
+        turns.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.session);
+        freed.notify_all();
+    }
+}
+
 struct Undoing<'j> {
     set: &'j Mutex<HashSet<String>>,
     id: String,

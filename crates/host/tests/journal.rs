@@ -1873,6 +1873,58 @@ fn two_undos_of_one_change_asked_for_at_once_undo_it_once() {
     }
 }
 
+/// Two `undo_changes` of one session asked for at once take turns: each undoes one change,
+/// the second from what the first left, so both succeed and both changes are undone (before,
+/// both chose the newest and the second was refused as "being undone by another call").
+#[test]
+fn two_undo_changes_of_one_session_at_once_undo_its_two_newest_changes() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    for round in 0..20 {
+        for name in ["a", "b"] {
+            call(&tools, "write_file", &json!({ "path": format!("/w/r{round}{name}.txt"), "content": "x\n" }));
+        }
+        let barrier = std::sync::Barrier::new(2);
+        let mut answers: Vec<(bool, String)> = std::thread::scope(|scope| {
+            let undo = || {
+                barrier.wait();
+                answer(&tools, "undo_changes", &json!({}))
+            };
+            let (first, second) = (scope.spawn(undo), scope.spawn(undo));
+            vec![first.join().unwrap(), second.join().unwrap()]
+        });
+        answers.sort();
+        let removed = |name: &str| (false, format!("removed /w/r{round}{name}.txt\n"));
+        assert_eq!(answers, [removed("a"), removed("b")], "round {round}");
+        assert!(!base.path().join(format!("w/r{round}a.txt")).exists(), "round {round}");
+        assert!(!base.path().join(format!("w/r{round}b.txt")).exists(), "round {round}");
+    }
+}
+
+/// A call whose time runs out while another `undo_changes` of its session holds the turn
+/// undoes nothing and says why.
+#[test]
+fn an_undo_changes_waiting_for_its_sessions_turn_stops_when_its_time_runs_out() {
+    let base = tempfile::tempdir().unwrap();
+    // A time limit every call outlives (a change already begun is still made whole).
+    let options = LaunchOptions { call_timeout: Some(std::time::Duration::from_nanos(1)), ..options(base.path(), &[]) };
+    let launch = vfs_host::compose(&options, vfs::ambient_authority()).unwrap();
+    let tools = launch.tools(None);
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "x\n" }));
+    let journal = launch.journal().unwrap();
+    let session = journal.entries().all()[0].session.clone();
+    let held = journal.undo_turn(&session, || false).unwrap();
+    let waited = "nothing was undone: another `undo_changes` of this session was still running when this call's time ran out; call again once it has answered";
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, waited.to_owned()));
+    assert!(base.path().join("w/a.txt").exists());
+    // Another session's turn is its own.
+    let other = launch.tools(None);
+    assert_eq!(answer(&other, "undo_changes", &json!({})), (false, "nothing to undo\n".to_owned()));
+    drop(held);
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "removed /w/a.txt\n".to_owned()));
+}
+
 #[test]
 fn an_undo_of_many_changes_stops_between_two_when_the_calls_time_runs_out() {
     let base = tempfile::tempdir().unwrap();

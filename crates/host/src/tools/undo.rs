@@ -114,6 +114,15 @@ pub(super) fn run_undo_changes(
     if args.count == Some(0) {
         return Ok(refusal("`count` must be at least 1 (it is how many of your newest changes to undo)"));
     }
+    let started = std::time::Instant::now();
+    let budget = agent.budget();
+    let out_of_time = || budget.is_cancelled() || budget.time().is_some_and(|time| started.elapsed() >= time);
+    // One `undo_changes` of this session at a time: the next chooses from what this one left.
+    let Some(_turn) = journal.undo_turn(session, out_of_time) else {
+        return Ok(refusal(
+            "nothing was undone: another `undo_changes` of this session was still running when this call's time ran out; call again once it has answered",
+        ));
+    };
     // Each undo judges its entry from the log as it is then: read once, then what was
     // appended since.
     let _batch = journal.batch();
@@ -145,10 +154,8 @@ pub(super) fn run_undo_changes(
     let mut clean = true;
     // Each change is undone whole; between two, the call's time limit and cancellation are
     // heeded, so that an undo of many changes ends as any call does, with what is left said.
-    let started = std::time::Instant::now();
-    let budget = agent.budget();
     for (at, entry) in chosen.iter().enumerate() {
-        if at > 0 && (budget.is_cancelled() || budget.time().is_some_and(|time| started.elapsed() >= time)) {
+        if at > 0 && out_of_time() {
             let left = chosen.len() - at;
             lines.push(format!(
                 "stopped: the call's time ran out with {left} more to undo; call `undo_changes` again for {}",
