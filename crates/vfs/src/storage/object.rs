@@ -284,7 +284,7 @@ impl ObjectRoot {
             let _ = sender.send(future.await);
         });
         let Some(deadline) = deadline else {
-            return Ok(receiver.recv().expect("the object-store runtime runs every task it is given"));
+            return receiver.recv().map_err(|_| task_failed());
         };
         loop {
             let wait = deadline.at().map_or(CANCEL_POLL, |at| at.saturating_duration_since(Instant::now()));
@@ -300,9 +300,7 @@ impl ObjectRoot {
                         return Err(StoreError::Stopped(error));
                     }
                 }
-                Err(RecvTimeoutError::Disconnected) => {
-                    unreachable!("the object-store runtime runs every task it is given")
-                }
+                Err(RecvTimeoutError::Disconnected) => return Err(task_failed()),
             }
         }
     }
@@ -319,18 +317,21 @@ impl ObjectRoot {
         if let Some(deadline) = crate::budget::current().filter(|deadline| deadline.bounded()) {
             deadline.check().map_err(StoreError::Stopped)?;
         }
-        Ok(self.finish_change(future))
+        self.finish_change(future)
     }
 
     /// Runs a request that changes the bucket and waits for its answer, whatever the call's
     /// clock says: the second half of a change whose first half was made (a move's delete of
     /// its source, once the copy is there).
-    fn finish_change<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> T {
+    fn finish_change<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, StoreError> {
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
         self.runtime.spawn(async move {
             let _ = sender.send(future.await);
         });
-        receiver.recv().expect("the object-store runtime runs every task it is given")
+        receiver.recv().map_err(|_| task_failed())
     }
 
     /// What [`ObjectLock`] names for the place `rel`: the bucket and the key of the
@@ -723,7 +724,7 @@ impl ObjectRoot {
         // only until they no longer do: other holders' images are not walked.
         let offset = self.key(&[IMAGE_AREA, start]);
         let start = start.to_owned();
-        let (names, stopped) = self.finish_change(async move {
+        let listed = self.finish_change(async move {
             let mut stream = store.list_with_offset(Some(&area), &offset);
             let mut names = Vec::new();
             let until = tokio::time::Instant::from_std(until);
@@ -741,7 +742,9 @@ impl ObjectRoot {
             }
             (names, None)
         });
-        (names, stopped.map(|error| store_error(path, error.into())))
+        let (names, stopped) = listed
+            .map_or_else(|error| (Vec::new(), Some(error)), |(names, stopped)| (names, stopped.map(StoreError::from)));
+        (names, stopped.map(|error| store_error(path, error)))
     }
 
     /// Removes the image `name` from this mount's image area, whatever the call's clock says
@@ -770,6 +773,7 @@ impl ObjectRoot {
             }
             count
         })
+        .unwrap_or(0)
     }
 
     /// Deletes one object.
@@ -814,6 +818,15 @@ fn out_of_time(what: &str) -> object_store::Error {
 /// but the quote), of a length a header takes.
 fn entity_tag(token: &str) -> bool {
     !token.is_empty() && token.len() <= 1024 && token.bytes().all(|byte| byte.is_ascii_graphic() && byte != b'"')
+}
+
+/// What a request whose task ended without an answer (it panicked: a fault in vfs or in the
+/// object store's client) gives: a failed request, said to the operator's log.
+fn task_failed() -> StoreError {
+    StoreError::Other(object_store::Error::Generic {
+        store: "vfs",
+        source: "the object store's client stopped in the middle of a request (a fault; the process's error output may say more)".into(),
+    })
 }
 
 fn store_error(path: &VirtualPath, error: StoreError) -> Error {
@@ -964,7 +977,9 @@ impl ObjectRoot {
         // is never left half done by a call's time limit.
         let store = self.store.clone();
         let key = self.key(&from.rel);
-        self.finish_change(async move { store.delete(&key).await }).map_err(|error| store_error(path, error.into()))
+        self.finish_change(async move { store.delete(&key).await })
+            .and_then(|deleted| deleted.map_err(StoreError::from))
+            .map_err(|error| store_error(path, error))
     }
 }
 
@@ -1993,6 +2008,28 @@ mod tests {
         let others: Vec<ObjectRoot> = (1..5).map(|index| open(&format!("one-runtime-{index}"))).collect();
         assert_eq!(runtime_threads(), before);
         assert!(others.iter().all(|root| std::ptr::eq(root.runtime, first.runtime)));
+    }
+
+    /// A request whose task panics (a fault in vfs or in the store's client) is a failed
+    /// request, never a panic of the caller's thread: without a clock and with one, for a
+    /// read and for a change; the runtime goes on answering.
+    #[test]
+    fn a_request_whose_task_panics_fails_and_the_runtime_goes_on() {
+        let fault = || async { panic!("a fault in a request (this test's own)") };
+        let root = ObjectRoot::open(&"memory://panicking:/data:rw".parse().unwrap()).unwrap();
+        let failed = |result: Result<(), StoreError>| {
+            matches!(result, Err(StoreError::Other(object_store::Error::Generic { store: "vfs", .. })))
+        };
+        assert!(failed(root.block(fault())));
+        assert!(failed(root.finish_change(fault())));
+        let clock = Arc::new(Budget::unlimited().with_time(Duration::from_mins(1)).start(crate::Operation::Write));
+        let _entered = clock.enter();
+        assert!(failed(root.block(fault())));
+        assert!(failed(root.block_change(fault())));
+        assert_eq!(root.block(async { 7 }).unwrap(), 7);
+        let path = VirtualPath::new("/data/a.txt").unwrap();
+        let error = store_error(&path, task_failed());
+        assert_eq!(error.to_string(), Error::store_failed(&path).to_string());
     }
 
     /// A read that spans several ranged requests is pinned to the version it started on: an
