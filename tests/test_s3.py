@@ -586,6 +586,44 @@ def test_a_file_that_is_also_a_prefix_is_judged_and_kept_by_a_recursive_delete(f
     )
 
 
+def test_undo_of_a_tree_delete_writes_markers_only_for_its_empty_directories(fixture):
+    """A tree another tool wrote without directory markers, one empty directory (its marker)
+    among its directories: deleted whole and undone, the bucket holds exactly the keys it held
+    (red team of the thirty-fourth session: undo wrote a marker for every directory it made,
+    2,631 objects came back as 2,662, and each directory then outlived its last file)."""
+    prefix = unique_prefix()
+    fixture.extra_spellings += store_spellings(BUCKET, ENDPOINT, prefix)
+    for key, body in [
+        ("t/a.txt", b"a\n"),
+        ("t/sub/b.txt", b"b\n"),
+        ("t/sub2/deeper/c.txt", b"c\n"),
+        ("t/empty/", b""),
+    ]:
+        put_raw(f"{prefix}/{key}", body)
+    before = list_keys(prefix)
+
+    async def body(client, init):
+        deleted = await client.call("delete_file", {"path": "/data/t", "recursive": True})
+        assert not deleted.is_error, text(deleted)
+        assert [key for key in list_keys(prefix) if "/.vfs-tmp-" not in key] == []
+        undone = await client.call("undo_changes", {"count": 1})
+        assert text(undone) == "restored /data/t\n", text(undone)
+        assert [key for key in list_keys(prefix) if "/.vfs-tmp-" not in key] == before
+        # So a directory goes with its last file, as it did before the delete.
+        for path in ["/data/t/sub/b.txt", "/data/t/sub2/deeper/c.txt"]:
+            result = await client.call("delete_file", {"path": path})
+            assert not result.is_error, text(result)
+        result = await client.call("list_directory", {"path": "/data/t"})
+        assert text(result) == "[FILE] a.txt\n[DIR] empty\n", text(result)
+
+    run_client(
+        fixture,
+        body,
+        ["serve", "--mount", f"s3://{BUCKET}/{prefix}:/data:rw", "--journal", "journal", "--no-read-before-edit"],
+        env=aws_env(),
+    )
+
+
 def test_undo_brings_back_an_empty_directory_as_its_marker(fixture):
     """An empty directory on S3 is its marker: deleted, and brought back by undo as one (red
     team of the twenty-fifth session: undo said "restored" and wrote nothing)."""

@@ -700,8 +700,13 @@ impl Context<'_> {
     /// still the directory made (not another one moved to its path since) with the mode it was
     /// given then (a mode set since is kept). `false` when nothing was changed.
     pub(crate) fn finish_directory(&self, restored: &RestoredDirectory) -> Result<bool, Error> {
-        let Some(made) = restored.made.filter(|_| restored.created && restored.set != restored.mode) else {
+        if !restored.created {
             return Ok(false);
+        }
+        // `None`: made by a store with no directories of its own, which settles it as it stands.
+        let made = match &restored.made {
+            Some(made) if restored.set == restored.mode => return Ok(false),
+            made => made.as_ref(),
         };
         let path = &restored.path;
         let located = self.locate::<gate::Write>(path, false, false)?;
@@ -710,7 +715,7 @@ impl Context<'_> {
         }
         let store = self.store(located.mount);
         let _lock = store.lock(&located.node, path)?;
-        store.finish_directory(&located, &made, restored.mode, path)
+        store.finish_directory(&located, made, restored.mode, path)
     }
 
     /// Makes the directory at `input` (its parents too) with the umask's mode, or exactly the

@@ -619,8 +619,17 @@ pub(crate) trait Store {
 
     /// Gives the directory at the place the bits `to`, when it is still the one `made`
     /// ([`MadeDirectory::Made`]) with the mode it was made with (never through a link);
-    /// `false` otherwise, or when the bits could not be given.
-    fn finish_directory(&self, node: &Self::Node, made: &MadeAs, to: u32, path: &VirtualPath) -> Result<bool, Error>;
+    /// `false` otherwise, or when the bits could not be given. With `made` `None` (a store
+    /// with no directories of its own made it: `Made(None)`), the store settles it as it
+    /// stands now that what goes in it is back (an object store's marker goes when the
+    /// directory holds something).
+    fn finish_directory(
+        &self,
+        node: &Self::Node,
+        made: Option<&MadeAs>,
+        to: u32,
+        path: &VirtualPath,
+    ) -> Result<bool, Error>;
 
     /// Removes a file or a link (never its target), an empty directory, or with
     /// `removal.recursive` a whole tree, as [`Removal`] says.
@@ -1046,7 +1055,7 @@ impl Backend {
     pub(crate) fn finish_directory(
         &self,
         place: &Place<Write>,
-        made: &MadeAs,
+        made: Option<&MadeAs>,
         to: u32,
         path: &VirtualPath,
     ) -> Result<bool, Error> {

@@ -1224,14 +1224,25 @@ impl crate::storage::Store for ObjectRoot {
         Ok(crate::storage::MadeDirectory::Made(None))
     }
 
+    /// Prefixes have no modes; the marker a restore wrote, so that the directory was there
+    /// while it was empty, goes once something is in it (a directory with files needs none,
+    /// and one left would outlive its last file, as no directory of the tree did).
     fn finish_directory(
         &self,
-        _node: &Node,
-        _made: &crate::storage::MadeAs,
+        node: &Node,
+        _made: Option<&crate::storage::MadeAs>,
         _to: u32,
-        _path: &VirtualPath,
+        path: &VirtualPath,
     ) -> Result<bool, Error> {
-        Ok(false)
+        if node.rel.is_empty() || !self.markers {
+            return Ok(false);
+        }
+        let (directories, files, marked) = self.list_level(&node.rel).map_err(|error| store_error(path, error))?;
+        if !marked || (directories.is_empty() && files.is_empty()) {
+            return Ok(false);
+        }
+        self.delete_marker(&node.rel).map_err(|error| store_error(path, error))?;
+        Ok(true)
     }
 
     fn remove(

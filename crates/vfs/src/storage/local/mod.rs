@@ -845,8 +845,14 @@ impl super::Store for LocalRoot {
         files::make_directory_exact(&node.parent, name, mode, path)
     }
 
-    fn finish_directory(&self, node: &Node, made: &super::MadeAs, to: u32, path: &VirtualPath) -> Result<bool, Error> {
-        let Some(name) = &node.name else { return Ok(false) };
+    fn finish_directory(
+        &self,
+        node: &Node,
+        made: Option<&super::MadeAs>,
+        to: u32,
+        path: &VirtualPath,
+    ) -> Result<bool, Error> {
+        let (Some(name), Some(made)) = (&node.name, made) else { return Ok(false) };
         files::finish_directory(&node.parent, name, made, to, path)
     }
 
