@@ -283,6 +283,8 @@ pub(crate) fn undo(
     if chosen.is_empty() {
         output::line("nothing to undo");
     }
+    // Kept from the size bound until reached: the undo's own entries add to the journal.
+    let _pinned = journal.pin(chosen.iter().map(|entry| entry.id.as_str()));
     let agent = composed.registry().agent();
     let mut clean = true;
     // A signal stops the undo between two entries, never in the middle of one (`stopping`).

@@ -30,7 +30,7 @@ pub use hosted::{Hosting, Served, host, tokens};
 pub use http::{Endpoint, HttpOptions, Listener, SessionFactory, serve_http, serve_until, shutdown_signal};
 pub use journal::{
     DEFAULT_MAX_BYTES, Entries, Entry, EntryState, Forgotten, JOURNAL_ROOT, Journal, MIN_MAX_BYTES, OPERATOR_SESSION,
-    UndoTurn, open_journal, parse_bytes, parse_journal_bound,
+    Pinned, UndoTurn, open_journal, parse_bytes, parse_journal_bound,
 };
 pub use launch::{Launch, LaunchOptions, RESERVED_ROOTS, compose, settings_journal};
 pub use logger::ExchangeLogger;

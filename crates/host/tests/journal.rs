@@ -1873,6 +1873,40 @@ fn two_undos_of_one_change_asked_for_at_once_undo_it_once() {
     }
 }
 
+/// An undo's own entries add to the journal as it goes; at a small bound they used to push
+/// out the oldest entries it had yet to reach, images and all (red team: 37 of 90 overwrites
+/// skipped as `dropped`, their first contents lost). The entries it chose are kept until it
+/// reaches them: every one is undone.
+#[test]
+fn an_undo_of_many_changes_undoes_every_one_it_chose_whatever_its_own_entries_add() {
+    const CHANGES: usize = 90;
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("w")).unwrap();
+    for at in 0..CHANGES {
+        std::fs::write(base.path().join(format!("w/f{at}.txt")), format!("original {at}\n")).unwrap();
+    }
+    let launch = launch_bounded(base.path(), vfs_host::MIN_MAX_BYTES);
+    let tools = launch.tools(None);
+    for at in 0..CHANGES {
+        let arguments = json!({ "path": format!("/w/f{at}.txt"), "content": "agent\n", "overwrite": true });
+        call(&tools, "write_file", &arguments);
+    }
+    let states = states_of(base.path());
+    assert_eq!(states.len(), CHANGES);
+    assert!(states.iter().all(|(_, state)| state == "undoable"), "{states:?}");
+    let (error, text) = answer(&tools, "undo_changes", &json!({ "count": CHANGES }));
+    let expected: String = (0..CHANGES).rev().map(|at| format!("restored /w/f{at}.txt")).collect::<Vec<_>>().join("\n");
+    let expected = format!("{expected}\n");
+    assert_eq!((error, text), (false, expected));
+    for at in 0..CHANGES {
+        let content = std::fs::read_to_string(base.path().join(format!("w/f{at}.txt"))).unwrap();
+        assert_eq!(content, format!("original {at}\n"));
+    }
+    // Within its bound again after the next change.
+    call(&tools, "write_file", &json!({ "path": "/w/next.txt", "content": "next\n" }));
+    assert!(journal_bytes(base.path()) <= vfs_host::MIN_MAX_BYTES, "{}", journal_bytes(base.path()));
+}
+
 /// Two `undo_changes` of one session asked for at once take turns: each undoes one change,
 /// the second from what the first left, so both succeed and both changes are undone (before,
 /// both chose the newest and the second was refused as "being undone by another call").

@@ -150,6 +150,8 @@ pub(super) fn run_undo_changes(
         }
         None => entries.undoable_newest(Some(session)).into_iter().take(args.count.unwrap_or(1)).collect(),
     };
+    // Kept from the size bound until reached: the undo's own entries add to the journal.
+    let _pinned = journal.pin(chosen.iter().map(|entry| entry.id.as_str()));
     let mut lines = Vec::new();
     let mut clean = true;
     // Each change is undone whole; between two, the call's time limit and cancellation are
