@@ -3643,7 +3643,18 @@ impl Journal {
             let mut made = Vec::new();
             match put_directory(agent, path, mode_of(image)) {
                 Ok((true, restored)) => made.extend(restored),
+                // A directory there already (an undo of this removal stopped part way, or one
+                // made since): the tree comes back into it path by path, each path that holds
+                // something else a conflict. So an undo killed in the middle of a tree is
+                // finished by running it again.
+                Ok((false, _)) if agent.attributes(path).is_ok_and(|there| there.kind == vfs::EntryKind::Directory) => {
+                }
                 Ok((false, _)) => {
+                    lines.push(format!("conflict {path}: changed since (left as it is)"));
+                    return false;
+                }
+                // A file made since where the tree goes.
+                Err(error) if matches!(error.kind(), ErrorKind::NotADirectory | ErrorKind::AlreadyExists) => {
                     lines.push(format!("conflict {path}: changed since (left as it is)"));
                     return false;
                 }
@@ -3658,9 +3669,7 @@ impl Journal {
                 let inner = format!("{path}/{rel}");
                 let done = if item.get("file").is_some() {
                     match self.file_of(item) {
-                        Some((content, mode)) => {
-                            agent.restore(&inner, &content, mode, &Precondition::Absent).map(|_| ()).map_err(Some)
-                        }
+                        Some((content, mode)) => put_back_file(agent, &inner, &content, mode).map_err(Some),
                         None => Err(None),
                     }
                 } else {
@@ -3731,6 +3740,33 @@ fn tree_json(
         });
     }
     Ok(json!({ "tree": tree, "mode": mode }))
+}
+
+/// Puts back a file of a tree image at `path`, where nothing must be: a file there that holds
+/// it already (put back by an undo of the tree that stopped part way) is taken as back.
+fn put_back_file(agent: &AgentAccessor, path: &str, content: &[u8], mode: u32) -> Result<(), vfs::Error> {
+    match agent.restore(path, content, mode, &Precondition::Absent) {
+        Err(error) if error.kind() == ErrorKind::AlreadyExists && holds_already(agent, path, content, mode) => Ok(()),
+        done => done.map(|_| ()),
+    }
+}
+
+/// True when `path` holds a file with exactly `content` and the permission bits of `mode`:
+/// what putting it back would make.
+fn holds_already(agent: &AgentAccessor, path: &str, content: &[u8], mode: u32) -> bool {
+    let Ok(there) = agent.attributes(path) else { return false };
+    if there.kind != vfs::EntryKind::File || there.size != content.len() as u64 || there.mode & 0o777 != mode & 0o777 {
+        return false;
+    }
+    let Ok(handle) = agent.open_read(path) else { return false };
+    let mut at = 0;
+    while at < content.len() {
+        match handle.read_at(at as u64, content.len() - at) {
+            Ok(bytes) if !bytes.is_empty() && content[at..].starts_with(&bytes) => at += bytes.len(),
+            _ => return false,
+        }
+    }
+    handle.size() == content.len() as u64
 }
 
 /// Puts back a directory of a tree image at `path`, with its mode when the image kept one

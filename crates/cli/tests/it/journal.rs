@@ -1144,6 +1144,48 @@ fn a_signal_during_an_undo_stops_it_after_the_entry_being_undone() {
     assert_eq!(std::fs::read_to_string(test.path().join("w/a.txt")).unwrap(), "after\n");
 }
 
+/// `SIGKILL` in the middle of `vfs undo` of a tree's removal leaves the tree part way back;
+/// `vfs undo --last 1` again finishes it: what the first put back is taken as back, the rest
+/// comes back (red team: it was a conflict for the whole tree, since its directory was there,
+/// and the files not yet back lay only in `images/`).
+#[test]
+fn an_undo_of_a_tree_killed_part_way_is_finished_by_running_it_again() {
+    let test = TestDir::new();
+    big_tree(&test);
+    for file in 0..1000 {
+        std::fs::write(test.path().join(format!("w/big/d3/f{file}")), format!("content {file}\n")).unwrap();
+    }
+    call(&test, "delete_file", r#"{"path":"/w/big","recursive":true}"#);
+    let mut args = vec!["undo", "--last", "1"];
+    args.extend(LAUNCH);
+    let mut child =
+        test.command(&args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    // Counted while the undo writes (a staged file may go between the listing and its look).
+    let restored =
+        |directory: &str| std::fs::read_dir(test.path().join(directory)).map_or(0, |entries| entries.flatten().count());
+    until("the first files' restore", || restored("w/big/d0") >= 100);
+    signal(&child, "KILL");
+    child.wait().unwrap();
+    let back = walkdir_count(&test.path().join("w/big"));
+    assert!(back < 4_000, "{back} files back: the kill came before the undo ended");
+    let run = undo(&test, &["--last", "1"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "restored /w/big\n"), "{run:?}");
+    // Besides the tree, at most the temporary file of the write the kill cut (vfs's own name,
+    // which no agent sees, removed with its directory: docs/architecture.md).
+    let left = walkdir_count(&test.path().join("w/big"));
+    let temporaries: Vec<String> = (0..4)
+        .flat_map(|directory| std::fs::read_dir(test.path().join(format!("w/big/d{directory}"))).unwrap())
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".vfs-tmp-"))
+        .collect();
+    assert!(temporaries.len() <= 1, "{temporaries:?}");
+    assert_eq!(left - temporaries.len(), 4_000);
+    for file in [0, 500, 999] {
+        let content = std::fs::read_to_string(test.path().join(format!("w/big/d3/f{file}"))).unwrap();
+        assert_eq!(content, format!("content {file}\n"));
+    }
+}
+
 /// The request of a recursive delete of `/w/big`.
 const DELETE_BIG: &str = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"/w/big","recursive":true}}}"#;
 
