@@ -144,6 +144,31 @@ fn an_image_larger_than_the_bound_is_dropped_alone() {
     assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
 }
 
+/// A file whose image alone passes what the journal keeps beside its compacted log (192 KiB at
+/// the least bound) is not kept: its change is `not undoable`, and its answer says so (red
+/// team: a delete of a 600 KB file was answered as undoable, then dropped at once).
+#[test]
+fn a_file_larger_than_the_journal_keeps_is_not_undoable_and_its_answer_says_so() {
+    let base = tempfile::tempdir().unwrap();
+    let (_launch, tools) = at_the_least_bound_with_one_entry(base.path());
+    std::fs::write(base.path().join("w/big.bin"), vec![b'b'; 600 * 1024]).unwrap();
+    std::fs::write(base.path().join("w/mid.bin"), vec![b'm'; 200 * 1024]).unwrap();
+    let why = "it cannot be undone: the journal of changes could keep no copy of";
+    assert_eq!(
+        call(&tools, "delete_file", &json!({ "path": "/w/big.bin" })),
+        format!("deleted file `/w/big.bin`; {why} it (larger than its size bound allows)")
+    );
+    let replaced = call(&tools, "write_file", &json!({ "path": "/w/mid.bin", "content": "m\n", "overwrite": true }));
+    assert!(replaced.ends_with(&format!("; {why} what it replaced (larger than its size bound allows)")), "{replaced}");
+    let states = states_of(base.path());
+    let state = |path: &str, state: &str| (path.to_owned(), state.to_owned());
+    assert_eq!(
+        states,
+        [state("/w/a.txt", "undoable"), state("/w/big.bin", "not undoable"), state("/w/mid.bin", "not undoable")]
+    );
+    assert_eq!(image_bytes(base.path()), 7, "the image of a.txt alone");
+}
+
 /// A change whose image fits the bound beside the log as compacted, but not beside the log as
 /// it is (long with another process's lines, past its own bound, not compacted yet), cannot be
 /// kept now: it is dropped alone, and the older entries, which dropping would not have made
@@ -469,8 +494,9 @@ fn a_dropped_tree_removal_takes_the_images_its_parts_name() {
     let (_launch, tools) = at_the_least_bound_with_one_entry(base.path());
     call(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
     assert_eq!(image_names(base.path()).len(), 1 + 600 + 1);
-    // 200 KiB more: the tree's entry, the oldest but one, and a.txt's go.
-    std::fs::write(base.path().join("w/b.txt"), vec![b'b'; 200 * 1024]).unwrap();
+    // 180 KiB more (within what the journal keeps beside its compacted log, 192 KiB): the
+    // tree's entry, the oldest but one, and a.txt's go.
+    std::fs::write(base.path().join("w/b.txt"), vec![b'b'; 180 * 1024]).unwrap();
     call(&tools, "write_file", &json!({ "path": "/w/b.txt", "content": "small\n", "overwrite": true }));
     let states = states_of(base.path());
     assert_eq!(
@@ -481,7 +507,7 @@ fn a_dropped_tree_removal_takes_the_images_its_parts_name() {
             ("/w/b.txt".to_owned(), "undoable".to_owned()),
         ]
     );
-    assert_eq!(image_bytes(base.path()), 200 * 1024, "b.txt's image alone");
+    assert_eq!(image_bytes(base.path()), 180 * 1024, "b.txt's image alone");
 }
 
 /// A damaged log: a line of JSON, no entry, longer than the log's bound, names nothing and is

@@ -198,6 +198,11 @@ pub enum Image {
     NotKept(&'static str),
 }
 
+/// Why a file's image is not kept where its bytes alone pass what the journal can keep beside
+/// its log ([`Keeper::bound_stored`]): kept, it would be dropped as soon as its entry is
+/// written, and the change said to be undoable would not be.
+pub(crate) const PAST_THE_BOUND: &str = "larger than its size bound allows";
+
 /// The most bytes of copied file content one tree image holds in memory; a larger tree is
 /// [`Image::NotKept`]. Content kept by a [`Keeper`] (linked or moved, not read) does not count;
 /// copies an object store makes itself ([`Saved::Stored`]) count against

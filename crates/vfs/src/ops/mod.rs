@@ -44,6 +44,10 @@ use crate::storage::{Backend, Flow, Kind, Located, Resolve, Stat};
 /// above it, the tree is hashed by its files' sizes and times instead of their contents.
 pub(crate) const TREE_READ_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Why a tree's image is not kept where its files' images together pass what the journal can
+/// keep beside its log (or one file's alone: [`crate::changes::PAST_THE_BOUND`]).
+const PAST_THE_BOUND_TREE: &str = "its copies would pass the journal's bound";
+
 /// The version a journaled directory move records when its tree could not be walked whole in
 /// the call's time: no tree hashes to it, so the move's undo is a conflict, never a move back
 /// without a guard.
@@ -225,6 +229,10 @@ impl<'r> Context<'r> {
             keeper.forget(&name);
             return Some(Err(Image::NotKept("above the write cap")));
         }
+        if size > keeper.stored_bound() {
+            keeper.forget(&name);
+            return Some(Err(Image::NotKept(crate::changes::PAST_THE_BOUND)));
+        }
         Some(Ok((Saved::Kept { name, size }, mode)))
     }
 
@@ -247,9 +255,12 @@ impl<'r> Context<'r> {
             .find(|mount| matches!(&mount.storage, Backend::Object(mine) if std::ptr::eq(mine, object)))?;
         let root = &mount.root;
         let name = keeper.fresh_stored_name(&self.call);
-        let size = object.keep_copy(node, size, &name, cap)?;
+        let size = object.keep_copy(node, size, &name, cap.min(keeper.stored_bound()))?;
         if size > cap {
             return Some(Err(Image::NotKept("above the write cap")));
+        }
+        if size > keeper.stored_bound() {
+            return Some(Err(Image::NotKept(crate::changes::PAST_THE_BOUND)));
         }
         let path = format!("{}/{}/{name}", root.as_str(), crate::storage::object::IMAGE_AREA);
         Some(Ok((Saved::Stored { path, size }, crate::storage::object::FILE_MODE)))
@@ -271,6 +282,9 @@ impl<'r> Context<'r> {
             None => {}
         }
         match store.read_all(node, self.registry.limits.write_bytes, path) {
+            Ok((content, ..)) if self.keeper().is_some_and(|keeper| content.len() as u64 > keeper.stored_bound()) => {
+                Image::NotKept(crate::changes::PAST_THE_BOUND)
+            }
             Ok((content, _, stat)) => Image::File { content: Saved::Copied(content), mode: stat.mode & 0o7777 },
             Err(error) if error.kind() == crate::ErrorKind::TooLarge => Image::NotKept("above the write cap"),
             Err(_) => Image::NotKept("unreadable"),
@@ -405,6 +419,10 @@ impl<'r> Context<'r> {
                 Kind::File => {
                     let (content, mode) = match self.kept(store, entry.node, None) {
                         Some(Ok(kept)) => kept,
+                        Some(Err(Image::NotKept(crate::changes::PAST_THE_BOUND))) => {
+                            refused = Some(PAST_THE_BOUND_TREE);
+                            return Flow::Stop;
+                        }
                         Some(Err(_)) => {
                             refused = Some("a file in it is unreadable or above the write cap");
                             return Flow::Stop;
@@ -418,11 +436,11 @@ impl<'r> Context<'r> {
                         }
                     };
                     // Copies are held in memory; links cost nothing but a name; a store's
-                    // own copies cost a request each and bytes in the bucket.
+                    // own copies cost a request each and bytes in the bucket. Links and a
+                    // store's copies count against the journal's bound, where kept images go.
                     match &content {
                         Saved::Copied(bytes) => copied += bytes.len() as u64,
-                        Saved::Stored { size, .. } => stored += size,
-                        Saved::Kept { .. } => {}
+                        Saved::Stored { size, .. } | Saved::Kept { size, .. } => stored += size,
                     }
                     items.push(TreeItem { relative, content: Some(content), mode });
                     if copied > crate::changes::TREE_IMAGE_BYTES {
@@ -430,7 +448,7 @@ impl<'r> Context<'r> {
                         return Flow::Stop;
                     }
                     if stored > stored_bound {
-                        refused = Some("its copies would pass the journal's bound");
+                        refused = Some(PAST_THE_BOUND_TREE);
                         return Flow::Stop;
                     }
                 }
