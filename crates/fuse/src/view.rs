@@ -36,6 +36,15 @@ use crate::inodes::{Inodes, ROOT};
 /// tools, on the disk) show within this.
 const TTL: Duration = Duration::from_secs(1);
 
+/// How a file opened for writing is opened: its writes go to the view as they are made, past
+/// the kernel's pages of the file (`FOPEN_DIRECT_IO`), which every reader of the file shares.
+/// Through the pages, a reader saw what was written before the close that commits it (red
+/// team: half a file, and bytes whose commit then failed, which no file ever held); a write
+/// past them also drops the pages it covers, so a reader that had them reads the file it
+/// opened again. A shared mapping of such a file still goes through the pages (the kernel is
+/// told it may: `FUSE_DIRECT_IO_ALLOW_MMAP`), committed at the close as any write.
+const WRITING: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
+
 /// What `statfs` answers: neutral figures, the same on every machine (the host's disk is
 /// nobody's business inside the view).
 const STATFS_BLOCKS: u64 = 1 << 28;
@@ -320,18 +329,24 @@ impl View {
             return Ok((self.open_handle(Handle::ReadByPath), FopenFlags::FOPEN_NOFLUSH));
         }
         let file = self.accessor.open_read(path).map_err(|error| self.refused("open", path, &error))?;
+        let writer = self.has_writer(ino);
         let keep = match file.stamp() {
-            Some(stamp) if stamp.settled() && !self.has_writer(ino) => {
-                lock(&self.cached).insert(ino, stamp) == Some(stamp)
-            }
+            Some(stamp) if stamp.settled() && !writer => lock(&self.cached).insert(ino, stamp) == Some(stamp),
             _ => {
                 self.forget_cached(ino);
                 false
             }
         };
         self.open_reads.fetch_add(1, Ordering::Relaxed);
-        let flags =
-            if keep { FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::FOPEN_NOFLUSH };
+        let flags = if writer {
+            // Past the pages, whose size is the writer's (what it truncated, or wrote so far):
+            // the file opened is read to its own end.
+            FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_DIRECT_IO
+        } else if keep {
+            FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::FOPEN_NOFLUSH
+        };
         Ok((self.open_handle(Handle::Read(file)), flags))
     }
 
@@ -618,6 +633,8 @@ impl Filesystem for View {
         // An open with `O_TRUNC` comes as one open (staged empty, committed at the close), not
         // as a truncation to nothing followed by an open: a reader never sees the file empty.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC);
+        // A file open for writing is open past the pages (`WRITING`), and may still be mapped.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         if self.without_open {
             // No `OPEN` decides whether pages are kept: the kernel keeps them, and drops them
             // when it sees the file's modification time change.
@@ -842,7 +859,7 @@ impl Filesystem for View {
             })()
             .inspect_err(|_| self.give_write_back())?;
             self.forget_cached(ino.0);
-            Ok((self.open_handle(Handle::Write(Box::new(Mutex::new(writing)))), FopenFlags::empty()))
+            Ok((self.open_handle(Handle::Write(Box::new(Mutex::new(writing)))), WRITING))
         })();
         match result {
             Ok((fh, flags)) => reply.opened(fh, flags),
@@ -1114,7 +1131,7 @@ impl Filesystem for View {
             Ok((attr, fh))
         });
         match result {
-            Ok((attr, fh)) => reply.created(&TTL, &attr, Generation(0), fh, FopenFlags::empty()),
+            Ok((attr, fh)) => reply.created(&TTL, &attr, Generation(0), fh, WRITING),
             Err(errno) => {
                 self.give_write_back();
                 reply.error(errno);

@@ -215,6 +215,57 @@ fn a_write_is_committed_whole_when_the_file_is_closed() {
     assert_eq!(fs::read(view.at("/w/bin/all.bin")).unwrap(), bytes);
 }
 
+/// A reader through the view never sees what a write not yet committed wrote (red team: the
+/// writer's bytes went into the kernel's pages of the file, which the reader shares, so a
+/// reader saw them before the close, even bytes whose commit then failed and that no file
+/// ever held). A reader that opened before the writer reads the old content to its end; one
+/// that opens while the writer writes, truncating or not, reads it whole; after the close,
+/// the new. (A reader that opened before a writer that truncates may find the file ending
+/// early: the kernel keeps one size of a file; docs/cli.md.)
+#[test]
+fn a_reader_never_sees_what_a_write_not_yet_committed_wrote() {
+    const SIZE: usize = 1 << 20;
+    let Some(view) = mount(standard) else { return };
+    let old = vec![b'A'; SIZE];
+    let described = |bytes: &[u8]| {
+        format!("{} bytes, {} of them not the old", bytes.len(), bytes.iter().filter(|byte| **byte != b'A').count())
+    };
+    for truncating in [false, true] {
+        fs::write(view.fixture.physical("w/r.bin"), &old).unwrap();
+        let mut reader = fs::File::open(view.at("/w/r.bin")).unwrap();
+        let mut first = vec![0; SIZE / 2];
+        reader.read_exact(&mut first).unwrap();
+        let mut writer = OpenOptions::new().write(true).truncate(truncating).open(view.at("/w/r.bin")).unwrap();
+        writer.write_all(&vec![b'B'; SIZE / 4]).unwrap();
+        let meanwhile = fs::read(view.at("/w/r.bin")).unwrap();
+        assert!(meanwhile == old, "truncating {truncating}: a reader opened meanwhile saw {}", described(&meanwhile));
+        writer.write_all(&vec![b'B'; SIZE / 4 * 3]).unwrap();
+        if !truncating {
+            let mut rest = Vec::new();
+            reader.read_to_end(&mut rest).unwrap();
+            first.extend(rest);
+            assert!(first == old, "the reader opened before saw {}", described(&first));
+        }
+        drop(writer);
+        assert!(fs::read(view.at("/w/r.bin")).unwrap() == vec![b'B'; SIZE], "truncating {truncating}");
+    }
+    // A write whose commit fails (the file changed on the disk since the open): no reader
+    // ever saw its bytes, before or after.
+    fs::write(view.fixture.physical("w/r.bin"), &old).unwrap();
+    let mut reader = fs::File::open(view.at("/w/r.bin")).unwrap();
+    let mut first = vec![0; SIZE / 2];
+    reader.read_exact(&mut first).unwrap();
+    let mut writer = OpenOptions::new().write(true).open(view.at("/w/r.bin")).unwrap();
+    writer.write_all(&vec![b'C'; SIZE]).unwrap();
+    fs::write(view.fixture.physical("w/r.bin"), vec![b'D'; SIZE]).unwrap();
+    assert_eq!(errno(writer.sync_all()), ESTALE);
+    drop(writer);
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).unwrap();
+    assert!(!rest.contains(&b'C'), "the reader saw bytes no file held");
+    assert!(!fs::read(view.at("/w/r.bin")).unwrap().contains(&b'C'));
+}
+
 /// A copy of an open file's descriptor closed by another process (a child that inherited it
 /// and closes it at its `exec`, as every program started while a file is written does)
 /// publishes nothing: readers see the old content until the opener's own close. (It
