@@ -615,7 +615,7 @@ impl Context<'_> {
     }
 
     pub(crate) fn list(&self, input: &str) -> Result<Listing, Error> {
-        self.list_bounded(Self::parse(input)?, self.registry.limits.entries)
+        self.list_bounded(Self::parse(input)?, self.registry.limits.entries, None)
     }
 
     /// A listing with each file's size, in the order asked for. Sorted by size, the largest
@@ -624,7 +624,7 @@ impl Context<'_> {
     pub(crate) fn list_sized(&self, input: &str, sort: SortBy) -> Result<SizedListing, Error> {
         let limit = self.registry.limits.entries;
         let listing = match sort {
-            SortBy::Size => self.list_bounded(Self::parse(input)?, self.listing_bound())?,
+            SortBy::Size => self.list_bounded(Self::parse(input)?, self.listing_bound(), None)?,
             SortBy::Name => self.list(input)?,
         };
         let sized = listing.entries.len();
@@ -663,14 +663,23 @@ impl Context<'_> {
     }
 
     /// The listing of `path`, at most `limit` entries of it.
-    pub(super) fn list_bounded(&self, path: VirtualPath, limit: usize) -> Result<Listing, Error> {
+    /// The entries of the directory at `path` in name order, at most `limit` of them; with
+    /// `read_at_most`, a store that reads entries one by one reads no more than that many
+    /// (then the first the directory gives: the listing is cut, and its total is what was read).
+    pub(super) fn list_bounded(
+        &self,
+        path: VirtualPath,
+        limit: usize,
+        read_at_most: Option<usize>,
+    ) -> Result<Listing, Error> {
         let virtual_names = self.virtual_children(&path);
         let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
         match self.locate::<gate::Read>(&path, true, false) {
             Ok(located) => {
                 let store = self.store(located.mount);
                 let rules = self.registry.rules_for(self.caller, located.mount);
-                for entry in store.list(&self.table(), located.mount, &located.node, &path)? {
+                let read_at_most = read_at_most.unwrap_or(usize::MAX);
+                for entry in store.list(&self.table(), located.mount, &located.node, &path, read_at_most)? {
                     let hidden = rules.is_some_and(|rules| {
                         matches!(rules.entry(&located.rel, &entry.name, &entry.name), Some((RuleEffect::Hidden, _)))
                     });

@@ -555,12 +555,15 @@ pub(crate) trait Store {
     fn check_version(&self, node: &Self::Node, expected: &str, path: &VirtualPath) -> Result<(), Error>;
 
     /// A directory's entries, unsorted, without what the caller may not see.
+    /// The entries of a directory; a store that reads them one by one reads at most
+    /// `at_most` (those the directory gives first).
     fn list(
         &self,
         table: &dyn MountTable,
         mount: usize,
         node: &Self::Node,
         path: &VirtualPath,
+        at_most: usize,
     ) -> Result<Vec<Entry>, Error>;
 
     /// Walks the tree below a directory depth-first, each directory's entries in name order.
@@ -984,8 +987,9 @@ impl Backend {
         mount: usize,
         node: &Node,
         path: &VirtualPath,
+        at_most: usize,
     ) -> Result<Vec<Entry>, Error> {
-        with_node!(self, node, path, |store, node| store.list(table, mount, node, path))
+        with_node!(self, node, path, |store, node| store.list(table, mount, node, path, at_most))
     }
 
     /// Walks the tree below a directory depth-first, each directory's entries in name order,

@@ -1089,6 +1089,7 @@ impl crate::storage::Store for ObjectRoot {
         _mount: usize,
         node: &Node,
         path: &VirtualPath,
+        _at_most: usize,
     ) -> Result<Vec<Entry>, Error> {
         let (directories, files, marked) = self.list_level(&node.rel).map_err(|error| store_error(path, error))?;
         if directories.is_empty() && files.is_empty() && !marked && !node.rel.is_empty() {

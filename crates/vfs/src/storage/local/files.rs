@@ -124,9 +124,20 @@ pub(super) struct DirEntry {
 /// Reads a directory's entries (not sorted). Names that are not UTF-8 cannot be addressed by
 /// a virtual path and are left out.
 pub(super) fn read_directory(directory: &OwnedFd, path: &VirtualPath) -> Result<Vec<DirEntry>, Error> {
+    read_directory_at_most(directory, path, usize::MAX)
+}
+
+/// [`read_directory`], stopping once it has `at_most` entries (the first the directory gives).
+pub(super) fn read_directory_at_most(
+    directory: &OwnedFd,
+    path: &VirtualPath,
+    at_most: usize,
+) -> Result<Vec<DirEntry>, Error> {
     let mut reader = rustix::fs::Dir::read_from(directory).map_err(|errno| Error::io(path, io_error(errno)))?;
     let mut entries = Vec::new();
-    while let Some(entry) = reader.read() {
+    while entries.len() < at_most
+        && let Some(entry) = reader.read()
+    {
         let entry = entry.map_err(|errno| Error::io(path, io_error(errno)))?;
         let raw: &CStr = entry.file_name();
         let bytes = raw.to_bytes();

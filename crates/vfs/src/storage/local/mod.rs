@@ -742,9 +742,16 @@ impl super::Store for LocalRoot {
         version_of_file(&self.versions, &mut file, &stat).map(Some).map_err(|error| Error::io(path, error))
     }
 
-    fn list(&self, table: &dyn MountTable, mount: usize, node: &Node, path: &VirtualPath) -> Result<Vec<Entry>, Error> {
+    fn list(
+        &self,
+        table: &dyn MountTable,
+        mount: usize,
+        node: &Node,
+        path: &VirtualPath,
+        at_most: usize,
+    ) -> Result<Vec<Entry>, Error> {
         let directory = files::open_node_directory(node, path)?;
-        let entries = files::read_directory(&directory, path)?;
+        let entries = files::read_directory_at_most(&directory, path, at_most)?;
         Ok(entries
             .into_iter()
             .filter(|entry| !walk::hidden_entry(table, mount, &directory, entry))
