@@ -330,7 +330,7 @@ impl AgentAccessor {
         self.run(Operation::ReadAt, path, |context| context.read_at(path, offset, len))
     }
 
-    /// Every entry of a directory, up to [`VIEW_ENTRIES`](crate::VIEW_ENTRIES) (`/` and a
+    /// Every entry of a directory, up to `Limits::view_entries` (by default [`VIEW_ENTRIES`](crate::VIEW_ENTRIES)) (`/` and a
     /// virtual parent list the roots below them).
     pub fn entries(&self, path: &str) -> Result<Listing, Error> {
         self.run(Operation::Entries, path, |context| context.entries(path))
@@ -585,7 +585,7 @@ impl PrivilegedAccessor {
         self.run(Operation::List, path, |context| context.list(path))
     }
 
-    /// Every entry of a directory under the root, up to [`VIEW_ENTRIES`](crate::VIEW_ENTRIES)
+    /// Every entry of a directory under the root, up to `Limits::view_entries` (by default [`VIEW_ENTRIES`](crate::VIEW_ENTRIES))
     /// (a listing stops at the agents' entry bound).
     ///
     /// # Privilege

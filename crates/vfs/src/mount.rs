@@ -72,6 +72,11 @@ pub struct Limits {
     /// Longest time one agent call may run before it is stopped with an error that says what
     /// to narrow (default 30 s).
     pub call_time: std::time::Duration,
+    /// Most entries of a directory a front end's listing ([`AgentAccessor::entries`], the
+    /// FUSE view's) shows, and reads (default [`VIEW_ENTRIES`](crate::VIEW_ENTRIES)).
+    ///
+    /// [`AgentAccessor::entries`]: crate::AgentAccessor::entries
+    pub view_entries: usize,
 }
 
 impl Default for Limits {
@@ -89,6 +94,7 @@ impl Default for Limits {
             regex_bytes: 8 * 1024,
             excludes: 64,
             call_time: std::time::Duration::from_secs(30),
+            view_entries: crate::VIEW_ENTRIES,
         }
     }
 }

@@ -208,12 +208,14 @@ impl Context<'_> {
         Ok(ViewFile { path, size: opened.size, file, stamp })
     }
 
-    /// Every entry of the directory at `input` (up to [`VIEW_ENTRIES`]), by name.
+    /// Every entry of the directory at `input` (up to `Limits::view_entries`, by default
+    /// [`VIEW_ENTRIES`]), by name.
     pub(crate) fn entries(&self, input: &str) -> Result<Listing, Error> {
         // Read no further than that: a directory of a million names costs a view thread the
         // time of a tenth of them, not of all (red team: 6 to 9 s an open, debug build, while
         // every other call of the view waited for a thread).
-        self.list_bounded(Self::parse(input)?, VIEW_ENTRIES, Some(VIEW_ENTRIES + 1))
+        let shown = self.registry.limits.view_entries;
+        self.list_bounded(Self::parse(input)?, shown, Some(shown.saturating_add(1)))
     }
 }
 
