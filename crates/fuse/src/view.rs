@@ -734,7 +734,7 @@ impl Filesystem for View {
                 return Err(Errno::EEXIST);
             }
             self.writable(&self.path(parent)?)?;
-            self.changing().create_directory(&path).map_err(|error| self.refused("mkdir", &path, &error))?;
+            self.changing().make_directory(&path).map_err(|error| self.refused("mkdir", &path, &error))?;
             self.entry(&path)
         });
         match result {

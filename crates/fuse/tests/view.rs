@@ -266,6 +266,28 @@ fn a_reader_never_sees_what_a_write_not_yet_committed_wrote() {
     assert!(!fs::read(view.at("/w/r.bin")).unwrap().contains(&b'C'));
 }
 
+/// A directory moved away or removed on the disk is not made again by a `mkdir` through a
+/// handle held on it, as a disk's `mkdir` does not (red team: `mkdirat` on a held handle made
+/// the moved directory again, and a removed chain of them).
+#[test]
+fn a_mkdir_through_a_handle_of_a_directory_gone_makes_nothing() {
+    let Some(view) = mount(standard) else { return };
+    let mode = rustix::fs::Mode::from_raw_mode(0o755);
+    fs::create_dir_all(view.fixture.physical("w/rz/a")).unwrap();
+    let held = fs::File::open(view.at("/w/rz/a")).unwrap();
+    rustix::fs::mkdirat(&held, "first", mode).unwrap();
+    assert!(view.fixture.physical("w/rz/a/first").is_dir());
+    fs::rename(view.fixture.physical("w/rz"), view.fixture.physical("moved-away")).unwrap();
+    assert_eq!(rustix::fs::mkdirat(&held, "sub", mode), Err(rustix::io::Errno::NOENT));
+    assert!(!view.fixture.physical("w/rz").exists());
+    assert!(!view.fixture.physical("moved-away/a/sub").exists());
+    fs::create_dir_all(view.fixture.physical("w/rq/a/b")).unwrap();
+    let held = fs::File::open(view.at("/w/rq/a/b")).unwrap();
+    fs::remove_dir_all(view.fixture.physical("w/rq")).unwrap();
+    assert_eq!(rustix::fs::mkdirat(&held, "sub", mode), Err(rustix::io::Errno::NOENT));
+    assert!(!view.fixture.physical("w/rq").exists());
+}
+
 /// A copy of an open file's descriptor closed by another process (a child that inherited it
 /// and closes it at its `exec`, as every program started while a file is written does)
 /// publishes nothing: readers see the old content until the opener's own close. (It

@@ -219,7 +219,14 @@ impl AgentAccessor {
 
     /// Creates a directory and its parents; succeeds if it exists.
     pub fn create_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
-        self.run(Operation::CreateDirectory, path, |context| context.create_directory(path))
+        self.run(Operation::CreateDirectory, path, |context| context.create_directory(path, true))
+    }
+
+    /// Creates the directory at `path` in a parent that is there, as `mkdir(2)` does (a front
+    /// end's: a parent removed or moved away since the caller found it is `NotFound`, never
+    /// made again); succeeds if it exists.
+    pub fn make_directory(&self, path: &str) -> Result<CreateDirOutcome, Error> {
+        self.run(Operation::CreateDirectory, path, |context| context.create_directory(path, false))
     }
 
     /// Puts back a directory an undo restores, with its mode (permissions, sticky,

@@ -163,12 +163,16 @@ impl<'r> Context<'r> {
     /// existing directory is an answer that needs no write right; [`Context::authorize_write`]
     /// when it must be made), its parents made on the way. The name rules are judged for a
     /// create first, so that a hidden name is refused as such, like any other create.
-    pub(crate) fn locate_directory_to_make(&self, path: &VirtualPath) -> Result<Place<Read>, Error> {
+    pub(crate) fn locate_directory_to_make(
+        &self,
+        path: &VirtualPath,
+        make_parents: bool,
+    ) -> Result<Place<Read>, Error> {
         if self.registry.any_rules() {
             let (mount, components) = self.registry.route(self.caller, path)?;
             self.registry.check_names(self.caller, mount, &components, Access::Write, path)?;
         }
-        self.locate::<Read>(path, true, true)
+        self.locate::<Read>(path, true, make_parents)
     }
 
     /// The place to delete at `path`, claimed and guarded: located for deleting (never a mount

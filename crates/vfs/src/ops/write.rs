@@ -662,8 +662,10 @@ impl Context<'_> {
         }
     }
 
-    pub(crate) fn create_directory(&self, input: &str) -> Result<CreateDirOutcome, Error> {
-        Self::again_if_changed(|| self.create_directory_once(input, None)).map(|(outcome, _)| outcome)
+    /// Makes the directory at `input`; with `make_parents`, its parents too, else only in a
+    /// parent that is there (`mkdir(2)`: a parent missing is `NotFound`).
+    pub(crate) fn create_directory(&self, input: &str, make_parents: bool) -> Result<CreateDirOutcome, Error> {
+        Self::again_if_changed(|| self.create_directory_once(input, None, make_parents)).map(|(outcome, _)| outcome)
     }
 
     /// Puts back a directory an undo restores, with its mode `mode` (permissions, sticky,
@@ -675,7 +677,7 @@ impl Context<'_> {
     pub(crate) fn restore_directory(&self, input: &str, mode: u32) -> Result<RestoredDirectory, Error> {
         let mode = mode & 0o7777;
         let set = mode | 0o700;
-        let (outcome, made) = Self::again_if_changed(|| self.create_directory_once(input, Some(set)))?;
+        let (outcome, made) = Self::again_if_changed(|| self.create_directory_once(input, Some(set), true))?;
         // The bits it has: the kernel may have refused some (a set-group-ID bit, for a process
         // not in the directory's group), and the finish compares with what was given.
         let set = made.map_or(set, |made| made.mode);
@@ -725,9 +727,10 @@ impl Context<'_> {
         &self,
         input: &str,
         exact: Option<u32>,
+        make_parents: bool,
     ) -> Result<(CreateDirOutcome, Option<crate::storage::MadeAs>), Error> {
         let path = Self::parse(input)?;
-        let (_claim, located) = self.under_write_claim(&path, || self.locate_directory_to_make(&path))?;
+        let (_claim, located) = self.under_write_claim(&path, || self.locate_directory_to_make(&path, make_parents))?;
         if Self::is_root(&located) {
             return Ok((CreateDirOutcome { path, created: false }, None));
         }
@@ -1127,7 +1130,7 @@ impl Context<'_> {
 
     /// The directory at `input` (made if missing) as a keeper of before images.
     pub(crate) fn keeper_at(&self, input: &str) -> Result<crate::changes::Keeper, Error> {
-        self.create_directory(input)?;
+        self.create_directory(input, true)?;
         let path = Self::parse(input)?;
         let located = self.locate::<gate::Read>(&path, false, false)?;
         let store = self.store(located.mount);
