@@ -746,7 +746,9 @@ impl Filesystem for View {
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         acting(req);
         let result = self.child(parent, name).and_then(|path| {
-            self.writable(&path)?;
+            // Judged by the core at the name itself (a link is removed, never what it names,
+            // so a read-only file it names is no reason to refuse: as `delete_file` does),
+            // a read-only place answered `EROFS`.
             self.changing()
                 .delete(&path, false, &Precondition::Any)
                 .map_err(|error| self.refused("unlink", &path, &error))?;
@@ -1000,6 +1002,12 @@ impl Filesystem for View {
                 ),
             ];
             for entry in listing.entries {
+                // A name no virtual path can spell (a control character, made beside vfs)
+                // could not be looked up: left out, as the tools cannot name it either.
+                let child = join(&path, &entry.name);
+                if vfs::VirtualPath::new(&child).is_err() {
+                    continue;
+                }
                 let kind = match entry.kind {
                     EntryKind::Directory => FileType::Directory,
                     // A link shows as what it names (a file, for `readdir`; `lookup` tells),
@@ -1007,7 +1015,6 @@ impl Filesystem for View {
                     EntryKind::File | EntryKind::Link => FileType::RegularFile,
                     EntryKind::Other => continue,
                 };
-                let child = join(&path, &entry.name);
                 entries.push((inodes.number(&child, false), kind, entry.name));
             }
             drop(inodes);

@@ -288,6 +288,24 @@ fn a_mkdir_through_a_handle_of_a_directory_gone_makes_nothing() {
     assert!(!view.fixture.physical("w/rq").exists());
 }
 
+/// The view removes a link as `delete_file` does, judged at the link (a read-only file it
+/// names is left as it is), and lists no name it could not look up (red team: a link to a
+/// read-only file was `EROFS` to `rm`, and a name with a control character, made beside vfs,
+/// was listed while every lookup of it failed, so `rm -rf` of its directory could not end).
+#[test]
+fn a_link_is_removed_as_the_tools_remove_it_and_unspellable_names_are_not_listed() {
+    let Some(view) = mount(standard) else { return };
+    std::os::unix::fs::symlink("docs/guide.md", view.fixture.physical("w/to-guide")).unwrap();
+    fs::remove_file(view.at("/w/to-guide")).unwrap();
+    assert!(fs::symlink_metadata(view.fixture.physical("w/to-guide")).is_err());
+    assert_eq!(fs::read(view.fixture.physical("w/docs/guide.md")).unwrap(), b"# guide\n");
+    assert_eq!(errno(fs::remove_file(view.at("/w/docs/guide.md"))), EROFS);
+    fs::create_dir(view.fixture.physical("w/odd")).unwrap();
+    fs::write(view.fixture.physical("w/odd/ctl\nname"), b"x").unwrap();
+    fs::write(view.fixture.physical("w/odd/plain.txt"), b"x").unwrap();
+    assert_eq!(names(&view.at("/w/odd")), ["plain.txt"]);
+}
+
 /// A copy of an open file's descriptor closed by another process (a child that inherited it
 /// and closes it at its `exec`, as every program started while a file is written does)
 /// publishes nothing: readers see the old content until the opener's own close. (It
