@@ -3005,6 +3005,9 @@ pub struct Entries {
     listed: Vec<Arc<Entry>>,
     undone: HashSet<String>,
     forgotten: Option<Forgotten>,
+    /// The log could not be read (removed, replaced by a directory, unreadable): none are
+    /// listed, which is not "no changes".
+    unreadable: bool,
 }
 
 impl Entries {
@@ -3018,7 +3021,14 @@ impl Entries {
                 undone.insert(target.clone());
             }
         }
-        Self { listed: entries, undone, forgotten }
+        Self { listed: entries, undone, forgotten, unreadable: false }
+    }
+
+    /// True when the log could not be read: nothing is listed, and that says nothing of what
+    /// was changed (the operator's log says why).
+    #[must_use]
+    pub fn unreadable(&self) -> bool {
+        self.unreadable
     }
 
     /// The entries, oldest first.
@@ -3143,7 +3153,15 @@ impl Journal {
                 loaded.read(&access).map(|()| loaded.listed())
             }
         };
-        let Ok((mut entries, forgotten)) = read else { return Entries::new(Vec::new(), None) };
+        let (mut entries, forgotten) = match read {
+            Ok(read) => read,
+            // No log yet: no change was recorded.
+            Err(error) if error.kind() == ErrorKind::NotFound => return Entries::new(Vec::new(), None),
+            Err(error) => {
+                tracing::warn!(target: "vfs::journal", error = %error_text(&error), "the journal's log cannot be read");
+                return Entries { unreadable: true, ..Entries::new(Vec::new(), None) };
+            }
+        };
         // An intent without its entry is a crash only when its call is over and wrote none.
         // A call of this process's, still running or over since the log was read (its entry
         // appended after the read passed), is none: left out, as its entry will be listed.

@@ -1933,6 +1933,28 @@ fn an_undo_of_many_changes_undoes_every_one_it_chose_whatever_its_own_entries_ad
     assert!(journal_bytes(base.path()) <= vfs_host::MIN_MAX_BYTES, "{}", journal_bytes(base.path()));
 }
 
+/// A log that cannot be read (replaced by a directory while vfs runs) is said to be so by
+/// both tools, not taken for a session without changes (red team: `no changes in this
+/// session` and `nothing to undo` after nine changes).
+#[test]
+fn a_journal_whose_log_cannot_be_read_is_said_to_be_so_not_empty() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "a\n" }));
+    let log = base.path().join("journal/journal.jsonl");
+    let aside = base.path().join("journal/aside.jsonl");
+    std::fs::rename(&log, &aside).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let unreadable = "the journal of changes cannot be read now, so your changes cannot be listed or undone; tell the operator, whose log says why";
+    assert_eq!(answer(&tools, "list_changes", &json!({})), (true, unreadable.to_owned()));
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, unreadable.to_owned()));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "a\n");
+    std::fs::remove_dir(&log).unwrap();
+    std::fs::rename(&aside, &log).unwrap();
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "removed /w/a.txt\n".to_owned()));
+}
+
 /// Two `undo_changes` of one session asked for at once take turns: each undoes one change,
 /// the second from what the first left, so both succeed and both changes are undone (before,
 /// both chose the newest and the second was refused as "being undone by another call").

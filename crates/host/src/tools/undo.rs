@@ -57,6 +57,9 @@ pub(super) struct UndoOutput {
     undone: bool,
 }
 
+/// What both tools answer when the journal's log cannot be read: not "no changes".
+const UNREADABLE: &str = "the journal of changes cannot be read now, so your changes cannot be listed or undone; tell the operator, whose log says why";
+
 fn refusal(text: &str) -> ToolOutput {
     ToolOutput { text: text.to_owned(), structured: None, media: None, is_error: true, notes: Vec::new() }
 }
@@ -72,6 +75,9 @@ pub(super) fn run_list_changes(
         return Ok(refusal("`limit` must be at least 1 (it is how many of your changes to list)"));
     }
     let entries = journal.entries();
+    if entries.unreadable() {
+        return Ok(refusal(UNREADABLE));
+    }
     let rows: Vec<ChangeRow> = entries
         .all()
         .iter()
@@ -127,6 +133,9 @@ pub(super) fn run_undo_changes(
     // appended since.
     let _batch = journal.batch();
     let entries = journal.entries();
+    if entries.unreadable() {
+        return Ok(refusal(UNREADABLE));
+    }
     let chosen: Vec<&crate::Entry> = match &args.change_id {
         Some(id) => {
             let Some(target) = entries.find_of(id, Some(session)) else {
