@@ -3277,7 +3277,7 @@ impl Journal {
         // Every image is looked for before anything is restored: an entry whose images were
         // dropped since it was listed is skipped whole, never half-undone.
         if !self.has_images(entry) {
-            lines.push(format!("skipped {}: {}", entry.id, EntryState::Dropped.as_str()));
+            lines.push(format!("skipped {}: {IMAGES_GONE}", entry.id));
             return (lines, false);
         }
         let Some(parts) = self.parts_of(entry) else {
@@ -3457,6 +3457,13 @@ impl Journal {
             };
             Some(format!("skipped {}: {why} (undo it with the mounts it was made with)", entry.id))
         })
+    }
+
+    /// True when an undo of `entry`, undoable as its log says, would find an image of it gone
+    /// from `images/` (removed or replaced outside vfs): it can never be undone.
+    #[must_use]
+    pub fn images_gone(&self, entry: &Entry) -> bool {
+        !self.has_images(entry)
     }
 
     /// True when every image of `entry` kept in `images/` is there (an object's image, kept
@@ -3843,6 +3850,11 @@ impl Drop for Pinned<'_> {
         }
     }
 }
+
+/// Why an undo skips an entry whose log says it is undoable but an image of which is not in
+/// `images/` (removed, or replaced by something else, outside vfs): not the size bound's drop.
+const IMAGES_GONE: &str =
+    "its before images are gone from the journal (removed or damaged outside vfs), so it can never be undone";
 
 /// A session's turn to undo ([`Journal::undo_turn`]), let go of when dropped.
 #[derive(Debug)]

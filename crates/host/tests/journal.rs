@@ -1955,6 +1955,29 @@ fn a_journal_whose_log_cannot_be_read_is_said_to_be_so_not_empty() {
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "removed /w/a.txt\n".to_owned()));
 }
 
+/// An entry whose image is gone from `images/` (removed or replaced outside vfs) is skipped
+/// as such, not as one the size bound dropped, and as one that never can be undone, with the
+/// way past it (red team: `skipped ID: dropped`, and no hint, so each call met it again).
+#[test]
+fn an_entry_whose_image_is_gone_is_said_to_be_so_and_how_to_get_past_it() {
+    let base = tempfile::tempdir().unwrap();
+    let (launch, tools) = at_the_least_bound_with_one_entry(base.path());
+    let entry = launch.journal().unwrap().entries().all()[0].clone();
+    for image in image_names(base.path()) {
+        let image = base.path().join("journal/images").join(image);
+        std::fs::remove_file(&image).unwrap();
+        std::fs::create_dir(&image).unwrap();
+    }
+    let gone = format!(
+        "skipped {}: its before images are gone from the journal (removed or damaged outside vfs), so it can never be undone",
+        entry.id
+    );
+    let past =
+        "(they never can be: to undo older changes, give `count` 2 or more, or a `changeId` from `list_changes`)";
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, format!("{gone}\n{past}\n")));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "after\n");
+}
+
 /// Two `undo_changes` of one session asked for at once take turns: each undoes one change,
 /// the second from what the first left, so both succeed and both changes are undone (before,
 /// both chose the newest and the second was refused as "being undone by another call").
@@ -2331,7 +2354,7 @@ fn a_damaged_logs_lines_list_and_undo_nothing_they_do_not_name() {
         (
             true,
             format!(
-                "failed /w/x\\nremoved /w/forged: invalid path: the path contains a control character\nskipped {id}: dropped\n"
+                "failed /w/x\\nremoved /w/forged: invalid path: the path contains a control character\nskipped {id}: its before images are gone from the journal (removed or damaged outside vfs), so it can never be undone\n"
             )
         )
     );

@@ -159,6 +159,14 @@ pub(super) fn run_undo_changes(
         }
         None => entries.undoable_newest(Some(session)).into_iter().take(args.count.unwrap_or(1)).collect(),
     };
+    // Newest changes that can never be undone would be met again at each call with a count:
+    // said how to reach the older ones. (Judged before the undo, which takes images away.)
+    let stuck = |entry: &&crate::Entry| match entries.state(entry) {
+        crate::EntryState::NotUndoable | crate::EntryState::Dropped => true,
+        crate::EntryState::Undoable => journal.images_gone(entry),
+        crate::EntryState::Undone => false,
+    };
+    let never = args.change_id.is_none() && !chosen.is_empty() && chosen.iter().all(stuck);
     // Kept from the size bound until reached: the undo's own entries add to the journal.
     let _pinned = journal.pin(chosen.iter().map(|entry| entry.id.as_str()));
     let mut lines = Vec::new();
@@ -182,12 +190,7 @@ pub(super) fn run_undo_changes(
     if lines.is_empty() {
         lines.push("nothing to undo".to_owned());
     }
-    // Newest changes that can never be undone would be met again at each call with a count:
-    // said how to reach the older ones.
-    let stuck = |entry: &&crate::Entry| {
-        matches!(entries.state(entry), crate::EntryState::NotUndoable | crate::EntryState::Dropped)
-    };
-    if args.change_id.is_none() && !chosen.is_empty() && chosen.iter().all(stuck) {
+    if never {
         lines.push(format!(
             "(they never can be: to undo older changes, give `count` {} or more, or a `changeId` from `list_changes`)",
             chosen.len() + 1
