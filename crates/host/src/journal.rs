@@ -2149,15 +2149,29 @@ fn entry_room(path: &VirtualPath, to: Option<&VirtualPath>, image: Option<&Image
     /// A part's keys, kind and version; a tree item's keys and mode.
     const PART: u64 = 256;
     const ITEM: u64 = 48;
+    // A stamp the line keeps of an image kept by link (`stamps_of`): its name again, and the
+    // stamp's 16 digits.
+    const STAMP: u64 = 16 + 4;
     let name = |content: &Saved| match content {
         Saved::Kept { name, .. } => 2 * json_len(name),
         Saved::Stored { path, .. } => 2 * json_len(path),
         _ => PART,
     };
+    let stamp = |content: &Saved| match content {
+        Saved::Kept { name, .. } => json_len(name) + STAMP,
+        _ => 0,
+    };
     let image = match image {
-        Some(Image::File { content, .. }) => name(content),
+        Some(Image::File { content, .. }) => name(content) + stamp(content),
         Some(Image::Tree { items, .. }) => {
-            items.iter().map(|item| ITEM + json_len(&item.relative) + item.content.as_ref().map_or(0, name)).sum()
+            let contents = || items.iter().filter_map(|item| item.content.as_ref());
+            let stamped = contents().filter(|content| matches!(content, Saved::Kept { .. })).count() <= STAMPED_IMAGES;
+            let stamps = if stamped { contents().map(stamp).sum() } else { 0 };
+            stamps
+                + items
+                    .iter()
+                    .map(|item| ITEM + json_len(&item.relative) + item.content.as_ref().map_or(0, name))
+                    .sum::<u64>()
         }
         Some(Image::NotKept(why)) => json_len(why),
         _ => 0,
@@ -2232,9 +2246,13 @@ fn entry_line(
     let mut bytes = 0u64;
     let mut images = Vec::new();
     let mut parts = Vec::new();
+    let mut linked = Vec::new();
     let mut save = |content: &Saved, images: &mut Vec<String>| -> Result<String, String> {
         let name = match content {
-            Saved::Kept { name, .. } => name.clone(),
+            Saved::Kept { name, .. } => {
+                linked.push(name.clone());
+                name.clone()
+            }
             // An object's image, copied by its store into its mount's image area.
             Saved::Stored { path, .. } => path.clone(),
             Saved::Copied(content) => {
@@ -2263,21 +2281,9 @@ fn entry_line(
         // Directories made on the way to the entry's change are its parents (removed on
         // undo only when still empty); those of an undo are its own parts.
         let parent = info.undoes.is_none() && change.on_the_way && index < main_index;
-        parts.push(json!({
-            "kind": change.kind.as_str(),
-            "path": change.path,
-            "to": change.to,
-            "version": change.version,
-            "image": image,
-            "parent": parent,
-        }));
+        parts.push(part_json(change, &image, parent));
     }
-    let mut paths = vec![main.path.clone()];
-    paths.extend(main.to.clone());
-    if info.undoes.is_some() && !info.paths.is_empty() {
-        paths.clone_from(&info.paths);
-    }
-    let operation = if info.undoes.is_some() { "undo" } else { main.kind.as_str() };
+    let (paths, operation) = paths_of(main, info);
     let at = places_of(&parts, places);
     let not_undoable = parts.iter().any(part_not_undoable);
     let (parts, images, side) = match set_aside_in(access, main.call.as_str(), &id, parts, images, piece) {
@@ -2287,6 +2293,7 @@ fn entry_line(
             (Vec::new(), names.clone(), Some(names))
         }
     };
+    let stamps = stamps_of(access, &linked);
     let mut line = json!({
         "id": id,
         "time": time_text(main.time),
@@ -2303,13 +2310,61 @@ fn entry_line(
         line[ASIDE_KEY] = json!(side);
         line["not_undoable"] = json!(not_undoable);
     }
-    if let Some(asked_by) = &info.asked_by {
-        line["asked_by"] = json!(asked_by);
-    }
-    if let Some(at) = at {
-        line["places"] = at;
+    let optional = [
+        ("asked_by", info.asked_by.as_ref().map(|asked_by| json!(asked_by))),
+        ("places", at),
+        ("stamps", stamps.as_object().is_some_and(|stamps| !stamps.is_empty()).then_some(stamps)),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            line[key] = value;
+        }
     }
     Ok((line, bytes))
+}
+
+/// The paths and the operation of an entry whose main change is `main`.
+fn paths_of<'m>(main: &'m Observed, info: &CallInfo) -> (Vec<String>, &'m str) {
+    let mut paths = vec![main.path.clone()];
+    paths.extend(main.to.clone());
+    if info.undoes.is_some() && !info.paths.is_empty() {
+        paths.clone_from(&info.paths);
+    }
+    (paths, if info.undoes.is_some() { "undo" } else { main.kind.as_str() })
+}
+
+/// The part of an entry's line that records `change`, with its before image.
+fn part_json(change: &Observed, image: &Value, parent: bool) -> Value {
+    json!({
+        "kind": change.kind.as_str(),
+        "path": change.path,
+        "to": change.to,
+        "version": change.version,
+        "image": image,
+        "parent": parent,
+    })
+}
+
+/// The most images kept by link an entry's line records the stamps of ([`stamps_of`]): a
+/// write's, an edit's, a file's delete, a move's, and small trees; a tree of more keeps none
+/// (each stamp an open of its image and about 70 bytes of the line).
+const STAMPED_IMAGES: usize = 16;
+
+/// The stamps of the images `linked` (kept by link: the inode the file had, which a process
+/// that held the file open before the change can still write to), by name; none past
+/// [`STAMPED_IMAGES`].
+fn stamps_of(access: &PrivilegedAccessor, linked: &[String]) -> Value {
+    if linked.len() > STAMPED_IMAGES {
+        return json!({});
+    }
+    let stamps: serde_json::Map<String, Value> = linked
+        .iter()
+        .filter_map(|name| {
+            let stamp = access.open_read(&image_place(name)?).ok()?.stamp()?;
+            Some((name.clone(), json!(stamp.token())))
+        })
+        .collect();
+    Value::Object(stamps)
 }
 
 /// An entry's parts and images longer than this (in JSON) are written beside its line, into
@@ -2781,6 +2836,10 @@ pub struct Entry {
     not_undoable: bool,
     images: Vec<String>,
     image_bytes: u64,
+    /// The stamps its images kept by link had when its line was written ([`STAMPED_IMAGES`]),
+    /// by name: an image written to since (through a descriptor a process held open on the
+    /// file before the change) is not put back.
+    stamps: Vec<(String, String)>,
     /// The hosted crew whose endpoint made it (`""`: none), for the size bound's share.
     tenant: String,
     /// True when the size bound dropped its images.
@@ -2917,6 +2976,13 @@ impl Loaded {
                 || parts.into_iter().flatten().any(part_not_undoable),
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
+            stamps: value
+                .get("stamps")
+                .and_then(Value::as_object)
+                .map(|stamps| {
+                    stamps.iter().filter_map(|(name, stamp)| Some((name.clone(), stamp.as_str()?.to_owned()))).collect()
+                })
+                .unwrap_or_default(),
             tenant: value.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned(),
             dropped: false,
             incomplete,
@@ -3280,6 +3346,10 @@ impl Journal {
             lines.push(format!("skipped {}: {IMAGES_GONE}", entry.id));
             return (lines, false);
         }
+        if self.images_written_since(entry) {
+            lines.push(format!("skipped {}: {IMAGES_WRITTEN}", entry.id));
+            return (lines, false);
+        }
         let Some(parts) = self.parts_of(entry) else {
             lines.push(format!("failed {}: its record in the journal could not be read", entry.id));
             return (lines, false);
@@ -3464,6 +3534,16 @@ impl Journal {
     #[must_use]
     pub fn images_gone(&self, entry: &Entry) -> bool {
         !self.has_images(entry)
+    }
+
+    /// True when an image of `entry` whose stamp its line keeps has another now: written to
+    /// after the change, through a descriptor a process held open on the file before it.
+    fn images_written_since(&self, entry: &Entry) -> bool {
+        let Some(access) = self.access() else { return false };
+        entry.stamps.iter().any(|(name, stamp)| {
+            let now = image_place(name).and_then(|place| access.open_read(&place).ok()?.stamp());
+            now.is_none_or(|now| now.token() != *stamp)
+        })
     }
 
     /// True when every image of `entry` kept in `images/` is there (an object's image, kept
@@ -3855,6 +3935,10 @@ impl Drop for Pinned<'_> {
 /// `images/` (removed, or replaced by something else, outside vfs): not the size bound's drop.
 const IMAGES_GONE: &str =
     "its before images are gone from the journal (removed or damaged outside vfs), so it can never be undone";
+
+/// Why an undo skips an entry an image of which was written to after the change (the file's
+/// own inode, kept by link, through a descriptor a process held open on it before).
+const IMAGES_WRITTEN: &str = "its before image was written to after the change (by a process that held the file open), so it no longer holds what the change replaced; it is not put back";
 
 /// A session's turn to undo ([`Journal::undo_turn`]), let go of when dropped.
 #[derive(Debug)]

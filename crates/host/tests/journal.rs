@@ -1978,6 +1978,34 @@ fn an_entry_whose_image_is_gone_is_said_to_be_so_and_how_to_get_past_it() {
     assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "after\n");
 }
 
+/// A file's image is its own inode, kept by link: a process that held the file open before
+/// the change can still write to it. Its undo then does not put back bytes the path never
+/// held (red team: a line appended after the change was restored with the rest); one not
+/// written to since is put back as ever.
+#[test]
+fn an_image_written_to_after_the_change_is_not_put_back() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    std::fs::write(base.path().join("w/log.txt"), "line 1\n").unwrap();
+    std::fs::write(base.path().join("w/quiet.txt"), "quiet\n").unwrap();
+    let mut held = std::fs::OpenOptions::new().append(true).open(base.path().join("w/log.txt")).unwrap();
+    call(&tools, "write_file", &json!({ "path": "/w/quiet.txt", "content": "new\n", "overwrite": true }));
+    call(&tools, "write_file", &json!({ "path": "/w/log.txt", "content": "agent\n", "overwrite": true }));
+    std::io::Write::write_all(&mut held, b"written after the change\n").unwrap();
+    drop(held);
+    let entries = launch.journal().unwrap().entries();
+    let id = &entries.all().last().unwrap().id;
+    let written = format!(
+        "skipped {id}: its before image was written to after the change (by a process that held the file open), so it no longer holds what the change replaced; it is not put back"
+    );
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, format!("{written}\n")));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/log.txt")).unwrap(), "agent\n");
+    let undone = answer(&tools, "undo_changes", &json!({ "count": 2 }));
+    assert_eq!(undone, (true, format!("{written}\nrestored /w/quiet.txt\n")));
+    assert_eq!(std::fs::read_to_string(base.path().join("w/quiet.txt")).unwrap(), "quiet\n");
+}
+
 /// Two `undo_changes` of one session asked for at once take turns: each undoes one change,
 /// the second from what the first left, so both succeed and both changes are undone (before,
 /// both chose the newest and the second was refused as "being undone by another call").
