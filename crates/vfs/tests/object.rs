@@ -765,7 +765,7 @@ fn on_a_real_s3_api_a_name_is_the_key_as_the_store_holds_it() {
 
 /// A name is a file or a directory, never both, as on a disk: a write, a move or a new
 /// directory at or below an object's name is refused as a local store refuses it (a key below
-/// an object would be listed as the file only by `list_directory`, as both by a tree).
+/// an object, which another tool may write, is listed as both the file and the directory).
 fn nothing_is_made_below_a_file(data: &str) {
     let registry = registry_with(data, None);
     let agent = registry.agent();

@@ -5,8 +5,6 @@
 //! ends that branch instead of leading outside. Links are reported, never followed. Internal
 //! directories lying physically inside a visible mount are left out, as if absent.
 
-use std::collections::BTreeMap;
-
 use super::Context;
 use crate::error::Error;
 use crate::gate;
@@ -662,10 +660,13 @@ impl Context<'_> {
         })
     }
 
-    /// The listing of `path`, at most `limit` entries of it.
     /// The entries of the directory at `path` in name order, at most `limit` of them; with
-    /// `read_at_most`, a store that reads entries one by one reads no more than that many
-    /// (then the first the directory gives: the listing is cut, and its total is what was read).
+    /// `read_at_most`, for a front end (the FUSE view), a store that reads entries one by one
+    /// reads no more than that many (then the first the directory gives: the listing is cut,
+    /// and its total is what was read), and a name is listed once. Otherwise a name an object
+    /// store holds both as a file and as a prefix (`a` and `a/b`, written by another tool) is
+    /// listed twice, as the directory and as the file; a front end, which can show a name only
+    /// once, shows the file (what a lookup of the name finds).
     pub(super) fn list_bounded(
         &self,
         path: VirtualPath,
@@ -673,26 +674,39 @@ impl Context<'_> {
         read_at_most: Option<usize>,
     ) -> Result<Listing, Error> {
         let virtual_names = self.virtual_children(&path);
-        let mut entries: BTreeMap<String, EntryKind> = BTreeMap::new();
+        let mut entries: Vec<(String, EntryKind)> = Vec::new();
         match self.locate::<gate::Read>(&path, true, false) {
             Ok(located) => {
                 let store = self.store(located.mount);
                 let rules = self.registry.rules_for(self.caller, located.mount);
-                let read_at_most = read_at_most.unwrap_or(usize::MAX);
-                for entry in store.list(&self.table(), located.mount, &located.node, &path, read_at_most)? {
+                let at_most = read_at_most.unwrap_or(usize::MAX);
+                for entry in store.list(&self.table(), located.mount, &located.node, &path, at_most)? {
                     let hidden = rules.is_some_and(|rules| {
                         matches!(rules.entry(&located.rel, &entry.name, &entry.name), Some((RuleEffect::Hidden, _)))
                     });
                     if !hidden {
-                        entries.insert(entry.name, EntryKind::from_kind(entry.kind));
+                        entries.push((entry.name, EntryKind::from_kind(entry.kind)));
                     }
                 }
             }
             Err(error) if error.kind() == crate::ErrorKind::UnknownRoot && !virtual_names.is_empty() => {}
             Err(error) => return Err(error),
         }
-        for name in virtual_names {
-            entries.insert(name, EntryKind::Directory);
+        // A root nested below is the directory at its name, whatever the store holds there.
+        entries.retain(|(name, _)| !virtual_names.contains(name));
+        entries.extend(virtual_names.into_iter().map(|name| (name, EntryKind::Directory)));
+        entries.sort();
+        if read_at_most.is_some() {
+            // The later of two of one name: the file (`EntryKind` orders directories first).
+            entries.dedup_by(|later, earlier| {
+                let same = later.0 == earlier.0;
+                if same {
+                    std::mem::swap(later, earlier);
+                }
+                same
+            });
+        } else {
+            entries.dedup();
         }
         let total = entries.len();
         let entries: Vec<ListEntry> =

@@ -2022,6 +2022,28 @@ mod tests {
         assert!(others.iter().all(|root| std::ptr::eq(root.runtime, first.runtime)));
     }
 
+    /// A name another tool wrote both as a file and as a prefix (`pair`, `pair/child`) is
+    /// listed twice by `list_directory`, the directory and the file, as a tree shows it (before
+    /// 2026-12-08 only the file); a front end (the FUSE view), which can show a name once,
+    /// lists the file, what a lookup of the name finds.
+    #[test]
+    fn a_name_that_is_a_file_and_a_prefix_is_listed_as_both_by_a_tool_and_once_by_a_view() {
+        let store = object_store::memory::InMemory::new();
+        for key in ["pair", "pair/child", "solo"] {
+            runtime().unwrap().block_on(store.put(&Key::from(key), PutPayload::from("x\n"))).unwrap();
+        }
+        memory_stores().insert("pairs".to_owned(), Arc::new(store));
+        let spec: MountSpec = "memory://pairs:/data:ro".parse().unwrap();
+        let registry = MountRegistry::builder().mount(spec).build(crate::ambient_authority()).unwrap();
+        let agent = registry.agent();
+        assert_eq!(agent.list("/data").unwrap().to_text(), "[DIR] pair\n[FILE] pair\n[FILE] solo\n");
+        let listed = agent.entries("/data").unwrap();
+        let names: Vec<(&str, crate::EntryKind)> =
+            listed.entries.iter().map(|entry| (entry.name.as_str(), entry.kind)).collect();
+        assert_eq!(names, [("pair", crate::EntryKind::File), ("solo", crate::EntryKind::File)]);
+        assert_eq!(agent.attributes("/data/pair").unwrap().kind, crate::EntryKind::File);
+    }
+
     /// A request whose task panics (a fault in vfs or in the store's client) is a failed
     /// request, never a panic of the caller's thread: without a clock and with one, for a
     /// read and for a change; the runtime goes on answering.
