@@ -552,6 +552,8 @@ def test_a_file_that_is_also_a_prefix_is_judged_and_kept_by_a_recursive_delete(f
     async def body(client, init):
         result = await client.call("directory_tree", {"path": "/data/y"})
         assert text(result) == "/data/y/\n  e/\n  fp\n  fp/\n    child\n", text(result)
+        result = await client.call("list_directory", {"path": "/data/y"})
+        assert text(result) == "[DIR] e\n[DIR] fp\n[FILE] fp\n", text(result)
         result = await client.call("read_text_file", {"path": "/data/y/fp/child"})
         assert text(result) == "child\n", text(result)
         refused = await client.call("delete_file", {"path": "/data/y", "recursive": True})

@@ -634,7 +634,12 @@ impl Filesystem for View {
         // as a truncation to nothing followed by an open: a reader never sees the file empty.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC);
         // A file open for writing is open past the pages (`WRITING`), and may still be mapped.
-        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        if config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_err() {
+            tracing::warn!(
+                target: "vfs::fuse",
+                "this kernel cannot map a file open past its pages (Linux 6.6 and later can): a shared mapping of a file open for writing through the view fails with ENODEV"
+            );
+        }
         if self.without_open {
             // No `OPEN` decides whether pages are kept: the kernel keeps them, and drops them
             // when it sees the file's modification time change.

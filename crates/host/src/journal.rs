@@ -368,10 +368,6 @@ pub struct Journal {
     /// The sessions choosing and undoing their own changes now ([`Journal::undo_turn`]),
     /// and the signal that one let go of its turn.
     turns: (Mutex<HashSet<String>>, std::sync::Condvar),
-    /// The entries an undo running in this process chose and has yet to reach, with how many
-    /// undos hold each ([`Journal::pin`]): the size bound never drops them, and the log is not
-    /// compacted while any is held.
-    pinned: Mutex<HashMap<String, usize>>,
     /// The entries whose images are kept, as this process counted them (`State::counted`
     /// says whether the count stands); used only by `Journal::bound`, under `writing`.
     live: Mutex<Live>,
@@ -438,19 +434,16 @@ impl Live {
     /// serves every endpoint of a daemon: so one crew's changes push out its own oldest
     /// images, not another crew's, until it keeps no more than the other does. Within one
     /// tenant (a stdio server, every process without crews), the oldest entry.
-    /// An entry `pinned` names (chosen by a running undo) is passed over: the next tenant's
-    /// oldest goes instead, or none.
+    /// An entry `pinned` names (chosen by a running undo) is passed over: the tenant's next
+    /// oldest goes instead, or none (the bound is passed while the undo runs, rather than
+    /// another tenant's entries going for this one's).
     fn next_to_drop(&self, pinned: &HashSet<String>) -> Option<String> {
-        let mut amounts: Vec<u64> = self.tenants.values().copied().collect();
-        amounts.sort_unstable_by(|left, right| right.cmp(left));
-        amounts.dedup();
-        amounts.into_iter().find_map(|amount| {
-            let oldest = self
-                .entries
-                .iter()
-                .find(|(id, entry)| self.tenants.get(&entry.tenant) == Some(&amount) && !pinned.contains(id.as_str()));
-            oldest.map(|(id, _)| id.clone())
-        })
+        let most = self.tenants.values().max()?;
+        let oldest = self
+            .entries
+            .iter()
+            .find(|(id, entry)| self.tenants.get(&entry.tenant) == Some(most) && !pinned.contains(id.as_str()));
+        oldest.map(|(id, _)| id.clone())
     }
 
     /// Takes in one line another process appended: its entry adds its images, its
@@ -557,7 +550,6 @@ impl Journal {
             compacting: Mutex::new(()),
             undoing: Mutex::default(),
             turns: (Mutex::default(), std::sync::Condvar::new()),
-            pinned: Mutex::default(),
             live: Mutex::new(Live::default()),
             batching: Mutex::default(),
         }
@@ -989,7 +981,7 @@ impl Journal {
         }
         // Not while an undo has entries to reach: a compaction may drop them (tried again at
         // the next append once none is held).
-        if !self.pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty() {
+        if !pinned().is_empty() {
             return;
         }
         let Ok(_compacting) = self.compacting.try_lock() else { return };
@@ -1114,8 +1106,9 @@ impl Journal {
             sizes.into_iter().filter(|(_, bytes)| bytes.saturating_add(log_bytes) > self.max_bytes).map(|(id, _)| id);
         // The entries a running undo chose stay until it reaches them: the bound is passed
         // meanwhile, rather than losing what the undo was asked to bring back.
-        let pinned: HashSet<String> =
-            self.pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).keys().cloned().collect();
+        // (Copied only when something is to be dropped: most appends drop nothing.)
+        let over = live.bytes + log_bytes > self.max_bytes;
+        let pinned: HashSet<String> = if over { pinned().keys().cloned().collect() } else { HashSet::new() };
         while live.bytes + log_bytes + lines.len() as u64 > self.max_bytes {
             let next = too_large.find(|id| live.entries.contains_key(id) && !pinned.contains(id));
             let Some(oldest) = next.or_else(|| live.next_to_drop(&pinned)) else { break };
@@ -2361,7 +2354,7 @@ fn stamps_of(access: &PrivilegedAccessor, linked: &[String]) -> Value {
         .iter()
         .filter_map(|name| {
             let stamp = access.open_read(&image_place(name)?).ok()?.stamp()?;
-            Some((name.clone(), json!(stamp.token())))
+            Some((name.clone(), json!(stamp.written_token())))
         })
         .collect();
     Value::Object(stamps)
@@ -3221,8 +3214,11 @@ impl Journal {
         };
         let (mut entries, forgotten) = match read {
             Ok(read) => read,
-            // No log yet: no change was recorded.
-            Err(error) if error.kind() == ErrorKind::NotFound => return Entries::new(Vec::new(), None),
+            // No log yet: no change was recorded (where this process holds none open: one it
+            // holds was made at its start, and is gone only when removed since).
+            Err(error) if error.kind() == ErrorKind::NotFound && !self.holds_log() => {
+                return Entries::new(Vec::new(), None);
+            }
             Err(error) => {
                 tracing::warn!(target: "vfs::journal", error = %error_text(&error), "the journal's log cannot be read");
                 return Entries { unreadable: true, ..Entries::new(Vec::new(), None) };
@@ -3238,6 +3234,11 @@ impl Journal {
         entries.retain(|entry| !(entry.incomplete && own(&entry.call)));
         drop(state);
         Entries::new(entries, forgotten)
+    }
+
+    /// True when this process holds the log open to append to it (made at its start).
+    fn holds_log(&self) -> bool {
+        self.intents.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some()
     }
 
     /// Holds what reads of the log take (for as long as the batch is held, by any caller):
@@ -3281,13 +3282,13 @@ impl Journal {
     /// next change after brings the journal within it. Another process sharing the journal
     /// does not see the pin.
     #[must_use = "the entries are kept while the pin is held"]
-    pub fn pin<'e>(&self, ids: impl IntoIterator<Item = &'e str>) -> Pinned<'_> {
+    pub fn pin<'e>(&self, ids: impl IntoIterator<Item = &'e str>) -> Pinned {
         let ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
-        let mut pinned = self.pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pinned = pinned();
         for id in &ids {
             *pinned.entry(id.clone()).or_default() += 1;
         }
-        Pinned { journal: self, ids }
+        Pinned { ids }
     }
 
     /// Undoes `entry` through `agent` (rights apply), journaled as an undo of it for
@@ -3343,7 +3344,18 @@ impl Journal {
         // Every image is looked for before anything is restored: an entry whose images were
         // dropped since it was listed is skipped whole, never half-undone.
         if !self.has_images(entry) {
-            lines.push(format!("skipped {}: {IMAGES_GONE}", entry.id));
+            // The size bound removes an entry's images, then appends its `dropped` line: once
+            // a bound running now is done (its lock taken and let go of at once, not held
+            // across the read, which is a call the journal observes), the log says which.
+            drop(self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            let now = self.entries();
+            let state = now.all().iter().find(|current| current.id == entry.id).map(|current| now.state(current));
+            let why = match state {
+                None => EntryState::Dropped.as_str(),
+                Some(state @ (EntryState::Dropped | EntryState::Undone)) => state.as_str(),
+                Some(_) => IMAGES_GONE,
+            };
+            lines.push(format!("skipped {}: {why}", entry.id));
             return (lines, false);
         }
         if self.images_written_since(entry) {
@@ -3542,7 +3554,7 @@ impl Journal {
         let Some(access) = self.access() else { return false };
         entry.stamps.iter().any(|(name, stamp)| {
             let now = image_place(name).and_then(|place| access.open_read(&place).ok()?.stamp());
-            now.is_none_or(|now| now.token() != *stamp)
+            now.is_none_or(|now| now.written_token() != *stamp)
         })
     }
 
@@ -3752,8 +3764,7 @@ impl Journal {
                 // made since): the tree comes back into it path by path, each path that holds
                 // something else a conflict. So an undo killed in the middle of a tree is
                 // finished by running it again.
-                Ok((false, _)) if agent.attributes(path).is_ok_and(|there| there.kind == vfs::EntryKind::Directory) => {
-                }
+                Ok((false, _)) if agent.kind_at(path).is_ok_and(|there| there == vfs::EntryKind::Directory) => {}
                 Ok((false, _)) => {
                     lines.push(format!("conflict {path}: changed since (left as it is)"));
                     return false;
@@ -3859,6 +3870,10 @@ fn put_back_file(agent: &AgentAccessor, path: &str, content: &[u8], mode: u32) -
 /// True when `path` holds a file with exactly `content` and the permission bits of `mode`:
 /// what putting it back would make.
 fn holds_already(agent: &AgentAccessor, path: &str, content: &[u8], mode: u32) -> bool {
+    // The file itself, not one a link there names.
+    if !agent.kind_at(path).is_ok_and(|there| there == vfs::EntryKind::File) {
+        return false;
+    }
     let Ok(there) = agent.attributes(path) else { return false };
     if there.kind != vfs::EntryKind::File || there.size != content.len() as u64 || there.mode & 0o777 != mode & 0o777 {
         return false;
@@ -3910,16 +3925,26 @@ fn image_place(name: &str) -> Option<String> {
 const FINISHED_KEPT: usize = 4096;
 
 /// An entry's mark in `Journal::undoing`, taken off when the undo ends.
+/// The entries an undo running in this process chose and has yet to reach, with how many
+/// undos hold each ([`Journal::pin`]): no size bound drops them, and no log is compacted while
+/// any is held. One set for the process, not for each [`Journal`]: a daemon's crews each write
+/// through a journal of their own over one directory, and one crew's appends apply the bound
+/// to every crew's entries.
+static PINNED: std::sync::LazyLock<Mutex<HashMap<String, usize>>> = std::sync::LazyLock::new(Mutex::default);
+
+fn pinned() -> std::sync::MutexGuard<'static, HashMap<String, usize>> {
+    PINNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Entries kept from the size bound ([`Journal::pin`]), let go of when dropped.
 #[derive(Debug)]
-pub struct Pinned<'j> {
-    journal: &'j Journal,
+pub struct Pinned {
     ids: Vec<String>,
 }
 
-impl Drop for Pinned<'_> {
+impl Drop for Pinned {
     fn drop(&mut self) {
-        let mut pinned = self.journal.pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pinned = pinned();
         for id in &self.ids {
             if let Some(holders) = pinned.get_mut(id) {
                 *holders -= 1;
@@ -4240,9 +4265,9 @@ mod tests {
         // An entry a running undo chose is passed over: the tenant's next, then another's.
         live.add("5".to_owned(), 10, vec!["5.0".to_owned()], "b".to_owned());
         let pinned = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<HashSet<String>>();
+        // (a keeps 100 bytes, b 10.)
         assert_eq!(live.next_to_drop(&pinned(&["3"])).as_deref(), Some("4"));
-        assert_eq!(live.next_to_drop(&pinned(&["3", "4"])).as_deref(), Some("5"));
-        assert_eq!(live.next_to_drop(&pinned(&["3", "4", "5"])), None);
+        assert_eq!(live.next_to_drop(&pinned(&["3", "4"])), None, "not b's, which keeps less");
     }
 
     /// What another process appended is taken in line by line: its entries add their

@@ -1950,7 +1950,9 @@ fn a_journal_whose_log_cannot_be_read_is_said_to_be_so_not_empty() {
     assert_eq!(answer(&tools, "list_changes", &json!({})), (true, unreadable.to_owned()));
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, unreadable.to_owned()));
     assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "a\n");
+    // Removed (this process made it at its start): not "no log yet".
     std::fs::remove_dir(&log).unwrap();
+    assert_eq!(answer(&tools, "list_changes", &json!({})), (true, unreadable.to_owned()));
     std::fs::rename(&aside, &log).unwrap();
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "removed /w/a.txt\n".to_owned()));
 }
@@ -1994,6 +1996,12 @@ fn an_image_written_to_after_the_change_is_not_put_back() {
     call(&tools, "write_file", &json!({ "path": "/w/log.txt", "content": "agent\n", "overwrite": true }));
     std::io::Write::write_all(&mut held, b"written after the change\n").unwrap();
     drop(held);
+    // What changes an inode but not its bytes (a `chmod`; as a copy of the journal with its
+    // times, or a remount, would change its inode or device) is no write.
+    for image in image_names(base.path()) {
+        let image = base.path().join("journal/images").join(image);
+        std::fs::set_permissions(&image, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
     let entries = launch.journal().unwrap().entries();
     let id = &entries.all().last().unwrap().id;
     let written = format!(
@@ -2318,8 +2326,16 @@ fn an_undo_of_a_tree_removal_that_stopped_part_way_is_finished_by_undoing_it_aga
     std::fs::create_dir(base.path().join("w/t")).unwrap();
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (false, "restored /w/t\n".to_owned()));
     assert_eq!(std::fs::read_to_string(base.path().join("w").join(&files[39].0)).unwrap(), "file 39\n");
-    // A file where the tree goes is still the tree's conflict.
+    // A link there to another directory is no directory of the tree: a conflict, and nothing
+    // goes into the directory it names.
     call(&tools, "delete_file", &json!({ "path": "/w/t", "recursive": true }));
+    std::fs::create_dir(base.path().join("w/other")).unwrap();
+    std::os::unix::fs::symlink("other", base.path().join("w/t")).unwrap();
+    let conflict = "conflict /w/t: changed since (left as it is)\n";
+    assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, conflict.to_owned()));
+    assert_eq!(std::fs::read_dir(base.path().join("w/other")).unwrap().count(), 0);
+    std::fs::remove_file(base.path().join("w/t")).unwrap();
+    // A file where the tree goes is still the tree's conflict.
     std::fs::write(base.path().join("w/t"), "a file\n").unwrap();
     let conflict = "conflict /w/t: changed since (left as it is)\n";
     assert_eq!(answer(&tools, "undo_changes", &json!({})), (true, conflict.to_owned()));

@@ -331,6 +331,13 @@ impl AgentAccessor {
         self.run(Operation::Attributes, path, |context| context.attributes(path))
     }
 
+    /// What is at `path` itself, a link not followed: a link is [`EntryKind::Link`](crate::EntryKind::Link),
+    /// whatever it names (an undo that finds a tree's directory there must not take a link to
+    /// another for it).
+    pub fn kind_at(&self, path: &str) -> Result<crate::EntryKind, Error> {
+        self.run(Operation::Attributes, path, |context| context.kind_at(path))
+    }
+
     /// At most `len` bytes (and at most [`VIEW_READ_BYTES`](crate::VIEW_READ_BYTES)) of the
     /// file at `path` from `offset`: fewer at its end, none past it.
     pub fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
@@ -762,6 +769,7 @@ impl Audited for crate::ops::ViewFile {}
 impl Audited for EditOutcome {}
 impl Audited for CreateDirOutcome {}
 impl Audited for bool {}
+impl Audited for crate::EntryKind {}
 impl Audited for RestoredDirectory {}
 impl Audited for Listing {}
 impl Audited for SizedListing {}

@@ -93,14 +93,15 @@ impl FileStamp {
         self.0[..2] == other.0[..2]
     }
 
-    /// The stamp as 16 hexadecimal digits (a 64-bit FNV-1a hash of its words, the same in
-    /// every build), to be kept and compared later: another token, another content; the same,
-    /// the same content but by a chance of one in 2^64 (infrastructure's own records; no
-    /// agent sees one).
+    /// The file's modification time and size as 16 hexadecimal digits (a 64-bit FNV-1a hash,
+    /// the same in every build), to be kept and compared later: a write changes them. Not its
+    /// device, inode or change time, which a `chmod`, a link, a copy of the file with its
+    /// times (`cp -a`, a backup restored) or a remount change without a write
+    /// (infrastructure's own records; no agent sees one).
     #[must_use]
-    pub fn token(&self) -> String {
+    pub fn written_token(&self) -> String {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in self.0.iter().flat_map(|word| word.to_le_bytes()) {
+        for byte in [self.0[2], self.0[3], self.0[6]].iter().flat_map(|word| word.to_le_bytes()) {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
         }
         format!("{hash:016x}")
@@ -178,6 +179,23 @@ impl Context<'_> {
             mode,
             rights: self.rights_with_rules(&located),
         })
+    }
+
+    /// What is at `input` itself, a link not followed: a link is [`EntryKind::Link`], not
+    /// what it names (`/` and a virtual parent of roots are directories).
+    pub(crate) fn kind_at(&self, input: &str) -> Result<EntryKind, Error> {
+        let path = Self::parse(input)?;
+        let located = match self.locate::<gate::Read>(&path, false, false) {
+            Ok(located) => located,
+            Err(error) if error.kind() == crate::ErrorKind::UnknownRoot && self.is_virtual_directory(&path) => {
+                return Ok(EntryKind::Directory);
+            }
+            Err(error) => return Err(error),
+        };
+        match self.store(located.mount).stat(&located.node, &path)? {
+            Some(stat) => Ok(EntryKind::from_kind(stat.kind)),
+            None => Err(Error::not_found(&path)),
+        }
     }
 
     /// True for `/` and for a virtual parent of nested roots (a path some agent-facing root

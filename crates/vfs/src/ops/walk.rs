@@ -40,7 +40,7 @@ impl EntryKind {
         }
     }
 
-    fn from_kind(kind: Kind) -> Self {
+    pub(crate) fn from_kind(kind: Kind) -> Self {
         match kind {
             Kind::Directory => EntryKind::Directory,
             Kind::File => EntryKind::File,
