@@ -143,6 +143,37 @@ pub enum HostError {
         /// `directory` or `file`: what lies in the writable part.
         what: &'static str,
     },
+    /// The settings file lies where agents may write: they could widen their mounts for the
+    /// next start.
+    #[error(
+        "the settings file `{file}` lies inside `{root}` (`{physical}`) at `{at}`, which is mounted {rights}; an agent could rewrite the mounts of the next start: mount `{root}` read-only there, or move the settings file out of it"
+    )]
+    SettingsWritable {
+        /// The settings file as the operator spelled it.
+        file: String,
+        /// The writable mount's root.
+        root: String,
+        /// The writable mount's physical directory.
+        physical: String,
+        /// Where the file is in that mount.
+        at: String,
+        /// The rights there.
+        rights: vfs::Rights,
+    },
+    /// The token file lies where agents may read it: every endpoint's token, theirs to take.
+    #[error(
+        "the token file `{file}` lies inside `{root}` (`{physical}`) at `{at}`, where agents may read it, and holds another endpoint's token, which they could take: move the token file out of every mount, or hide it (`--hide`)"
+    )]
+    TokensReadable {
+        /// The token file as the operator spelled it.
+        file: String,
+        /// The mount's root.
+        root: String,
+        /// The mount's physical directory.
+        physical: String,
+        /// Where the file is in that mount.
+        at: String,
+    },
     /// Several settings entries for one root, and nothing selects one.
     #[error("the root `{root}` is declared {count} times in the settings and nothing selects one: {choice}")]
     AmbiguousRoot {
@@ -366,6 +397,8 @@ impl HostError {
             HostError::ReservedRoot { .. }
             | HostError::CrewNesting { .. }
             | HostError::CrewWritable { .. }
+            | HostError::SettingsWritable { .. }
+            | HostError::TokensReadable { .. }
             | HostError::SettingsRead { .. }
             | HostError::AmbiguousRoot { .. }
             | HostError::UnknownId { .. }

@@ -129,8 +129,46 @@ pub fn host(
             ),
         }
     }
+    if let Some(file) = token_file
+        && let Ok(in_file) = self::tokens(Some(file), None, &options.current_dir, &names, false, authority)
+    {
+        problems.extend(tokens_out_of_reach(file, &in_file, &options.current_dir, &endpoints, authority));
+    }
     dedupe(&mut problems);
     if problems.is_empty() { Ok(Hosting { tokens, endpoints }) } else { Err(Problems(problems)) }
+}
+
+/// The endpoints whose agents could read the token file while it holds a token of another
+/// endpoint (`in_file`), theirs to take: each refused in one line. A file of their own
+/// endpoint's tokens alone gives them nothing they do not have.
+fn tokens_out_of_reach(
+    file: &Path,
+    in_file: &Tokens,
+    current_dir: &Path,
+    endpoints: &[Served],
+    authority: AmbientAuthority,
+) -> Vec<HostError> {
+    let Ok(canonical) = vfs::host_path::canonical(&absolute(current_dir, file), authority) else { return Vec::new() };
+    endpoints
+        .iter()
+        .filter_map(|served| {
+            let endpoint = served.crew.as_ref().map(|crew| crew.name.as_str());
+            if !in_file.grants_other_than(endpoint) {
+                return None;
+            }
+            let found = served.launch.registry().reaches_file(&canonical, vfs::Access::Read)?;
+            let refusal = HostError::TokensReadable {
+                file: path_text(file),
+                root: found.root,
+                physical: found.physical,
+                at: found.path,
+            };
+            Some(match &served.crew {
+                Some(crew) => HostError::InCrew { crew: crew.name.clone(), source: Box::new(refusal) },
+                None => refusal,
+            })
+        })
+        .collect()
 }
 
 /// A hosted crew as read: where it lives, its definition, its name and runner root.
@@ -362,4 +400,50 @@ fn dedupe(problems: &mut Vec<HostError>) {
         };
         seen.insert(line)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A token file an endpoint's agents could read (every endpoint's token, theirs to take)
+    /// is refused for that endpoint, naming the mount and the fix (red team: a crew read the
+    /// token file through a read-only mount and took another crew's token); a hidden one, and
+    /// one out of every mount, are not.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "fixture: crews, directories and a token file on disk")]
+    fn a_token_file_agents_could_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        for crew in ["alpha", "beta"] {
+            std::fs::create_dir_all(base.join(format!("crews/{crew}"))).unwrap();
+            std::fs::write(base.join(format!("crews/{crew}/crew.yaml")), format!("name: {crew}\nmounts: [/{crew}]\n"))
+                .unwrap();
+            std::fs::create_dir_all(base.join(format!("data/{crew}"))).unwrap();
+        }
+        let tokens = "alpha aaaaaaaaaaaaaaaaaaaaaaaa\nbeta bbbbbbbbbbbbbbbbbbbbbbbb\n";
+        std::fs::write(base.join("data/alpha/tokens"), tokens).unwrap();
+        std::fs::write(base.join("tokens"), tokens).unwrap();
+        let check = |token_file: &str, alpha: &str, hide: &[&str]| -> String {
+            let options = LaunchOptions {
+                mounts: vec![format!("data/alpha:/alpha:{alpha}"), "data/beta:/beta:rw".to_owned()],
+                crews: vec![base.join("crews/alpha"), base.join("crews/beta")],
+                hide: hide.iter().map(|&glob| glob.to_owned()).collect(),
+                current_dir: base.to_path_buf(),
+                ..LaunchOptions::default()
+            };
+            match host(&options, Some(Path::new(token_file)), None, true, vfs::ambient_authority()) {
+                Ok(_) => "OK".to_owned(),
+                Err(problems) => problems.to_string().replace(&base.display().to_string(), "[TMP]"),
+            }
+        };
+        let refused = "crew `alpha`: the token file `data/alpha/tokens` lies inside `/alpha` (`[TMP]/data/alpha`) at `/alpha/tokens`, where agents may read it, and holds another endpoint's token, which they could take: move the token file out of every mount, or hide it (`--hide`)";
+        assert_eq!(check("data/alpha/tokens", "rw", &[]), refused);
+        assert_eq!(check("data/alpha/tokens", "ro", &[]), refused);
+        assert_eq!(check("data/alpha/tokens", "ro", &["tokens"]), "OK");
+        assert_eq!(check("tokens", "rw", &[]), "OK");
+        // Its own endpoint's tokens alone: nothing to take.
+        std::fs::write(base.join("data/alpha/tokens"), "alpha aaaaaaaaaaaaaaaaaaaaaaaa\n").unwrap();
+        assert_eq!(check("data/alpha/tokens", "ro", &[]), "OK");
+    }
 }

@@ -347,7 +347,33 @@ pub(crate) fn compose_from(
     if let Some(place) = &crew_place {
         crew_out_of_reach(&launch, place)?;
     }
+    settings_out_of_reach(&launch, options, authority)?;
     Ok(launch)
+}
+
+/// Refuses a launch in which agents could rewrite its settings file, and so the mounts of
+/// its next start (an agent that writes `{"mounts": ["/:/host:rw"]}` there has the host at the
+/// next start): the file, links followed, in a part of an agent-facing mount they may write.
+pub(crate) fn settings_out_of_reach(
+    launch: &Launch,
+    options: &LaunchOptions,
+    authority: AmbientAuthority,
+) -> Result<(), HostError> {
+    let Some(file) = &options.settings else { return Ok(()) };
+    // Read a moment ago: one that no longer resolves is one agents cannot write either.
+    let Ok(canonical) = vfs::host_path::canonical(&absolute(&options.current_dir, file), authority) else {
+        return Ok(());
+    };
+    match launch.registry().reaches_file(&canonical, vfs::Access::Write) {
+        Some(found) => Err(HostError::SettingsWritable {
+            file: path_text(file),
+            root: found.root,
+            physical: found.physical,
+            at: found.path,
+            rights: found.rights,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Refuses a launch in which the crew's agents could rewrite the crew's definition, and so
@@ -1135,6 +1161,42 @@ mod tests {
         assert_eq!(crew.mounts()[0].root.as_str(), "/workspace");
         let read = launch.registry().agent().read_text("/crew/crew.yaml", &vfs::ReadWindow::default()).unwrap();
         assert!(read.content.starts_with("name: x"));
+    }
+
+    /// A settings file agents could rewrite (and so widen the mounts of the next start) is
+    /// refused, naming the mount, the place and the fix (red team: an agent wrote
+    /// `{"mounts": ["/:/host:rw"]}` into it and had the host at the next start); read-only
+    /// places, and a file out of every mount, are not.
+    #[test]
+    fn a_settings_file_its_agents_could_write_is_refused() {
+        let setup = Setup::new();
+        let root = setup.dir.path().display().to_string();
+        let check = |settings: &str, mounts: &[&str], allow_write: bool| -> String {
+            let mut options = setup.options();
+            options.settings = Some(setup.settings(settings));
+            options.mounts = mounts.iter().map(|&mount| mount.to_owned()).collect();
+            options.allow_write = allow_write;
+            match compose(&options, vfs::ambient_authority()) {
+                Ok(_) => "OK".to_owned(),
+                Err(problems) => problems.to_string().replace(&root, "[TMP]"),
+            }
+        };
+        let refusal = |root: &str, physical: &str, at: &str, rights: &str| {
+            format!(
+                "the settings file `vfs.json` lies inside `{root}` (`{physical}`) at `{at}`, which is mounted {rights}; an agent could rewrite the mounts of the next start: mount `{root}` read-only there, or move the settings file out of it"
+            )
+        };
+        assert_eq!(check(r#"{"mounts": ["one:/src:rw"]}"#, &[], false), "OK");
+        assert_eq!(
+            check(r#"{"mounts": ["./:/work:rw"]}"#, &[], false),
+            refusal("/work", "[TMP]", "/work/vfs.json", "rw")
+        );
+        assert_eq!(check("{}", &["./:/work:rwnd"], false), refusal("/work", "[TMP]", "/work/vfs.json", "rwnd"));
+        assert_eq!(check("{}", &["./:/work:rw;vfs.json:ro"], false), "OK");
+        assert_eq!(check("{}", &["./:/work:ro"], false), "OK");
+        // The default workspace (the current directory), made writable.
+        assert_eq!(check("{}", &[], true), refusal("/workspace", "[TMP]", "/workspace/vfs.json", "rw"));
+        assert_eq!(check("{}", &[], false), "OK");
     }
 
     /// Every way a writable mount reaches the crew's definition is refused, naming the

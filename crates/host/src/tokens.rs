@@ -33,7 +33,13 @@ impl Tokens {
         self.grants.is_empty()
     }
 
-    /// True when a token grants `/mcp`.
+    /// True when some token grants another endpoint than `endpoint` (`None`: `/mcp`).
+    #[must_use]
+    pub fn grants_other_than(&self, endpoint: Option<&str>) -> bool {
+        self.grants.iter().any(|(crew, _)| crew.as_deref() != endpoint)
+    }
+
+    /// True when some token grants `/mcp`.
     #[must_use]
     pub fn grants_default(&self) -> bool {
         self.grants.iter().any(|(crew, _)| crew.is_none())

@@ -86,7 +86,7 @@ pub fn raise_open_file_limit() -> u64 {
 /// directories), opened by path with the [`AmbientAuthority`] (ADR 0010).
 pub mod host_path {
     pub use crate::storage::ambient::{
-        HostKind, HostPathError, create_directories, probe, read_text_file, read_text_file_beneath,
+        HostKind, HostPathError, canonical, create_directories, probe, read_text_file, read_text_file_beneath,
         remove_made_directories,
     };
 }

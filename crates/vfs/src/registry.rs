@@ -1293,6 +1293,33 @@ impl MountRegistry {
         Ok(None)
     }
 
+    /// Operator use: the agent-facing mount through which agents may `access` (read, or write)
+    /// the host file at the canonical path `file` (`host_path::canonical`), if one does. Of the
+    /// local mounts that hold it the innermost decide, with their rights, overrides and name
+    /// rules, as a walk does. A launch keeps its own files out of agents' reach with it: a
+    /// settings file agents could rewrite, a token file they could read.
+    #[must_use]
+    pub fn reaches_file(&self, file: &std::path::Path, access: Access) -> Option<WritableElsewhere> {
+        let holders: Vec<(usize, Vec<String>)> = (self.inner.mounts.iter().enumerate())
+            .filter(|(_, mount)| mount.visibility == Visibility::AgentFacing)
+            .filter_map(|(index, mount)| Some((index, mount.storage.local()?.relative_of_path(file)?)))
+            .collect();
+        let innermost = holders.iter().map(|(_, rel)| rel.len()).min()?;
+        holders.iter().filter(|(_, rel)| rel.len() == innermost).find_map(|(index, rel)| {
+            let mount = &self.inner.mounts[*index];
+            let shown =
+                if rel.is_empty() { mount.root.to_string() } else { format!("{}/{}", mount.root, rel.join("/")) };
+            let place = VirtualPath::new(&shown).unwrap_or_else(|_| mount.root_path.clone());
+            self.inner.authorize(Caller::Agent, *index, rel, access, &place).ok()?;
+            Some(WritableElsewhere {
+                root: mount.root.to_string(),
+                physical: mount.spec.physical().to_owned(),
+                path: shown,
+                rights: mount.rights_at(rel).0,
+            })
+        })
+    }
+
     /// True when some mount is an object store: its calls wait on the network, which a
     /// server should not do on the thread that reads its requests.
     #[must_use]

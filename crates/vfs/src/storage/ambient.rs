@@ -93,6 +93,18 @@ fn os(errno: Errno) -> HostPathError {
     HostPathError::Io(io::Error::from(errno))
 }
 
+/// The canonical form of `path`: absolute, every link followed, no `.` or `..`.
+///
+/// # Errors
+/// Nothing is there, or the system refuses to look.
+pub fn canonical(path: &Path, _authority: AmbientAuthority) -> Result<std::path::PathBuf, HostPathError> {
+    #[expect(clippy::disallowed_methods, reason = "the operator's own path, resolved with the ambient authority")]
+    std::fs::canonicalize(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => HostPathError::Missing,
+        _ => HostPathError::Io(error),
+    })
+}
+
 /// What lies at `path` (links followed), or [`HostPathError::Missing`].
 ///
 /// # Errors

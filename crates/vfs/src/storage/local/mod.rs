@@ -552,6 +552,13 @@ impl LocalRoot {
         self.relative_of_place(other, &[])
     }
 
+    /// The path components below this root of the canonical host path `place`; `None` when it
+    /// does not lie inside this root.
+    pub(crate) fn relative_of_path(&self, place: &Path) -> Option<Vec<String>> {
+        let rest = place.strip_prefix(&self.canonical).ok()?;
+        Some(rest.components().map(|component| component.as_os_str().to_string_lossy().into_owned()).collect())
+    }
+
     /// The canonical path components below this root of the place at `rel` (canonical) below
     /// `other`'s root; `None` when that place does not lie inside this root.
     pub(crate) fn relative_of_place(&self, other: &LocalRoot, rel: &[String]) -> Option<Vec<String>> {
