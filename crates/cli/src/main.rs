@@ -743,7 +743,7 @@ fn serve_http(
     runtime.block_on(async {
         // Listening for the signals before the line that names them: a SIGTERM as soon as it
         // is out shuts down gracefully instead of ending vfs by the default action.
-        let stop = vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?;
+        let stop = vfs_host::shutdown_signal().context("cannot listen for SIGTERM, SIGINT and SIGHUP")?;
         let listener = vfs_host::Listener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
         let log_note = match &options.llm_log {
             Some(directory) => format!("; exchange log in {}, a file per session or token", directory.display()),
@@ -840,7 +840,7 @@ fn fuse(
     // and leave a stale mount behind.
     let stop = {
         let _entered = runtime.enter();
-        vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?
+        vfs_host::shutdown_signal().context("cannot listen for SIGTERM, SIGINT and SIGHUP")?
     };
     let mounted = vfs_fuse::mount(registry, mountpoint, &vfs_fuse::FuseOptions { refusals, ..Default::default() })?;
     let served: Vec<String> =
@@ -905,7 +905,7 @@ fn run_one(
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     let signalled = {
         let _entered = runtime.enter();
-        vfs_host::shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?
+        vfs_host::shutdown_signal().context("cannot listen for SIGTERM, SIGINT and SIGHUP")?
     };
     let started = std::time::SystemTime::now();
     // One call for the whole command: its exchange-log line and the journal entries of what it

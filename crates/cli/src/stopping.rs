@@ -21,24 +21,32 @@ use crate::output;
 /// The exit status of a process ended by a second signal (as a shell reports Ctrl-C).
 const SECOND_SIGNAL: i32 = 130;
 
-/// SIGTERM and SIGINT, listened for (their default action is off while this lives).
+/// SIGTERM, SIGINT and SIGHUP, listened for (their default action is off while this lives).
+/// SIGHUP (the terminal the process runs in closed) stops as SIGTERM does: by its default
+/// action it ended a daemon in the middle of a journaled tree delete (red team).
 pub(crate) struct Signals {
     terminate: Signal,
     interrupt: Signal,
+    hangup: Signal,
 }
 
 impl Signals {
     /// Listens for both; call it within a Tokio runtime.
     pub(crate) fn listen() -> anyhow::Result<Self> {
-        let listen = |kind| signal(kind).context("cannot listen for SIGTERM and SIGINT");
-        Ok(Self { terminate: listen(SignalKind::terminate())?, interrupt: listen(SignalKind::interrupt())? })
+        let listen = |kind| signal(kind).context("cannot listen for SIGTERM, SIGINT and SIGHUP");
+        Ok(Self {
+            terminate: listen(SignalKind::terminate())?,
+            interrupt: listen(SignalKind::interrupt())?,
+            hangup: listen(SignalKind::hangup())?,
+        })
     }
 
-    /// The next SIGTERM or SIGINT.
+    /// The next SIGTERM, SIGINT or SIGHUP.
     pub(crate) async fn next(&mut self) {
         tokio::select! {
             _ = self.terminate.recv() => {}
             _ = self.interrupt.recv() => {}
+            _ = self.hangup.recv() => {}
         }
     }
 
@@ -84,6 +92,6 @@ pub(crate) fn flag_on_first_signal(what: &'static str) -> anyhow::Result<Arc<Ato
             });
         })
         .context("cannot start a thread")?;
-    listening.recv().context("cannot listen for SIGTERM and SIGINT")??;
+    listening.recv().context("cannot listen for SIGTERM, SIGINT and SIGHUP")??;
     Ok(flag)
 }

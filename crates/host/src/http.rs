@@ -1560,9 +1560,11 @@ fn unavailable(what: &str) -> Response<Body> {
     response
 }
 
-/// A future that completes on SIGTERM or SIGINT, both listened for from this call on (so a
-/// signal that comes between it and the future's first poll is not lost, and does not end the
-/// process by its default action). Call it within the runtime.
+/// A future that completes on SIGTERM, SIGINT or SIGHUP, each listened for from this call on
+/// (so a signal that comes between it and the future's first poll is not lost, and does not
+/// end the process by its default action: SIGHUP's, when the terminal a daemon runs in closed,
+/// ended it at once, its calls unanswered and a journaled delete cut). Call it within the
+/// runtime.
 ///
 /// # Errors
 /// The runtime cannot listen for the signals.
@@ -1570,10 +1572,12 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     Ok(async move {
         tokio::select! {
             _ = terminate.recv() => {}
             _ = interrupt.recv() => {}
+            _ = hangup.recv() => {}
         }
         tracing::info!("a shutdown signal arrived");
     })

@@ -1080,6 +1080,31 @@ fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_
     assert!(walkdir_count(&test.path().join("w/big")) > 0, "ended before the delete had");
 }
 
+/// SIGHUP (the terminal closed) stops as SIGTERM does: the delete in progress finishes, its
+/// entry is whole (red team: its default action ended the daemon at once, the delete cut and
+/// its entry incomplete).
+#[test]
+fn a_hangup_in_the_middle_of_a_tree_delete_lets_it_finish() {
+    let test = TestDir::new();
+    big_tree(&test);
+    let mut args = vec!["call", "delete_file", r#"{"path":"/w/big","recursive":true}"#];
+    args.extend(LAUNCH);
+    let child =
+        test.command(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    until("the delete's start", || delete_begun(&test));
+    signal(&child, "HUP");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    eqnice!("deleted directory `/w/big`\n", String::from_utf8_lossy(&output.stdout));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .ends_with("vfs: stopping once the call has ended or stopped; a second SIGTERM or Ctrl-C stops at once\n"),
+        "{stderr}"
+    );
+    assert_eq!(summary(&test), ["remove undoable /w/big"]);
+}
+
 /// `SIGKILL` in the middle of a journaled tree delete leaves an incomplete entry and the files
 /// it took in `images/`, with its record of which image each one was and of each directory's
 /// mode: `vfs undo --change ID` puts them back, and the tree is whole again, directories with
