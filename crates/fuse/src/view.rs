@@ -751,9 +751,12 @@ impl Filesystem for View {
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         acting(req);
         let result = self.child(parent, name).and_then(|path| {
-            // Judged by the core at the name itself (a link is removed, never what it names,
-            // so a read-only file it names is no reason to refuse: as `delete_file` does),
-            // a read-only place answered `EROFS`.
+            // A link is removed, never what it names: judged by the core at the link itself, as
+            // `delete_file` judges it (the rights a lookup of it gives are its target's, and a
+            // read-only file it names is no reason to refuse).
+            if self.accessor.kind_at(&path).map_or(true, |kind| kind != EntryKind::Link) {
+                self.writable(&path)?;
+            }
             self.changing()
                 .delete(&path, false, &Precondition::Any)
                 .map_err(|error| self.refused("unlink", &path, &error))?;
