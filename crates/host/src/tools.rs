@@ -335,6 +335,8 @@ impl ToolService {
     }
 
     fn dispatch(&self, name: &str, arguments: &Value, agent: &AgentAccessor) -> Result<ToolOutput, CallError> {
+        /// The tools that refuse an unknown argument instead of ignoring it.
+        const UNKNOWN_REFUSED: [&str; 1] = ["undo_changes"];
         let Some((definition, tool)) = self.listed(name) else {
             return Err(CallError::UnknownTool(name.to_owned()));
         };
@@ -349,6 +351,12 @@ impl ToolService {
             Ok(checked) => checked,
             Err(message) => return Ok(invalid(message)),
         };
+        // A tool whose default acts on what no argument names does not run with an argument
+        // it cannot read: `undo_changes` given a misspelt `changeId` undid the newest change
+        // (red team).
+        if !ignored.is_empty() && UNKNOWN_REFUSED.contains(&name) {
+            return Ok(invalid(arguments::unknown_refusal(tool, &ignored)));
+        }
         let mut output = match (definition.run)(self, agent, &arguments) {
             Ok(output) => output,
             Err(message) => return Ok(invalid(message)),

@@ -2405,6 +2405,23 @@ fn a_damaged_logs_lines_list_and_undo_nothing_they_do_not_name() {
     assert_eq!(std::fs::read_to_string(base.path().join("w/a.txt")).unwrap(), "changed\n");
 }
 
+/// `undo_changes` refuses an argument it cannot read instead of ignoring it: with no `count`
+/// or `changeId` it undoes the newest change, so a misspelt id undid another change (red
+/// team). Nothing is undone.
+#[test]
+fn undo_changes_refuses_an_argument_it_cannot_read() {
+    let base = tempfile::tempdir().unwrap();
+    let launch = launch(base.path());
+    let tools = launch.tools(None);
+    call(&tools, "write_file", &json!({ "path": "/w/a.txt", "content": "a\n" }));
+    let refused = "invalid arguments for `undo_changes`: unknown argument `change_id` (`undo_changes` takes `changeId`, `count`); nothing was done: an argument it cannot read is not taken for its default";
+    assert_eq!(answer(&tools, "undo_changes", &json!({ "change_id": "x" })), (true, refused.to_owned()));
+    assert!(base.path().join("w/a.txt").exists());
+    // Other tools still ignore one, with a note.
+    let listed = answer(&tools, "list_changes", &json!({ "ids": 1 }));
+    assert!(!listed.0, "{listed:?}");
+}
+
 #[test]
 fn list_changes_and_undo_changes_refuse_a_zero() {
     let base = tempfile::tempdir().unwrap();

@@ -60,6 +60,25 @@ fn check_fields(prefix: &str, value: &mut Value, schema: &Map<String, Value>) ->
     Ok(())
 }
 
+/// The refusal of unknown keys by a tool whose default acts on what no argument names
+/// (`undo_changes`: with no `count` or `changeId`, the newest change).
+pub(super) fn unknown_refusal(tool: &Tool, unknown: &[String]) -> String {
+    let plural = if unknown.len() == 1 { "argument" } else { "arguments" };
+    let names: Vec<String> = unknown.iter().map(|key| format!("`{key}`")).collect();
+    let taken: Vec<String> = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().map(|key| format!("`{key}`")).collect())
+        .unwrap_or_default();
+    format!(
+        "unknown {plural} {} (`{}` takes {}); nothing was done: an argument it cannot read is not taken for its default",
+        names.join(", "),
+        tool.name,
+        taken.join(", ")
+    )
+}
+
 /// The note for unknown keys: which were ignored, and which the tool takes.
 pub(super) fn ignored_note(tool: &Tool, ignored: &[String]) -> String {
     let names =
