@@ -1032,22 +1032,7 @@ fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_
     let files = |test: &TestDir| walkdir_count(&test.path().join("w"));
     let test = TestDir::new();
     big_tree(&test);
-    let mut args = vec!["call", "delete_file", r#"{"path":"/w/big","recursive":true}"#];
-    args.extend(LAUNCH);
-    let child =
-        test.command(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    until("the delete's start", || delete_begun(&test));
-    signal(&child, "TERM");
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    eqnice!("deleted directory `/w/big`\n", String::from_utf8_lossy(&output.stdout));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr
-            .ends_with("vfs: stopping once the call has ended or stopped; a second SIGTERM or Ctrl-C stops at once\n"),
-        "{stderr}"
-    );
-    assert_eq!(summary(&test), ["remove undoable /w/big"]);
+    a_signalled_delete_finishes(&test, "TERM");
     eqnice!("restored /w/big\n", undo(&test, &["--last", "1"]).stdout);
     assert_eq!(files(&test), 4_000);
 
@@ -1087,22 +1072,29 @@ fn a_signal_in_the_middle_of_a_tree_delete_lets_it_finish_and_a_second_stops_at_
 fn a_hangup_in_the_middle_of_a_tree_delete_lets_it_finish() {
     let test = TestDir::new();
     big_tree(&test);
+    a_signalled_delete_finishes(&test, "HUP");
+}
+
+/// `vfs call` deleting `w/big`, sent the signal `name` once the delete has begun: the delete
+/// finishes (exit 0, its answer whole), stderr says the process stops once the call has ended,
+/// and its entry is whole.
+fn a_signalled_delete_finishes(test: &TestDir, name: &str) {
     let mut args = vec!["call", "delete_file", r#"{"path":"/w/big","recursive":true}"#];
     args.extend(LAUNCH);
     let child =
         test.command(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    until("the delete's start", || delete_begun(&test));
-    signal(&child, "HUP");
+    until("the delete's start", || delete_begun(test));
+    signal(&child, name);
     let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(output.status.code(), Some(0), "{name}: {output:?}");
     eqnice!("deleted directory `/w/big`\n", String::from_utf8_lossy(&output.stdout));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr
             .ends_with("vfs: stopping once the call has ended or stopped; a second SIGTERM or Ctrl-C stops at once\n"),
-        "{stderr}"
+        "{name}: {stderr}"
     );
-    assert_eq!(summary(&test), ["remove undoable /w/big"]);
+    assert_eq!(summary(test), ["remove undoable /w/big"]);
 }
 
 /// `SIGKILL` in the middle of a journaled tree delete leaves an incomplete entry and the files
