@@ -979,9 +979,14 @@ impl Journal {
         if !grown {
             return;
         }
-        // Not while an undo has entries to reach: a compaction may drop them (tried again at
-        // the next append once none is held).
-        if !pinned().is_empty() {
+        // Not while an undo has entries of this journal to reach: a compaction may drop them
+        // (tried again at the next append once none is held). Another journal's pins, in the
+        // same process, are not this one's business.
+        let pinned_here = {
+            let live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            pinned().keys().any(|id| live.entries.contains_key(id))
+        };
+        if pinned_here {
             return;
         }
         let Ok(_compacting) = self.compacting.try_lock() else { return };
@@ -2946,6 +2951,16 @@ impl Loaded {
         if value.get("dropped") == Some(&Value::Bool(true)) {
             self.dropped.insert(text("id"));
         }
+        // An object of strings (`places`: root to place; `stamps`: image to stamp), as pairs.
+        let pairs = |key: &str| -> Vec<(String, String)> {
+            value
+                .get(key)
+                .and_then(Value::as_object)
+                .map(|pairs| {
+                    pairs.iter().filter_map(|(name, text)| Some((name.clone(), text.as_str()?.to_owned()))).collect()
+                })
+                .unwrap_or_default()
+        };
         let parts = value.get("parts").and_then(Value::as_array);
         let entry = Entry {
             id: text(if incomplete { "intent" } else { "id" }),
@@ -2956,26 +2971,14 @@ impl Loaded {
             paths: strings("paths"),
             undoes: value.get("undoes").and_then(Value::as_str).map(str::to_owned),
             asked_by: value.get("asked_by").and_then(Value::as_str).map(str::to_owned),
-            places: value
-                .get("places")
-                .and_then(Value::as_object)
-                .map(|places| {
-                    places.iter().filter_map(|(root, place)| Some((root.clone(), place.as_str()?.to_owned()))).collect()
-                })
-                .unwrap_or_default(),
+            places: pairs("places"),
             line: (at, line.len()),
             // An entry whose parts lie beside its line says whether one cannot be undone.
             not_undoable: value.get("not_undoable") == Some(&Value::Bool(true))
                 || parts.into_iter().flatten().any(part_not_undoable),
             images: strings("images"),
             image_bytes: value.get("image_bytes").and_then(Value::as_u64).unwrap_or(0),
-            stamps: value
-                .get("stamps")
-                .and_then(Value::as_object)
-                .map(|stamps| {
-                    stamps.iter().filter_map(|(name, stamp)| Some((name.clone(), stamp.as_str()?.to_owned()))).collect()
-                })
-                .unwrap_or_default(),
+            stamps: pairs("stamps"),
             tenant: value.get("tenant").and_then(Value::as_str).unwrap_or_default().to_owned(),
             dropped: false,
             incomplete,
@@ -3926,8 +3929,8 @@ const FINISHED_KEPT: usize = 4096;
 
 /// An entry's mark in `Journal::undoing`, taken off when the undo ends.
 /// The entries an undo running in this process chose and has yet to reach, with how many
-/// undos hold each ([`Journal::pin`]): no size bound drops them, and no log is compacted while
-/// any is held. One set for the process, not for each [`Journal`]: a daemon's crews each write
+/// undos hold each ([`Journal::pin`]): no size bound drops them, and no journal compacts its log
+/// while one of its entries is held. One set for the process, not for each [`Journal`]: a daemon's crews each write
 /// through a journal of their own over one directory, and one crew's appends apply the bound
 /// to every crew's entries.
 static PINNED: std::sync::LazyLock<Mutex<HashMap<String, usize>>> = std::sync::LazyLock::new(Mutex::default);
